@@ -1,0 +1,451 @@
+//! `prfout`: one test's profile as text (format in `docs/format.md`).
+//!
+//! ```text
+//! upcmp-prfout 1
+//! test forkwait
+//! command unixperf -forkwait -loop 200000 -repeat 2
+//! event cpu-clock
+//! period-sec 0.001
+//! cpus 2
+//! wall-sec 872.757
+//! idle-set idle checkRunq
+//! cpu 0 samples 871793 lost 964 throttled 0 procstat-busy-sec 438.10
+//! cpu 1 samples 871793 lost 964 throttled 0
+//! warning cpu 1: sampled busy time 3.1 s differs from /proc/stat busy time 3.5 s by 11.4%
+//! functions 2
+//! #     cpu0     cpu1 module   function
+//!      73480    73481 [kernel] bcopy
+//!     798313   798312 [kernel] idle
+//! end
+//! ```
+//!
+//! Policy: every line must be of a known kind; anything else is an error with its
+//! location. The `functions` count and the closing `end` line make truncation an error,
+//! and the per-CPU columns must add up to each CPU's sample total.
+
+use crate::{numbered_lines, LineRef, NomError, ParseError};
+use nom::bytes::complete::{is_not, tag, take_while1};
+use nom::character::complete::{space0, space1, u32 as dec_u32, u64 as dec_u64};
+use nom::combinator::{map, opt, rest};
+use nom::multi::{many0, separated_list0};
+use nom::number::complete::double;
+use nom::sequence::{delimited, preceded};
+use nom::Parser;
+
+/// The format version this parser reads and upcmp writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The first word of every prfout file.
+pub const MAGIC: &str = "upcmp-prfout";
+
+/// A parsed prfout file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prfout {
+    /// Format version from the first line.
+    pub format: u32,
+    /// The test's name (its directory name in the run).
+    pub test: String,
+    /// The command that ran, when recorded.
+    pub command: Option<String>,
+    /// Sampling event, e.g. `cpu-clock`.
+    pub event: String,
+    /// Time one sample stands for, in seconds.
+    pub period_sec: f64,
+    /// Wall-clock duration of the sampled interval, in seconds.
+    pub wall_sec: f64,
+    /// Functions whose samples count as idle.
+    pub idle_set: Vec<String>,
+    /// One entry per sampled CPU, in column order.
+    pub cpus: Vec<CpuTotals>,
+    /// Warnings the collector recorded (without the `warning ` prefix).
+    pub warnings: Vec<String>,
+    /// Sample counts per function, one count per CPU in `cpus` order.
+    pub functions: Vec<FunctionSamples>,
+}
+
+/// Per-CPU totals of one test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuTotals {
+    /// The CPU's number.
+    pub cpu: u32,
+    /// Samples taken on it (all functions, idle included).
+    pub samples: u64,
+    /// Samples the kernel reported lost (PERF_RECORD_LOST).
+    pub lost: u64,
+    /// Throttle events seen.
+    pub throttled: u64,
+    /// Busy time from /proc/stat over the same interval, when recorded.
+    pub procstat_busy_sec: Option<f64>,
+}
+
+/// Sample counts of one function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionSamples {
+    /// Module: `kernel`, `user`, or a kernel module's name (written in brackets).
+    pub module: String,
+    /// Function name (may contain spaces, e.g. a user command's name).
+    pub name: String,
+    /// Samples on each CPU, in the order of [`Prfout::cpus`].
+    pub per_cpu: Vec<u64>,
+}
+
+impl FunctionSamples {
+    /// Samples on all CPUs.
+    pub fn total(&self) -> u64 {
+        self.per_cpu.iter().sum()
+    }
+}
+
+fn word(i: &str) -> nom::IResult<&str, &str, NomError<'_>> {
+    is_not(" \t")(i)
+}
+
+// cpu 0 samples 871793 lost 964 throttled 0 procstat-busy-sec 438.10
+fn cpu_line(i: &str) -> nom::IResult<&str, CpuTotals, NomError<'_>> {
+    map(
+        (
+            preceded(tag("cpu"), preceded(space1, dec_u32)),
+            preceded(key_sp("samples"), dec_u64),
+            preceded(key_sp("lost"), dec_u64),
+            preceded(key_sp("throttled"), dec_u64),
+            opt(preceded(key_sp("procstat-busy-sec"), double)),
+        ),
+        |(cpu, samples, lost, throttled, procstat_busy_sec)| CpuTotals {
+            cpu,
+            samples,
+            lost,
+            throttled,
+            procstat_busy_sec,
+        },
+    )
+    .parse(i)
+}
+
+fn key_sp<'a>(k: &'static str) -> impl Parser<&'a str, Output = &'a str, Error = NomError<'a>> {
+    delimited(space1, tag(k), space1)
+}
+
+// "     73480    73481 [kernel] bcopy": counts, then the module, then the name to the end.
+fn function_row(i: &str) -> nom::IResult<&str, (Vec<u64>, &str, &str), NomError<'_>> {
+    (
+        many0(preceded(space0, dec_u64)),
+        preceded(space0, delimited(tag("["), take_while1(|c| c != ']'), tag("]"))),
+        preceded(space1, rest),
+    )
+        .parse(i)
+}
+
+/// Parses a whole prfout text; `file` names it in errors.
+pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
+    if text.trim().is_empty() {
+        return Err(ParseError::whole(file, "an upcmp prfout file, but it is empty"));
+    }
+    let mut lines = numbered_lines(text).peekable();
+    let (n, first) = lines.next().expect("non-empty text has a line");
+    let l = LineRef {
+        file,
+        number: n,
+        text: first,
+    };
+    let format = l.parse_all(
+        first,
+        preceded((tag(MAGIC), space1), dec_u32),
+        &format!("'{MAGIC} <version>' (is this an upcmp prfout file?)"),
+    )?;
+    if format != FORMAT_VERSION {
+        return Err(l.error(
+            first,
+            format!("prfout format version {FORMAT_VERSION} (this upcmp cannot read version {format})"),
+        ));
+    }
+
+    let mut test = None;
+    let mut command = None;
+    let mut event = None;
+    let mut period_sec = None;
+    let mut ncpus = None;
+    let mut wall_sec = None;
+    let mut idle_set = None;
+    let mut cpus: Vec<CpuTotals> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut nfunctions = None;
+    let mut last_header_line = n;
+
+    // Header: keyword lines up to `functions N`.
+    for (n, line) in lines.by_ref() {
+        last_header_line = n;
+        let l = LineRef {
+            file,
+            number: n,
+            text: line,
+        };
+        let (kw, tail) = match word(line) {
+            Ok((tail, kw)) => (kw, tail),
+            Err(_) => return Err(l.error(line, "a keyword")),
+        };
+        let arg = tail.trim_start();
+        let text_arg = || -> Result<String, ParseError> {
+            if arg.trim().is_empty() {
+                Err(l.error(tail, format!("a value after '{kw}'")))
+            } else {
+                Ok(arg.trim_end().to_string())
+            }
+        };
+        match kw {
+            "test" => test = Some(text_arg()?),
+            "command" => command = Some(text_arg()?),
+            "event" => event = Some(text_arg()?),
+            "period-sec" => period_sec = Some(l.parse_all(arg, double, "a number of seconds")?),
+            "cpus" => ncpus = Some(l.parse_all(arg, dec_u32, "a CPU count")?),
+            "wall-sec" => wall_sec = Some(l.parse_all(arg, double, "a number of seconds")?),
+            "idle-set" => {
+                let names = l.parse_all(arg, separated_list0(space1, word), "function names")?;
+                idle_set = Some(names.into_iter().map(str::to_string).collect());
+            }
+            "cpu" => cpus.push(l.parse_all(
+                line,
+                cpu_line,
+                "'cpu N samples N lost N throttled N [procstat-busy-sec S]'",
+            )?),
+            "warning" => warnings.push(text_arg()?),
+            "functions" => {
+                nfunctions = Some(l.parse_all(arg, dec_u64, "a function count")?);
+                break;
+            }
+            _ => {
+                return Err(l.error(
+                    line,
+                    "a header keyword (test, command, event, period-sec, cpus, wall-sec, idle-set, cpu, warning, functions)",
+                ))
+            }
+        }
+    }
+    let missing = |what: &str| {
+        ParseError::whole(
+            file,
+            format!("a '{what}' line in the header (the file ends or the table starts without it)"),
+        )
+    };
+    let nfunctions = nfunctions.ok_or_else(|| missing("functions"))?;
+    let test = test.ok_or_else(|| missing("test"))?;
+    let event = event.ok_or_else(|| missing("event"))?;
+    let period_sec = period_sec.ok_or_else(|| missing("period-sec"))?;
+    let ncpus = ncpus.ok_or_else(|| missing("cpus"))?;
+    let wall_sec = wall_sec.ok_or_else(|| missing("wall-sec"))?;
+    let idle_set = idle_set.ok_or_else(|| missing("idle-set"))?;
+    if cpus.len() != ncpus as usize {
+        return Err(ParseError {
+            line: last_header_line,
+            ..ParseError::whole(
+                file,
+                format!("{ncpus} 'cpu' lines (as 'cpus' says), found {}", cpus.len()),
+            )
+        });
+    }
+    if period_sec.is_nan() || period_sec <= 0.0 || wall_sec.is_nan() || wall_sec < 0.0 {
+        return Err(ParseError::whole(
+            file,
+            "a positive period-sec and a non-negative wall-sec",
+        ));
+    }
+
+    // Table: rows until `end`.
+    let mut functions = Vec::with_capacity(nfunctions.min(1 << 20) as usize);
+    let mut ended = false;
+    let mut last_line = last_header_line;
+    for (n, line) in lines {
+        last_line = n;
+        let l = LineRef {
+            file,
+            number: n,
+            text: line,
+        };
+        let trimmed = line.trim();
+        if trimmed.starts_with('#') || trimmed.is_empty() {
+            continue;
+        }
+        if trimmed == "end" {
+            ended = true;
+            break;
+        }
+        let (counts, module, name) = l.parse_all(line, function_row, "'<count per CPU>... [module] function'")?;
+        if counts.len() != cpus.len() {
+            return Err(l.error(
+                line,
+                format!("{} sample counts (one per CPU), found {}", cpus.len(), counts.len()),
+            ));
+        }
+        let name = name.trim_end();
+        if name.is_empty() {
+            return Err(l.error("", "a function name after the module"));
+        }
+        functions.push(FunctionSamples {
+            module: module.to_string(),
+            name: name.to_string(),
+            per_cpu: counts,
+        });
+    }
+    if !ended {
+        return Err(ParseError {
+            line: last_line,
+            ..ParseError::whole(file, "the closing 'end' line: the file is truncated")
+        });
+    }
+    if functions.len() as u64 != nfunctions {
+        return Err(ParseError::whole(
+            file,
+            format!(
+                "{nfunctions} function rows (as 'functions' says), found {}",
+                functions.len()
+            ),
+        ));
+    }
+    for (k, cpu) in cpus.iter().enumerate() {
+        let sum: u64 = functions.iter().map(|f| f.per_cpu[k]).sum();
+        if sum != cpu.samples {
+            return Err(ParseError::whole(
+                file,
+                format!(
+                    "function rows adding up to cpu {}'s {} samples, but they add up to {sum}",
+                    cpu.cpu, cpu.samples
+                ),
+            ));
+        }
+    }
+    Ok(Prfout {
+        format,
+        test,
+        command,
+        event,
+        period_sec,
+        wall_sec,
+        idle_set,
+        cpus,
+        warnings,
+        functions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "upcmp-prfout 1
+test forkwait
+command unixperf -forkwait
+event cpu-clock
+period-sec 0.001
+cpus 2
+wall-sec 10.5
+idle-set idle checkRunq
+cpu 0 samples 12 lost 1 throttled 0 procstat-busy-sec 0.02
+cpu 1 samples 7 lost 0 throttled 2
+warning cpu 1: something
+functions 3
+#  cpu0 cpu1 module function
+      10    3 [kernel] bcopy
+       0    4 [user] user:my prog
+       2    0 [ext4] ext4_find_entry
+end
+";
+
+    #[test]
+    fn parses_every_field() {
+        let p = parse_prfout(GOOD, "x/prfout").unwrap();
+        assert_eq!(p.test, "forkwait");
+        assert_eq!(p.command.as_deref(), Some("unixperf -forkwait"));
+        assert_eq!(p.event, "cpu-clock");
+        assert_eq!(p.period_sec, 0.001);
+        assert_eq!(p.wall_sec, 10.5);
+        assert_eq!(p.idle_set, vec!["idle", "checkRunq"]);
+        assert_eq!(p.cpus.len(), 2);
+        assert_eq!(p.cpus[0].lost, 1);
+        assert_eq!(p.cpus[0].procstat_busy_sec, Some(0.02));
+        assert_eq!(p.cpus[1].throttled, 2);
+        assert_eq!(p.cpus[1].procstat_busy_sec, None);
+        assert_eq!(p.warnings, vec!["cpu 1: something"]);
+        assert_eq!(p.functions[1].name, "user:my prog");
+        assert_eq!(p.functions[1].module, "user");
+        assert_eq!(p.functions[2].module, "ext4");
+        assert_eq!(p.functions[0].total(), 13);
+    }
+
+    fn err(text: &str) -> ParseError {
+        parse_prfout(text, "f").unwrap_err()
+    }
+
+    #[test]
+    fn empty_file_is_named() {
+        let e = err("");
+        assert_eq!(e.to_string(), "f: expected an upcmp prfout file, but it is empty");
+    }
+
+    #[test]
+    fn foreign_file_is_refused_at_line_one() {
+        let e = err("hello world\n");
+        assert_eq!((e.line, e.column), (1, 1));
+        assert!(e.expected.contains("upcmp-prfout"));
+    }
+
+    #[test]
+    fn newer_version_is_refused() {
+        let e = err(&GOOD.replace("upcmp-prfout 1", "upcmp-prfout 7"));
+        assert_eq!(e.line, 1);
+        assert!(e.expected.contains("cannot read version 7"), "{e}");
+    }
+
+    #[test]
+    fn truncated_file_is_an_error() {
+        let cut = &GOOD[..GOOD.find("[ext4]").unwrap()];
+        let e = err(cut);
+        assert_eq!(e.line, 16);
+        let cut = &GOOD[..GOOD.find("end").unwrap()];
+        assert!(err(cut).expected.contains("truncated"));
+    }
+
+    #[test]
+    fn bad_number_names_line_and_column() {
+        let e = err(&GOOD.replace("wall-sec 10.5", "wall-sec ten"));
+        assert_eq!((e.line, e.column), (7, 10));
+        assert_eq!(e.expected, "a number of seconds");
+        assert_eq!(e.found, "ten");
+    }
+
+    #[test]
+    fn wrong_count_of_columns() {
+        let e = err(&GOOD.replace("      10    3 [kernel]", "      10 [kernel]"));
+        assert_eq!(e.line, 14);
+        assert!(e.expected.contains("2 sample counts"), "{e}");
+    }
+
+    #[test]
+    fn sums_must_match_cpu_totals() {
+        let e = err(&GOOD.replace("cpu 1 samples 7", "cpu 1 samples 8"));
+        assert!(e.expected.contains("cpu 1's 8 samples"), "{e}");
+    }
+
+    #[test]
+    fn missing_header_line() {
+        let e = err(&GOOD.replace("event cpu-clock\n", ""));
+        assert!(e.expected.contains("'event'"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keyword() {
+        let e = err(&GOOD.replace("event cpu-clock", "evnt cpu-clock"));
+        assert_eq!(e.line, 4);
+        assert!(e.expected.starts_with("a header keyword"));
+    }
+
+    #[test]
+    fn cpu_count_mismatch() {
+        let e = err(&GOOD.replace("cpus 2", "cpus 3"));
+        assert!(e.expected.contains("3 'cpu' lines"), "{e}");
+    }
+
+    #[test]
+    fn missing_module() {
+        let e = err(&GOOD.replace("[kernel] bcopy", "bcopy"));
+        assert_eq!(e.line, 14);
+    }
+}

@@ -1,0 +1,172 @@
+//! `test_list`: which tests `uprun` runs (syntax in `docs/format.md`).
+//!
+//! ```text
+//! # comment
+//! forkwait                      unixperf test, default options
+//! pipeping1 -loop 50000         unixperf test with its options
+//! hackbench: hackbench 4 process 1000    external command (run by /bin/sh)
+//! ```
+
+use crate::{numbered_lines, LineRef, NomError, ParseError};
+use nom::bytes::complete::{tag, take_while1};
+use nom::character::complete::space0;
+use nom::combinator::rest;
+use nom::sequence::terminated;
+use nom::Parser;
+
+/// What one line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestSpec {
+    /// A test of the unixperf suite and its options (empty: the defaults apply).
+    Unixperf {
+        /// The test's name as unixperf knows it (`forkwait`).
+        test: String,
+        /// Options for unixperf, split on white space.
+        args: Vec<String>,
+    },
+    /// Any command, run by `/bin/sh -c`.
+    External {
+        /// The name the user gave it (also its directory name).
+        name: String,
+        /// The command line.
+        command: String,
+    },
+}
+
+impl TestSpec {
+    /// The name the line gives its test.
+    pub fn name(&self) -> &str {
+        match self {
+            TestSpec::Unixperf { test, .. } => test,
+            TestSpec::External { name, .. } => name,
+        }
+    }
+}
+
+/// One test line with its line number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestLine {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// What it asks for.
+    pub spec: TestSpec,
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'
+}
+
+// "hackbench: hackbench 4 process 1000"
+fn external(i: &str) -> nom::IResult<&str, (&str, &str), NomError<'_>> {
+    (terminated(take_while1(is_name_char), (tag(":"), space0)), rest).parse(i)
+}
+
+/// Parses a test_list text; `file` names it in errors.
+pub fn parse_test_list(text: &str, file: &str) -> Result<Vec<TestLine>, ParseError> {
+    let mut out = Vec::new();
+    for (n, raw) in numbered_lines(text) {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let l = LineRef {
+            file,
+            number: n,
+            text: raw,
+        };
+        let start = &raw[raw.len() - raw.trim_start().len()..];
+        let first = line.split_whitespace().next().unwrap_or_default();
+        let spec = if first.contains(':') {
+            let (name, command) = l.parse_all(
+                start,
+                external,
+                "'NAME: command args' with NAME of letters, digits, '_', '-', '.'",
+            )?;
+            if command.trim().is_empty() {
+                return Err(l.error("", format!("a command after '{name}:'")));
+            }
+            TestSpec::External {
+                name: name.to_string(),
+                command: command.trim().to_string(),
+            }
+        } else {
+            if !first.chars().all(is_name_char) {
+                return Err(l.error(start, "a test name (letters, digits, '_', '-', '.') or 'NAME: command'"));
+            }
+            let args = line.split_whitespace().skip(1).map(str::to_string).collect();
+            TestSpec::Unixperf {
+                test: first.to_string(),
+                args,
+            }
+        };
+        if spec.name().starts_with('.') {
+            return Err(l.error(start, "a test name that does not start with '.'"));
+        }
+        out.push(TestLine { line: n, spec });
+    }
+    if out.is_empty() {
+        return Err(ParseError::whole(
+            file,
+            "at least one test line (the list has only comments or blank lines)",
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seeds_list() {
+        let t = parse_test_list("# test_list\n#\nforkwait\n", "test_list").unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].line, 3);
+        assert_eq!(
+            t[0].spec,
+            TestSpec::Unixperf {
+                test: "forkwait".into(),
+                args: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn options_and_external_commands() {
+        let text = "  pipeping1 -loop 5000  -repeat 3\nhb: hackbench 2 process 100 | tail -1\n";
+        let t = parse_test_list(text, "t").unwrap();
+        assert_eq!(
+            t[0].spec,
+            TestSpec::Unixperf {
+                test: "pipeping1".into(),
+                args: vec!["-loop".into(), "5000".into(), "-repeat".into(), "3".into()]
+            }
+        );
+        assert_eq!(
+            t[1].spec,
+            TestSpec::External {
+                name: "hb".into(),
+                command: "hackbench 2 process 100 | tail -1".into()
+            }
+        );
+        assert_eq!(t[1].spec.name(), "hb");
+    }
+
+    #[test]
+    fn bad_names_are_located() {
+        let e = parse_test_list("forkwait\n  a/b: ls\n", "tl").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 4));
+        let e = parse_test_list("fork$wait\n", "tl").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 1));
+        let e = parse_test_list("x:   \n", "tl").unwrap_err();
+        assert!(e.expected.contains("a command after 'x:'"), "{e}");
+        let e = parse_test_list("..: ls\n", "tl").unwrap_err();
+        assert_eq!(e.line, 1);
+    }
+
+    #[test]
+    fn empty_list_is_an_error() {
+        let e = parse_test_list("# nothing\n\n", "tl").unwrap_err();
+        assert!(e.to_string().starts_with("tl: expected at least one test line"));
+    }
+}

@@ -1,0 +1,63 @@
+//! `hackdiff`: compare a base and a new series of runmany hackbench results.
+
+use anyhow::Context;
+use clap::Parser;
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use upcmp::helpers::hackdiff;
+use upcmp::helpers::is_broken_pipe;
+
+/// Print the difference between two identical series of `runmany hackbench`
+/// runs: the first occurrence of each group is the base, the next the new one.
+#[derive(Parser, Debug)]
+#[command(
+    name = "hackdiff",
+    version,
+    after_help = "Input, as a hackseries script writes it:\n    hackbench 1 process 50000\n     4.096  4.090  4.073  4.129  4.092     Average 4.096   stdev 0.5%\n    ...\n\n%speedup = (base time / new time - 1) * 100, in the original's integer arithmetic."
+)]
+struct Args {
+    /// Read the series from FILE instead of standard input ("-" is standard input)
+    #[arg(value_name = "FILE")]
+    input: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(err.as_ref()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("hackdiff: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let rows = match args.input {
+        Some(path) if path.as_os_str() != "-" => {
+            let file = File::open(&path).with_context(|| format!("opening {path:?}"))?;
+            hackdiff::parse(BufReader::new(file)).with_context(|| format!("{path:?}"))?
+        }
+        _ => hackdiff::parse(io::stdin().lock())?,
+    };
+    hackdiff::render(&rows, io::stdout().lock())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Args::command().debug_assert();
+        assert_eq!(Args::try_parse_from(["hackdiff"]).unwrap().input, None);
+        let args = Args::try_parse_from(["hackdiff", "series.txt"]).unwrap();
+        assert_eq!(args.input, Some(PathBuf::from("series.txt")));
+        assert!(Args::try_parse_from(["hackdiff", "a", "b"]).is_err());
+    }
+}

@@ -1,0 +1,3 @@
+//! Collection: perf_event sampling on every CPU, symbolization, building profiles.
+
+pub mod symbols;

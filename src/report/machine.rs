@@ -1,0 +1,76 @@
+//! Machine-readable results: CSV (one row per number) and JSON (everything).
+
+use crate::compare::ratio;
+use crate::compare::runs::{RunComparison, TestOutcome};
+use std::io::{self, Write};
+
+/// The CSV header.
+pub const CSV_HEADER: &str =
+    "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,delta_stderr,listed";
+
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|x| format!("{x}")).unwrap_or_default()
+}
+
+/// Writes every benchmark value, summary line and function of every test as CSV rows
+/// (`kind` is `bench`, `summary` or `function`; seconds for times).
+pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{CSV_HEADER}")?;
+    for t in &r.tests {
+        let TestOutcome::Compared { bench, profile, .. } = &t.outcome else {
+            continue;
+        };
+        let name = field(&t.name);
+        for b in bench {
+            writeln!(
+                out,
+                "{name},bench,{},{},{},,{},,,,,",
+                field(&b.description),
+                num(b.run1),
+                num(b.run2),
+                num(b.speed_ratio)
+            )?;
+        }
+        let (a, c) = (&profile.run1, &profile.run2);
+        let summary = [
+            ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
+            ("elapsed", a.elapsed_sec, c.elapsed_sec),
+            ("idle", a.idle_sec, c.idle_sec),
+            ("cpu", a.cpu_sec, c.cpu_sec),
+            ("lost", a.lost_sec, c.lost_sec),
+        ];
+        for (k, x, y) in summary {
+            writeln!(out, "{name},summary,{k},{x},{y},{},{},,,,,", y - x, num(ratio(x, y)))?;
+        }
+        for f in &profile.rows {
+            writeln!(
+                out,
+                "{name},function,{},{},{},{},,{},{},{},{},{}",
+                field(&f.function),
+                num(f.run1_sec),
+                num(f.run2_sec),
+                f.delta_sec,
+                f.delta_pct_of_run1_cpu,
+                f.run1_pct_of_cpu,
+                f.run2_pct_of_cpu,
+                f.delta_stderr_sec,
+                f.listed
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the whole comparison as JSON.
+pub fn write_json(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, r).map_err(io::Error::other)?;
+    writeln!(out)
+}

@@ -1,0 +1,44 @@
+//! Pure renderers: the text report, CSV and JSON. Numbers come computed from
+//! [`crate::compare`]; this module only formats them and writes to the `Write` given.
+
+pub mod machine;
+pub mod text;
+
+/// Seconds with three decimals, as the original.
+pub fn fmt_sec(x: f64) -> String {
+    no_negative_zero(format!("{x:.3}"))
+}
+
+/// A percentage with two decimals; a value that rounds to zero prints `0.00`, never
+/// `-0.00` (the original printed allocpreg's -0.0036 % as 0.00).
+pub fn fmt_pct(x: f64) -> String {
+    no_negative_zero(format!("{x:.2}"))
+}
+
+/// A ratio with two decimals, or `-` when undefined.
+pub fn fmt_ratio(x: Option<f64>) -> String {
+    x.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
+}
+
+fn no_negative_zero(s: String) -> String {
+    match s.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_like_the_original() {
+        assert_eq!(fmt_pct(-0.0036), "0.00");
+        assert_eq!(fmt_pct(-0.034), "-0.03");
+        assert_eq!(fmt_pct(2.5774), "2.58");
+        assert_eq!(fmt_sec(-0.0004), "0.000");
+        assert_eq!(fmt_sec(22.604), "22.604");
+        assert_eq!(fmt_ratio(Some(1825.126 / 1745.514)), "1.05");
+        assert_eq!(fmt_ratio(None), "-");
+    }
+}

@@ -1,0 +1,118 @@
+//! The output-directory format (`docs/format.md`): writing and reading it.
+
+pub mod outdir;
+pub mod prfout;
+pub mod samples;
+pub mod system;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Errors reading or writing an output directory.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An I/O error on a named path.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        source: io::Error,
+    },
+    /// A file that does not parse.
+    #[error(transparent)]
+    Parse(#[from] upcmp_parsers::ParseError),
+    /// A directory that upcmp did not write, which it therefore never moves or deletes.
+    #[error("{path}: exists but has no {marker} file, so upcmp did not create it and will not move or delete it; choose another name or move it away yourself")]
+    NotOurs {
+        /// The directory.
+        path: PathBuf,
+        /// The marker file it lacks.
+        marker: &'static str,
+    },
+    /// A directory that is not an upcmp run.
+    #[error("{path}: not a uprun output directory (no {marker} file); give a directory that uprun wrote")]
+    NotARun {
+        /// The directory.
+        path: PathBuf,
+        /// The marker file it lacks.
+        marker: &'static str,
+    },
+    /// A format version this build cannot read.
+    #[error(
+        "{path}: output-directory format {found}, but this upcmp reads format {supported}; use the upcmp that wrote it"
+    )]
+    Version {
+        /// The marker file.
+        path: PathBuf,
+        /// Its version.
+        found: u32,
+        /// What this build reads.
+        supported: u32,
+    },
+}
+
+/// Attaches a path to an I/O error.
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads a whole text file, naming it in the error.
+pub fn read_text(path: &Path) -> Result<String, StoreError> {
+    std::fs::read_to_string(path).map_err(io_err(path))
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so a reader never
+/// sees a half-written file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn iso8601_utc(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Now, as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    iso8601_utc(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601_utc(951_782_400), "2000-02-29T00:00:00Z");
+        // `date -u -d @1796015529`
+        assert_eq!(iso8601_utc(1_796_015_529), "2026-11-30T05:12:09Z");
+    }
+}

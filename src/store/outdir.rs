@@ -1,0 +1,415 @@
+//! The run directory: its marker, rotation to `.old`, test directories and their status.
+
+use super::{io_err, read_text, write_atomic, StoreError};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use upcmp_parsers::keyvalue::{parse_key_values, KeyValues};
+use upcmp_parsers::test_list::{parse_test_list, TestLine};
+
+/// The file that marks a directory as a uprun output directory.
+pub const RUN_MARKER: &str = "upcmp-run";
+/// The file that marks a directory as upcmp's results directory.
+pub const RESULTS_MARKER: &str = "upcmp-results";
+/// The output-directory format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How a run or a test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Still running (or the collector died without a word).
+    Running,
+    /// Finished.
+    Completed,
+    /// Stopped by a signal (Ctrl-C, SIGTERM).
+    Interrupted,
+    /// A test that exited non-zero (its output is kept).
+    Failed,
+}
+
+impl Status {
+    /// The word written to disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => Status::Running,
+            "completed" => Status::Completed,
+            "interrupted" => Status::Interrupted,
+            "failed" => Status::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// The contents of the run marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMarker {
+    /// Output-directory format version.
+    pub format: u32,
+    /// Version of the tool that wrote it.
+    pub tool_version: String,
+    /// The command line.
+    pub command: String,
+    /// Start time (UTC, ISO 8601).
+    pub started: String,
+    /// End time, once ended.
+    pub ended: Option<String>,
+    /// How the run ended so far.
+    pub status: Status,
+}
+
+impl RunMarker {
+    /// A marker for a run starting now.
+    pub fn start(command: String) -> Self {
+        RunMarker {
+            format: FORMAT_VERSION,
+            tool_version: crate::TOOL_VERSION.to_string(),
+            command,
+            started: super::now_utc(),
+            ended: None,
+            status: Status::Running,
+        }
+    }
+
+    /// Writes the marker into `dir` (atomically).
+    pub fn write(&self, dir: &Path) -> Result<(), StoreError> {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# This directory was written by uprun; upcmp reads it. See docs/format.md."
+        );
+        let _ = writeln!(s, "format: {}", self.format);
+        let _ = writeln!(s, "tool-version: {}", self.tool_version);
+        let _ = writeln!(s, "command: {}", self.command.replace('\n', " "));
+        let _ = writeln!(s, "started: {}", self.started);
+        if let Some(e) = &self.ended {
+            let _ = writeln!(s, "ended: {e}");
+        }
+        let _ = writeln!(s, "status: {}", self.status.as_str());
+        write_atomic(&dir.join(RUN_MARKER), s.as_bytes())
+    }
+
+    /// Reads and checks the marker of `dir`.
+    pub fn read(dir: &Path) -> Result<Self, StoreError> {
+        let path = dir.join(RUN_MARKER);
+        if !path.is_file() {
+            return Err(StoreError::NotARun {
+                path: dir.to_path_buf(),
+                marker: RUN_MARKER,
+            });
+        }
+        let kv = parse_key_values(&read_text(&path)?, &path.display().to_string())?;
+        let format: u32 = kv.require_parsed("format", "a format version number")?;
+        if format != FORMAT_VERSION {
+            return Err(StoreError::Version {
+                path,
+                found: format,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let status = kv.require("status")?;
+        Ok(RunMarker {
+            format,
+            tool_version: kv.require("tool-version")?.to_string(),
+            command: kv.require("command")?.to_string(),
+            started: kv.require("started")?.to_string(),
+            ended: kv.get("ended").map(str::to_string),
+            status: Status::parse(status).ok_or_else(|| {
+                upcmp_parsers::ParseError::whole(
+                    &path.display().to_string(),
+                    "status: running, completed, interrupted or failed",
+                )
+            })?,
+        })
+    }
+}
+
+/// Makes `path` a fresh, empty directory for a new run or results, as the original
+/// tools did: an existing `path` becomes `path.old`, after an older `path.old` is
+/// removed. Only directories that carry `marker` are ever moved or removed.
+pub fn rotate_and_create(path: &Path, marker: &'static str) -> Result<(), StoreError> {
+    rotate_away(path, marker)?;
+    std::fs::create_dir_all(path).map_err(io_err(path))
+}
+
+/// Moves an existing `path` (ours: it carries `marker`) to `path.old`, removing an
+/// older `path.old` (also ours) first. Nothing happens when `path` does not exist.
+pub fn rotate_away(path: &Path, marker: &'static str) -> Result<(), StoreError> {
+    check_rotatable(path, marker)?;
+    if path.symlink_metadata().is_ok() {
+        let old = old_path(path);
+        if old.symlink_metadata().is_ok() {
+            std::fs::remove_dir_all(&old).map_err(io_err(&old))?;
+        }
+        std::fs::rename(path, &old).map_err(io_err(path))?;
+    }
+    Ok(())
+}
+
+/// Publishes a directory whole: writes `files` (name, contents) and the `marker` into
+/// a temporary sibling, then moves an existing `path` to `path.old` (see
+/// [`rotate_away`]) and renames the sibling to `path`. A failure part-way leaves no
+/// half-written `path`.
+pub fn publish_dir(path: &Path, marker: &'static str, files: &[(&str, Vec<u8>)]) -> Result<(), StoreError> {
+    check_rotatable(path, marker)?;
+    let mut tmp_name = path.as_os_str().to_os_string();
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp_name);
+    let result = (|| {
+        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
+        let mark = format!(
+            "# Written by upcmp {}; upcmp may move or replace this directory.\n",
+            crate::TOOL_VERSION
+        );
+        std::fs::write(tmp.join(marker), mark).map_err(io_err(&tmp))?;
+        for (name, bytes) in files {
+            let p = tmp.join(name);
+            std::fs::write(&p, bytes).map_err(io_err(&p))?;
+        }
+        rotate_away(path, marker)?;
+        std::fs::rename(&tmp, path).map_err(io_err(path))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+/// Checks, without changing anything, that [`rotate_and_create`] would succeed as far
+/// as ownership goes, so a run can refuse before it starts any work.
+pub fn check_rotatable(path: &Path, marker: &'static str) -> Result<(), StoreError> {
+    if path.symlink_metadata().is_ok() {
+        if !path.join(marker).is_file() || path.is_symlink() {
+            return Err(StoreError::NotOurs {
+                path: path.to_path_buf(),
+                marker,
+            });
+        }
+        let old = old_path(path);
+        if old.symlink_metadata().is_ok() && (!old.join(marker).is_file() || old.is_symlink()) {
+            return Err(StoreError::NotOurs { path: old, marker });
+        }
+    }
+    Ok(())
+}
+
+/// `path` with `.old` appended to its last component.
+pub fn old_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(".old");
+    PathBuf::from(s)
+}
+
+/// Directory names for the tests of a list: the test's name, with `.2`, `.3`, … for
+/// the second and later lines of the same name.
+pub fn test_dir_names(tests: &[TestLine]) -> Vec<String> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    tests
+        .iter()
+        .map(|t| {
+            let n = seen.entry(t.spec.name()).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                t.spec.name().to_string()
+            } else {
+                format!("{}.{n}", t.spec.name())
+            }
+        })
+        .collect()
+}
+
+/// The status file of one test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestStatus {
+    /// Its directory name.
+    pub test: String,
+    /// The command that ran (one copy).
+    pub command: String,
+    /// How many copies ran at once.
+    pub copies: u32,
+    /// How it ended.
+    pub status: Status,
+    /// Exit codes of the copies (-signal for a copy killed by a signal).
+    pub exit_codes: Vec<i32>,
+    /// Start (UTC).
+    pub started: String,
+    /// End (UTC).
+    pub ended: String,
+    /// Wall time of the sampled interval.
+    pub wall_sec: f64,
+}
+
+/// File name of a test's status.
+pub const STATUS_FILE: &str = "status";
+
+impl TestStatus {
+    /// Writes `dir/status`.
+    pub fn write(&self, dir: &Path) -> Result<(), StoreError> {
+        let codes: Vec<String> = self.exit_codes.iter().map(i32::to_string).collect();
+        let s = format!(
+            "test: {}\ncommand: {}\ncopies: {}\nstatus: {}\nexit-codes: {}\nstarted: {}\nended: {}\nwall-sec: {:.6}\n",
+            self.test,
+            self.command.replace('\n', " "),
+            self.copies,
+            self.status.as_str(),
+            codes.join(" "),
+            self.started,
+            self.ended,
+            self.wall_sec
+        );
+        write_atomic(&dir.join(STATUS_FILE), s.as_bytes())
+    }
+
+    /// Reads `dir/status`.
+    pub fn read(dir: &Path) -> Result<Self, StoreError> {
+        let path = dir.join(STATUS_FILE);
+        let name = path.display().to_string();
+        let kv: KeyValues = parse_key_values(&read_text(&path)?, &name)?;
+        let status = kv.require("status")?;
+        let exit_codes = kv
+            .require("exit-codes")?
+            .split_whitespace()
+            .map(|c| c.parse())
+            .collect::<Result<Vec<i32>, _>>()
+            .map_err(|_| upcmp_parsers::ParseError::whole(&name, "exit-codes: whole numbers"))?;
+        Ok(TestStatus {
+            test: kv.require("test")?.to_string(),
+            command: kv.require("command")?.to_string(),
+            copies: kv.require_parsed("copies", "a number of copies")?,
+            status: Status::parse(status)
+                .ok_or_else(|| upcmp_parsers::ParseError::whole(&name, "status: completed, failed or interrupted"))?,
+            exit_codes,
+            started: kv.require("started")?.to_string(),
+            ended: kv.require("ended")?.to_string(),
+            wall_sec: kv.require_parsed("wall-sec", "a number of seconds")?,
+        })
+    }
+}
+
+/// A uprun output directory opened for reading.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Its path.
+    pub dir: PathBuf,
+    /// Its marker.
+    pub marker: RunMarker,
+    /// The test list it ran.
+    pub tests: Vec<TestLine>,
+    /// Directory name of each test, parallel to `tests`.
+    pub test_dirs: Vec<String>,
+}
+
+/// File name of the copy of the test list in a run.
+pub const TEST_LIST_FILE: &str = "test_list";
+
+impl Run {
+    /// Opens `dir`: checks the marker and its format version, reads the test list.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        if !dir.is_dir() {
+            return Err(StoreError::Io {
+                path: dir.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+            });
+        }
+        let marker = RunMarker::read(dir)?;
+        let list = dir.join(TEST_LIST_FILE);
+        let tests = parse_test_list(&read_text(&list)?, &list.display().to_string())?;
+        let test_dirs = test_dir_names(&tests);
+        Ok(Run {
+            dir: dir.to_path_buf(),
+            marker,
+            tests,
+            test_dirs,
+        })
+    }
+
+    /// The directory of test `name`, if the run has it.
+    pub fn test_dir(&self, name: &str) -> Option<PathBuf> {
+        self.test_dirs.iter().any(|d| d == name).then(|| self.dir.join(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_moves_only_our_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        rotate_and_create(&out, RUN_MARKER).unwrap();
+        assert!(out.is_dir());
+        // Ours (marked): rotated to .old, and a second time the older .old goes.
+        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
+        std::fs::write(out.join("first"), "1").unwrap();
+        rotate_and_create(&out, RUN_MARKER).unwrap();
+        assert!(old_path(&out).join("first").is_file());
+        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
+        std::fs::write(out.join("second"), "2").unwrap();
+        rotate_and_create(&out, RUN_MARKER).unwrap();
+        assert!(old_path(&out).join("second").is_file());
+        assert!(!old_path(&out).join("first").exists());
+        // Not ours: refused, untouched.
+        let mine = tmp.path().join("home");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::write(mine.join("thesis.tex"), "data").unwrap();
+        let e = rotate_and_create(&mine, RUN_MARKER).unwrap_err();
+        assert!(e.to_string().contains("will not move or delete it"), "{e}");
+        assert!(check_rotatable(&mine, RUN_MARKER).is_err());
+        assert_eq!(std::fs::read_to_string(mine.join("thesis.tex")).unwrap(), "data");
+        // Ours, but its .old is not: refused before anything moves.
+        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
+        std::fs::remove_dir_all(old_path(&out)).unwrap();
+        std::fs::create_dir(old_path(&out)).unwrap();
+        std::fs::write(old_path(&out).join("keep"), "k").unwrap();
+        assert!(rotate_and_create(&out, RUN_MARKER).is_err());
+        assert!(old_path(&out).join("keep").is_file());
+        assert!(out.join(RUN_MARKER).is_file());
+    }
+
+    #[test]
+    fn duplicate_tests_get_numbered_dirs() {
+        let t = parse_test_list("forkwait\nx: true\nforkwait -loop 5\nforkwait\n", "t").unwrap();
+        assert_eq!(test_dir_names(&t), ["forkwait", "x", "forkwait.2", "forkwait.3"]);
+    }
+
+    #[test]
+    fn marker_and_status_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut m = RunMarker::start("uprun auto out".into());
+        m.write(tmp.path()).unwrap();
+        assert_eq!(RunMarker::read(tmp.path()).unwrap(), m);
+        m.status = Status::Interrupted;
+        m.ended = Some("2026-01-01T00:00:00Z".into());
+        m.write(tmp.path()).unwrap();
+        assert_eq!(RunMarker::read(tmp.path()).unwrap(), m);
+        let s = TestStatus {
+            test: "a".into(),
+            command: "true".into(),
+            copies: 2,
+            status: Status::Failed,
+            exit_codes: vec![0, -9],
+            started: "s".into(),
+            ended: "e".into(),
+            wall_sec: 1.5,
+        };
+        s.write(tmp.path()).unwrap();
+        assert_eq!(TestStatus::read(tmp.path()).unwrap(), s);
+    }
+
+    #[test]
+    fn wrong_version_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(RUN_MARKER), "format: 9\nstatus: completed\n").unwrap();
+        let e = RunMarker::read(tmp.path()).unwrap_err();
+        assert!(e.to_string().contains("format 9, but this upcmp reads format 1"), "{e}");
+    }
+}

@@ -1,0 +1,131 @@
+//! `TEST/samples.gz`: the raw samples, gzip-compressed text (`docs/format.md`).
+
+use super::{io_err, StoreError};
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use upcmp_parsers::samples::{check_header, parse_record, Record, HEADER};
+
+/// Streams records into a `samples.gz`.
+pub struct SamplesWriter {
+    out: GzEncoder<BufWriter<File>>,
+    path: PathBuf,
+}
+
+impl SamplesWriter {
+    /// Creates `path` and writes the header.
+    pub fn create(path: &Path) -> Result<Self, StoreError> {
+        let f = File::create(path).map_err(io_err(path))?;
+        let mut out = GzEncoder::new(BufWriter::new(f), Compression::fast());
+        writeln!(out, "{HEADER}").map_err(io_err(path))?;
+        Ok(SamplesWriter {
+            out,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends one record.
+    pub fn write(&mut self, r: &Record) -> Result<(), StoreError> {
+        let o = &mut self.out;
+        let res = match r {
+            Record::Sample(s) => {
+                let mut res = write!(
+                    o,
+                    "s {} {} {} {} {} {:x}",
+                    s.time_ns,
+                    s.cpu,
+                    s.pid,
+                    s.tid,
+                    s.mode.code(),
+                    s.pc
+                );
+                for pc in &s.callchain {
+                    res = res.and_then(|_| write!(o, " {pc:x}"));
+                }
+                res.and_then(|_| writeln!(o))
+            }
+            Record::Comm { pid, tid, comm } => writeln!(o, "c {pid} {tid} {}", comm.replace(['\n', '\r'], " ")),
+            Record::Lost { cpu, count } => writeln!(o, "l {cpu} {count}"),
+            Record::Throttle { cpu } => writeln!(o, "t {cpu}"),
+        };
+        res.map_err(io_err(&self.path))
+    }
+
+    /// Finishes the gzip stream and flushes it to disk.
+    pub fn finish(self) -> Result<(), StoreError> {
+        let path = self.path;
+        let inner = self.out.finish().map_err(io_err(&path))?;
+        let f = inner.into_inner().map_err(|e| io_err(&path)(e.into_error()))?;
+        f.sync_all().map_err(io_err(&path))
+    }
+}
+
+/// Reads a `samples.gz` record by record, in bounded memory.
+pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> Result<(), StoreError> {
+    let file = File::open(path).map_err(io_err(path))?;
+    let name = path.display().to_string();
+    let reader = BufReader::new(GzDecoder::new(file));
+    let mut lines = reader.lines();
+    let first = match lines.next() {
+        Some(l) => l.map_err(io_err(path))?,
+        None => return Err(upcmp_parsers::ParseError::whole(&name, "a samples stream, but it is empty").into()),
+    };
+    check_header(&first, &name)?;
+    for (i, line) in lines.enumerate() {
+        let line = line.map_err(io_err(path))?;
+        f(parse_record(&line, &name, i + 2)?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use upcmp_parsers::samples::{Mode, Sample};
+
+    #[test]
+    fn round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("samples.gz");
+        let recs = vec![
+            Record::Comm {
+                pid: 1,
+                tid: 1,
+                comm: "init".into(),
+            },
+            Record::Sample(Sample {
+                time_ns: 9,
+                cpu: 1,
+                pid: 1,
+                tid: 1,
+                mode: Mode::Kernel,
+                pc: 0xffffffff81000000,
+                callchain: vec![0xfffffffffffffe00, 0x10],
+            }),
+            Record::Lost { cpu: 1, count: 3 },
+            Record::Throttle { cpu: 0 },
+        ];
+        let mut w = SamplesWriter::create(&p).unwrap();
+        for r in &recs {
+            w.write(r).unwrap();
+        }
+        w.finish().unwrap();
+        let mut back = Vec::new();
+        for_each_record(&p, |r| back.push(r)).unwrap();
+        assert_eq!(back, recs);
+    }
+
+    #[test]
+    fn a_corrupt_line_is_located() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("samples.gz");
+        let mut e = GzEncoder::new(File::create(&p).unwrap(), Compression::fast());
+        write!(e, "{HEADER}\nt 0\ns 1 2\n").unwrap();
+        e.finish().unwrap();
+        let err = for_each_record(&p, |_| {}).unwrap_err().to_string();
+        assert!(err.contains("samples.gz:3:"), "{err}");
+    }
+}

@@ -1,0 +1,6 @@
+//! The integration tests: one binary, modules by topic.
+
+mod helpers;
+mod symbols;
+mod upcmp;
+mod util;

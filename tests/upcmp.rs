@@ -1,0 +1,308 @@
+//! upcmp and prfcmp end to end: the seed's example as a golden test, and bad input.
+
+use crate::util::{run_in, stderr, stdout, tempdir, testdata};
+use std::fs;
+use std::path::Path;
+
+const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
+const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
+
+/// The rows of a report whose first word is one of `names`, split on white space.
+fn rows_named(text: &str, names: &[&str]) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|w| w.first().is_some_and(|f| names.contains(&f.as_str())))
+        .collect()
+}
+
+/// Copies the fixture runs into `dir` (relative paths keep the report stable).
+fn copy_fixture(dir: &Path) {
+    for run in ["outdir1", "outdir2"] {
+        copy_tree(&testdata(&format!("forkwait/{run}")), &dir.join(run));
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn seed_example_every_number() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "1vs2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = fs::read_to_string(tmp.path().join("1vs2/results")).unwrap();
+    assert_eq!(report, stdout(&out), "the printed report is the results file");
+    let seed = fs::read_to_string(testdata("forkwait/seed_example.txt")).unwrap();
+
+    // The benchmark line, the summary lines and every function row, in order.
+    let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(fold(&report).contains("425.0 421.0 ( 0.99) fork, child immediately exits, parent waits"));
+    for line in [
+        "Number of cpu's 2 2",
+        "Elapsed time 1745.514 1825.126 1.05",
+        "Idle time 866.599 907.122 1.05",
+        "CPU time 876.987 915.842 1.04",
+    ] {
+        assert!(report.lines().any(|l| fold(l) == line), "missing '{line}' in\n{report}");
+    }
+    let seed_rows: Vec<Vec<String>> = seed
+        .lines()
+        .skip_while(|l| !l.starts_with("-----------------------------------------------------------------------------"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("Notes:"))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(seed_rows.len(), 41);
+    let names: Vec<&str> = seed_rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(rows_named(&report, &names), seed_rows);
+    // Lost samples (the example's time that is neither CPU nor idle) get their own line.
+    assert!(report.lines().any(|l| fold(l) == "Lost samples 1.928 2.162 1.12"));
+    // Nothing below the cutoff and no idle function is listed.
+    assert!(!report.contains("below_cutoff_"));
+    assert!(!report
+        .lines()
+        .any(|l| l.starts_with("idle ") || l.starts_with("checkRunq")));
+}
+
+#[test]
+fn seed_example_golden_file() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "1vs2", "--quiet"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got = fs::read_to_string(tmp.path().join("1vs2/results")).unwrap();
+    let golden = testdata("forkwait/expected_results");
+    if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
+        fs::write(&golden, &got).unwrap();
+    }
+    assert_eq!(
+        got,
+        fs::read_to_string(&golden).unwrap(),
+        "UPCMP_BLESS=1 rewrites {}",
+        golden.display()
+    );
+}
+
+#[test]
+fn machine_readable_results_carry_every_function() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "r", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = fs::read_to_string(tmp.path().join("r/results.csv")).unwrap();
+    let functions: Vec<&str> = csv.lines().filter(|l| l.starts_with("forkwait,function,")).collect();
+    // 41 listed + the functions below the cutoff of either run; the idle pair is left out.
+    let mut names = std::collections::BTreeSet::new();
+    for run in ["outdir1", "outdir2"] {
+        let prfout = fs::read_to_string(testdata(&format!("forkwait/{run}/forkwait/prfout"))).unwrap();
+        names.extend(
+            prfout
+                .lines()
+                .filter_map(|l| l.split_once("] ").map(|(_, n)| n.to_string())),
+        );
+    }
+    let non_idle = names.len() - 2;
+    assert_eq!(functions.len(), non_idle);
+    assert!(
+        functions[0].starts_with("forkwait,function,bcopy,146.961"),
+        "{}",
+        functions[0]
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("r/results.json")).unwrap()).unwrap();
+    let rows = json["tests"][0]["outcome"]["profile"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), non_idle);
+    assert_eq!(rows.iter().filter(|r| r["listed"] == true).count(), 41);
+    let cpu1 = json["tests"][0]["outcome"]["profile"]["run1"]["cpu_sec"]
+        .as_f64()
+        .unwrap();
+    assert!((cpu1 - 876.987).abs() < 1e-6);
+}
+
+#[test]
+fn prfcmp_on_the_fixture_profiles() {
+    let tmp = tempdir();
+    let p1 = testdata("forkwait/outdir1/forkwait/prfout");
+    let p2 = testdata("forkwait/outdir2/forkwait");
+    let out = run_in(
+        tmp.path(),
+        PRFCMP,
+        &[p1.to_str().unwrap(), p2.to_str().unwrap(), "--cutoff", "1"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // At 1 %, bcopy (16.8 %), user, mutex_spinunlock, ... are listed; pagealloc (0.6 %) is not.
+    assert!(text.contains("cutoff=1.00%"));
+    assert_eq!(rows_named(&text, &["bcopy"])[0][3], "22.604");
+    assert!(rows_named(&text, &["pagealloc"]).is_empty());
+    assert!(!rows_named(&text, &["bzero"]).is_empty());
+}
+
+#[test]
+fn results_dir_rotation_never_touches_foreign_directories() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    let args = ["outdir1", "outdir2", "res", "-q"];
+    assert!(run_in(tmp.path(), UPCMP, &args).status.success());
+    assert!(run_in(tmp.path(), UPCMP, &args).status.success());
+    assert!(
+        tmp.path().join("res.old/results").is_file(),
+        "the first results became res.old"
+    );
+    // A directory of the user's own is refused and left as it was.
+    fs::create_dir(tmp.path().join("mine")).unwrap();
+    fs::write(tmp.path().join("mine/notes"), "keep").unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "mine"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("will not move or delete it"), "{}", stderr(&out));
+    assert_eq!(fs::read_to_string(tmp.path().join("mine/notes")).unwrap(), "keep");
+    assert!(!tmp.path().join("mine.old").exists());
+}
+
+/// Runs upcmp on the fixture after `damage`, and checks for exit 2, a message
+/// containing `expect`, and no results directory.
+fn bad_input(damage: impl FnOnce(&Path), expect: &str) {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    damage(tmp.path());
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains(expect),
+        "expected '{expect}' in: {}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+    assert!(!tmp.path().join("res").exists(), "no half-written results");
+    let leftovers: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "outdir1" && n != "outdir2")
+        .collect();
+    assert!(leftovers.is_empty(), "nothing but the two runs: {leftovers:?}");
+}
+
+#[test]
+fn missing_directory() {
+    bad_input(
+        |d| fs::remove_dir_all(d.join("outdir2")).unwrap(),
+        "outdir2: no such directory",
+    );
+}
+
+#[test]
+fn directory_that_is_not_a_run() {
+    bad_input(
+        |d| fs::remove_file(d.join("outdir1/upcmp-run")).unwrap(),
+        "outdir1: not a uprun output directory",
+    );
+}
+
+#[test]
+fn truncated_prfout() {
+    bad_input(
+        |d| {
+            let p = d.join("outdir2/forkwait/prfout");
+            let text = fs::read_to_string(&p).unwrap();
+            fs::write(&p, &text[..text.len() / 2]).unwrap();
+        },
+        "outdir2/forkwait/prfout:",
+    );
+}
+
+#[test]
+fn malformed_prfout_names_line_and_column() {
+    bad_input(
+        |d| {
+            let p = d.join("outdir1/forkwait/prfout");
+            let text = fs::read_to_string(&p)
+                .unwrap()
+                .replace("wall-sec 872.757000", "wall-sec 872,757");
+            fs::write(&p, text).unwrap();
+        },
+        "outdir1/forkwait/prfout:7:13: expected end of line",
+    );
+}
+
+#[test]
+fn wrong_format_version() {
+    bad_input(
+        |d| {
+            let p = d.join("outdir1/upcmp-run");
+            let text = fs::read_to_string(&p).unwrap().replace("format: 1", "format: 2");
+            fs::write(&p, text).unwrap();
+        },
+        "format 2, but this upcmp reads format 1",
+    );
+}
+
+#[test]
+fn empty_prfout() {
+    bad_input(
+        |d| fs::write(d.join("outdir1/forkwait/prfout"), "").unwrap(),
+        "it is empty",
+    );
+}
+
+#[test]
+fn empty_test_list() {
+    bad_input(
+        |d| fs::write(d.join("outdir1/test_list"), "").unwrap(),
+        "outdir1/test_list: expected at least one test line",
+    );
+}
+
+#[test]
+fn no_test_in_common() {
+    bad_input(
+        |d| {
+            fs::write(d.join("outdir2/test_list"), "pipeping1\n").unwrap();
+            fs::rename(d.join("outdir2/forkwait"), d.join("outdir2/pipeping1")).unwrap();
+        },
+        "have no test in common (run 1: forkwait; run 2: pipeping1)",
+    );
+}
+
+#[test]
+fn a_test_in_one_run_only_is_reported_not_an_error() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    let d = tmp.path();
+    fs::write(d.join("outdir2/test_list"), "forkwait\nextra: true\n").unwrap();
+    copy_tree(&d.join("outdir2/forkwait"), &d.join("outdir2/extra"));
+    let out = run_in(d, UPCMP, &["outdir1", "outdir2", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Only in run 2 (outdir2/extra): nothing to compare."),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn different_machines_are_warned_about_at_the_top() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    let p = tmp.path().join("outdir2/system");
+    let text = fs::read_to_string(&p)
+        .unwrap()
+        .replace("cpus-online: 2", "cpus-online: 4")
+        .replace("kernel-release: 6.2", "kernel-release: 6.5");
+    fs::write(&p, text).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("WARNING: "), "{text}");
+    assert!(text.contains("WARNING: the runs differ in cpus-online: '2' vs '4'"));
+    assert!(text.contains("WARNING: the runs differ in kernel-release: '6.2' vs '6.5'"));
+}

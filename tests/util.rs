@@ -1,0 +1,76 @@
+//! Shared helpers of the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh temporary directory for one test.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("upcmp-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// The repository's root (the tests' working directory).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A file or directory under `testdata/`.
+pub fn testdata(rel: &str) -> PathBuf {
+    repo().join("testdata").join(rel)
+}
+
+/// Runs `bin` with `args` in `cwd`.
+pub fn run_in(cwd: &Path, bin: &str, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap_or_else(|e| panic!("running {bin}: {e}"))
+}
+
+/// Standard output as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Whether perf-backed tests may run; otherwise prints why and returns false, unless
+/// `UPCMP_REQUIRE_PERF=1`, which turns the skip into a failure.
+pub fn perf_usable(need_root: bool) -> bool {
+    let mut missing = Vec::new();
+    let perf_runs = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !perf_runs {
+        missing.push("the `perf` command");
+    }
+    if need_root && !is_root() {
+        missing.push("root (perf record -a of kernel PCs)");
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!("needs {}", missing.join(" and "));
+    if std::env::var("UPCMP_REQUIRE_PERF").as_deref() == Ok("1") {
+        panic!("UPCMP_REQUIRE_PERF=1 but this test {why}");
+    }
+    eprintln!("skipped: this test {why} (set UPCMP_REQUIRE_PERF=1 to make this a failure)");
+    false
+}
+
+pub fn is_root() -> bool {
+    // The effective uid is the second field of the `Uid:` line.
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
+            .unwrap_or(false)
+    })
+}
