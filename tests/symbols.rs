@@ -43,6 +43,7 @@ fn kernel_pcs_resolve_like_perf_script() {
     if !perf_usable(true) {
         return;
     }
+    let _perf = crate::util::perf_lock();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("perf.data");
     // Run in the temp dir so perf picks up no stray ./vmlinux; -N keeps ~/.debug untouched.

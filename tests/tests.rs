@@ -3,4 +3,5 @@
 mod helpers;
 mod symbols;
 mod upcmp;
+mod uprun;
 mod util;

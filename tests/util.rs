@@ -74,3 +74,9 @@ pub fn is_root() -> bool {
             .unwrap_or(false)
     })
 }
+
+/// Serializes the tests that sample the whole machine, so one does not measure another.
+pub fn perf_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -4,6 +4,7 @@
 //! upcmp-samples 1
 //! c 4242 4242 unixperf
 //! s 81234567890 1 4242 4242 k ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
+//! f 4243 4242 4243 4242
 //! l 1 3
 //! t 0
 //! ```
@@ -91,6 +92,17 @@ pub enum Record {
         cpu: u32,
         /// How many.
         count: u64,
+    },
+    /// A new thread or process: it has its parent's command name until a `Comm`.
+    Fork {
+        /// Process id of the child.
+        pid: u32,
+        /// Process id of the parent.
+        ppid: u32,
+        /// Thread id of the child.
+        tid: u32,
+        /// Thread id of the parent.
+        ptid: u32,
     },
     /// The kernel throttled sampling on a CPU.
     Throttle {
@@ -187,6 +199,22 @@ pub fn parse_record(line: &str, file: &str, number: usize) -> Result<Record, Par
             ),
             "'l CPU COUNT'",
         ),
+        Some(b'f') => l.parse_all(
+            line,
+            map(
+                preceded(
+                    tag("f"),
+                    (
+                        preceded(space1, dec_u32),
+                        preceded(space1, dec_u32),
+                        preceded(space1, dec_u32),
+                        preceded(space1, dec_u32),
+                    ),
+                ),
+                |(pid, ppid, tid, ptid)| Record::Fork { pid, ppid, tid, ptid },
+            ),
+            "'f PID PPID TID PTID'",
+        ),
         Some(b't') => l.parse_all(
             line,
             map(preceded(tag("t"), preceded(space1, dec_u32)), |cpu| Record::Throttle {
@@ -194,7 +222,7 @@ pub fn parse_record(line: &str, file: &str, number: usize) -> Result<Record, Par
             }),
             "'t CPU'",
         ),
-        _ => Err(l.error(line, "a record starting with s, c, l or t")),
+        _ => Err(l.error(line, "a record starting with s, c, f, l or t")),
     }
 }
 
@@ -245,6 +273,15 @@ mod tests {
             Record::Lost { cpu: 1, count: 7 }
         );
         assert_eq!(parse_record("t 3", "f", 3).unwrap(), Record::Throttle { cpu: 3 });
+        assert_eq!(
+            parse_record("f 5 4 6 4", "f", 3).unwrap(),
+            Record::Fork {
+                pid: 5,
+                ppid: 4,
+                tid: 6,
+                ptid: 4
+            }
+        );
     }
 
     #[test]

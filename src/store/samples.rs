@@ -48,6 +48,7 @@ impl SamplesWriter {
                 res.and_then(|_| writeln!(o))
             }
             Record::Comm { pid, tid, comm } => writeln!(o, "c {pid} {tid} {}", comm.replace(['\n', '\r'], " ")),
+            Record::Fork { pid, ppid, tid, ptid } => writeln!(o, "f {pid} {ppid} {tid} {ptid}"),
             Record::Lost { cpu, count } => writeln!(o, "l {cpu} {count}"),
             Record::Throttle { cpu } => writeln!(o, "t {cpu}"),
         };
@@ -106,6 +107,12 @@ mod tests {
                 callchain: vec![0xfffffffffffffe00, 0x10],
             }),
             Record::Lost { cpu: 1, count: 3 },
+            Record::Fork {
+                pid: 2,
+                ppid: 1,
+                tid: 2,
+                ptid: 1,
+            },
             Record::Throttle { cpu: 0 },
         ];
         let mut w = SamplesWriter::create(&p).unwrap();

@@ -25,6 +25,11 @@ fn uname() -> (String, String, String, String) {
     )
 }
 
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    uname().1
+}
+
 /// The GNU build-id note of the running kernel (from /sys/kernel/notes), as hex.
 pub fn kernel_build_id_hex() -> Option<String> {
     let notes = std::fs::read("/sys/kernel/notes").ok()?;
