@@ -64,7 +64,20 @@ fn seed_example_every_number() {
         .collect();
     assert_eq!(seed_rows.len(), 41);
     let names: Vec<&str> = seed_rows.iter().map(|r| r[0].as_str()).collect();
-    assert_eq!(rows_named(&report, &names), seed_rows);
+    let got = rows_named(&report, &names);
+    let got_five: Vec<Vec<String>> = got.iter().map(|r| r[..5].to_vec()).collect();
+    assert_eq!(got_five, seed_rows);
+    // After the seed's columns, each row's verdict against the sampling error.
+    assert!(
+        got.iter()
+            .all(|r| r.len() == 6 && (r[5] == "significant" || r[5] == "noise")),
+        "{got:?}"
+    );
+    // bcopy's 22.604 s on ~1.5 million samples of 0.1 ms is far beyond the sampling
+    // error (1.96 x 0.1 ms x sqrt(1.5e6) = 0.24 s); dupreg's 0.037 s is within it.
+    assert_eq!(got[0][5], "significant");
+    assert_eq!(rows_named(&report, &["dupreg"])[0][5], "noise");
+    assert!(report.contains("Noise: one run on a side"));
     // Lost samples (the example's time that is neither CPU nor idle) get their own line.
     assert!(report.lines().any(|l| fold(l) == "Lost samples 1.928 2.162 1.12"));
     // Nothing below the cutoff and no idle function is listed.
@@ -239,10 +252,10 @@ fn wrong_format_version() {
     bad_input(
         |d| {
             let p = d.join("outdir1/upcmp-run");
-            let text = fs::read_to_string(&p).unwrap().replace("format: 1", "format: 2");
+            let text = fs::read_to_string(&p).unwrap().replace("format: 1", "format: 9");
             fs::write(&p, text).unwrap();
         },
-        "format 2, but this upcmp reads format 1",
+        "format 9, but this upcmp reads formats 1 to 2",
     );
 }
 
@@ -305,4 +318,44 @@ fn different_machines_are_warned_about_at_the_top() {
     assert!(text.starts_with("WARNING: "), "{text}");
     assert!(text.contains("WARNING: the runs differ in cpus-online: '2' vs '4'"));
     assert!(text.contains("WARNING: the runs differ in kernel-release: '6.2' vs '6.5'"));
+}
+
+/// Section 1 on two real reports of the original unixperf: every operation of both, in
+/// order, with R2/R1 as printed.
+#[test]
+fn benchmark_section_on_real_unixperf_reports() {
+    use upcmp::compare::bench::compare_bench;
+    use upcmp::report::text::render_bench;
+    use upcmp_parsers::upout::parse_upout;
+    for (a, b) in [
+        ("zap.62patched.n32", "zap.65aug3c.n32"),
+        ("blitzen.62mr.n32", "blitzen.65jul13b.n32"),
+    ] {
+        let read = |n: &str| {
+            let p = testdata(&format!("unixperf/{n}"));
+            parse_upout(&fs::read_to_string(&p).unwrap(), &p.display().to_string()).unwrap()
+        };
+        let (r1, r2) = (read(a), read(b));
+        let rows = compare_bench(std::slice::from_ref(&r1), std::slice::from_ref(&r2));
+        let mut text = Vec::new();
+        render_bench(&rows, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        // Every trep line of either report is a row; ratios are R2/R1 of the printed rates.
+        for r in &rows {
+            if let (Some(x), Some(y)) = (r.run1, r.run2) {
+                assert!((r.speed_ratio.unwrap() - y / x).abs() < 1e-12);
+            }
+        }
+        assert!(rows.len() >= r1.len().max(r2.len()));
+        let golden = testdata(&format!("unixperf/{a}-vs-{b}.section1"));
+        if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
+            fs::write(&golden, &text).unwrap();
+        }
+        assert_eq!(
+            text,
+            fs::read_to_string(&golden).unwrap(),
+            "UPCMP_BLESS=1 rewrites {}",
+            golden.display()
+        );
+    }
 }

@@ -6,12 +6,14 @@
 pub mod bench;
 pub mod idle;
 pub mod runs;
+pub mod stats;
 
 use crate::Profile;
 use polars::prelude::*;
 use serde::Serialize;
 
 pub use idle::{IdleSet, DEFAULT_IDLE_FUNCTIONS};
+pub use stats::{Method, Significance};
 
 /// Options of a profile comparison.
 #[derive(Debug, Clone)]
@@ -22,14 +24,13 @@ pub struct CompareOptions {
     pub cutoff_pct: f64,
     /// Replaces each profile's own idle set when given.
     pub idle_override: Option<IdleSet>,
+    /// List only functions whose change is significant (beyond the noise).
+    pub hide_noise: bool,
 }
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions {
-            cutoff_pct: 0.5,
-            idle_override: None,
-        }
+        Self::new(0.5, None)
     }
 }
 
@@ -39,6 +40,7 @@ impl CompareOptions {
         CompareOptions {
             cutoff_pct,
             idle_override,
+            hide_noise: false,
         }
     }
 }
@@ -66,6 +68,10 @@ pub struct ProfileSummary {
     pub idle_set: Vec<String>,
     /// Samples in idle functions (shown for information; Idle is not derived from them).
     pub idle_samples: u64,
+    /// Repetitions averaged (1 for a single run).
+    pub repetitions: usize,
+    /// Standard deviation of the CPU time over the repetitions, % of the mean.
+    pub cpu_sd_pct: f64,
 }
 
 impl ProfileSummary {
@@ -96,6 +102,26 @@ impl ProfileSummary {
             event: p.event.clone(),
             idle_set: idle.names().to_vec(),
             idle_samples,
+            repetitions: 1,
+            cpu_sd_pct: 0.0,
+        }
+    }
+
+    /// The mean summary of several repetitions (at least one).
+    pub fn of_set(ps: &[Profile], idle: &IdleSet) -> Self {
+        let all: Vec<ProfileSummary> = ps.iter().map(|p| Self::of(p, idle)).collect();
+        let avg = |f: fn(&ProfileSummary) -> f64| stats::mean(&all.iter().map(f).collect::<Vec<_>>());
+        let cpu: Vec<f64> = all.iter().map(|s| s.cpu_sec).collect();
+        ProfileSummary {
+            elapsed_sec: avg(|s| s.elapsed_sec),
+            idle_sec: avg(|s| s.idle_sec),
+            cpu_sec: avg(|s| s.cpu_sec),
+            lost_sec: avg(|s| s.lost_sec),
+            wall_sec: avg(|s| s.wall_sec),
+            idle_samples: all.iter().map(|s| s.idle_samples).sum::<u64>() / all.len() as u64,
+            repetitions: all.len(),
+            cpu_sd_pct: stats::stddev_pct(&cpu),
+            ..all[0].clone()
         }
     }
 }
@@ -117,9 +143,14 @@ pub struct FunctionDelta {
     pub run1_pct_of_cpu: f64,
     /// Share of its run's CPU time, run 2 (%).
     pub run2_pct_of_cpu: f64,
-    /// Sampling (Poisson) standard error of the delta, in seconds: period x sqrt(n1 + n2).
-    pub delta_stderr_sec: f64,
-    /// At or above the cutoff in either run: shown in the text report.
+    /// Standard deviation over run 1's repetitions, % of its mean (0 with one run).
+    pub run1_sd_pct: f64,
+    /// Standard deviation over run 2's repetitions, % of its mean (0 with one run).
+    pub run2_sd_pct: f64,
+    /// Whether the delta stands above the noise, and how that was decided.
+    pub noise: Significance,
+    /// At or above the cutoff in either run (and significant, with `hide_noise`): shown
+    /// in the text report.
     pub listed: bool,
 }
 
@@ -134,10 +165,29 @@ pub struct ProfileComparison {
     pub cutoff_pct: f64,
     /// Every non-idle function of either run, sorted by delta (largest first).
     pub rows: Vec<FunctionDelta>,
+    /// The test of the total CPU time: its `ci95` is the smallest change of CPU time the
+    /// data can resolve.
+    pub cpu_noise: Significance,
 }
 
 impl ProfileComparison {
-    /// The rows at or above the cutoff.
+    /// How noise was estimated, for the report.
+    pub fn method(&self) -> Method {
+        self.cpu_noise.method
+    }
+
+    /// The smallest change of total CPU time the data resolve, % of run 1's CPU time.
+    pub fn resolvable_pct(&self) -> f64 {
+        if self.run1.cpu_sec > 0.0 {
+            100.0 * self.cpu_noise.ci95 / self.run1.cpu_sec
+        } else {
+            0.0
+        }
+    }
+}
+
+impl ProfileComparison {
+    /// The rows at or above the cutoff (and significant, with `hide_noise`).
     pub fn listed(&self) -> impl Iterator<Item = &FunctionDelta> {
         self.rows.iter().filter(|r| r.listed)
     }
@@ -152,62 +202,92 @@ pub fn display_name(name: &str, module: &str) -> String {
     }
 }
 
-/// One run's non-idle function times as a DataFrame (function, samples). Rows with the
-/// same display name (possible in a hand-made prfout) are summed so the join is
-/// one-to-one.
-fn function_frame(p: &Profile, idle: &IdleSet, samples_col: &str) -> PolarsResult<DataFrame> {
+/// One side's non-idle functions: each one's seconds in every repetition (0 where it
+/// is absent) and its samples over all repetitions. Rows with the same display name (as
+/// in a hand-made prfout) are summed.
+struct SideFunctions {
+    names: Vec<String>,
+    per_rep_sec: Vec<Vec<f64>>,
+    samples: Vec<u64>,
+}
+
+fn side_functions(ps: &[Profile], idle: &IdleSet) -> SideFunctions {
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut names: Vec<String> = Vec::with_capacity(p.functions.len());
-    let mut samples: Vec<u64> = Vec::with_capacity(p.functions.len());
-    for f in p.functions.iter().filter(|f| !idle.contains(&f.name)) {
-        let name = display_name(&f.name, &f.module);
-        match index.get(&name) {
-            Some(&i) => samples[i] += f.total(),
-            None => {
-                index.insert(name.clone(), names.len());
-                names.push(name);
-                samples.push(f.total());
-            }
+    let mut side = SideFunctions {
+        names: Vec::new(),
+        per_rep_sec: Vec::new(),
+        samples: Vec::new(),
+    };
+    for (r, p) in ps.iter().enumerate() {
+        for f in p.functions.iter().filter(|f| !idle.contains(&f.name)) {
+            let name = display_name(&f.name, &f.module);
+            let i = *index.entry(name.clone()).or_insert_with(|| {
+                side.names.push(name);
+                side.per_rep_sec.push(vec![0.0; ps.len()]);
+                side.samples.push(0);
+                side.names.len() - 1
+            });
+            side.per_rep_sec[i][r] += f.total() as f64 * p.period_sec;
+            side.samples[i] += f.total();
         }
     }
+    side
+}
+
+/// A side's functions as a DataFrame: function, mean seconds, row index into the side.
+fn side_frame(side: &SideFunctions, mean_col: &str, index_col: &str) -> PolarsResult<DataFrame> {
+    let means: Vec<f64> = side.per_rep_sec.iter().map(|v| stats::mean(v)).collect();
+    let idx: Vec<u32> = (0..side.names.len() as u32).collect();
     DataFrame::new(
-        names.len(),
+        side.names.len(),
         vec![
-            Column::new("function".into(), names),
-            Column::new(samples_col.into(), samples),
+            Column::new("function".into(), side.names.clone()),
+            Column::new(mean_col.into(), means),
+            Column::new(index_col.into(), idx),
         ],
     )
 }
 
-/// Compares two profiles: summaries, and every function's delta (polars outer join on
-/// the function name, deltas, cutoff filter, sort by delta).
+/// Compares two profiles (one run on each side).
 pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+    compare_profile_sets(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)
+}
+
+fn noise_of(a: &[f64], b: &[f64], n1: u64, p1: f64, n2: u64, p2: f64) -> Significance {
+    stats::welch(a, b).unwrap_or_else(|| {
+        // Mean over k repetitions of Poisson counts: each sample weighs period / k.
+        let (k1, k2) = (a.len().max(1) as f64, b.len().max(1) as f64);
+        stats::sampling(n1 as f64, p1 / k1, n2 as f64, p2 / k2)
+    })
+}
+
+/// Compares two sides of one or more repetitions each: mean summaries, and every
+/// function's mean delta with its noise (polars outer join on the function name, deltas,
+/// cutoff filter, sort by delta).
+pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+    assert!(!s1.is_empty() && !s2.is_empty(), "each side has at least one profile");
     let idle1 = opts
         .idle_override
         .clone()
-        .unwrap_or_else(|| IdleSet::new(p1.idle_set.clone()));
+        .unwrap_or_else(|| IdleSet::new(s1[0].idle_set.clone()));
     let idle2 = opts
         .idle_override
         .clone()
-        .unwrap_or_else(|| IdleSet::new(p2.idle_set.clone()));
-    let run1 = ProfileSummary::of(p1, &idle1);
-    let run2 = ProfileSummary::of(p2, &idle2);
+        .unwrap_or_else(|| IdleSet::new(s2[0].idle_set.clone()));
+    let run1 = ProfileSummary::of_set(s1, &idle1);
+    let run2 = ProfileSummary::of_set(s2, &idle2);
+    let (side1, side2) = (side_functions(s1, &idle1), side_functions(s2, &idle2));
+    let (period1, period2) = (s1[0].period_sec, s2[0].period_sec);
 
-    let f1 = function_frame(p1, &idle1, "n1")?;
-    let f2 = function_frame(p2, &idle2, "n2")?;
-    let joined = f1.join(
-        &f2,
+    let joined = side_frame(&side1, "t1", "i1")?.join(
+        &side_frame(&side2, "t2", "i2")?,
         ["function"],
         ["function"],
         JoinArgs::new(JoinType::Full).with_coalesce(JoinCoalesce::CoalesceColumns),
         None,
     )?;
-    let n1 = joined.column("n1")?.cast(&DataType::Float64)?;
-    let n2 = joined.column("n2")?.cast(&DataType::Float64)?;
-    let n1 = n1.f64()?;
-    let n2 = n2.f64()?;
-    let t1 = n1 * p1.period_sec;
-    let t2 = n2 * p2.period_sec;
+    let t1 = joined.column("t1")?.f64()?.clone();
+    let t2 = joined.column("t2")?.f64()?.clone();
     let zero1 = t1.fill_null_with_values(0.0)?;
     let zero2 = t2.fill_null_with_values(0.0)?;
     let delta = &zero2 - &zero1;
@@ -215,11 +295,7 @@ pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> Po
     let delta_pct = pct(&delta, run1.cpu_sec);
     let share1 = pct(&zero1, run1.cpu_sec);
     let share2 = pct(&zero2, run2.cpu_sec);
-    let listed = share1.gt_eq(opts.cutoff_pct) | share2.gt_eq(opts.cutoff_pct);
-    // Poisson error of a count n is sqrt(n); of a difference of independent counts,
-    // the root of the sum of their variances.
-    let var = &(&(&zero1 * p1.period_sec) + &(&zero2 * p2.period_sec));
-    let stderr: Float64Chunked = var.apply_values(f64::sqrt);
+    let above = share1.gt_eq(opts.cutoff_pct) | share2.gt_eq(opts.cutoff_pct);
 
     let mut df = DataFrame::new(
         joined.height(),
@@ -231,8 +307,9 @@ pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> Po
             delta_pct.with_name("delta_pct".into()).into_column(),
             share1.with_name("share1".into()).into_column(),
             share2.with_name("share2".into()).into_column(),
-            stderr.with_name("stderr".into()).into_column(),
-            listed.with_name("listed".into()).into_column(),
+            above.with_name("above".into()).into_column(),
+            joined.column("i1")?.clone(),
+            joined.column("i2")?.clone(),
         ],
     )?;
     // Largest delta first; equal deltas by name so the order never depends on hashing.
@@ -242,6 +319,7 @@ pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> Po
     )?;
 
     let col_f64 = |name: &str| -> PolarsResult<Vec<Option<f64>>> { Ok(df.column(name)?.f64()?.iter().collect()) };
+    let col_idx = |name: &str| -> PolarsResult<Vec<Option<u32>>> { Ok(df.column(name)?.u32()?.iter().collect()) };
     let function: Vec<String> = df
         .column("function")?
         .str()?
@@ -249,31 +327,51 @@ pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> Po
         .map(|s| s.unwrap_or_default().to_string())
         .collect();
     let (t1, t2, delta, delta_pct) = (col_f64("t1")?, col_f64("t2")?, col_f64("delta")?, col_f64("delta_pct")?);
-    let (share1, share2, stderr) = (col_f64("share1")?, col_f64("share2")?, col_f64("stderr")?);
-    let listed: Vec<bool> = df
-        .column("listed")?
-        .bool()?
-        .iter()
-        .map(|b| b.unwrap_or(false))
-        .collect();
+    let (share1, share2) = (col_f64("share1")?, col_f64("share2")?);
+    let above: Vec<bool> = df.column("above")?.bool()?.iter().map(|b| b.unwrap_or(false)).collect();
+    let (i1, i2) = (col_idx("i1")?, col_idx("i2")?);
+    let zeros1 = vec![0.0; s1.len()];
+    let zeros2 = vec![0.0; s2.len()];
     let rows = (0..df.height())
-        .map(|i| FunctionDelta {
-            function: function[i].clone(),
-            run1_sec: t1[i],
-            run2_sec: t2[i],
-            delta_sec: delta[i].unwrap_or(0.0),
-            delta_pct_of_run1_cpu: delta_pct[i].unwrap_or(0.0),
-            run1_pct_of_cpu: share1[i].unwrap_or(0.0),
-            run2_pct_of_cpu: share2[i].unwrap_or(0.0),
-            delta_stderr_sec: stderr[i].unwrap_or(0.0),
-            listed: listed[i],
+        .map(|i| {
+            let v1 = i1[i].map_or(&zeros1, |k| &side1.per_rep_sec[k as usize]);
+            let v2 = i2[i].map_or(&zeros2, |k| &side2.per_rep_sec[k as usize]);
+            let n1 = i1[i].map_or(0, |k| side1.samples[k as usize]);
+            let n2 = i2[i].map_or(0, |k| side2.samples[k as usize]);
+            let noise = noise_of(v1, v2, n1, period1, n2, period2);
+            FunctionDelta {
+                function: function[i].clone(),
+                run1_sec: t1[i],
+                run2_sec: t2[i],
+                delta_sec: delta[i].unwrap_or(0.0),
+                delta_pct_of_run1_cpu: delta_pct[i].unwrap_or(0.0),
+                run1_pct_of_cpu: share1[i].unwrap_or(0.0),
+                run2_pct_of_cpu: share2[i].unwrap_or(0.0),
+                run1_sd_pct: stats::stddev_pct(v1),
+                run2_sd_pct: stats::stddev_pct(v2),
+                noise,
+                listed: above[i] && (!opts.hide_noise || noise.significant),
+            }
         })
         .collect();
+
+    let cpu1: Vec<f64> = s1.iter().map(|p| ProfileSummary::of(p, &idle1).cpu_sec).collect();
+    let cpu2: Vec<f64> = s2.iter().map(|p| ProfileSummary::of(p, &idle2).cpu_sec).collect();
+    let busy = |ss: &[f64], period: f64| (ss.iter().sum::<f64>() / period).round() as u64;
+    let cpu_noise = noise_of(
+        &cpu1,
+        &cpu2,
+        busy(&cpu1, period1),
+        period1,
+        busy(&cpu2, period2),
+        period2,
+    );
     Ok(ProfileComparison {
         run1,
         run2,
         cutoff_pct: opts.cutoff_pct,
         rows,
+        cpu_noise,
     })
 }
 
@@ -366,13 +464,52 @@ mod tests {
         let a = &c.rows[2];
         assert!((a.delta_sec + 0.5).abs() < 1e-9);
         assert!((a.delta_pct_of_run1_cpu + 12.5).abs() < 1e-9);
-        assert!((a.delta_stderr_sec - 0.01 * 550f64.sqrt()).abs() < 1e-9);
+        // Single runs: the sampling error, 10 ms x sqrt(300 + 250) = 0.2345 s; a 0.5 s
+        // drop is 2.13 standard errors: significant at 95%.
+        assert_eq!(a.noise.method, Method::SamplingError);
+        assert!((a.noise.ci95 - stats::Z_CRIT * 0.01 * 550f64.sqrt()).abs() < 1e-9);
+        assert!(a.noise.significant);
         let b = &c.rows[3];
         assert_eq!(b.run2_sec, None);
         assert!((b.delta_sec + 1.0).abs() < 1e-9);
         // m: 0.01 s of run 2's 4.51 s CPU = 0.22 % < 1 % cutoff; the others are above.
         assert!(!c.rows[1].listed);
         assert_eq!(c.listed().count(), 3);
+    }
+
+    // Three repetitions a side: a = 3.0/3.1/2.9 s vs 3.5/3.6/3.4 s (significant),
+    // b = 1.0/1.2/0.8 s vs 1.1/0.9/1.0 s (noise).
+    #[test]
+    fn repetitions_use_welch() {
+        let side = |a: [u64; 3], b: [u64; 3]| -> Vec<Profile> {
+            (0..3)
+                .map(|r| {
+                    profile(
+                        10.0,
+                        0,
+                        &[("kernel", "a", a[r]), ("kernel", "b", b[r]), ("kernel", "idle", 100)],
+                    )
+                })
+                .collect()
+        };
+        let s1 = side([300, 310, 290], [100, 120, 80]);
+        let s2 = side([350, 360, 340], [110, 90, 100]);
+        let c = compare_profile_sets(&s1, &s2, &CompareOptions::default()).unwrap();
+        assert_eq!(c.run1.repetitions, 3);
+        assert!((c.run1.cpu_sec - 4.0).abs() < 1e-9);
+        let a = c.rows.iter().find(|r| r.function == "a").unwrap();
+        assert_eq!(a.noise.method, Method::Welch);
+        assert!((a.delta_sec - 0.5).abs() < 1e-9);
+        assert!((a.run1_sd_pct - 100.0 * 0.1 / 3.0).abs() < 1e-9);
+        assert!(a.noise.significant);
+        let b = c.rows.iter().find(|r| r.function == "b").unwrap();
+        assert!(!b.noise.significant);
+        let hide = CompareOptions {
+            hide_noise: true,
+            ..CompareOptions::default()
+        };
+        let c = compare_profile_sets(&s1, &s2, &hide).unwrap();
+        assert_eq!(c.listed().map(|r| r.function.as_str()).collect::<Vec<_>>(), ["a"]);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Comparing two uprun output directories, test by test.
 
 use super::bench::{compare_bench, wall_time_result, BenchRow};
-use super::{compare_profiles, CompareOptions, ProfileComparison};
-use crate::store::outdir::{Run, Status, TestStatus};
+use super::{compare_profile_sets, CompareOptions, ProfileComparison};
+use crate::store::outdir::{repetition_dirs, Run, Status, TestStatus};
 use crate::store::system::BIASING_KEYS;
 use crate::store::{prfout, read_text, StoreError};
 use serde::Serialize;
@@ -57,10 +57,14 @@ pub enum TestOutcome {
     },
     /// Compared.
     Compared {
-        /// Run 1's upout.
+        /// Run 1's upout (of its first repetition).
         upout1: PathBuf,
-        /// Run 2's upout.
+        /// Run 2's upout (of its first repetition).
         upout2: PathBuf,
+        /// Repetitions in run 1.
+        repetitions1: usize,
+        /// Repetitions in run 2.
+        repetitions2: usize,
         /// Section 1.
         bench: Vec<BenchRow>,
         /// Sections 2 and 3.
@@ -113,10 +117,12 @@ fn system_differences(d1: &Path, d2: &Path) -> Result<Vec<SystemDifference>, Sto
         .collect())
 }
 
-/// A test directory with a profile, or None when the run has no profile for it (the
+/// A test's repetition directories, or None when the run has no profile for it (the
 /// test did not run, or was interrupted before its profile was written).
-fn profiled(run: &Run, name: &str) -> Option<PathBuf> {
-    run.test_dir(name).filter(|d| d.join("prfout").is_file())
+fn profiled(run: &Run, name: &str) -> Option<Vec<PathBuf>> {
+    run.test_dir(name)
+        .map(|d| repetition_dirs(&d))
+        .filter(|reps| !reps.is_empty())
 }
 
 fn test_notes(run: u8, dir: &Path, p: &crate::Profile) -> Result<Vec<String>, StoreError> {
@@ -125,7 +131,8 @@ fn test_notes(run: u8, dir: &Path, p: &crate::Profile) -> Result<Vec<String>, St
         let s = TestStatus::read(dir)?;
         if s.status != Status::Completed {
             notes.push(format!(
-                "run {run}: the test {} (exit codes {:?})",
+                "run {run}: {} {} (exit codes {:?})",
+                dir.display(),
                 s.status.as_str(),
                 s.exit_codes
             ));
@@ -147,6 +154,29 @@ fn bench_results(upout: &Path, p: &crate::Profile) -> Result<Vec<upcmp_parsers::
         r.push(wall_time_result(&command, p.wall_sec));
     }
     Ok(r)
+}
+
+/// Every repetition of one side: profiles, benchmark results, notes.
+#[allow(clippy::type_complexity)]
+fn read_side(
+    run: u8,
+    reps: &[PathBuf],
+) -> Result<
+    (
+        Vec<crate::Profile>,
+        Vec<Vec<upcmp_parsers::upout::BenchResult>>,
+        Vec<String>,
+    ),
+    StoreError,
+> {
+    let (mut profiles, mut bench, mut notes) = (Vec::new(), Vec::new(), Vec::new());
+    for d in reps {
+        let p = prfout::read(&d.join("prfout"))?;
+        bench.push(bench_results(&d.join("upout"), &p)?);
+        notes.extend(test_notes(run, d, &p)?);
+        profiles.push(p);
+    }
+    Ok((profiles, bench, notes))
 }
 
 /// Compares two uprun output directories. Nothing is written; every input is read and
@@ -180,26 +210,34 @@ pub fn compare_runs(dir1: &Path, dir2: &Path, opts: &CompareOptions) -> Result<R
     for name in names {
         let outcome = match (profiled(&run1, name), profiled(&run2, name)) {
             (Some(d1), Some(d2)) => {
-                let p1 = prfout::read(&d1.join("prfout"))?;
-                let p2 = prfout::read(&d2.join("prfout"))?;
-                let (upout1, upout2) = (d1.join("upout"), d2.join("upout"));
-                let bench = compare_bench(&bench_results(&upout1, &p1)?, &bench_results(&upout2, &p2)?);
-                let profile = compare_profiles(&p1, &p2, opts)?;
-                let mut notes = test_notes(1, &d1, &p1)?;
-                notes.extend(test_notes(2, &d2, &p2)?);
-                if p1.cpus.len() != p2.cpus.len() {
-                    notes.push(format!("the runs sampled {} and {} CPUs", p1.cpus.len(), p2.cpus.len()));
+                let (p1, b1, mut notes) = read_side(1, &d1)?;
+                let (p2, b2, notes2) = read_side(2, &d2)?;
+                notes.extend(notes2);
+                if p1[0].cpus.len() != p2[0].cpus.len() {
+                    notes.push(format!(
+                        "the runs sampled {} and {} CPUs",
+                        p1[0].cpus.len(),
+                        p2[0].cpus.len()
+                    ));
                 }
                 TestOutcome::Compared {
-                    upout1,
-                    upout2,
-                    bench,
-                    profile: Box::new(profile),
+                    upout1: d1[0].join("upout"),
+                    upout2: d2[0].join("upout"),
+                    repetitions1: d1.len(),
+                    repetitions2: d2.len(),
+                    bench: compare_bench(&b1, &b2),
+                    profile: Box::new(compare_profile_sets(&p1, &p2, opts)?),
                     notes,
                 }
             }
-            (Some(d), None) => TestOutcome::OnlyIn { run: 1, dir: d },
-            (None, Some(d)) => TestOutcome::OnlyIn { run: 2, dir: d },
+            (Some(_), None) => TestOutcome::OnlyIn {
+                run: 1,
+                dir: run1.dir.join(name),
+            },
+            (None, Some(_)) => TestOutcome::OnlyIn {
+                run: 2,
+                dir: run2.dir.join(name),
+            },
             (None, None) => continue,
         };
         tests.push(TestComparison {

@@ -1,12 +1,12 @@
 //! Machine-readable results: CSV (one row per number) and JSON (everything).
 
-use crate::compare::ratio;
 use crate::compare::runs::{RunComparison, TestOutcome};
+use crate::compare::{ratio, Method};
 use std::io::{self, Write};
 
 /// The CSV header.
 pub const CSV_HEADER: &str =
-    "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,delta_stderr,listed";
+    "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,run1_sd_pct,run2_sd_pct,noise_method,ci95,p_value,significant,listed";
 
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -20,6 +20,13 @@ fn num(x: Option<f64>) -> String {
     x.map(|x| format!("{x}")).unwrap_or_default()
 }
 
+fn method(m: Method) -> &'static str {
+    match m {
+        Method::Welch => "welch",
+        Method::SamplingError => "sampling_error",
+    }
+}
+
 /// Writes every benchmark value, summary line and function of every test as CSV rows
 /// (`kind` is `bench`, `summary` or `function`; seconds for times).
 pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
@@ -30,30 +37,59 @@ pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
         };
         let name = field(&t.name);
         for b in bench {
+            let n = b.noise;
             writeln!(
                 out,
-                "{name},bench,{},{},{},,{},,,,,",
+                "{name},bench,{},{},{},,{},,,,{},{},{},{},{},{},",
                 field(&b.description),
                 num(b.run1),
                 num(b.run2),
-                num(b.speed_ratio)
+                num(b.speed_ratio),
+                b.run1_sd_pct,
+                b.run2_sd_pct,
+                if n.is_some() { "welch" } else { "" },
+                num(n.map(|n| n.ci95)),
+                num(n.map(|n| n.p_value)),
+                n.map(|n| n.significant.to_string()).unwrap_or_default(),
             )?;
         }
         let (a, c) = (&profile.run1, &profile.run2);
         let summary = [
             ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
+            ("repetitions", a.repetitions as f64, c.repetitions as f64),
             ("elapsed", a.elapsed_sec, c.elapsed_sec),
             ("idle", a.idle_sec, c.idle_sec),
             ("cpu", a.cpu_sec, c.cpu_sec),
             ("lost", a.lost_sec, c.lost_sec),
         ];
         for (k, x, y) in summary {
-            writeln!(out, "{name},summary,{k},{x},{y},{},{},,,,,", y - x, num(ratio(x, y)))?;
+            if k == "cpu" {
+                let n = profile.cpu_noise;
+                writeln!(
+                    out,
+                    "{name},summary,cpu,{x},{y},{},{},,,,{},{},{},{},{},{},",
+                    y - x,
+                    num(ratio(x, y)),
+                    a.cpu_sd_pct,
+                    c.cpu_sd_pct,
+                    method(n.method),
+                    n.ci95,
+                    n.p_value,
+                    n.significant
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "{name},summary,{k},{x},{y},{},{},,,,,,,,,,",
+                    y - x,
+                    num(ratio(x, y))
+                )?;
+            }
         }
         for f in &profile.rows {
             writeln!(
                 out,
-                "{name},function,{},{},{},{},,{},{},{},{},{}",
+                "{name},function,{},{},{},{},,{},{},{},{},{},{},{},{},{},{}",
                 field(&f.function),
                 num(f.run1_sec),
                 num(f.run2_sec),
@@ -61,7 +97,12 @@ pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                 f.delta_pct_of_run1_cpu,
                 f.run1_pct_of_cpu,
                 f.run2_pct_of_cpu,
-                f.delta_stderr_sec,
+                f.run1_sd_pct,
+                f.run2_sd_pct,
+                method(f.noise.method),
+                f.noise.ci95,
+                f.noise.p_value,
+                f.noise.significant,
                 f.listed
             )?;
         }

@@ -15,6 +15,16 @@ pub fn fmt_pct(x: f64) -> String {
     no_negative_zero(format!("{x:.2}"))
 }
 
+/// A rate as the original unixperf printed it: three significant digits, and at least
+/// one decimal (`440000.0`, `425.0`, `25.3`, `2.51`).
+pub fn fmt_rate(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x:.1}");
+    }
+    let decimals = (2 - x.abs().log10().floor() as i32).max(1) as usize;
+    format!("{x:.decimals$}")
+}
+
 /// A ratio with two decimals, or `-` when undefined.
 pub fn fmt_ratio(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
@@ -40,5 +50,10 @@ mod tests {
         assert_eq!(fmt_sec(22.604), "22.604");
         assert_eq!(fmt_ratio(Some(1825.126 / 1745.514)), "1.05");
         assert_eq!(fmt_ratio(None), "-");
+        assert_eq!(fmt_rate(440000.0), "440000.0");
+        assert_eq!(fmt_rate(425.0), "425.0");
+        assert_eq!(fmt_rate(25.3), "25.3");
+        assert_eq!(fmt_rate(2.51), "2.51");
+        assert_eq!(fmt_rate(0.251), "0.251");
     }
 }

@@ -1,8 +1,9 @@
 //! The text report, in the layout of the original upcmp (seed 001's example).
 
 use super::{fmt_pct, fmt_ratio, fmt_sec};
-use crate::compare::bench::BenchRow;
+use crate::compare::bench::{resolvable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
+use crate::compare::Method;
 use crate::compare::{ratio, ProfileComparison};
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
@@ -28,18 +29,39 @@ fn print_table(t: &Table, out: &mut dyn Write) -> io::Result<()> {
     t.print(out).map(|_| ())
 }
 
-/// Section 1: the benchmark results side by side.
+fn noise_word(significant: bool) -> &'static str {
+    if significant {
+        "significant"
+    } else {
+        "noise"
+    }
+}
+
+/// Section 1: the benchmark results side by side (with repetitions: means, their
+/// standard deviation in %, and Welch's verdict).
 pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "(no benchmark results in either upout)");
     }
+    let repeated = rows.iter().any(|r| r.noise.is_some());
     let mut t = Table::new();
     t.set_format(plain_format());
-    t.set_titles(Row::new(vec![right("1"), right("2"), left(""), left("Operation")]));
+    let mut titles = vec![right("1")];
+    if repeated {
+        titles.push(right(" sd%"));
+    }
+    titles.push(right("2"));
+    if repeated {
+        titles.extend([right(" sd%"), left(""), left(" 95% test")]);
+    } else {
+        titles.push(left(""));
+    }
+    titles.push(left("Operation"));
+    t.set_titles(Row::new(titles));
     for r in rows {
         let v = |x: Option<f64>| match x {
             Some(x) if r.unit == "sec" => format!("{x:.3}"),
-            Some(x) => format!("{x:.1}"),
+            Some(x) => super::fmt_rate(x),
             None => String::new(),
         };
         let ratio = r
@@ -50,14 +72,32 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
         if r.lower_is_better {
             desc += " [sec, lower is better; ratio is R1/R2]";
         }
-        t.add_row(Row::new(vec![
-            right(format!("{:>8}", v(r.run1))),
-            right(format!(" {:>8}", v(r.run2))),
-            right(format!(" {ratio}")),
-            left(format!(" {desc}")),
-        ]));
+        let mut cells = vec![right(format!("{:>8}", v(r.run1)))];
+        if repeated {
+            cells.push(right(format!(" {:.1}", r.run1_sd_pct)));
+        }
+        cells.push(right(format!(" {:>8}", v(r.run2))));
+        if repeated {
+            cells.push(right(format!(" {:.1}", r.run2_sd_pct)));
+        }
+        cells.push(right(format!(" {ratio}")));
+        if repeated {
+            cells.push(left(format!(
+                " {}",
+                r.noise.map_or("n/a", |n| noise_word(n.significant))
+            )));
+        }
+        cells.push(left(format!(" {desc}")));
+        t.add_row(Row::new(cells));
     }
-    print_table(&t, out)
+    print_table(&t, out)?;
+    if let Some(pct) = resolvable_pct(rows) {
+        writeln!(
+            out,
+            "Benchmark changes below {pct:.1}% are within noise (95% confidence, Welch's t-test)."
+        )?;
+    }
+    Ok(())
 }
 
 /// Sections 2 and 3: the profiling summary and the per-function table, with notes.
@@ -77,6 +117,15 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
         right(b.cpus.to_string()),
         right(""),
     ]));
+    let repeated = a.repetitions > 1 || b.repetitions > 1;
+    if repeated {
+        t.add_row(Row::new(vec![
+            left("Repetitions (means below)"),
+            right(a.repetitions.to_string()),
+            right(b.repetitions.to_string()),
+            right(""),
+        ]));
+    }
     let mut line = |name: &str, x: f64, y: f64| {
         t.add_row(Row::new(vec![
             left(name),
@@ -96,22 +145,39 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
 
     let mut t = Table::new();
     t.set_format(plain_format());
-    t.set_titles(Row::new(vec![
+    let mut titles = vec![
         left(format!("CPU Time Analysis\nFunction (cutoff={:.2}%)", c.cutoff_pct)),
         right("Run1\n(sec)"),
-        right("Run2\n(sec)"),
+    ];
+    if repeated {
+        titles.push(right("\n sd%"));
+    }
+    titles.push(right("Run2\n(sec)"));
+    if repeated {
+        titles.push(right("\n sd%"));
+    }
+    titles.extend([
         right("R2-R1\n(sec)"),
         right("R2-R1/total R1 CPU\n(%)"),
-    ]));
+        left("\n 95% test"),
+    ]);
+    t.set_titles(Row::new(titles));
     let opt = |x: Option<f64>| x.map(fmt_sec).unwrap_or_default();
     for r in c.listed() {
-        t.add_row(Row::new(vec![
-            left(r.function.clone()),
-            right(format!("  {}", opt(r.run1_sec))),
-            right(format!("  {}", opt(r.run2_sec))),
+        let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1_sec)))];
+        if repeated {
+            cells.push(right(format!(" {:.1}", r.run1_sd_pct)));
+        }
+        cells.push(right(format!("  {}", opt(r.run2_sec))));
+        if repeated {
+            cells.push(right(format!(" {:.1}", r.run2_sd_pct)));
+        }
+        cells.extend([
             right(format!("  {}", fmt_sec(r.delta_sec))),
             right(format!("  {}", fmt_pct(r.delta_pct_of_run1_cpu))),
-        ]));
+            left(format!(" {}", noise_word(r.noise.significant))),
+        ]);
+        t.add_row(Row::new(cells));
     }
     print_table(&t, out)?;
     let hidden = c.rows.len() - c.listed().count();
@@ -151,6 +217,24 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     }
     let quoted = |set: &[String]| set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ");
     writeln!(out, "Idle time calculated as elapsed - CPU time - lost samples.")?;
+    match c.method() {
+        Method::SamplingError => writeln!(
+            out,
+            "Noise: one run on a side, so each delta is tested against the sampling error of its sample \
+             counts (Poisson, 95%).\nRun-to-run variation is not measured that way and is usually larger: \
+             repeat the runs (uprun --runs N)."
+        )?,
+        Method::Welch => writeln!(
+            out,
+            "Noise: {} and {} repetitions; each delta is tested with Welch's t-test at 95% on the repetitions' times.",
+            a.repetitions, b.repetitions
+        )?,
+    }
+    writeln!(
+        out,
+        "Changes of total CPU time below {:.2}% are within noise.",
+        c.resolvable_pct()
+    )?;
     if a.idle_set == b.idle_set {
         writeln!(
             out,
@@ -182,6 +266,7 @@ pub fn render_test(t: &TestComparison, out: &mut dyn Write) -> io::Result<()> {
             bench,
             profile,
             notes,
+            ..
         } => {
             writeln!(out, "1: {}", upout1.display())?;
             writeln!(out, "2: {}", upout2.display())?;

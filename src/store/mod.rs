@@ -40,7 +40,7 @@ pub enum StoreError {
     },
     /// A format version this build cannot read.
     #[error(
-        "{path}: output-directory format {found}, but this upcmp reads format {supported}; use the upcmp that wrote it"
+        "{path}: output-directory format {found}, but this upcmp reads formats 1 to {supported}; use the upcmp that wrote it"
     )]
     Version {
         /// The marker file.

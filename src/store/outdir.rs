@@ -11,8 +11,11 @@ use upcmp_parsers::test_list::{parse_test_list, TestLine};
 pub const RUN_MARKER: &str = "upcmp-run";
 /// The file that marks a directory as upcmp's results directory.
 pub const RESULTS_MARKER: &str = "upcmp-results";
-/// The output-directory format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The output-directory format this build writes. Version 2 added repetitions
+/// (`TEST/r1/`, `TEST/r2/`, … with `--runs N`); version 1 directories are still read.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format this build reads.
+pub const OLDEST_FORMAT: u32 = 1;
 
 /// How a run or a test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +111,7 @@ impl RunMarker {
         }
         let kv = parse_key_values(&read_text(&path)?, &path.display().to_string())?;
         let format: u32 = kv.require_parsed("format", "a format version number")?;
-        if format != FORMAT_VERSION {
+        if !(OLDEST_FORMAT..=FORMAT_VERSION).contains(&format) {
             return Err(StoreError::Version {
                 path,
                 found: format,
@@ -224,6 +227,24 @@ pub fn test_dir_names(tests: &[TestLine]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The directories holding one test's repetitions: the test directory itself when it
+/// has a `prfout` (one run, and every format-1 directory), else `r1`, `r2`, … in order,
+/// as far as they have a `prfout`.
+pub fn repetition_dirs(test_dir: &Path) -> Vec<PathBuf> {
+    if test_dir.join("prfout").is_file() {
+        return vec![test_dir.to_path_buf()];
+    }
+    (1..)
+        .map(|k| test_dir.join(repetition_name(k)))
+        .take_while(|d| d.join("prfout").is_file())
+        .collect()
+}
+
+/// The directory name of repetition `k` (1-based).
+pub fn repetition_name(k: usize) -> String {
+    format!("r{k}")
 }
 
 /// The status file of one test.
@@ -410,6 +431,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join(RUN_MARKER), "format: 9\nstatus: completed\n").unwrap();
         let e = RunMarker::read(tmp.path()).unwrap_err();
-        assert!(e.to_string().contains("format 9, but this upcmp reads format 1"), "{e}");
+        assert!(
+            e.to_string().contains("format 9, but this upcmp reads formats 1 to 2"),
+            "{e}"
+        );
     }
 }
