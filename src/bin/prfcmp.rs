@@ -31,6 +31,10 @@ struct Args {
     /// Replace the profiles' idle sets with these functions (comma-separated).
     #[arg(long, value_name = "LIST")]
     idle_symbols: Option<String>,
+    /// List only the functions whose change is beyond the noise (significant at 95%);
+    /// results.csv and results.json keep every function with its statistics.
+    #[arg(long)]
+    hide_noise: bool,
 }
 
 fn prfout_path(p: &Path) -> PathBuf {
@@ -47,7 +51,8 @@ fn main() -> ExitCode {
         let cutoff = resolve_cutoff(a.cutoff_pct, a.cutoff_opt).map_err(anyhow::Error::msg)?;
         let p1 = prfout::read(&prfout_path(&a.profile1))?;
         let p2 = prfout::read(&prfout_path(&a.profile2))?;
-        let opts = CompareOptions::new(cutoff, a.idle_symbols.as_deref().map(IdleSet::parse_list));
+        let mut opts = CompareOptions::new(cutoff, a.idle_symbols.as_deref().map(IdleSet::parse_list));
+        opts.hide_noise = a.hide_noise;
         let cmp = compare_profiles(&p1, &p2, &opts)?;
         let mut out = Vec::new();
         render_profile(&cmp, &mut out)?;

@@ -36,6 +36,10 @@ struct Args {
     /// --idle-symbols do_idle,default_idle.
     #[arg(long, value_name = "LIST")]
     idle_symbols: Option<String>,
+    /// List only the functions whose change is beyond the noise (significant at 95%);
+    /// results.csv and results.json keep every function with its statistics.
+    #[arg(long)]
+    hide_noise: bool,
     /// Do not print the report; only say where it was written.
     #[arg(long, short)]
     quiet: bool,
@@ -44,10 +48,11 @@ struct Args {
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
         let a = Args::parse();
-        let opts = CompareOptions::new(
+        let mut opts = CompareOptions::new(
             resolve_cutoff(a.cutoff_pct, a.cutoff_opt).map_err(anyhow::Error::msg)?,
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
+        opts.hide_noise = a.hide_noise;
         let cmp = compare_runs(&a.outdir1, &a.outdir2, &opts)?;
         let (mut report, mut csv, mut json) = (Vec::new(), Vec::new(), Vec::new());
         text::render_runs(&cmp, &mut report)?;

@@ -68,6 +68,25 @@ struct Args {
     /// The unixperf program (default: next to uprun, else on PATH).
     #[arg(long, value_name = "PATH")]
     unixperf: Option<PathBuf>,
+    /// Run and profile each test N times, keeping each repetition (TEST/r1, TEST/r2, ...),
+    /// so upcmp can tell changes from noise, e.g. --runs 5.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+    /// A command to run before each repetition, not timed and not profiled, e.g.
+    /// --pre 'rm -rf /tmp/build && cp -a src /tmp/build'.
+    #[arg(long, value_name = "CMD")]
+    pre: Option<String>,
+    /// Sync and drop the page cache before each repetition (needs root).
+    #[arg(long)]
+    drop_caches: bool,
+    /// Set a scheduler feature for the run and restore it afterwards (also on Ctrl-C);
+    /// repeatable, e.g. --feat NO_TTWU_QUEUE.
+    #[arg(long = "feat", value_name = "FEATURE")]
+    features: Vec<String>,
+    /// Set this cpufreq governor on every CPU for the run and restore the previous ones
+    /// afterwards, e.g. --set-governor performance.
+    #[arg(long, value_name = "GOVERNOR")]
+    set_governor: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -91,6 +110,11 @@ fn main() -> ExitCode {
         };
         o.force_vmlinux = a.force_vmlinux;
         o.unixperf = a.unixperf.clone();
+        o.runs = a.runs;
+        o.pre = a.pre.clone();
+        o.drop_caches = a.drop_caches;
+        o.features = a.features.clone();
+        o.set_governor = a.set_governor.clone();
         o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         install_signal_handlers();
         let outcome = uprun(&o, &mut std::io::stdout())?;

@@ -1,5 +1,6 @@
 //! Collection: perf_event sampling on every CPU, symbolization, building profiles.
 
+pub mod prepare;
 pub mod profile;
 pub mod run;
 pub mod sampler;

@@ -1,12 +1,13 @@
 //! `uprun`: run each test of a test list while sampling every CPU, and write the output
 //! directory of `docs/format.md`.
 
+use super::prepare;
 use super::profile::{current_comms, ProfileBuilder, UserBy};
 use super::sampler::{CpuSamplers, SamplerConfig, SamplerError};
 use super::symbols::{find_vmlinux, running_kernel_build_id, KernelSymbols, SymbolError};
 use crate::compare::IdleSet;
 use crate::store::outdir::{
-    check_rotatable, rotate_and_create, test_dir_names, RunMarker, Status, TestStatus, RUN_MARKER,
+    check_rotatable, repetition_name, rotate_and_create, test_dir_names, RunMarker, Status, TestStatus, RUN_MARKER,
 };
 use crate::store::samples::SamplesWriter;
 use crate::store::system::{self, online_cpus, SamplingDescription};
@@ -63,6 +64,16 @@ pub struct UprunOptions {
     pub unixperf: Option<PathBuf>,
     /// The command line, for the marker.
     pub command_line: String,
+    /// Repetitions of each test, each profiled and kept (`TEST/rK` when more than one).
+    pub runs: u32,
+    /// A command run (untimed, unprofiled) before each repetition.
+    pub pre: Option<String>,
+    /// Sync and drop the page cache before each repetition.
+    pub drop_caches: bool,
+    /// Scheduler features to set for the run (restored afterwards).
+    pub features: Vec<String>,
+    /// cpufreq governor to set for the run (restored afterwards).
+    pub set_governor: Option<String>,
 }
 
 impl UprunOptions {
@@ -79,6 +90,11 @@ impl UprunOptions {
             user_by: UserBy::Single,
             unixperf: None,
             command_line: String::new(),
+            runs: 1,
+            pre: None,
+            drop_caches: false,
+            features: Vec::new(),
+            set_governor: None,
         }
     }
 }
@@ -388,20 +404,33 @@ fn take_batch(
 }
 
 /// Runs one test: copies started, sampled until they end (or a signal), files written.
+#[allow(clippy::too_many_arguments)]
 fn run_test(
     t: &PlannedTest,
+    dir: &Path,
+    label: &str,
     opts: &UprunOptions,
     symbols: &KernelSymbols,
     samplers: &mut CpuSamplers,
     cpus: &[u32],
     out: &mut dyn Write,
 ) -> Result<TestStatus, UprunError> {
-    let dir = opts.outdir.join(&t.dir);
-    std::fs::create_dir_all(&dir).map_err(io_at(&dir))?;
+    std::fs::create_dir_all(dir).map_err(io_at(dir))?;
     let upout_path = dir.join("upout");
     let upout = File::create(&upout_path).map_err(io_at(&upout_path))?;
+
+    // Preparation, untimed and unprofiled.
+    if let Some(cmd) = &opts.pre {
+        prepare::run_pre(cmd, &upout).map_err(UprunError::Usage)?;
+    }
+    if opts.drop_caches {
+        prepare::drop_caches().map_err(UprunError::Usage)?;
+    }
+    let check = prepare::check_machine(Duration::from_millis(100));
+    write_atomic(&dir.join("checks"), check.to_text().as_bytes())?;
+
     let started = now_utc();
-    let _ = writeln!(out, "{} Running {} ({}) test...", local_hms(), t.dir, t.shown_args);
+    let _ = writeln!(out, "{} Running {label} ({}) test...", local_hms(), t.shown_args);
 
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
@@ -491,7 +520,7 @@ fn run_test(
         samplers.period_sec(),
         wall_sec,
         &opts.idle,
-        Vec::new(),
+        check.warnings(),
     );
     let rows = cross_check(&mut profile, &opts.idle, &before, &after);
     let lost: u64 = profile.cpus.iter().map(|c| c.lost).sum();
@@ -501,7 +530,7 @@ fn run_test(
         ));
     }
     prfout::write_file(&profile, &dir.join("prfout"))?;
-    write_procstat(&dir, &rows)?;
+    write_procstat(dir, &rows)?;
 
     let exit_codes: Vec<i32> = codes.iter().map(|c| c.unwrap_or(-1)).collect();
     let status = if interrupt_at.is_some() {
@@ -521,15 +550,15 @@ fn run_test(
         ended: now_utc(),
         wall_sec,
     };
-    st.write(&dir)?;
+    st.write(dir)?;
     for w in &profile.warnings {
-        let _ = writeln!(out, "uprun: warning: {}: {w}", t.dir);
+        let _ = writeln!(out, "uprun: warning: {label}: {w}");
     }
     let _ = writeln!(
         out,
         "{} {} {} after {:.3} s",
         local_hms(),
-        t.dir,
+        label,
         st.status.as_str(),
         wall_sec
     );
@@ -553,9 +582,36 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     let mut samplers = CpuSamplers::open(&cpus, &opts.sampler)?;
     let symbols = load_symbols(&opts.vmlinux, opts.force_vmlinux, out)?;
     check_rotatable(&opts.outdir, RUN_MARKER)?;
+    if opts.runs == 0 {
+        return Err(UprunError::Usage("--runs must be at least 1".into()));
+    }
+    if opts.drop_caches {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/proc/sys/vm/drop_caches")
+            .map_err(|e| {
+                UprunError::Usage(format!(
+                    "--drop-caches: cannot write /proc/sys/vm/drop_caches ({e}); run as root"
+                ))
+            })?;
+    }
+    // Machine settings for the run; the guards put them back however the run ends.
+    let _features = if opts.features.is_empty() {
+        None
+    } else {
+        let r = crate::helpers::feat::set_features(&opts.features)
+            .map_err(|e| UprunError::Usage(format!("--feat: {e}")))?;
+        let _ = writeln!(out, "uprun: scheduler features set: {}", opts.features.join(" "));
+        Some(FeatureGuard(r))
+    };
+    let _governor = match &opts.set_governor {
+        Some(g) => Some(GovernorGuard(prepare::set_governor(g).map_err(UprunError::Usage)?)),
+        None => None,
+    };
     rotate_and_create(&opts.outdir, RUN_MARKER)?;
 
     let mut marker = RunMarker::start(opts.command_line.clone());
+    marker.runs = opts.runs;
     marker.write(&opts.outdir)?;
     system::write(
         &opts.outdir,
@@ -580,16 +636,27 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
         failed: Vec::new(),
         ran: 0,
     };
-    for t in &tests {
-        if interrupted() {
-            break;
-        }
-        let st = run_test(t, opts, &symbols, &mut samplers, &cpus, out)?;
-        outcome.ran += 1;
-        match st.status {
-            Status::Failed => outcome.failed.push(t.dir.clone()),
-            Status::Interrupted => break,
-            _ => {}
+    'tests: for t in &tests {
+        for k in 1..=opts.runs {
+            if interrupted() {
+                break 'tests;
+            }
+            let (dir, label) = if opts.runs == 1 {
+                (opts.outdir.join(&t.dir), t.dir.clone())
+            } else {
+                let rep = repetition_name(k as usize);
+                (
+                    opts.outdir.join(&t.dir).join(&rep),
+                    format!("{} [{k}/{}]", t.dir, opts.runs),
+                )
+            };
+            let st = run_test(t, &dir, &label, opts, &symbols, &mut samplers, &cpus, out)?;
+            outcome.ran += 1;
+            match st.status {
+                Status::Failed => outcome.failed.push(label),
+                Status::Interrupted => break 'tests,
+                _ => {}
+            }
         }
     }
     drop(samplers);
@@ -602,6 +669,26 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     outcome.status = marker.status;
     marker.write(&opts.outdir)?;
     Ok(outcome)
+}
+
+/// Restores scheduler features when the run ends, also on an error or a signal.
+struct FeatureGuard(crate::helpers::feat::Restore);
+
+impl Drop for FeatureGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.restore() {
+            eprintln!("uprun: restoring scheduler features: {e}");
+        }
+    }
+}
+
+/// Restores the cpufreq governors when the run ends.
+struct GovernorGuard(prepare::GovernorRestore);
+
+impl Drop for GovernorGuard {
+    fn drop(&mut self) {
+        self.0.restore();
+    }
 }
 
 /// Keeps the kernel's symbol table with the run (addresses change at every boot), so

@@ -67,6 +67,8 @@ pub struct RunMarker {
     pub ended: Option<String>,
     /// How the run ended so far.
     pub status: Status,
+    /// Repetitions of each test (1 in format 1).
+    pub runs: u32,
 }
 
 impl RunMarker {
@@ -79,6 +81,7 @@ impl RunMarker {
             started: super::now_utc(),
             ended: None,
             status: Status::Running,
+            runs: 1,
         }
     }
 
@@ -97,6 +100,7 @@ impl RunMarker {
             let _ = writeln!(s, "ended: {e}");
         }
         let _ = writeln!(s, "status: {}", self.status.as_str());
+        let _ = writeln!(s, "runs: {}", self.runs);
         write_atomic(&dir.join(RUN_MARKER), s.as_bytes())
     }
 
@@ -131,6 +135,10 @@ impl RunMarker {
                     "status: running, completed, interrupted or failed",
                 )
             })?,
+            runs: match kv.get("runs") {
+                Some(_) => kv.require_parsed("runs", "a number of repetitions")?,
+                None => 1,
+            },
         })
     }
 }
