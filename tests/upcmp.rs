@@ -318,6 +318,14 @@ fn different_machines_are_warned_about_at_the_top() {
     assert!(text.starts_with("WARNING: "), "{text}");
     assert!(text.contains("WARNING: the runs differ in cpus-online: '2' vs '4'"));
     assert!(text.contains("WARNING: the runs differ in kernel-release: '6.2' vs '6.5'"));
+    // A busy machine in one run is a difference too; a small wobble of the load is not.
+    let p = tmp.path().join("outdir1/system");
+    let text = fs::read_to_string(&p)
+        .unwrap()
+        .replace("load-average: 0.00", "load-average: 2.50");
+    fs::write(&p, text).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert!(stdout(&out).contains("WARNING: the runs differ in load-average (1 min): '2.50' vs '0.00'"));
 }
 
 /// Section 1 on two real reports of the original unixperf: every operation of both, in

@@ -104,7 +104,7 @@ fn system_differences(d1: &Path, d2: &Path) -> Result<Vec<SystemDifference>, Sto
         Ok(parse_key_values(&read_text(&p)?, &p.display().to_string())?)
     };
     let (s1, s2) = (read(d1)?, read(d2)?);
-    Ok(BIASING_KEYS
+    let mut diffs: Vec<SystemDifference> = BIASING_KEYS
         .iter()
         .filter_map(|k| {
             let (a, b) = (s1.get(k).unwrap_or("absent"), s2.get(k).unwrap_or("absent"));
@@ -114,7 +114,22 @@ fn system_differences(d1: &Path, d2: &Path) -> Result<Vec<SystemDifference>, Sto
                 run2: b.to_string(),
             })
         })
-        .collect())
+        .collect();
+    // The load always differs a little; it biases a comparison once either machine was
+    // not quiet (1-minute load of 0.5 or more) and the two differ.
+    let load1 = |kv: &upcmp_parsers::keyvalue::KeyValues| -> Option<f64> {
+        kv.get("load-average")?.split_whitespace().next()?.parse().ok()
+    };
+    if let (Some(a), Some(b)) = (load1(&s1), load1(&s2)) {
+        if a.max(b) >= 0.5 && (a - b).abs() >= 0.25 {
+            diffs.push(SystemDifference {
+                key: "load-average (1 min)".into(),
+                run1: format!("{a:.2}"),
+                run2: format!("{b:.2}"),
+            });
+        }
+    }
+    Ok(diffs)
 }
 
 /// A test's repetition directories, or None when the run has no profile for it (the
@@ -196,12 +211,7 @@ pub fn compare_runs(dir1: &Path, dir2: &Path, opts: &CompareOptions) -> Result<R
     }
     let system_differences = system_differences(dir1, dir2)?;
     for d in &system_differences {
-        if matches!(
-            d.key.as_str(),
-            "cpus-online" | "kernel-release" | "kernel-version" | "sampling-event" | "sampling-frequency-hz"
-        ) {
-            warnings.push(format!("the runs differ in {}: '{}' vs '{}'", d.key, d.run1, d.run2));
-        }
+        warnings.push(format!("the runs differ in {}: '{}' vs '{}'", d.key, d.run1, d.run2));
     }
 
     let mut names: Vec<&String> = run1.test_dirs.iter().collect();

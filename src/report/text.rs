@@ -3,8 +3,8 @@
 use super::{fmt_pct, fmt_ratio, fmt_sec};
 use crate::compare::bench::{resolvable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
-use crate::compare::Method;
 use crate::compare::{ratio, ProfileComparison};
+use crate::compare::{Method, DEFAULT_IDLE_FUNCTIONS};
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
 use std::io::{self, Write};
@@ -215,7 +215,17 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
             b.event
         )?;
     }
-    let quoted = |set: &[String]| set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ");
+    let quoted = |set: &[String]| {
+        if set
+            .iter()
+            .map(String::as_str)
+            .eq(DEFAULT_IDLE_FUNCTIONS.iter().copied())
+        {
+            format!("the Linux default set of {} (docs/formulas.md)", set.len())
+        } else {
+            set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+        }
+    };
     writeln!(out, "Idle time calculated as elapsed - CPU time - lost samples.")?;
     match c.method() {
         Method::SamplingError => writeln!(

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The collector's cost: one fixed workload unprofiled, under uprun's sampling and under
+# `perf record -a -F 1000`, interleaved ROUNDS times; prints median throughputs and their
+# ratios to the unprofiled one. Run as root from the repository root after
+# `cargo build --release --workspace`:
+#   benches/collector.sh [ROUNDS] [UNIXPERF-ARGS...]
+set -euo pipefail
+rounds=${1:-5}
+shift || true
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(-getpid -loop 3000000 -repeat 1)
+bin="${CARGO_TARGET_DIR:-target}/release"
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+rate() { awk '/ trep @ /{gsub(/[()]/,""); for(i=1;i<=NF;i++) if ($i ~ /\/sec:?$/) {sub(/\/sec:?/,"",$i); print $i}}' "$1" | tail -1; }
+printf 'work: %s %s\n' "$bin/unixperf" "${args[*]}" > test_list
+
+plain=() uprun=() perf=()
+for ((r = 1; r <= rounds; r++)); do
+  "$bin/unixperf" "${args[@]}" > plain.out
+  plain+=("$(rate plain.out)")
+  "$bin/uprun" auto out --freq 1000 > /dev/null
+  uprun+=("$(rate out/work/upout)")
+  perf record -q -a -F 1000 -e cpu-clock -o perf.data -- "$bin/unixperf" "${args[@]}" > perf.out 2>/dev/null
+  perf+=("$(rate perf.out)")
+done
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+p=$(median "${plain[@]}") u=$(median "${uprun[@]}") f=$(median "${perf[@]}")
+echo "workload: unixperf ${args[*]}  ($rounds rounds, medians, operations/s)"
+awk -v p="$p" -v u="$u" -v f="$f" 'BEGIN {
+  printf "unprofiled          %12.1f  1.000\n", p
+  printf "uprun --freq 1000   %12.1f  %.3f\n", u, u / p
+  printf "perf record -F 1000 %12.1f  %.3f\n", f, f / p
+  printf "uprun / perf record              %.3f\n", u / f
+}'
