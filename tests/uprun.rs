@@ -99,6 +99,16 @@ fn a_short_run_writes_a_consistent_directory() {
         );
     }
 
+    // samples.gz and kallsyms.gz rebuild the same prfout; another idle set moves time.
+    let syms = upcmp::collect::symbols::KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz")).unwrap();
+    let original = profile(&run, "getpid");
+    let idle = IdleSet::new(original.idle_set.clone());
+    let dir = run.join("getpid");
+    let again = upcmp::collect::profile::rebuild(&dir, &syms, &idle, upcmp::collect::profile::UserBy::Comm).unwrap();
+    assert_eq!(again, original);
+    let none = upcmp::collect::profile::rebuild(&dir, &syms, &IdleSet::new(vec![]), Default::default()).unwrap();
+    assert!(summary(&none).cpu_sec >= summary(&original).cpu_sec);
+
     // The syscall-heavy test: the entry path and the handler on top of the kernel time.
     let p = profile(&run, "getpid");
     let idle = IdleSet::new(p.idle_set.clone());
@@ -212,6 +222,31 @@ fn parallel_copies_use_parallel_cpu_time_and_upcmp_compares_two_runs() {
     );
     assert!(report.contains("Elapsed time"));
     assert!(tmp.path().join("cmp/results.json").is_file());
+    // Every operation of both upouts is a row, with R2/R1 of the rates the upouts print.
+    let parse = |run: &str| {
+        let p = tmp.path().join(run).join("getpid/upout");
+        upcmp_parsers::upout::parse_upout(&fs::read_to_string(&p).unwrap(), "upout").unwrap()
+    };
+    let (a, b) = (parse("a"), parse("b"));
+    assert_eq!(a.len(), 3, "two copies and their aggregate: {a:?}");
+    for (x, y) in a.iter().zip(&b) {
+        let label = match x.copy {
+            Some(k) => format!("{} [copy {k}]", x.description),
+            None => x.description.clone(),
+        };
+        let row = report
+            .lines()
+            .find(|l| l.trim_end().ends_with(&label))
+            .unwrap_or_else(|| panic!("no row {label}"));
+        let shown = row
+            .split('(')
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .unwrap()
+            .trim()
+            .to_string();
+        assert_eq!(shown, format!("{:.2}", y.value / x.value), "{row}");
+    }
 }
 
 #[test]

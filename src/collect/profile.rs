@@ -150,8 +150,36 @@ impl<'a> ProfileBuilder<'a> {
     }
 }
 
-/// Command names of every thread now running, from /proc (for `--user-by comm`).
-pub fn current_comms() -> Vec<(u32, String)> {
+/// Rebuilds a test's profile from its `samples.gz` with another symbol table, idle set
+/// or user naming, keeping the header (CPUs, wall time, period, /proc/stat) of its
+/// `prfout`: no rerun needed.
+pub fn rebuild(
+    test_dir: &std::path::Path,
+    symbols: &KernelSymbols,
+    idle: &IdleSet,
+    user_by: UserBy,
+) -> Result<Profile, crate::store::StoreError> {
+    let old = crate::store::prfout::read(&test_dir.join("prfout"))?;
+    let cpus: Vec<u32> = old.cpus.iter().map(|c| c.cpu).collect();
+    let mut b = ProfileBuilder::new(symbols, &cpus, user_by);
+    crate::store::samples::for_each_record(&test_dir.join("samples.gz"), |r| b.add(&r))?;
+    let mut p = b.finish(
+        &old.test,
+        old.command.clone(),
+        &old.event,
+        old.period_sec,
+        old.wall_sec,
+        idle,
+        old.warnings,
+    );
+    for (new, old) in p.cpus.iter_mut().zip(&old.cpus) {
+        new.procstat_busy_sec = old.procstat_busy_sec;
+    }
+    Ok(p)
+}
+
+/// (pid, tid, command name) of every thread now running, from /proc.
+pub fn current_comms() -> Vec<(u32, u32, String)> {
     let mut out = Vec::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return out;
@@ -168,7 +196,7 @@ pub fn current_comms() -> Vec<(u32, String)> {
                 continue;
             };
             if let Ok(c) = std::fs::read_to_string(t.path().join("comm")) {
-                out.push((tid, c.trim_end().to_string()));
+                out.push((pid, tid, c.trim_end().to_string()));
             }
         }
     }

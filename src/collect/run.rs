@@ -435,11 +435,15 @@ fn run_test(
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     let mut builder = ProfileBuilder::new(symbols, cpus, opts.user_by);
-    if opts.user_by == UserBy::Comm {
-        builder.seed_comms(current_comms());
-    }
     let mut samples = SamplesWriter::create(&dir.join("samples.gz"))?;
     let mut write_err: Option<StoreError> = None;
+    // The names of the threads already running go first, so samples.gz alone can name
+    // user time by command when a profile is rebuilt.
+    let mut batch: Vec<(u64, upcmp_parsers::samples::Record)> = current_comms()
+        .into_iter()
+        .map(|(pid, tid, comm)| (0, upcmp_parsers::samples::Record::Comm { pid, tid, comm }))
+        .collect();
+    take_batch(&mut batch, &mut builder, &mut samples, &mut write_err);
     samplers.drain(&mut |_, _| {});
 
     let before = read_proc_stat()?;
@@ -468,7 +472,6 @@ fn run_test(
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut last_progress = Instant::now();
     let mut interrupt_at: Option<Instant> = None;
-    let mut batch = Vec::new();
     loop {
         samplers.drain(&mut |t, r| batch.push((t, r)));
         take_batch(&mut batch, &mut builder, &mut samples, &mut write_err);
