@@ -3,4 +3,6 @@
 pub mod profile;
 pub mod run;
 pub mod sampler;
+pub mod stacks;
 pub mod symbols;
+pub mod upsrun;

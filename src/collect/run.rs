@@ -6,7 +6,7 @@ use super::sampler::{CpuSamplers, SamplerConfig, SamplerError};
 use super::symbols::{find_vmlinux, running_kernel_build_id, KernelSymbols, SymbolError};
 use crate::compare::IdleSet;
 use crate::store::outdir::{
-    check_rotatable, rotate_and_create, test_dir_names, RunMarker, Status, TestStatus, RUN_MARKER,
+    check_rotatable, rotate_and_create, test_dir_names, RunKind, RunMarker, Status, TestStatus, RUN_MARKER,
 };
 use crate::store::samples::SamplesWriter;
 use crate::store::system::{self, online_cpus, SamplingDescription};
@@ -63,6 +63,9 @@ pub struct UprunOptions {
     pub unixperf: Option<PathBuf>,
     /// The command line, for the marker.
     pub command_line: String,
+    /// upsrun: take call chains, and write each test's stack analysis (`prof.out`,
+    /// `stacks.folded`, `flame.svg`) after its other files.
+    pub stacks: bool,
 }
 
 impl UprunOptions {
@@ -79,6 +82,7 @@ impl UprunOptions {
             user_by: UserBy::Single,
             unixperf: None,
             command_line: String::new(),
+            stacks: false,
         }
     }
 }
@@ -502,6 +506,11 @@ fn run_test(
     }
     prfout::write_file(&profile, &dir.join("prfout"))?;
     write_procstat(&dir, &rows)?;
+    if opts.stacks {
+        for w in super::upsrun::analyse_test(&dir, symbols, &profile, opts)? {
+            let _ = writeln!(out, "upsrun: warning: {}: {w}", t.dir);
+        }
+    }
 
     let exit_codes: Vec<i32> = codes.iter().map(|c| c.unwrap_or(-1)).collect();
     let status = if interrupt_at.is_some() {
@@ -550,12 +559,17 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     }
     // Permission first: without it nothing else matters.
     let cpus = online_cpus();
-    let mut samplers = CpuSamplers::open(&cpus, &opts.sampler)?;
+    let mut sampler = opts.sampler.clone();
+    sampler.callchain |= opts.stacks;
+    let mut samplers = CpuSamplers::open(&cpus, &sampler)?;
     let symbols = load_symbols(&opts.vmlinux, opts.force_vmlinux, out)?;
     check_rotatable(&opts.outdir, RUN_MARKER)?;
     rotate_and_create(&opts.outdir, RUN_MARKER)?;
 
     let mut marker = RunMarker::start(opts.command_line.clone());
+    if opts.stacks {
+        marker.kind = RunKind::Upsrun;
+    }
     marker.write(&opts.outdir)?;
     system::write(
         &opts.outdir,

@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod idle;
 pub mod runs;
+pub mod stacks;
 
 use crate::Profile;
 use polars::prelude::*;

@@ -49,6 +49,26 @@ impl Status {
     }
 }
 
+/// Which collector wrote a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunKind {
+    /// uprun: program-counter profiles (a marker without a `kind` line is one).
+    #[default]
+    Uprun,
+    /// upsrun: also call stacks and their analysis per test.
+    Upsrun,
+}
+
+impl RunKind {
+    /// The word written to disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Uprun => "uprun",
+            RunKind::Upsrun => "upsrun",
+        }
+    }
+}
+
 /// The contents of the run marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunMarker {
@@ -64,6 +84,8 @@ pub struct RunMarker {
     pub ended: Option<String>,
     /// How the run ended so far.
     pub status: Status,
+    /// Which collector wrote it.
+    pub kind: RunKind,
 }
 
 impl RunMarker {
@@ -76,6 +98,7 @@ impl RunMarker {
             started: super::now_utc(),
             ended: None,
             status: Status::Running,
+            kind: RunKind::Uprun,
         }
     }
 
@@ -94,6 +117,9 @@ impl RunMarker {
             let _ = writeln!(s, "ended: {e}");
         }
         let _ = writeln!(s, "status: {}", self.status.as_str());
+        if self.kind != RunKind::Uprun {
+            let _ = writeln!(s, "kind: {}", self.kind.as_str());
+        }
         write_atomic(&dir.join(RUN_MARKER), s.as_bytes())
     }
 
@@ -128,6 +154,15 @@ impl RunMarker {
                     "status: running, completed, interrupted or failed",
                 )
             })?,
+            kind: match kv.get("kind") {
+                None | Some("uprun") => RunKind::Uprun,
+                Some("upsrun") => RunKind::Upsrun,
+                Some(_) => {
+                    return Err(
+                        upcmp_parsers::ParseError::whole(&path.display().to_string(), "kind: uprun or upsrun").into(),
+                    )
+                }
+            },
         })
     }
 }
@@ -390,6 +425,12 @@ mod tests {
         m.status = Status::Interrupted;
         m.ended = Some("2026-01-01T00:00:00Z".into());
         m.write(tmp.path()).unwrap();
+        assert_eq!(RunMarker::read(tmp.path()).unwrap(), m);
+        m.kind = RunKind::Upsrun;
+        m.write(tmp.path()).unwrap();
+        assert!(read_text(&tmp.path().join(RUN_MARKER))
+            .unwrap()
+            .contains("\nkind: upsrun\n"));
         assert_eq!(RunMarker::read(tmp.path()).unwrap(), m);
         let s = TestStatus {
             test: "a".into(),
