@@ -4,4 +4,5 @@ mod helpers;
 mod symbols;
 mod upcmp;
 mod uprun;
+mod upsrun;
 mod util;

@@ -410,9 +410,12 @@ fn run_test(
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     let mut builder = ProfileBuilder::new(symbols, cpus, opts.user_by);
-    if opts.user_by == UserBy::Comm {
-        builder.seed_comms(current_comms());
-    }
+    let comms_at_start = if opts.user_by == UserBy::Comm {
+        current_comms()
+    } else {
+        Vec::new()
+    };
+    builder.seed_comms(comms_at_start.iter().cloned());
     let mut samples = SamplesWriter::create(&dir.join("samples.gz"))?;
     let mut write_err: Option<StoreError> = None;
     samplers.drain(&mut |_, _| {});
@@ -507,7 +510,7 @@ fn run_test(
     prfout::write_file(&profile, &dir.join("prfout"))?;
     write_procstat(&dir, &rows)?;
     if opts.stacks {
-        for w in super::upsrun::analyse_test(&dir, symbols, &profile, opts)? {
+        for w in super::upsrun::analyse_test(&dir, symbols, &profile, opts, comms_at_start)? {
             let _ = writeln!(out, "upsrun: warning: {}: {w}", t.dir);
         }
     }

@@ -138,12 +138,65 @@ impl StackProfile {
         lines
     }
 
-    /// Writes `stacks.folded`.
+    /// Writes `stacks.folded`, sorted frame by frame, one line at a time (a profile with
+    /// many distinct stacks is not copied into strings whole).
     pub fn write_folded(&self, mut w: impl Write) -> io::Result<()> {
-        for l in self.folded_lines() {
-            writeln!(w, "{l}")?;
+        let mut stacks: Vec<(&[u32], u64)> = self.stacks().collect();
+        stacks.sort_unstable_by(|a, b| {
+            let names = |s: &'_ [u32]| s.iter().map(|&f| self.name(f)).collect::<Vec<_>>();
+            names(a.0).cmp(&names(b.0))
+        });
+        for (s, c) in stacks {
+            for (i, &f) in s.iter().enumerate() {
+                if i > 0 {
+                    w.write_all(b";")?;
+                }
+                w.write_all(self.name(f).as_bytes())?;
+            }
+            writeln!(w, " {c}")?;
         }
         Ok(())
+    }
+
+    /// Folded lines as [`folded_lines`](Self::folded_lines), but a frame with fewer than
+    /// `min_samples` inclusive samples is cut off with everything above it, its samples
+    /// left to its parent. A flame graph does not draw such frames anyway; this bounds
+    /// the lines it must hold by depth x total / `min_samples`.
+    pub fn folded_lines_pruned(&self, min_samples: u64) -> Vec<String> {
+        fn walk<'s>(st: &[(&'s [u32], u64)], depth: usize, min: u64, out: &mut HashMap<&'s [u32], u64>) {
+            let mut i = 0;
+            while i < st.len() {
+                if st[i].0.len() == depth {
+                    *out.entry(st[i].0).or_default() += st[i].1;
+                    i += 1;
+                    continue;
+                }
+                let f = st[i].0[depth];
+                let j = i + st[i..]
+                    .iter()
+                    .take_while(|(s, _)| s.len() > depth && s[depth] == f)
+                    .count();
+                let total: u64 = st[i..j].iter().map(|x| x.1).sum();
+                if total < min && depth > 0 {
+                    *out.entry(&st[i].0[..depth]).or_default() += total;
+                } else {
+                    walk(&st[i..j], depth + 1, min, out);
+                }
+                i = j;
+            }
+        }
+        let mut stacks: Vec<(&[u32], u64)> = self.stacks().collect();
+        // Id order groups stacks of a common prefix together, a shorter one first.
+        stacks.sort_unstable();
+        let mut kept = HashMap::new();
+        walk(&stacks, 0, min_samples, &mut kept);
+        drop(stacks);
+        let mut lines: Vec<String> = kept
+            .into_iter()
+            .map(|(s, c)| format!("{} {c}", self.folded_stack(s)))
+            .collect();
+        lines.sort_unstable();
+        lines
     }
 
     /// Reads folded stacks (`frame;frame COUNT` per line). `file` names the input in
@@ -552,9 +605,19 @@ mod tests {
             ]
         );
         assert_eq!((p.samples, p.truncated), (5, 1));
-        let back = StackProfile::from_folded(&p.folded_lines().join("\n"), "x").unwrap();
+        let mut written = Vec::new();
+        p.write_folded(&mut written).unwrap();
+        let back = StackProfile::from_folded(std::str::from_utf8(&written).unwrap(), "x").unwrap();
         assert_eq!(back.folded_lines(), p.folded_lines());
         assert_eq!(back.truncated, 1);
+    }
+
+    #[test]
+    fn pruning_leaves_narrow_frames_to_their_parents() {
+        let p = StackProfile::from_folded("a;b;c 1\na;b;d 1\na;e 10\na 2\nz 1\n", "x").unwrap();
+        // b (2 samples) is below 3: cut, its samples stay with a; z is a root and stays.
+        assert_eq!(p.folded_lines_pruned(3), ["a 4", "a;e 10", "z 1"]);
+        assert_eq!(p.folded_lines_pruned(1), p.folded_lines());
     }
 
     #[test]

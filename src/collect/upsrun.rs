@@ -37,12 +37,16 @@ pub struct AnalyseOptions {
 }
 
 /// Reads `dir/samples.gz` into a stack profile (memory: distinct stacks, not samples).
-pub fn read_stacks(dir: &Path, symbols: &KernelSymbols, opts: StackOptions) -> Result<StackProfile, StoreError> {
+/// `comms` names the threads that existed before sampling (they have no comm record in
+/// the stream).
+pub fn read_stacks(
+    dir: &Path,
+    symbols: &KernelSymbols,
+    opts: StackOptions,
+    comms: Vec<(u32, String)>,
+) -> Result<StackProfile, StoreError> {
     let mut b = StackBuilder::new(symbols, opts);
-    if opts.user_by == UserBy::Comm {
-        // Threads that started before sampling have no comm record in the stream.
-        b.seed_comms(current_comms());
-    }
+    b.seed_comms(comms);
     for_each_record(&dir.join("samples.gz"), |r| b.add(&r))?;
     Ok(b.finish())
 }
@@ -89,18 +93,20 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
     Ok(warnings)
 }
 
-/// The analysis of a test that just ran (uprun's extension point for upsrun).
+/// The analysis of a test that just ran (uprun's extension point for upsrun);
+/// `comms_at_start` are the thread names read when the test started.
 pub fn analyse_test(
     dir: &Path,
     symbols: &KernelSymbols,
     profile: &crate::Profile,
     opts: &UprunOptions,
+    comms_at_start: Vec<(u32, String)>,
 ) -> Result<Vec<String>, UprunError> {
     let stacks = StackOptions {
         max_stack: kernel_max_stack(),
         user_by: opts.user_by,
     };
-    let p = read_stacks(dir, symbols, stacks)?;
+    let p = read_stacks(dir, symbols, stacks, comms_at_start)?;
     let o = AnalyseOptions {
         test: profile.test.clone(),
         run: opts.outdir.display().to_string(),
@@ -118,7 +124,13 @@ pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result
     let symbols = KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz"))?;
     let profile = crate::store::prfout::read(&test_dir.join("prfout"))?;
     let stacks = StackOptions { max_stack, user_by };
-    let p = read_stacks(test_dir, &symbols, stacks)?;
+    // The threads of that time are gone; those alive now are the best guess left.
+    let comms = if user_by == UserBy::Comm {
+        current_comms()
+    } else {
+        Vec::new()
+    };
+    let p = read_stacks(test_dir, &symbols, stacks, comms)?;
     let o = AnalyseOptions {
         test: profile.test.clone(),
         run: run.display().to_string(),

@@ -42,7 +42,9 @@ pub fn kind_color(name: &str) -> Color {
 
 /// Writes the flame graph of `p`; `subtitle` carries notes such as truncated stacks.
 pub fn render(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
-    let lines = p.folded_lines();
+    let opts_min_width = Options::default().min_width;
+    // Frames narrower than inferno draws are cut before the lines are made.
+    let lines = p.folded_lines_pruned((p.samples as f64 * opts_min_width / 100.0) as u64);
     let mut palette = PaletteMap::default();
     for (s, _) in p.stacks() {
         for &f in s {

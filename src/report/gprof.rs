@@ -112,14 +112,18 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
         index[f as usize] = i + 1;
     }
     let label = |f: u32| format!("{} [{}]", g.names[f as usize], index[f as usize]);
-    writeln!(w, "index  % time     self  children      called       name")?;
+    writeln!(
+        w,
+        "{:<6}{:>7}{:>10}{:>10}{:>12}   name",
+        "index", "% time", "self", "children", "called"
+    )?;
     for &f in &order {
         let fi = f as usize;
         let total = g.total_samples[fi];
         if g.root_samples[fi] > 0 {
             writeln!(
                 w,
-                "{:16}{:>9} {:>9} {:>11}           <spontaneous>",
+                "{:13}{:10}{:10}{:>12}       <spontaneous>",
                 "",
                 "",
                 "",
@@ -135,7 +139,7 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
         for (p, a) in callers {
             writeln!(
                 w,
-                "{:16}{:9.3} {:9.3} {:>11}           {}",
+                "{:13}{:10.3}{:10.3}{:>12}       {}",
                 "",
                 sec(a.leaf),
                 sec(a.children()),
@@ -146,7 +150,7 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
         let primary = format!("[{}]", index[fi]);
         writeln!(
             w,
-            "{:<7}{:6.1}  {:9.3} {:9.3} {:>11}       {}",
+            "{:<6}{:7.1}{:10.3}{:10.3}{:>12}   {}",
             primary,
             pct(total),
             sec(g.self_samples[fi]),
@@ -163,7 +167,7 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
         for (c, a) in callees {
             writeln!(
                 w,
-                "{:16}{:9.3} {:9.3} {:>11}           {}",
+                "{:13}{:10.3}{:10.3}{:>12}       {}",
                 "",
                 sec(a.leaf),
                 sec(a.children()),
