@@ -3,7 +3,9 @@
 //! Where did a kernel change move CPU time? `uprun` samples the program counter on every
 //! CPU while each benchmark of a test list runs and writes one directory per test;
 //! `upcmp` compares two such runs (benchmark rates, a time summary, and per-function
-//! times sorted by their change); `prfcmp` compares two single profiles.
+//! times sorted by their change); `prfcmp` compares two single profiles. `upsrun` is uprun
+//! with call stacks: a gprof-style `prof.out`, folded stacks and a flame graph per test,
+//! which upcmp compares as differential flame graphs (`docs/upsrun.md`).
 //!
 //! Data flows one way: [`collect`] → [`store`] → [`compare`] → [`report`].
 //!

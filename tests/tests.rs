@@ -5,4 +5,5 @@ mod noise;
 mod symbols;
 mod upcmp;
 mod uprun;
+mod upsrun;
 mod util;

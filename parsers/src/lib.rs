@@ -75,6 +75,7 @@ pub fn shorten(s: &str) -> String {
     out
 }
 
+pub mod folded;
 pub mod kallsyms;
 pub mod keyvalue;
 pub mod prfout;

@@ -5,9 +5,10 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use upcmp::compare::runs::compare_runs;
+use upcmp::compare::stacks::compare_run_stacks;
 use upcmp::compare::{resolve_cutoff, CompareOptions, IdleSet};
 use upcmp::exit::{run, EXIT_BAD_INPUT};
-use upcmp::report::{machine, text};
+use upcmp::report::{machine, stackcmp, text};
 use upcmp::store::outdir::{publish_dir, RESULTS_MARKER};
 
 /// Compare two uprun output directories: benchmark rates side by side, a summary of
@@ -58,16 +59,20 @@ fn main() -> ExitCode {
         text::render_runs(&cmp, &mut report)?;
         machine::write_csv(&cmp, &mut csv)?;
         machine::write_json(&cmp, &mut json)?;
-        publish_dir(
-            &a.results_dir,
-            RESULTS_MARKER,
-            &[
-                ("results", report.clone()),
-                ("results.csv", csv),
-                ("results.json", json),
-            ],
-        )
-        .with_context(|| format!("writing results to {}", a.results_dir.display()))?;
+        // upsrun runs: differential flame graphs and caller/callee tables, named in results.
+        let stacks = compare_run_stacks(&a.outdir1, &a.outdir2, opts.idle_override.as_ref())?;
+        let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
+        if let Some(s) = &stacks {
+            stackcmp::render_index(s, &stack_files, &a.results_dir.display().to_string(), &mut report)?;
+        }
+        let mut files = vec![
+            ("results", report.clone()),
+            ("results.csv", csv),
+            ("results.json", json),
+        ];
+        files.extend(stack_files.iter().map(|(n, b)| (n.as_str(), b.clone())));
+        publish_dir(&a.results_dir, RESULTS_MARKER, &files)
+            .with_context(|| format!("writing results to {}", a.results_dir.display()))?;
         if !a.quiet {
             use std::io::Write;
             std::io::stdout().write_all(&report)?;

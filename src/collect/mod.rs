@@ -4,4 +4,6 @@ pub mod prepare;
 pub mod profile;
 pub mod run;
 pub mod sampler;
+pub mod stacks;
 pub mod symbols;
+pub mod upsrun;

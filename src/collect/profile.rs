@@ -53,11 +53,6 @@ impl<'a> ProfileBuilder<'a> {
         }
     }
 
-    /// Seeds the command names of threads that existed before sampling started.
-    pub fn seed_comms(&mut self, comms: impl IntoIterator<Item = (u32, String)>) {
-        self.comms.extend(comms);
-    }
-
     fn function_of(&self, mode: Mode, pc: u64, tid: u32) -> (String, String) {
         match mode {
             Mode::Kernel => match self.symbols.resolve(pc) {
@@ -229,8 +224,12 @@ mod tests {
         )
         .unwrap();
         let mut b = ProfileBuilder::new(&syms, &[0, 2], UserBy::Comm);
-        b.seed_comms([(10, "bash".to_string())]);
         for r in [
+            Record::Comm {
+                pid: 10,
+                tid: 10,
+                comm: "bash".into(),
+            },
             sample(0, 1, Mode::Kernel, 0xffffffff81000010),
             sample(2, 1, Mode::Kernel, 0xffffffff81000010),
             sample(2, 1, Mode::Kernel, 0xffffffff81000180),

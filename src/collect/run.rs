@@ -7,7 +7,8 @@ use super::sampler::{CpuSamplers, SamplerConfig, SamplerError};
 use super::symbols::{find_vmlinux, running_kernel_build_id, KernelSymbols, SymbolError};
 use crate::compare::IdleSet;
 use crate::store::outdir::{
-    check_rotatable, repetition_name, rotate_and_create, test_dir_names, RunMarker, Status, TestStatus, RUN_MARKER,
+    check_rotatable, repetition_name, rotate_and_create, test_dir_names, RunKind, RunMarker, Status, TestStatus,
+    RUN_MARKER,
 };
 use crate::store::samples::SamplesWriter;
 use crate::store::system::{self, online_cpus, SamplingDescription};
@@ -74,6 +75,9 @@ pub struct UprunOptions {
     pub features: Vec<String>,
     /// cpufreq governor to set for the run (restored afterwards).
     pub set_governor: Option<String>,
+    /// upsrun: take call chains, and write each test's stack analysis (`prof.out`,
+    /// `stacks.folded`, `flame.svg`) after its other files.
+    pub stacks: bool,
 }
 
 impl UprunOptions {
@@ -95,6 +99,7 @@ impl UprunOptions {
             drop_caches: false,
             features: Vec::new(),
             set_governor: None,
+            stacks: false,
         }
     }
 }
@@ -534,6 +539,11 @@ fn run_test(
     }
     prfout::write_file(&profile, &dir.join("prfout"))?;
     write_procstat(dir, &rows)?;
+    if opts.stacks {
+        for w in super::upsrun::analyse_test(dir, symbols, &profile, opts)? {
+            let _ = writeln!(out, "upsrun: warning: {label}: {w}");
+        }
+    }
 
     let exit_codes: Vec<i32> = codes.iter().map(|c| c.unwrap_or(-1)).collect();
     let status = if interrupt_at.is_some() {
@@ -582,7 +592,9 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     }
     // Permission first: without it nothing else matters.
     let cpus = online_cpus();
-    let mut samplers = CpuSamplers::open(&cpus, &opts.sampler)?;
+    let mut sampler = opts.sampler.clone();
+    sampler.callchain |= opts.stacks;
+    let mut samplers = CpuSamplers::open(&cpus, &sampler)?;
     let symbols = load_symbols(&opts.vmlinux, opts.force_vmlinux, out)?;
     check_rotatable(&opts.outdir, RUN_MARKER)?;
     if opts.runs == 0 {
@@ -615,6 +627,9 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
 
     let mut marker = RunMarker::start(opts.command_line.clone());
     marker.runs = opts.runs;
+    if opts.stacks {
+        marker.kind = RunKind::Upsrun;
+    }
     marker.write(&opts.outdir)?;
     system::write(
         &opts.outdir,

@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod idle;
 pub mod runs;
+pub mod stacks;
 pub mod stats;
 
 use crate::Profile;

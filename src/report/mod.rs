@@ -1,7 +1,10 @@
 //! Pure renderers: the text report, CSV and JSON. Numbers come computed from
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
+pub mod flame;
+pub mod gprof;
 pub mod machine;
+pub mod stackcmp;
 pub mod text;
 
 /// Seconds with three decimals, as the original.

@@ -52,6 +52,26 @@ impl Status {
     }
 }
 
+/// Which collector wrote a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunKind {
+    /// uprun: program-counter profiles (a marker without a `kind` line is one).
+    #[default]
+    Uprun,
+    /// upsrun: also call stacks and their analysis per test.
+    Upsrun,
+}
+
+impl RunKind {
+    /// The word written to disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Uprun => "uprun",
+            RunKind::Upsrun => "upsrun",
+        }
+    }
+}
+
 /// The contents of the run marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunMarker {
@@ -69,6 +89,8 @@ pub struct RunMarker {
     pub status: Status,
     /// Repetitions of each test (1 in format 1).
     pub runs: u32,
+    /// Which collector wrote it.
+    pub kind: RunKind,
 }
 
 impl RunMarker {
@@ -82,6 +104,7 @@ impl RunMarker {
             ended: None,
             status: Status::Running,
             runs: 1,
+            kind: RunKind::Uprun,
         }
     }
 
@@ -101,6 +124,9 @@ impl RunMarker {
         }
         let _ = writeln!(s, "status: {}", self.status.as_str());
         let _ = writeln!(s, "runs: {}", self.runs);
+        if self.kind != RunKind::Uprun {
+            let _ = writeln!(s, "kind: {}", self.kind.as_str());
+        }
         write_atomic(&dir.join(RUN_MARKER), s.as_bytes())
     }
 
@@ -138,6 +164,15 @@ impl RunMarker {
             runs: match kv.get("runs") {
                 Some(_) => kv.require_parsed("runs", "a number of repetitions")?,
                 None => 1,
+            },
+            kind: match kv.get("kind") {
+                None | Some("uprun") => RunKind::Uprun,
+                Some("upsrun") => RunKind::Upsrun,
+                Some(_) => {
+                    return Err(
+                        upcmp_parsers::ParseError::whole(&path.display().to_string(), "kind: uprun or upsrun").into(),
+                    )
+                }
             },
         })
     }
@@ -419,6 +454,12 @@ mod tests {
         m.status = Status::Interrupted;
         m.ended = Some("2026-01-01T00:00:00Z".into());
         m.write(tmp.path()).unwrap();
+        assert_eq!(RunMarker::read(tmp.path()).unwrap(), m);
+        m.kind = RunKind::Upsrun;
+        m.write(tmp.path()).unwrap();
+        assert!(read_text(&tmp.path().join(RUN_MARKER))
+            .unwrap()
+            .contains("\nkind: upsrun\n"));
         assert_eq!(RunMarker::read(tmp.path()).unwrap(), m);
         let s = TestStatus {
             test: "a".into(),

@@ -1,0 +1,637 @@
+//! Call stacks from samples: symbolized frames, folded stacks, and the call graph that
+//! `prof.out` prints (see `docs/upsrun.md`).
+//!
+//! A [`StackProfile`] counts samples per distinct stack (root first), so its memory
+//! grows with the number of distinct stacks, not with the number of samples. It is built
+//! from `samples.gz` records ([`StackBuilder`]) or read back from `stacks.folded`
+//! ([`StackProfile::from_folded`]); both feed the same call graph and flame graphs.
+
+use super::profile::UserBy;
+use super::symbols::KernelSymbols;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+use upcmp_parsers::samples::{Mode, Record, Sample};
+
+/// perf's context markers are the call-chain values at or above this (`PERF_CONTEXT_MAX`,
+/// -4095 as u64); they say which mode the following frames were taken in.
+pub const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+const PERF_CONTEXT_HV: u64 = -32i64 as u64;
+const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+const PERF_CONTEXT_GUEST_KERNEL: u64 = -2176i64 as u64;
+const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
+
+/// The root frame put under a stack that reached the kernel's depth limit: its outermost
+/// frames are missing, so it must not pass for a call from the top.
+pub const TRUNCATED_FRAME: &str = "[truncated]";
+
+/// The kernel's default `kernel.perf_event_max_stack`.
+pub const DEFAULT_MAX_STACK: usize = 127;
+
+/// The running kernel's call-chain depth limit (`/proc/sys/kernel/perf_event_max_stack`).
+pub fn kernel_max_stack() -> usize {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_STACK)
+}
+
+/// What a frame is, for colouring: decided by its name alone, so a folded file carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A kernel function (`name` or `name [module]`).
+    Kernel,
+    /// User space, one node: `user` or `user:COMM`.
+    User,
+    /// `[truncated]`, `hypervisor`, `guest`.
+    Other,
+}
+
+impl FrameKind {
+    /// The kind of the frame called `name`.
+    pub fn of(name: &str) -> Self {
+        if name == "user" || name.starts_with("user:") {
+            FrameKind::User
+        } else if name == TRUNCATED_FRAME || name == "hypervisor" || name == "guest" {
+            FrameKind::Other
+        } else {
+            FrameKind::Kernel
+        }
+    }
+}
+
+/// Samples per distinct stack, frames interned.
+#[derive(Debug, Clone, Default)]
+pub struct StackProfile {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+    stacks: HashMap<Box<[u32]>, u64>,
+    /// Samples counted.
+    pub samples: u64,
+    /// Samples whose call chain reached the depth limit (rooted at [`TRUNCATED_FRAME`]).
+    pub truncated: u64,
+    /// Samples the kernel reported lost.
+    pub lost: u64,
+}
+
+impl StackProfile {
+    /// The id of frame `name`, interning it.
+    pub fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+
+    /// The name of frame `id`.
+    pub fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+
+    /// Adds `count` samples of the stack `frames` (root first).
+    pub fn add_stack(&mut self, frames: &[u32], count: u64) {
+        if frames.is_empty() || count == 0 {
+            return;
+        }
+        self.samples += count;
+        match self.stacks.get_mut(frames) {
+            Some(c) => *c += count,
+            None => {
+                self.stacks.insert(frames.into(), count);
+            }
+        }
+    }
+
+    /// The distinct stacks and their samples, in no particular order.
+    pub fn stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
+        self.stacks.iter().map(|(s, &c)| (&s[..], c))
+    }
+
+    /// How many distinct stacks.
+    pub fn distinct_stacks(&self) -> usize {
+        self.stacks.len()
+    }
+
+    /// The folded line of a stack without its count: `root;...;leaf`.
+    pub fn folded_stack(&self, frames: &[u32]) -> String {
+        let mut s = String::new();
+        for (i, &f) in frames.iter().enumerate() {
+            if i > 0 {
+                s.push(';');
+            }
+            s.push_str(self.name(f));
+        }
+        s
+    }
+
+    /// Folded lines `root;...;leaf COUNT`, sorted (the order inferno and flamegraph.pl
+    /// merge in).
+    pub fn folded_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .stacks()
+            .map(|(s, c)| format!("{} {c}", self.folded_stack(s)))
+            .collect();
+        lines.sort_unstable();
+        lines
+    }
+
+    /// Writes `stacks.folded`, sorted frame by frame, one line at a time (a profile with
+    /// many distinct stacks is not copied into strings whole).
+    pub fn write_folded(&self, mut w: impl Write) -> io::Result<()> {
+        let mut stacks: Vec<(&[u32], u64)> = self.stacks().collect();
+        stacks.sort_unstable_by(|a, b| {
+            let names = |s: &'_ [u32]| s.iter().map(|&f| self.name(f)).collect::<Vec<_>>();
+            names(a.0).cmp(&names(b.0))
+        });
+        for (s, c) in stacks {
+            for (i, &f) in s.iter().enumerate() {
+                if i > 0 {
+                    w.write_all(b";")?;
+                }
+                w.write_all(self.name(f).as_bytes())?;
+            }
+            writeln!(w, " {c}")?;
+        }
+        Ok(())
+    }
+
+    /// Folded lines as [`folded_lines`](Self::folded_lines), but a frame with fewer than
+    /// `min_samples` inclusive samples is cut off with everything above it, its samples
+    /// left to its parent. A flame graph does not draw such frames anyway; this bounds
+    /// the lines it must hold by depth x total / `min_samples`.
+    pub fn folded_lines_pruned(&self, min_samples: u64) -> Vec<String> {
+        fn walk<'s>(st: &[(&'s [u32], u64)], depth: usize, min: u64, out: &mut HashMap<&'s [u32], u64>) {
+            let mut i = 0;
+            while i < st.len() {
+                if st[i].0.len() == depth {
+                    *out.entry(st[i].0).or_default() += st[i].1;
+                    i += 1;
+                    continue;
+                }
+                let f = st[i].0[depth];
+                let j = i + st[i..]
+                    .iter()
+                    .take_while(|(s, _)| s.len() > depth && s[depth] == f)
+                    .count();
+                let total: u64 = st[i..j].iter().map(|x| x.1).sum();
+                if total < min && depth > 0 {
+                    *out.entry(&st[i].0[..depth]).or_default() += total;
+                } else {
+                    walk(&st[i..j], depth + 1, min, out);
+                }
+                i = j;
+            }
+        }
+        let mut stacks: Vec<(&[u32], u64)> = self.stacks().collect();
+        // Id order groups stacks of a common prefix together, a shorter one first.
+        stacks.sort_unstable();
+        let mut kept = HashMap::new();
+        walk(&stacks, 0, min_samples, &mut kept);
+        drop(stacks);
+        let mut lines: Vec<String> = kept
+            .into_iter()
+            .map(|(s, c)| format!("{} {c}", self.folded_stack(s)))
+            .collect();
+        lines.sort_unstable();
+        lines
+    }
+
+    /// Reads folded stacks (`frame;frame COUNT` per line). `file` names the input in
+    /// errors; a `[truncated]` root counts the stack as truncated.
+    pub fn from_folded(text: &str, file: &str) -> Result<Self, upcmp_parsers::ParseError> {
+        let mut p = StackProfile::default();
+        let truncated = p.intern(TRUNCATED_FRAME);
+        let mut frames = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let Some((stack, count)) = upcmp_parsers::folded::parse_line(line, file, i + 1)? else {
+                continue;
+            };
+            frames.clear();
+            frames.extend(stack.split(';').map(|f| p.intern(f)));
+            if frames.first() == Some(&truncated) {
+                p.truncated += count;
+            }
+            p.add_stack(&frames, count);
+        }
+        Ok(p)
+    }
+
+    /// The same profile without the stacks whose leaf is an idle function: what is left
+    /// is CPU time, as upcmp counts it.
+    pub fn without_idle(&self, idle: &crate::compare::IdleSet) -> StackProfile {
+        let mut p = StackProfile {
+            names: self.names.clone(),
+            ids: self.ids.clone(),
+            truncated: 0,
+            lost: self.lost,
+            ..Default::default()
+        };
+        for (s, c) in self.stacks() {
+            let leaf = self.name(*s.last().expect("stacks are not empty"));
+            if !idle.contains(leaf) {
+                p.add_stack(s, c);
+                if self.name(s[0]) == TRUNCATED_FRAME {
+                    p.truncated += c;
+                }
+            }
+        }
+        p
+    }
+}
+
+/// Options of stack building.
+#[derive(Debug, Clone, Copy)]
+pub struct StackOptions {
+    /// The kernel's call-chain depth limit: a chain with this many frames was cut.
+    pub max_stack: usize,
+    /// How the user-space node is named, as uprun's `--user-by`.
+    pub user_by: UserBy,
+}
+
+impl Default for StackOptions {
+    fn default() -> Self {
+        StackOptions {
+            max_stack: DEFAULT_MAX_STACK,
+            user_by: UserBy::Single,
+        }
+    }
+}
+
+/// Builds a [`StackProfile`] from samples records.
+pub struct StackBuilder<'a> {
+    symbols: &'a KernelSymbols,
+    opts: StackOptions,
+    comms: HashMap<u32, String>,
+    kernel_frames: HashMap<u64, u32>,
+    profile: StackProfile,
+    scratch: Vec<u32>,
+}
+
+impl<'a> StackBuilder<'a> {
+    /// A builder resolving kernel frames with `symbols`.
+    pub fn new(symbols: &'a KernelSymbols, opts: StackOptions) -> Self {
+        StackBuilder {
+            symbols,
+            opts,
+            comms: HashMap::new(),
+            kernel_frames: HashMap::new(),
+            profile: StackProfile::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn kernel_frame(&mut self, addr: u64) -> u32 {
+        if let Some(&id) = self.kernel_frames.get(&addr) {
+            return id;
+        }
+        let name = match self.symbols.resolve(addr) {
+            Some((name, None)) => name.to_string(),
+            Some((name, Some(module))) => format!("{name} [{module}]"),
+            None => "[unknown]".to_string(),
+        };
+        let id = self.profile.intern(&name);
+        // Distinct kernel addresses are bounded by the kernel's text, so is this cache.
+        self.kernel_frames.insert(addr, id);
+        id
+    }
+
+    fn user_frame(&mut self, tid: u32) -> u32 {
+        match self.opts.user_by {
+            UserBy::Single => self.profile.intern("user"),
+            UserBy::Comm => {
+                let comm = self.comms.get(&tid).map(String::as_str).unwrap_or("[unknown]");
+                // ';' separates frames in a folded line and a space ends one.
+                let name = format!("user:{}", comm.replace([';', '\n', '\r'], "_"));
+                self.profile.intern(&name)
+            }
+        }
+    }
+
+    /// Adds one record.
+    pub fn add(&mut self, r: &Record) {
+        match r {
+            Record::Sample(s) => self.add_sample(s),
+            Record::Lost { count, .. } => self.profile.lost += count,
+            Record::Comm { tid, comm, .. } => {
+                self.comms.insert(*tid, comm.clone());
+            }
+            Record::Fork { tid, ptid, .. } => {
+                if let Some(c) = self.comms.get(ptid).cloned() {
+                    self.comms.insert(*tid, c);
+                }
+            }
+            Record::Throttle { .. } => {}
+        }
+    }
+
+    fn add_sample(&mut self, s: &Sample) {
+        let mut frames = std::mem::take(&mut self.scratch);
+        frames.clear();
+        let mut mode = s.mode;
+        let mut addresses = 0usize;
+        let mut last_kind = None;
+        // Innermost first: the leaf is pushed first and the list reversed at the end.
+        for &addr in &s.callchain {
+            if addr >= PERF_CONTEXT_MAX {
+                mode = match addr {
+                    PERF_CONTEXT_KERNEL => Mode::Kernel,
+                    PERF_CONTEXT_USER => Mode::User,
+                    PERF_CONTEXT_HV => Mode::Hypervisor,
+                    PERF_CONTEXT_GUEST_KERNEL => Mode::GuestKernel,
+                    PERF_CONTEXT_GUEST_USER => Mode::GuestUser,
+                    // Not a context the kernel writes: a junk value from a user stack
+                    // walked without frame pointers. Skipped; the mode stays.
+                    _ => mode,
+                };
+                continue;
+            }
+            let leaf = addresses == 0;
+            addresses += 1;
+            self.push_frame(&mut frames, &mut last_kind, mode, addr, leaf, s.tid);
+        }
+        if addresses == 0 {
+            // No call chain (stacks not taken): the sampled PC alone.
+            self.push_frame(&mut frames, &mut last_kind, s.mode, s.pc, true, s.tid);
+        }
+        // A chain cut inside user space loses nothing here (user space is one node), so
+        // only a cut that leaves a kernel frame outermost is a truncated stack.
+        let root_is_kernel = frames
+            .last()
+            .is_some_and(|&f| FrameKind::of(self.profile.name(f)) == FrameKind::Kernel);
+        if addresses >= self.opts.max_stack && root_is_kernel {
+            frames.push(self.profile.intern(TRUNCATED_FRAME));
+            self.profile.truncated += 1;
+        }
+        frames.reverse();
+        self.profile.add_stack(&frames, 1);
+        self.scratch = frames;
+    }
+
+    fn push_frame(
+        &mut self,
+        frames: &mut Vec<u32>,
+        last_kind: &mut Option<Mode>,
+        mode: Mode,
+        addr: u64,
+        leaf: bool,
+        tid: u32,
+    ) {
+        let collapsed = !matches!(mode, Mode::Kernel);
+        // User, hypervisor and guest frames are one node each, however deep.
+        if collapsed && *last_kind == Some(mode) {
+            return;
+        }
+        let id = match mode {
+            // A caller's address is a return address: the call is the byte before it
+            // (which matters when the call is a function's last instruction).
+            Mode::Kernel => self.kernel_frame(if leaf { addr } else { addr.wrapping_sub(1) }),
+            Mode::User => self.user_frame(tid),
+            Mode::Hypervisor => self.profile.intern("hypervisor"),
+            Mode::GuestKernel | Mode::GuestUser => self.profile.intern("guest"),
+            Mode::Unknown => self.profile.intern("[unknown mode]"),
+        };
+        frames.push(id);
+        *last_kind = Some(mode);
+    }
+
+    /// The profile.
+    pub fn finish(self) -> StackProfile {
+        self.profile
+    }
+}
+
+/// One caller → callee arc of the call graph.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Arc {
+    /// Samples whose stack holds this arc (once per sample, however often it recurs).
+    pub samples: u64,
+    /// Of those, the samples whose stack ends in it (the callee's self time via this caller).
+    pub leaf: u64,
+}
+
+impl Arc {
+    /// The samples spent below the callee when reached through this arc.
+    pub fn children(&self) -> u64 {
+        self.samples - self.leaf
+    }
+}
+
+/// gprof's numbers, from exact stacks instead of call counts and arc guesses.
+#[derive(Debug, Clone, Default)]
+pub struct CallGraph {
+    /// Function names, by id (the profile's frame ids).
+    pub names: Vec<String>,
+    /// Samples in which the function is the leaf.
+    pub self_samples: Vec<u64>,
+    /// Samples in which the function is anywhere on the stack (once per sample).
+    pub total_samples: Vec<u64>,
+    /// Samples in which the function is the outermost frame (gprof's `<spontaneous>`).
+    pub root_samples: Vec<u64>,
+    /// Arcs (caller, callee).
+    pub arcs: BTreeMap<(u32, u32), Arc>,
+    /// All samples.
+    pub samples: u64,
+}
+
+impl CallGraph {
+    /// The call graph of `p`.
+    pub fn of(p: &StackProfile) -> Self {
+        let n = p.names.len();
+        let mut g = CallGraph {
+            names: p.names.clone(),
+            self_samples: vec![0; n],
+            total_samples: vec![0; n],
+            root_samples: vec![0; n],
+            arcs: BTreeMap::new(),
+            samples: p.samples,
+        };
+        let mut seen: Vec<u32> = Vec::new();
+        let mut seen_arcs: Vec<(u32, u32)> = Vec::new();
+        for (s, c) in p.stacks() {
+            g.self_samples[*s.last().expect("not empty") as usize] += c;
+            g.root_samples[s[0] as usize] += c;
+            seen.clear();
+            seen.extend_from_slice(s);
+            seen.sort_unstable();
+            seen.dedup();
+            for &f in &seen {
+                g.total_samples[f as usize] += c;
+            }
+            seen_arcs.clear();
+            seen_arcs.extend(s.windows(2).map(|w| (w[0], w[1])));
+            seen_arcs.sort_unstable();
+            seen_arcs.dedup();
+            for a in &seen_arcs {
+                g.arcs.entry(*a).or_default().samples += c;
+            }
+            if let [.., caller, callee] = s {
+                g.arcs.entry((*caller, *callee)).or_default().leaf += c;
+            }
+        }
+        g
+    }
+
+    /// Ids of the functions seen, by total samples (largest first), then name.
+    pub fn by_total(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = (0..self.names.len() as u32)
+            .filter(|&i| self.total_samples[i as usize] > 0)
+            .collect();
+        ids.sort_by(|&a, &b| {
+            self.total_samples[b as usize]
+                .cmp(&self.total_samples[a as usize])
+                .then_with(|| self.names[a as usize].cmp(&self.names[b as usize]))
+        });
+        ids
+    }
+
+    /// The id of the function called `name`.
+    pub fn id(&self, name: &str) -> Option<u32> {
+        self.names.iter().position(|n| n == name).map(|i| i as u32)
+    }
+
+    /// The callers of `f` with their arcs.
+    pub fn callers(&self, f: u32) -> impl Iterator<Item = (u32, &Arc)> {
+        self.arcs
+            .iter()
+            .filter(move |((_, c), _)| *c == f)
+            .map(|((p, _), a)| (*p, a))
+    }
+
+    /// The callees of `f` with their arcs.
+    pub fn callees(&self, f: u32) -> impl Iterator<Item = (u32, &Arc)> {
+        self.arcs.range((f, 0)..=(f, u32::MAX)).map(|((_, c), a)| (*c, a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn syms() -> KernelSymbols {
+        KernelSymbols::from_kallsyms_text(
+            "ffffffff81000000 T _text\nffffffff81000000 T entry\nffffffff81000100 T sys_x\n\
+             ffffffff81000200 T helper\nffffffff81000300 T _etext\nffffffffc0000000 t modfn\t[ext4]\n",
+            "test",
+        )
+        .unwrap()
+    }
+
+    fn sample(mode: Mode, pc: u64, callchain: Vec<u64>) -> Record {
+        Record::Sample(Sample {
+            time_ns: 0,
+            cpu: 0,
+            pid: 7,
+            tid: 7,
+            mode,
+            pc,
+            callchain,
+        })
+    }
+
+    #[test]
+    fn call_chains_become_root_first_stacks_without_markers() {
+        let s = syms();
+        let mut b = StackBuilder::new(
+            &s,
+            StackOptions {
+                max_stack: 6,
+                user_by: UserBy::Comm,
+            },
+        );
+        b.add(&Record::Comm {
+            pid: 7,
+            tid: 7,
+            comm: "a;b".into(),
+        });
+        // helper <- sys_x <- entry <- two user frames.
+        b.add(&sample(
+            Mode::Kernel,
+            0xffffffff81000210,
+            vec![
+                PERF_CONTEXT_KERNEL,
+                0xffffffff81000210,
+                0xffffffff81000105,
+                0xffffffff81000010,
+                PERF_CONTEXT_USER,
+                0x401000,
+                0x402000,
+            ],
+        ));
+        // A return address just past the end of sys_x belongs to sys_x (the call).
+        b.add(&sample(
+            Mode::Kernel,
+            0xffffffff81000210,
+            vec![PERF_CONTEXT_KERNEL, 0xffffffff81000210, 0xffffffff81000200],
+        ));
+        // No call chain: the PC alone; a module function is named with its module.
+        b.add(&sample(Mode::Kernel, 0xffffffffc0000004, vec![]));
+        // Six kernel addresses reach the limit of 6: truncated.
+        b.add(&sample(
+            Mode::Kernel,
+            0xffffffff81000210,
+            vec![
+                PERF_CONTEXT_KERNEL,
+                0xffffffff81000210,
+                0xffffffff81000210,
+                0xffffffff81000105,
+                0xffffffff81000010,
+                0xffffffff81000010,
+                0xffffffff81000010,
+            ],
+        ));
+        // Cut inside user space (and a junk value past a marker): not truncated here.
+        b.add(&sample(
+            Mode::User,
+            0x401000,
+            vec![PERF_CONTEXT_USER, 0x401000, u64::MAX, 0x3, 0x4, 0x5, 0x6],
+        ));
+        let p = b.finish();
+        assert_eq!(
+            p.folded_lines(),
+            [
+                "[truncated];entry;entry;entry;sys_x;helper;helper 1",
+                "modfn [ext4] 1",
+                "sys_x;helper 1",
+                "user:a_b 1",
+                "user:a_b;entry;sys_x;helper 1",
+            ]
+        );
+        assert_eq!((p.samples, p.truncated), (5, 1));
+        let mut written = Vec::new();
+        p.write_folded(&mut written).unwrap();
+        let back = StackProfile::from_folded(std::str::from_utf8(&written).unwrap(), "x").unwrap();
+        assert_eq!(back.folded_lines(), p.folded_lines());
+        assert_eq!(back.truncated, 1);
+    }
+
+    #[test]
+    fn pruning_leaves_narrow_frames_to_their_parents() {
+        let p = StackProfile::from_folded("a;b;c 1\na;b;d 1\na;e 10\na 2\nz 1\n", "x").unwrap();
+        // b (2 samples) is below 3: cut, its samples stay with a; z is a root and stays.
+        assert_eq!(p.folded_lines_pruned(3), ["a 4", "a;e 10", "z 1"]);
+        assert_eq!(p.folded_lines_pruned(1), p.folded_lines());
+    }
+
+    #[test]
+    fn call_graph_counts_recursion_once_per_sample() {
+        let p = StackProfile::from_folded("main;f;f;g 2\nmain;f 1\nmain;h;g 3\n", "x").unwrap();
+        let g = CallGraph::of(&p);
+        let id = |n| g.id(n).unwrap();
+        assert_eq!(g.total_samples[id("f") as usize], 3);
+        assert_eq!(g.self_samples[id("f") as usize], 1);
+        assert_eq!(g.total_samples[id("g") as usize], 5);
+        assert_eq!(g.root_samples[id("main") as usize], 6);
+        assert_eq!(g.arcs[&(id("f"), id("f"))], Arc { samples: 2, leaf: 0 });
+        assert_eq!(g.arcs[&(id("f"), id("g"))], Arc { samples: 2, leaf: 2 });
+        assert_eq!(g.arcs[&(id("main"), id("f"))], Arc { samples: 3, leaf: 1 });
+        let callers_of_g: Vec<_> = g
+            .callers(id("g"))
+            .map(|(c, a)| (g.names[c as usize].clone(), a.samples))
+            .collect();
+        assert_eq!(callers_of_g, [("f".to_string(), 2), ("h".to_string(), 3)]);
+        assert_eq!(g.by_total()[0], id("main"));
+    }
+}

@@ -1,0 +1,132 @@
+//! upsrun's analysis of one test: from `samples.gz` to `stacks.folded`, `prof.out` and
+//! `flame.svg` (`docs/upsrun.md`). uprun calls it after each test when
+//! [`UprunOptions::stacks`](super::run::UprunOptions::stacks) is on; `upsrun --analyse`
+//! calls it on a test directory written earlier.
+
+use super::profile::UserBy;
+use super::run::{UprunError, UprunOptions};
+use super::stacks::{kernel_max_stack, CallGraph, StackBuilder, StackOptions, StackProfile};
+use super::symbols::KernelSymbols;
+use crate::report::{flame, gprof};
+use crate::store::samples::for_each_record;
+use crate::store::{io_err, write_atomic, StoreError};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// File names of the analysis in a test directory.
+pub const PROF_OUT: &str = "prof.out";
+/// Folded stacks.
+pub const STACKS_FOLDED: &str = "stacks.folded";
+/// The flame graph.
+pub const FLAME_SVG: &str = "flame.svg";
+
+/// What the analysis needs besides the samples.
+#[derive(Debug, Clone)]
+pub struct AnalyseOptions {
+    /// The test's name.
+    pub test: String,
+    /// The run, as the flame graph's title names it.
+    pub run: String,
+    /// The sampled event.
+    pub event: String,
+    /// Seconds per sample.
+    pub period_sec: f64,
+    /// How stacks are built.
+    pub stacks: StackOptions,
+}
+
+/// Reads `dir/samples.gz` into a stack profile (memory: distinct stacks, not samples).
+/// The stream starts with the names of the threads that ran before sampling started.
+pub fn read_stacks(dir: &Path, symbols: &KernelSymbols, opts: StackOptions) -> Result<StackProfile, StoreError> {
+    let mut b = StackBuilder::new(symbols, opts);
+    for_each_record(&dir.join("samples.gz"), |r| b.add(&r))?;
+    Ok(b.finish())
+}
+
+/// Writes `stacks.folded`, `prof.out` and `flame.svg` of `p` into `dir`; returns the
+/// warnings (truncated stacks).
+pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Result<Vec<String>, StoreError> {
+    let mut warnings = Vec::new();
+    if p.truncated > 0 {
+        warnings.push(format!(
+            "{} of {} stacks reached the depth limit of {} frames and are shown under [truncated] \
+             (raise it with: sysctl kernel.perf_event_max_stack=N)",
+            p.truncated, p.samples, o.stacks.max_stack
+        ));
+    }
+    let write_file = |name: &str, f: &dyn Fn(&mut dyn Write) -> std::io::Result<()>| -> Result<(), StoreError> {
+        let path = dir.join(name);
+        let mut w = BufWriter::new(File::create(&path).map_err(io_err(&path))?);
+        f(&mut w).and_then(|_| w.flush()).map_err(io_err(&path))
+    };
+    write_file(STACKS_FOLDED, &|w| p.write_folded(w))?;
+    let header = gprof::GprofHeader {
+        test: &o.test,
+        event: &o.event,
+        period_sec: o.period_sec,
+        truncated: p.truncated,
+        max_stack: o.stacks.max_stack,
+        lost: p.lost,
+    };
+    write_file(PROF_OUT, &|w| gprof::render(&CallGraph::of(p), &header, w))?;
+    let path = dir.join(FLAME_SVG);
+    if p.samples == 0 {
+        // inferno refuses an empty graph; say so in the file instead.
+        return write_atomic(
+            &path,
+            b"<svg xmlns=\"http://www.w3.org/2000/svg\"><text y=\"20\">no samples</text></svg>\n",
+        )
+        .map(|_| warnings);
+    }
+    let title = format!("{}: test {}", o.run, o.test);
+    let subtitle =
+        (p.truncated > 0).then(|| format!("{} stacks truncated at {} frames", p.truncated, o.stacks.max_stack));
+    write_file(FLAME_SVG, &|w| flame::render(p, &title, subtitle.clone(), w))?;
+    Ok(warnings)
+}
+
+/// The analysis of a test that just ran (uprun's extension point for upsrun).
+pub fn analyse_test(
+    dir: &Path,
+    symbols: &KernelSymbols,
+    profile: &crate::Profile,
+    opts: &UprunOptions,
+) -> Result<Vec<String>, UprunError> {
+    let stacks = StackOptions {
+        max_stack: kernel_max_stack(),
+        user_by: opts.user_by,
+    };
+    let p = read_stacks(dir, symbols, stacks)?;
+    let o = AnalyseOptions {
+        test: profile.test.clone(),
+        run: opts.outdir.display().to_string(),
+        event: profile.event.clone(),
+        period_sec: profile.period_sec,
+        stacks,
+    };
+    Ok(write_analysis(dir, &p, &o)?)
+}
+
+/// Analyses a test directory written earlier (`RUN/TEST`), with the kernel symbols the
+/// run kept (`RUN/kallsyms.gz`) and its `prfout`'s event and period.
+pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result<Vec<String>, UprunError> {
+    // RUN/TEST, or RUN/TEST/rK for a repetition.
+    let run = test_dir
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join("kallsyms.gz").is_file())
+        .unwrap_or(Path::new("."));
+    let symbols = KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz"))?;
+    let profile = crate::store::prfout::read(&test_dir.join("prfout"))?;
+    let stacks = StackOptions { max_stack, user_by };
+    let p = read_stacks(test_dir, &symbols, stacks)?;
+    let o = AnalyseOptions {
+        test: profile.test.clone(),
+        run: run.display().to_string(),
+        event: profile.event.clone(),
+        period_sec: profile.period_sec,
+        stacks,
+    };
+    Ok(write_analysis(test_dir, &p, &o)?)
+}

@@ -1,0 +1,217 @@
+//! Flame graphs with inferno: one test's stacks (`flame.svg`), and the differential graph
+//! of two runs coloured by the change of each frame's inclusive time.
+
+use crate::collect::stacks::{FrameKind, StackProfile};
+use crate::compare::stacks::StackDiff;
+use inferno::flamegraph::color::{Color, PaletteMap};
+use inferno::flamegraph::{self, Options};
+use std::io::{self, Write};
+
+/// Fill of a frame whose change is within the noise (inferno's colour for no change).
+pub const NEUTRAL: Color = Color { r: 250, g: 250, b: 250 };
+
+fn hash(name: &str) -> u32 {
+    // FNV-1a: a stable colour per name from run to run.
+    name.bytes()
+        .fold(0x811c9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x01000193))
+}
+
+/// A frame's colour in `flame.svg`: kernel frames in warm orange, user space in blue,
+/// the rest grey; the shade varies by name so neighbours stay apart.
+pub fn kind_color(name: &str) -> Color {
+    let v = hash(name);
+    let (a, b) = ((v % 55) as u8, ((v >> 8) % 55) as u8);
+    match FrameKind::of(name) {
+        FrameKind::Kernel => Color {
+            r: 200 + a,
+            g: 110 + b,
+            b: 40,
+        },
+        FrameKind::User => Color {
+            r: 70 + a,
+            g: 130 + b,
+            b: 230,
+        },
+        FrameKind::Other => Color {
+            r: 160 + a / 2,
+            g: 160 + a / 2,
+            b: 160 + a / 2,
+        },
+    }
+}
+
+/// Writes the flame graph of `p`; `subtitle` carries notes such as truncated stacks.
+pub fn render(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
+    let opts_min_width = Options::default().min_width;
+    // Frames narrower than inferno draws are cut before the lines are made.
+    let lines = p.folded_lines_pruned((p.samples as f64 * opts_min_width / 100.0) as u64);
+    let mut palette = PaletteMap::default();
+    for (s, _) in p.stacks() {
+        for &f in s {
+            let name = p.name(f);
+            if palette.get(name).is_none() {
+                palette.insert(name, kind_color(name));
+            }
+        }
+    }
+    let mut opts = Options::default();
+    opts.title = title.to_string();
+    opts.subtitle = subtitle;
+    opts.count_name = "samples".into();
+    opts.palette_map = Some(&mut palette);
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), w)
+}
+
+/// The fill of a node in the differential graph: red when its inclusive share grew,
+/// blue when it shrank, deeper the larger the change relative to `max_delta`; neutral
+/// within the noise.
+pub fn change_color(delta_pct: f64, significant: bool, max_delta: f64) -> Color {
+    if !significant || delta_pct == 0.0 || max_delta <= 0.0 {
+        return NEUTRAL;
+    }
+    // Even the smallest real change stays visibly apart from the neutral fill.
+    let c = (210.0 - 110.0 * (delta_pct.abs() / max_delta).min(1.0)) as u8;
+    if delta_pct > 0.0 {
+        Color { r: 255, g: c, b: c }
+    } else {
+        Color { r: c, g: c, b: 255 }
+    }
+}
+
+/// Writes the differential flame graph of `d`: widths are run 2's samples, colours the
+/// change of each frame's inclusive share of CPU time (see `docs/upsrun.md`).
+pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>, mut w: impl Write) -> io::Result<()> {
+    let lines = d.differential_lines();
+    let mut svg = Vec::new();
+    let mut opts = Options::default();
+    opts.title = title.to_string();
+    opts.subtitle = subtitle;
+    opts.count_name = "samples".into();
+    flamegraph::from_lines(&mut opts, lines.iter().map(|(l, _)| l.as_str()), &mut svg)?;
+    let svg = String::from_utf8(svg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let layout = d.layout(&lines);
+    let max_delta = (1..d.nodes.len())
+        .map(|n| d.change(n))
+        .filter(|c| c.significant())
+        .map(|c| c.delta_pct.abs())
+        .fold(0.0, f64::max);
+    let recoloured = recolour(&svg, |depth, start| {
+        let n = *layout.get(&(depth, start))?;
+        let c = d.change(n);
+        let title = format!(
+            "{} (inclusive {:.2}% → {:.2}% of CPU time, {:+.2} ± {:.2} points{})",
+            d.node_name(n),
+            c.pct1,
+            c.pct2,
+            c.delta_pct,
+            c.error_pct,
+            if c.significant() { "" } else { ", within the noise" }
+        );
+        Some((change_color(c.delta_pct, c.significant(), max_delta), title))
+    })?;
+    w.write_all(recoloured.as_bytes())
+}
+
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let end = tag[at..].find('"')? + at;
+    Some(&tag[at..end])
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// Rewrites the fill and title of every frame inferno drew: `frame(depth, start)` gives
+/// them, where depth 0 is `all` and start is the frame's first sample (`fg:x`).
+fn recolour(svg: &str, mut frame: impl FnMut(usize, u64) -> Option<(Color, String)>) -> io::Result<String> {
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("inferno's SVG: {what}"));
+    let Some(frames_at) = svg.find("<svg id=\"frames\"") else {
+        return Err(bad("no frames container"));
+    };
+    // Depth from the frame's y: straight graphs draw depth 0 lowest (largest y).
+    let mut ys: Vec<f64> = svg[frames_at..]
+        .match_indices("<rect ")
+        .filter_map(|(i, _)| attr(&svg[frames_at + i..], "y")?.parse().ok())
+        .collect();
+    ys.sort_by(|a, b| b.total_cmp(a));
+    ys.dedup();
+    let mut out = String::with_capacity(svg.len());
+    out.push_str(&svg[..frames_at]);
+    let mut rest = &svg[frames_at..];
+    while let Some(g) = rest.find("<g><title>") {
+        out.push_str(&rest[..g]);
+        let block_end = rest[g..].find("</g>").ok_or_else(|| bad("unclosed <g>"))? + g + 4;
+        let block = &rest[g..block_end];
+        let rect_at = block.find("<rect ").ok_or_else(|| bad("a frame without <rect>"))?;
+        let rect = &block[rect_at..];
+        let y: f64 = attr(rect, "y")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| bad("a rect without y"))?;
+        let start: u64 = attr(rect, "fg:x")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| bad("a rect without fg:x"))?;
+        let depth = ys.iter().position(|&v| v == y).unwrap_or(0);
+        match frame(depth, start) {
+            Some((color, title)) => {
+                let t0 = block.find("<title>").expect("found above") + 7;
+                let t1 = block.find("</title>").ok_or_else(|| bad("unclosed <title>"))?;
+                let fill = attr(rect, "fill").ok_or_else(|| bad("a rect without fill"))?;
+                let old_fill = format!(" fill=\"{fill}\"");
+                let new_fill = format!(" fill=\"rgb({},{},{})\"", color.r, color.g, color.b);
+                out.push_str(&block[..t0]);
+                out.push_str(&escape(&title));
+                out.push_str(&block[t1..rect_at]);
+                out.push_str(&rect.replacen(&old_fill, &new_fill, 1));
+            }
+            None => out.push_str(block),
+        }
+        rest = &rest[block_end..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_by_kind_and_change() {
+        assert_eq!(kind_color("do_syscall_64").b, 40);
+        assert_eq!(kind_color("user:bash").b, 230);
+        assert_eq!(change_color(5.0, false, 5.0), NEUTRAL);
+        assert_eq!(change_color(5.0, true, 5.0), Color { r: 255, g: 100, b: 100 });
+        assert_eq!(change_color(-1.0, true, 10.0).b, 255);
+    }
+
+    #[test]
+    fn the_differential_graph_colours_inclusive_changes() {
+        let p1 = StackProfile::from_folded("a;b 500\na;b;c 500\nz 1000\n", "1").unwrap();
+        let p2 = StackProfile::from_folded("a;b 500\na;b;c 1000\nz 500\n", "2").unwrap();
+        let mut svg = Vec::new();
+        render_differential(&StackDiff::new(&p1, &p2), "t", None, &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        let fill_of = |name: &str| {
+            let at = svg
+                .find(&format!("<title>{name} (inclusive"))
+                .unwrap_or_else(|| panic!("{name}: {svg}"));
+            attr(&svg[at..], "fill").unwrap().to_string()
+        };
+        // b has no self change but grew through c: red, not white.
+        assert!(fill_of("b").starts_with("rgb(255,"), "{}", fill_of("b"));
+        assert!(fill_of("c").starts_with("rgb(255,"));
+        assert!(fill_of("z").ends_with(",255)"), "z shrank: blue");
+        let same = StackDiff::new(&p1, &p1);
+        let mut svg = Vec::new();
+        render_differential(&same, "t", None, &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        let frames = &svg[svg.find("<svg id=\"frames\"").unwrap()..];
+        let fills: Vec<&str> = frames
+            .match_indices("<rect ")
+            .map(|(i, _)| attr(&frames[i..], "fill").unwrap())
+            .collect();
+        assert!(fills.len() >= 4);
+        assert!(fills.iter().all(|f| *f == "rgb(250,250,250)"), "{fills:?}");
+    }
+}

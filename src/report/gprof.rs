@@ -1,0 +1,189 @@
+//! `prof.out`: a gprof-style flat profile and call graph of one test's stacks.
+//!
+//! The layout follows gprof's; the numbers come from whole sampled stacks, so an arc's
+//! time is what was measured under it, not gprof's estimate from call counts. "calls"
+//! are samples: a function's calls are the samples with it on the stack, an arc's the
+//! samples holding that arc.
+
+use crate::collect::stacks::CallGraph;
+use std::io::{self, Write};
+
+/// What the header of `prof.out` says about the samples.
+#[derive(Debug, Clone)]
+pub struct GprofHeader<'a> {
+    /// The test.
+    pub test: &'a str,
+    /// The sampled event.
+    pub event: &'a str,
+    /// Seconds per sample.
+    pub period_sec: f64,
+    /// Samples whose stack reached the depth limit.
+    pub truncated: u64,
+    /// The depth limit.
+    pub max_stack: usize,
+    /// Samples the kernel lost.
+    pub lost: u64,
+}
+
+/// Writes the flat profile and the call graph of `g`.
+pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Result<()> {
+    let sec = |n: u64| n as f64 * h.period_sec;
+    let pct = |n: u64| {
+        if g.samples == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / g.samples as f64
+        }
+    };
+    writeln!(w, "Stack profile of test {} (upsrun)", h.test)?;
+    writeln!(
+        w,
+        "Each sample counts as {:.6} seconds ({}); {} samples, {} lost, {} truncated at the depth limit of {} frames.",
+        h.period_sec, h.event, g.samples, h.lost, h.truncated, h.max_stack
+    )?;
+    writeln!(
+        w,
+        "Kernel functions are named from the kernel's symbols; user space is one node ('user' or 'user:COMM')."
+    )?;
+    writeln!(w)?;
+    writeln!(w, "Flat profile:")?;
+    writeln!(w)?;
+    writeln!(w, "  %   cumulative   self              total")?;
+    writeln!(w, " time   seconds   seconds    calls  seconds  name")?;
+    let mut flat: Vec<u32> = (0..g.names.len() as u32)
+        .filter(|&f| g.total_samples[f as usize] > 0)
+        .collect();
+    flat.sort_by(|&a, &b| {
+        g.self_samples[b as usize]
+            .cmp(&g.self_samples[a as usize])
+            .then_with(|| g.total_samples[b as usize].cmp(&g.total_samples[a as usize]))
+            .then_with(|| g.names[a as usize].cmp(&g.names[b as usize]))
+    });
+    let mut cumulative = 0;
+    for &f in &flat {
+        let (s, t) = (g.self_samples[f as usize], g.total_samples[f as usize]);
+        cumulative += s;
+        writeln!(
+            w,
+            "{:6.2} {:9.3} {:9.3} {:8} {:8.3}  {}",
+            pct(s),
+            sec(cumulative),
+            sec(s),
+            t,
+            sec(t),
+            g.names[f as usize]
+        )?;
+    }
+    writeln!(w)?;
+    writeln!(
+        w,
+        " %         the share of all samples in which the function is the leaf."
+    )?;
+    writeln!(w, " cumulative a running sum of self seconds.")?;
+    writeln!(w, " self      seconds in the function itself (it is the leaf).")?;
+    writeln!(
+        w,
+        " calls     samples with the function on the stack (once per sample, however deep it recurses)."
+    )?;
+    writeln!(
+        w,
+        " total     those samples as seconds: the function and what it calls."
+    )?;
+    writeln!(w)?;
+
+    writeln!(w, "Call graph:")?;
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Each entry: its callers, the function's own line [index], its callees. On a caller line, self and"
+    )?;
+    writeln!(
+        w,
+        "children are the function's seconds reached through that caller; on a callee line, the callee's"
+    )?;
+    writeln!(
+        w,
+        "seconds reached from the function. called: samples holding the arc / samples with the function."
+    )?;
+    writeln!(w)?;
+    let order = g.by_total();
+    let mut index = vec![0usize; g.names.len()];
+    for (i, &f) in order.iter().enumerate() {
+        index[f as usize] = i + 1;
+    }
+    let label = |f: u32| format!("{} [{}]", g.names[f as usize], index[f as usize]);
+    writeln!(
+        w,
+        "{:<6}{:>7}{:>10}{:>10}{:>12}   name",
+        "index", "% time", "self", "children", "called"
+    )?;
+    for &f in &order {
+        let fi = f as usize;
+        let total = g.total_samples[fi];
+        if g.root_samples[fi] > 0 {
+            writeln!(
+                w,
+                "{:13}{:10}{:10}{:>12}       <spontaneous>",
+                "",
+                "",
+                "",
+                format!("{}/{}", g.root_samples[fi], total)
+            )?;
+        }
+        let mut callers: Vec<_> = g.callers(f).collect();
+        callers.sort_by(|a, b| {
+            a.1.samples
+                .cmp(&b.1.samples)
+                .then_with(|| index[a.0 as usize].cmp(&index[b.0 as usize]))
+        });
+        for (p, a) in callers {
+            writeln!(
+                w,
+                "{:13}{:10.3}{:10.3}{:>12}       {}",
+                "",
+                sec(a.leaf),
+                sec(a.children()),
+                format!("{}/{}", a.samples, total),
+                label(p)
+            )?;
+        }
+        let primary = format!("[{}]", index[fi]);
+        writeln!(
+            w,
+            "{:<6}{:7.1}{:10.3}{:10.3}{:>12}   {}",
+            primary,
+            pct(total),
+            sec(g.self_samples[fi]),
+            sec(total - g.self_samples[fi]),
+            total,
+            label(f)
+        )?;
+        let mut callees: Vec<_> = g.callees(f).collect();
+        callees.sort_by(|a, b| {
+            b.1.samples
+                .cmp(&a.1.samples)
+                .then_with(|| index[a.0 as usize].cmp(&index[b.0 as usize]))
+        });
+        for (c, a) in callees {
+            writeln!(
+                w,
+                "{:13}{:10.3}{:10.3}{:>12}       {}",
+                "",
+                sec(a.leaf),
+                sec(a.children()),
+                format!("{}/{}", a.samples, g.total_samples[c as usize]),
+                label(c)
+            )?;
+        }
+        writeln!(w, "-----------------------------------------------")?;
+    }
+    writeln!(w)?;
+    writeln!(w, "Index by function name")?;
+    writeln!(w)?;
+    let mut by_name: Vec<u32> = order.clone();
+    by_name.sort_by(|&a, &b| g.names[a as usize].cmp(&g.names[b as usize]));
+    for f in by_name {
+        writeln!(w, "{:>7} {}", format!("[{}]", index[f as usize]), g.names[f as usize])?;
+    }
+    Ok(())
+}
