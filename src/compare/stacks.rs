@@ -330,12 +330,17 @@ pub struct RunStacks {
     pub tests: Vec<TestStacks>,
 }
 
-fn read_folded(dir: &std::path::Path) -> Result<StackProfile, crate::store::StoreError> {
-    let path = dir.join(crate::collect::upsrun::STACKS_FOLDED);
-    Ok(StackProfile::from_folded(
-        &crate::store::read_text(&path)?,
-        &path.display().to_string(),
-    )?)
+/// The folded stacks of a test, summed over its repetitions (RUN/TEST or RUN/TEST/rK).
+fn read_folded(reps: &[std::path::PathBuf]) -> Result<StackProfile, crate::store::StoreError> {
+    let mut text = String::new();
+    for d in reps {
+        text += &crate::store::read_text(&d.join(crate::collect::upsrun::STACKS_FOLDED))?;
+    }
+    let name = reps[0]
+        .join(crate::collect::upsrun::STACKS_FOLDED)
+        .display()
+        .to_string();
+    Ok(StackProfile::from_folded(&text, &name)?)
 }
 
 /// Compares the stacks of two runs when both were written by upsrun; `None` otherwise.
@@ -357,16 +362,20 @@ pub fn compare_run_stacks(
             continue;
         };
         let folded = crate::collect::upsrun::STACKS_FOLDED;
-        if !d1.join(folded).is_file() || !d2.join(folded).is_file() {
+        let with_stacks = |d: &std::path::Path| {
+            let reps = crate::store::outdir::repetition_dirs(d);
+            (!reps.is_empty() && reps.iter().all(|r| r.join(folded).is_file())).then_some(reps)
+        };
+        let (Some(r1), Some(r2)) = (with_stacks(&d1), with_stacks(&d2)) else {
             continue;
-        }
+        };
         let idle = match idle_override {
             Some(i) => i.clone(),
-            None => crate::compare::IdleSet::new(crate::store::prfout::read(&d1.join("prfout"))?.idle_set),
+            None => crate::compare::IdleSet::new(crate::store::prfout::read(&r1[0].join("prfout"))?.idle_set),
         };
         let (p1, p2) = (
-            read_folded(&d1)?.without_idle(&idle),
-            read_folded(&d2)?.without_idle(&idle),
+            read_folded(&r1)?.without_idle(&idle),
+            read_folded(&r2)?.without_idle(&idle),
         );
         let functions = changed_functions(&CallGraph::of(&p1), &CallGraph::of(&p2), TOP_FUNCTIONS);
         tests.push(TestStacks {

@@ -1,0 +1,134 @@
+//! The options uprun and upsrun share (clap stays in src/bin; both binaries include this
+//! file as a module).
+
+use clap::ValueEnum;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use upcmp::collect::profile::UserBy;
+use upcmp::collect::run::{RunOutcome, UprunOptions};
+use upcmp::collect::sampler::EventChoice;
+use upcmp::compare::IdleSet;
+use upcmp::exit::EXIT_INTERRUPTED;
+use upcmp::store::outdir::Status;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Event {
+    /// cycles where the machine counts them, else cpu-clock
+    Auto,
+    /// the software timer (works in VMs)
+    CpuClock,
+    /// the hardware cycle counter
+    Cycles,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum UserNaming {
+    /// all user time is one function, `user`
+    Single,
+    /// one function per command, `user:COMM`
+    Comm,
+}
+
+impl UserNaming {
+    pub fn user_by(self) -> UserBy {
+        match self {
+            UserNaming::Single => UserBy::Single,
+            UserNaming::Comm => UserBy::Comm,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The test list to run instead of ./test_list, e.g. --test-list lists/syscalls.
+    #[arg(long, value_name = "FILE")]
+    pub test_list: Option<PathBuf>,
+    /// Samples per second on each CPU, e.g. --freq 4000.
+    #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub freq: u64,
+    /// The sampled event.
+    #[arg(long, value_enum, default_value_t = Event::Auto)]
+    pub event: Event,
+    /// Idle functions (comma-separated), replacing the Linux default set, e.g.
+    /// --idle-symbols do_idle,default_idle.
+    #[arg(long, value_name = "LIST")]
+    pub idle_symbols: Option<String>,
+    /// How to name user-mode time: `single` (one `user` line) or `comm` (one per command).
+    #[arg(long, value_enum, default_value_t = UserNaming::Single)]
+    pub user_by: UserNaming,
+    /// Use VMLINUX even when its build-id differs from the running kernel's.
+    #[arg(long)]
+    pub force_vmlinux: bool,
+    /// The unixperf program (default: next to this program, else on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub unixperf: Option<PathBuf>,
+    /// Run and profile each test N times, keeping each repetition (TEST/r1, TEST/r2, ...),
+    /// so upcmp can tell changes from noise, e.g. --runs 5.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// A command to run before each repetition, not timed and not profiled, e.g.
+    /// --pre 'rm -rf /tmp/build && cp -a src /tmp/build'.
+    #[arg(long, value_name = "CMD")]
+    pub pre: Option<String>,
+    /// Sync and drop the page cache before each repetition (needs root).
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Set a scheduler feature for the run and restore it afterwards (also on Ctrl-C);
+    /// repeatable, e.g. --feat NO_TTWU_QUEUE.
+    #[arg(long = "feat", value_name = "FEATURE")]
+    pub features: Vec<String>,
+    /// Set this cpufreq governor on every CPU for the run and restore the previous ones
+    /// afterwards, e.g. --set-governor performance.
+    #[arg(long, value_name = "GOVERNOR")]
+    pub set_governor: Option<String>,
+}
+
+impl RunArgs {
+    /// The library's options for `vmlinux`, `outdir` and `parallelism` with these flags.
+    pub fn options(&self, vmlinux: String, outdir: PathBuf, parallelism: u32) -> UprunOptions {
+        let mut o = UprunOptions::new(vmlinux, outdir);
+        o.parallelism = parallelism;
+        o.test_list = self.test_list.clone();
+        o.sampler.frequency_hz = self.freq;
+        o.sampler.event = match self.event {
+            Event::Auto => EventChoice::Auto,
+            Event::CpuClock => EventChoice::CpuClock,
+            Event::Cycles => EventChoice::Cycles,
+        };
+        if let Some(list) = &self.idle_symbols {
+            o.idle = IdleSet::parse_list(list);
+        }
+        o.user_by = self.user_by.user_by();
+        o.force_vmlinux = self.force_vmlinux;
+        o.unixperf = self.unixperf.clone();
+        o.runs = self.runs;
+        o.pre = self.pre.clone();
+        o.drop_caches = self.drop_caches;
+        o.features = self.features.clone();
+        o.set_governor = self.set_governor.clone();
+        o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
+        o
+    }
+}
+
+/// The exit status of a run, said on standard error: 130 interrupted, 1 when a test
+/// failed, 0 otherwise.
+pub fn finish(prog: &str, outcome: &RunOutcome, outdir: &Path) -> ExitCode {
+    if outcome.status == Status::Interrupted {
+        eprintln!(
+            "{prog}: interrupted; what ran is kept in {} (marked interrupted)",
+            outdir.display()
+        );
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    if !outcome.failed.is_empty() {
+        eprintln!(
+            "{prog}: {} of {} tests exited non-zero: {} (output kept in their upout)",
+            outcome.failed.len(),
+            outcome.ran,
+            outcome.failed.join(", ")
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
