@@ -75,8 +75,10 @@ pub fn shorten(s: &str) -> String {
     out
 }
 
+pub mod folded;
 pub mod kallsyms;
 pub mod keyvalue;
+pub mod perf_script;
 pub mod prfout;
 pub mod procstat;
 pub mod samples;

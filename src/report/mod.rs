@@ -1,7 +1,9 @@
 //! Pure renderers: the text report, CSV and JSON. Numbers come computed from
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
+pub mod format;
 pub mod machine;
+pub mod markdown;
 pub mod text;
 
 /// Seconds with three decimals, as the original.
