@@ -28,6 +28,7 @@ pub mod collect;
 pub mod compare;
 pub mod exit;
 pub mod helpers;
+pub mod import;
 pub mod report;
 pub mod store;
 

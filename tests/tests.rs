@@ -1,6 +1,7 @@
 //! The integration tests: one binary, modules by topic.
 
 mod helpers;
+mod import;
 mod noise;
 mod symbols;
 mod upcmp;

@@ -164,9 +164,10 @@ fn check_spin(test_dir: &Path, p: &upcmp::Profile, copies: f64) {
     let s = summary(p);
     let others = s.cpu_sec - spin;
     if others < 0.1 * s.wall_sec {
+        // Copies start and end a little apart, so they overlap for less than the wall time.
         let expect = copies * s.wall_sec;
         assert!(
-            spin > 0.85 * expect && spin < 1.05 * expect + 0.02,
+            spin > (1.0 - 0.15 * copies) * expect && spin < 1.05 * expect + 0.02,
             "{spin} s of CPU vs {expect}"
         );
     } else {

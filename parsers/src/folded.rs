@@ -1,40 +1,110 @@
-//! Folded stacks, one stack per line, root first, as flamegraph.pl and inferno read them.
+//! Folded stacks, as written by `stackcollapse-perf.pl`, `inferno-collapse-perf` and
+//! `upfold`: one stack per line, outermost frame first, frames joined by `;`, then a space
+//! and a sample count.
 //!
 //! ```text
-//! user;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_getpid 412
+//! swapper;secondary_startup_64_[k];cpu_startup_entry_[k];do_idle_[k] 3071
+//! dd;__GI___libc_write;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k] 308
 //! ```
 //!
-//! Frames may contain spaces (`ext4_file_write_iter [ext4]`): the count is what follows
-//! the last space. Blank lines and `# ` comments are skipped.
+//! Policy: blank lines are skipped; any other line must end in a count, or it is an error
+//! naming its line and column (a differential `STACK COUNT1 COUNT2` line is one too:
+//! it is not a profile). Lines are read one at a time, so memory is bounded by the
+//! longest line.
 
 use crate::ParseError;
+use std::io::BufRead;
 
-// user;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_getpid 412
-/// Parses one line into its stack (`frame;frame`) and sample count; `None` for a blank
-/// or comment line. `number` is the 1-based line number, for errors.
-pub fn parse_line<'a>(line: &'a str, file: &str, number: usize) -> Result<Option<(&'a str, u64)>, ParseError> {
-    let trimmed = line.trim_end();
-    if trimmed.trim_start().is_empty() || trimmed.starts_with("# ") {
-        return Ok(None);
+/// One stack and its count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoldedStack<'a> {
+    /// Frames joined by `;`, outermost first.
+    pub stack: &'a str,
+    /// Samples with this stack.
+    pub count: u64,
+}
+
+impl<'a> FoldedStack<'a> {
+    /// The frames, outermost first.
+    pub fn frames(&self) -> impl DoubleEndedIterator<Item = &'a str> {
+        self.stack.split(';')
     }
-    let expected = "'frame;frame;... COUNT' (a whole number of samples after the last space)";
-    let Some(space) = trimmed.rfind(' ') else {
-        return Err(ParseError::at(file, number, line, line, expected));
-    };
-    let (stack, count) = (trimmed[..space].trim_end(), &trimmed[space + 1..]);
-    let count: u64 = count
-        .parse()
-        .map_err(|_| ParseError::at(file, number, line, &line[space + 1..], expected))?;
-    if stack.is_empty() || stack.split(';').any(str::is_empty) {
-        return Err(ParseError::at(
-            file,
-            number,
-            line,
-            line,
-            "a stack of non-empty frames separated by ';'",
+
+    /// The innermost frame: where the samples were taken.
+    pub fn leaf(&self) -> &'a str {
+        self.stack.rsplit(';').next().unwrap_or(self.stack)
+    }
+}
+
+/// Parses one line (without its line ending).
+///
+/// `dd;__GI___libc_write;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k] 308`
+pub fn parse_line<'a>(line: &'a str, file: &str, line_no: usize) -> Result<FoldedStack<'a>, ParseError> {
+    let err = |rest: &str, expected: &str| ParseError::at(file, line_no, line, rest, expected);
+    let body = line.trim_end();
+    let Some(sp) = body.rfind([' ', '\t']) else {
+        return Err(err(
+            "",
+            "a space and a sample count after the stack (FRAME;FRAME;… COUNT)",
         ));
+    };
+    let (stack, count) = (body[..sp].trim_end(), &body[sp + 1..]);
+    let Ok(count) = count.parse::<u64>() else {
+        return Err(err(count, "a sample count (a whole number) at the end of the line"));
+    };
+    if stack.is_empty() {
+        return Err(err(line, "a stack before the count"));
     }
-    Ok(Some((stack, count)))
+    if let Some(p) = stack.rfind([' ', '\t']) {
+        if stack[p + 1..].parse::<u64>().is_ok() {
+            return Err(err(
+                &stack[p + 1..],
+                "one count per line (two counts are a differential file, not a profile)",
+            ));
+        }
+    }
+    Ok(FoldedStack { stack, count })
+}
+
+/// Reads folded stacks from `input`, calling `on_stack` for each; returns the number of
+/// lines read. `name` names the input in errors.
+pub fn for_each_stack<R: BufRead>(
+    mut input: R,
+    name: &str,
+    mut on_stack: impl FnMut(FoldedStack<'_>),
+) -> Result<usize, ParseError> {
+    let mut raw = Vec::new();
+    let (mut line_no, mut offset) = (0usize, 0u64);
+    loop {
+        raw.clear();
+        let n = input.read_until(b'\n', &mut raw).map_err(|e| ParseError {
+            file: name.to_string(),
+            line: line_no + 1,
+            column: 0,
+            expected: format!("readable input ({e})"),
+            found: String::new(),
+        })?;
+        if n == 0 {
+            return Ok(line_no);
+        }
+        line_no += 1;
+        let text = std::str::from_utf8(&raw).map_err(|e| ParseError {
+            file: name.to_string(),
+            line: line_no,
+            column: 0,
+            expected: format!(
+                "UTF-8 text (invalid byte at byte offset {})",
+                offset + e.valid_up_to() as u64
+            ),
+            found: String::new(),
+        })?;
+        offset += n as u64;
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        on_stack(parse_line(text, name, line_no)?);
+    }
 }
 
 #[cfg(test)]
@@ -42,16 +112,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_and_errors() {
-        assert_eq!(
-            parse_line("a;b [ext4];c 12", "f", 1).unwrap(),
-            Some(("a;b [ext4];c", 12))
+    fn lines() {
+        let s = parse_line("dd;__GI___libc_write;do_syscall_64_[k] 308", "f", 1).unwrap();
+        assert_eq!(s.count, 308);
+        assert_eq!(s.leaf(), "do_syscall_64_[k]");
+        assert_eq!(s.frames().count(), 3);
+        let s = parse_line("opt cgu.0;foo(int, char) 7", "f", 1).unwrap();
+        assert_eq!((s.stack, s.leaf()), ("opt cgu.0;foo(int, char)", "foo(int, char)"));
+        assert_eq!(parse_line("single 1", "f", 1).unwrap().leaf(), "single");
+    }
+
+    #[test]
+    fn malformed() {
+        let e = parse_line("a;b;c", "x.folded", 4).unwrap_err();
+        assert_eq!((e.line, e.column), (4, 6));
+        assert!(
+            e.to_string()
+                .starts_with("x.folded:4:6: expected a space and a sample count"),
+            "{e}"
         );
-        assert_eq!(parse_line("", "f", 1).unwrap(), None);
-        assert_eq!(parse_line("# note", "f", 1).unwrap(), None);
-        let e = parse_line("a;b x", "f", 3).unwrap_err();
-        assert_eq!((e.line, e.column), (3, 5));
-        assert!(parse_line("a;;b 1", "f", 1).is_err());
-        assert!(parse_line("nocount", "f", 1).is_err());
+        let e = parse_line("a;b 12x", "f", 1).unwrap_err();
+        assert_eq!(e.column, 5);
+        assert_eq!(e.found, "12x");
+        let e = parse_line("a;b 1 2", "f", 1).unwrap_err();
+        assert!(e.expected.contains("differential"), "{e}");
+        assert!(parse_line(" 5", "f", 1).is_err());
+    }
+
+    #[test]
+    fn stream() {
+        let mut total = 0;
+        let n = for_each_stack(&b"a;b 2\n\nc 3\r\nd 5"[..], "f", |s| total += s.count).unwrap();
+        assert_eq!((n, total), (4, 10));
+        let e = for_each_stack(&b"a 1\nb\xfe 2\n"[..], "f", |_| {}).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("byte offset 5"), "{e}");
     }
 }

@@ -1,61 +1,84 @@
 //! `prfcmp PROFILE1 PROFILE2 [cutoff%]`: compare two profiles.
 
-use clap::Parser;
+#[path = "common/cli.rs"]
+mod cli;
+
+use anyhow::Context;
+use clap::{CommandFactory, Parser};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use upcmp::compare::{compare_profiles, resolve_cutoff, CompareOptions, IdleSet};
 use upcmp::exit::{run, EXIT_BAD_INPUT};
-use upcmp::report::text::render_profile;
-use upcmp::store::prfout;
+use upcmp::import::read_profile;
+use upcmp::report::format::{render_profile, OutputFormat};
 
 /// Compare two profiles: the Profiling Summary (elapsed, idle, CPU time) and the CPU
-/// Time Analysis (functions sorted by their change).
+/// Time Analysis (functions sorted by their change). A profile is a uprun prfout (or its
+/// test directory), a perf.data file, `perf script` output, or folded stacks; `-` reads
+/// perf script or folded text from standard input.
 #[derive(Parser, Debug)]
 #[command(
     name = "prfcmp",
     version,
-    after_help = "Examples:\n  prfcmp run1/forkwait/prfout run2/forkwait/prfout\n  prfcmp run1/forkwait run2/forkwait 1     # a test directory stands for its prfout"
+    after_help = "Examples:\n  prfcmp run1/forkwait/prfout run2/forkwait/prfout\n  prfcmp run1/forkwait run2/forkwait 1     # a test directory stands for its prfout\n  prfcmp before.data after.data            # two perf record files\n  perf script -i after.data | prfcmp before.data -\n  prfcmp a.folded b.folded --format markdown"
 )]
 struct Args {
-    /// The first profile: a prfout file, or a test directory that holds one.
-    profile1: PathBuf,
-    /// The second profile.
-    profile2: PathBuf,
+    /// The first profile: a prfout file or test directory, perf.data, perf script output
+    /// or folded stacks (e.g. run1/forkwait, perf.data.old).
+    #[arg(required_unless_present = "generate")]
+    profile1: Option<PathBuf>,
+    /// The second profile, of any of the same kinds (e.g. perf.data).
+    #[arg(required_unless_present = "generate")]
+    profile2: Option<PathBuf>,
     /// List a function when its time is at least this % of its run's CPU time in either
-    /// run (same as --cutoff; default 0.5).
+    /// run (same as --cutoff; default 0.5), e.g. 1.
     cutoff_pct: Option<f64>,
     /// The cutoff, as an option: e.g. --cutoff 1.
     #[arg(long = "cutoff", value_name = "PCT")]
     cutoff_opt: Option<f64>,
-    /// Replace the profiles' idle sets with these functions (comma-separated).
+    /// Replace the profiles' idle sets with these functions (comma-separated), e.g.
+    /// --idle-symbols do_idle,default_idle; --idle-symbols '' counts every function.
     #[arg(long, value_name = "LIST")]
     idle_symbols: Option<String>,
     /// List only the functions whose change is beyond the noise (significant at 95%);
-    /// results.csv and results.json keep every function with its statistics.
+    /// CSV and JSON keep every function with its statistics.
     #[arg(long)]
     hide_noise: bool,
-}
-
-fn prfout_path(p: &Path) -> PathBuf {
-    if p.is_dir() {
-        p.join("prfout")
-    } else {
-        p.to_path_buf()
-    }
+    /// Output format on standard output, e.g. --format markdown for a pull request.
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    format: cli::FormatArg,
+    #[command(flatten)]
+    import: cli::ImportArgs,
+    /// Print shell completions or the man page and exit, e.g.
+    /// `prfcmp --generate bash > /usr/share/bash-completion/completions/prfcmp`.
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<cli::GenerateArg>,
 }
 
 fn main() -> ExitCode {
     run("prfcmp", EXIT_BAD_INPUT, || {
         let a = Args::parse();
+        if let Some(what) = a.generate {
+            cli::generate(what, Args::command())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (Some(path1), Some(path2)) = (&a.profile1, &a.profile2) else {
+            unreachable!("clap requires both profiles without --generate");
+        };
         let cutoff = resolve_cutoff(a.cutoff_pct, a.cutoff_opt).map_err(anyhow::Error::msg)?;
-        let p1 = prfout::read(&prfout_path(&a.profile1))?;
-        let p2 = prfout::read(&prfout_path(&a.profile2))?;
+        let import = a.import.options();
+        let p1 = read_profile(path1, &import).with_context(|| format!("reading profile 1, {}", path1.display()))?;
+        let p2 = read_profile(path2, &import).with_context(|| format!("reading profile 2, {}", path2.display()))?;
         let mut opts = CompareOptions::new(cutoff, a.idle_symbols.as_deref().map(IdleSet::parse_list));
         opts.hide_noise = a.hide_noise;
         let cmp = compare_profiles(&p1, &p2, &opts)?;
+        let format = OutputFormat::from(a.format);
         let mut out = Vec::new();
-        render_profile(&cmp, &mut out)?;
+        render_profile(format, &p1.test, &cmp, &mut out)?;
+        if format == OutputFormat::Text && cli::color_enabled() {
+            out = cli::colorize_text(&String::from_utf8_lossy(&out)).into_bytes();
+        }
         std::io::stdout().write_all(&out)?;
         Ok(ExitCode::SUCCESS)
     })
@@ -64,7 +87,6 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_consistent() {
@@ -72,5 +94,25 @@ mod tests {
         let a = Args::parse_from(["prfcmp", "a", "b", "--cutoff", "1", "--idle-symbols", "x,y"]);
         assert_eq!(a.cutoff_opt, Some(1.0));
         assert_eq!(a.idle_symbols.as_deref(), Some("x,y"));
+        let a = Args::parse_from(["prfcmp", "a.data", "-", "--format", "json", "--kallsyms", "k"]);
+        assert_eq!(a.format, cli::FormatArg::Json);
+        assert_eq!(a.import.kallsyms, Some(PathBuf::from("k")));
+        assert!(Args::try_parse_from(["prfcmp", "a"]).is_err());
+        assert!(Args::try_parse_from(["prfcmp", "--generate", "zsh"]).is_ok());
+        assert!(Args::try_parse_from(["prfcmp", "a", "b", "--generate", "zsh"]).is_err());
+    }
+
+    #[test]
+    fn colour_marks_only_function_rows() {
+        let text = "Elapsed time 2.000 1.000 -0.50\n\nCPU Time Analysis\nFunction x\n-----\nf 1 2 1 0.50\ng 2 1 -1 -0.50\nh 1 1 0 0.00\n\nNotes: 1 msec\n";
+        let c = cli::colorize_text(text);
+        assert!(c.starts_with("Elapsed time 2.000 1.000 -0.50\n"));
+        assert!(c.contains("\x1b[31mf 1 2 1 0.50\x1b[0m\n"));
+        assert!(c.contains("\x1b[32mg 2 1 -1 -0.50\x1b[0m\n"));
+        assert!(c.contains("\nh 1 1 0 0.00\n"));
+        assert_eq!(
+            c.replace("\x1b[31m", "").replace("\x1b[32m", "").replace("\x1b[0m", ""),
+            text
+        );
     }
 }

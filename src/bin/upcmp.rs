@@ -1,13 +1,18 @@
 //! `upcmp OUTDIR1 OUTDIR2 RESULTS_DIR [cutoff%]`: compare two uprun runs.
 
+#[path = "common/cli.rs"]
+mod cli;
+
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use upcmp::compare::imported::compare_imported;
 use upcmp::compare::runs::compare_runs;
 use upcmp::compare::stacks::compare_run_stacks;
 use upcmp::compare::{resolve_cutoff, CompareOptions, IdleSet};
 use upcmp::exit::{run, EXIT_BAD_INPUT};
+use upcmp::import::read_profile;
 use upcmp::report::{machine, stackcmp, text};
 use upcmp::store::outdir::{publish_dir, RESULTS_MARKER};
 
@@ -17,16 +22,20 @@ use upcmp::store::outdir::{publish_dir, RESULTS_MARKER};
 #[command(
     name = "upcmp",
     version,
-    after_help = "Examples:\n  upcmp before after 1vs2            # report in 1vs2/results, also printed\n  upcmp before after 1vs2 1          # list functions with at least 1% of CPU time\n  upcmp before after 1vs2 --idle-symbols do_idle,default_idle"
+    after_help = "Examples:\n  upcmp before after 1vs2            # report in 1vs2/results, also printed\n  upcmp before after 1vs2 1          # list functions with at least 1% of CPU time\n  upcmp before after 1vs2 --idle-symbols do_idle,default_idle\n  upcmp --perf before.data after.data 1vs2   # two perf record files (or perf script, folded)\n  upcmp before after 1vs2 --format markdown -q"
 )]
 struct Args {
-    /// The first run (the base), as written by uprun.
-    outdir1: PathBuf,
+    /// The first run (the base), as written by uprun; with --perf, a perf.data file,
+    /// perf script output or folded stacks.
+    #[arg(required_unless_present = "generate")]
+    outdir1: Option<PathBuf>,
     /// The second run (the change).
-    outdir2: PathBuf,
+    #[arg(required_unless_present = "generate")]
+    outdir2: Option<PathBuf>,
     /// Where results, results.csv and results.json go. An existing one (made by upcmp)
     /// becomes RESULTS_DIR.old; a directory upcmp did not make is never touched.
-    results_dir: PathBuf,
+    #[arg(required_unless_present = "generate")]
+    results_dir: Option<PathBuf>,
     /// List a function when its time is at least this % of its run's CPU time in either
     /// run (same as --cutoff; default 0.5).
     cutoff_pct: Option<f64>,
@@ -44,26 +53,58 @@ struct Args {
     /// Do not print the report; only say where it was written.
     #[arg(long, short)]
     quiet: bool,
+    /// Compare two recordings of perf (perf.data, perf script output or folded stacks)
+    /// instead of two uprun directories, e.g. upcmp --perf before.data after.data 1vs2.
+    #[arg(long)]
+    perf: bool,
+    /// Format of the report on standard output (the files written are the same), e.g.
+    /// --format markdown.
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    format: cli::FormatArg,
+    #[command(flatten)]
+    import: cli::ImportArgs,
+    /// Print shell completions or the man page and exit, e.g.
+    /// `upcmp --generate man > /usr/local/share/man/man1/upcmp.1`.
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<cli::GenerateArg>,
 }
 
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
         let a = Args::parse();
+        if let Some(what) = a.generate {
+            cli::generate(what, Args::command())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (Some(outdir1), Some(outdir2), Some(results_dir)) = (&a.outdir1, &a.outdir2, &a.results_dir) else {
+            unreachable!("clap requires the three paths without --generate");
+        };
         let mut opts = CompareOptions::new(
             resolve_cutoff(a.cutoff_pct, a.cutoff_opt).map_err(anyhow::Error::msg)?,
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
         opts.hide_noise = a.hide_noise;
-        let cmp = compare_runs(&a.outdir1, &a.outdir2, &opts)?;
+        let cmp = if a.perf {
+            let import = a.import.options();
+            let p1 = read_profile(outdir1, &import).with_context(|| format!("reading {}", outdir1.display()))?;
+            let p2 = read_profile(outdir2, &import).with_context(|| format!("reading {}", outdir2.display()))?;
+            compare_imported(outdir1, &p1, outdir2, &p2, &opts)?
+        } else {
+            compare_runs(outdir1, outdir2, &opts)?
+        };
         let (mut report, mut csv, mut json) = (Vec::new(), Vec::new(), Vec::new());
         text::render_runs(&cmp, &mut report)?;
         machine::write_csv(&cmp, &mut csv)?;
         machine::write_json(&cmp, &mut json)?;
         // upsrun runs: differential flame graphs and caller/callee tables, named in results.
-        let stacks = compare_run_stacks(&a.outdir1, &a.outdir2, opts.idle_override.as_ref())?;
+        let stacks = if a.perf {
+            None
+        } else {
+            compare_run_stacks(outdir1, outdir2, opts.idle_override.as_ref())?
+        };
         let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
         if let Some(s) = &stacks {
-            stackcmp::render_index(s, &stack_files, &a.results_dir.display().to_string(), &mut report)?;
+            stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
         }
         let mut files = vec![
             ("results", report.clone()),
@@ -71,13 +112,21 @@ fn main() -> ExitCode {
             ("results.json", json),
         ];
         files.extend(stack_files.iter().map(|(n, b)| (n.as_str(), b.clone())));
-        publish_dir(&a.results_dir, RESULTS_MARKER, &files)
-            .with_context(|| format!("writing results to {}", a.results_dir.display()))?;
+        publish_dir(results_dir, RESULTS_MARKER, &files)
+            .with_context(|| format!("writing results to {}", results_dir.display()))?;
         if !a.quiet {
             use std::io::Write;
-            std::io::stdout().write_all(&report)?;
+            let mut out = Vec::new();
+            match upcmp::report::format::OutputFormat::from(a.format) {
+                upcmp::report::format::OutputFormat::Text if cli::color_enabled() => {
+                    out = cli::colorize_text(&String::from_utf8_lossy(&report)).into_bytes()
+                }
+                upcmp::report::format::OutputFormat::Text => out = report.clone(),
+                f => upcmp::report::format::render_runs(f, &cmp, &mut out)?,
+            }
+            std::io::stdout().write_all(&out)?;
         }
-        let d = a.results_dir.display();
+        let d = results_dir.display();
         eprintln!("upcmp: results written to {d}/results, {d}/results.csv and {d}/results.json");
         Ok(ExitCode::SUCCESS)
     })
@@ -86,7 +135,6 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_consistent() {
@@ -96,5 +144,9 @@ mod tests {
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--cutoff", "2", "--idle-symbols", "x"]);
         assert_eq!(a.cutoff_opt, Some(2.0));
         assert_eq!(a.idle_symbols.as_deref(), Some("x"));
+        let a = Args::parse_from(["upcmp", "--perf", "a.data", "b.data", "r", "--format", "csv"]);
+        assert!(a.perf);
+        assert_eq!(a.format, cli::FormatArg::Csv);
+        assert!(Args::try_parse_from(["upcmp", "--generate", "fish"]).is_ok());
     }
 }

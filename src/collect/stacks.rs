@@ -205,17 +205,14 @@ impl StackProfile {
         let mut p = StackProfile::default();
         let truncated = p.intern(TRUNCATED_FRAME);
         let mut frames = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let Some((stack, count)) = upcmp_parsers::folded::parse_line(line, file, i + 1)? else {
-                continue;
-            };
+        upcmp_parsers::folded::for_each_stack(text.as_bytes(), file, |s| {
             frames.clear();
-            frames.extend(stack.split(';').map(|f| p.intern(f)));
+            frames.extend(s.frames().map(|f| p.intern(f)));
             if frames.first() == Some(&truncated) {
-                p.truncated += count;
+                p.truncated += s.count;
             }
-            p.add_stack(&frames, count);
-        }
+            p.add_stack(&frames, s.count);
+        })?;
         Ok(p)
     }
 

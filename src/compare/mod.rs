@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod idle;
+pub mod imported;
 pub mod runs;
 pub mod stacks;
 pub mod stats;

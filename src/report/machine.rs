@@ -1,7 +1,7 @@
 //! Machine-readable results: CSV (one row per number) and JSON (everything).
 
 use crate::compare::runs::{RunComparison, TestOutcome};
-use crate::compare::{ratio, Method};
+use crate::compare::{ratio, Method, ProfileComparison};
 use std::io::{self, Write};
 
 /// The CSV header.
@@ -53,59 +53,7 @@ pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                 n.map(|n| n.significant.to_string()).unwrap_or_default(),
             )?;
         }
-        let (a, c) = (&profile.run1, &profile.run2);
-        let summary = [
-            ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
-            ("repetitions", a.repetitions as f64, c.repetitions as f64),
-            ("elapsed", a.elapsed_sec, c.elapsed_sec),
-            ("idle", a.idle_sec, c.idle_sec),
-            ("cpu", a.cpu_sec, c.cpu_sec),
-            ("lost", a.lost_sec, c.lost_sec),
-        ];
-        for (k, x, y) in summary {
-            if k == "cpu" {
-                let n = profile.cpu_noise;
-                writeln!(
-                    out,
-                    "{name},summary,cpu,{x},{y},{},{},,,,{},{},{},{},{},{},",
-                    y - x,
-                    num(ratio(x, y)),
-                    a.cpu_sd_pct,
-                    c.cpu_sd_pct,
-                    method(n.method),
-                    n.ci95,
-                    n.p_value,
-                    n.significant
-                )?;
-            } else {
-                writeln!(
-                    out,
-                    "{name},summary,{k},{x},{y},{},{},,,,,,,,,,",
-                    y - x,
-                    num(ratio(x, y))
-                )?;
-            }
-        }
-        for f in &profile.rows {
-            writeln!(
-                out,
-                "{name},function,{},{},{},{},,{},{},{},{},{},{},{},{},{},{}",
-                field(&f.function),
-                num(f.run1_sec),
-                num(f.run2_sec),
-                f.delta_sec,
-                f.delta_pct_of_run1_cpu,
-                f.run1_pct_of_cpu,
-                f.run2_pct_of_cpu,
-                f.run1_sd_pct,
-                f.run2_sd_pct,
-                method(f.noise.method),
-                f.noise.ci95,
-                f.noise.p_value,
-                f.noise.significant,
-                f.listed
-            )?;
-        }
+        write_profile_rows(&name, profile, out)?;
     }
     Ok(())
 }
@@ -113,5 +61,75 @@ pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
 /// Writes the whole comparison as JSON.
 pub fn write_json(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, r).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+/// Writes one profile comparison (prfcmp) as CSV: the header, then its summary and
+/// function rows with `test` set to `test`.
+pub fn write_profile_csv(test: &str, profile: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{CSV_HEADER}")?;
+    write_profile_rows(&field(test), profile, out)
+}
+
+fn write_profile_rows(name: &str, profile: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+    let (a, c) = (&profile.run1, &profile.run2);
+    let summary = [
+        ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
+        ("repetitions", a.repetitions as f64, c.repetitions as f64),
+        ("elapsed", a.elapsed_sec, c.elapsed_sec),
+        ("idle", a.idle_sec, c.idle_sec),
+        ("cpu", a.cpu_sec, c.cpu_sec),
+        ("lost", a.lost_sec, c.lost_sec),
+    ];
+    for (k, x, y) in summary {
+        if k == "cpu" {
+            let n = profile.cpu_noise;
+            writeln!(
+                out,
+                "{name},summary,cpu,{x},{y},{},{},,,,{},{},{},{},{},{},",
+                y - x,
+                num(ratio(x, y)),
+                a.cpu_sd_pct,
+                c.cpu_sd_pct,
+                method(n.method),
+                n.ci95,
+                n.p_value,
+                n.significant
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{name},summary,{k},{x},{y},{},{},,,,,,,,,,",
+                y - x,
+                num(ratio(x, y))
+            )?;
+        }
+    }
+    for f in &profile.rows {
+        writeln!(
+            out,
+            "{name},function,{},{},{},{},,{},{},{},{},{},{},{},{},{},{}",
+            field(&f.function),
+            num(f.run1_sec),
+            num(f.run2_sec),
+            f.delta_sec,
+            f.delta_pct_of_run1_cpu,
+            f.run1_pct_of_cpu,
+            f.run2_pct_of_cpu,
+            f.run1_sd_pct,
+            f.run2_sd_pct,
+            method(f.noise.method),
+            f.noise.ci95,
+            f.noise.p_value,
+            f.noise.significant,
+            f.listed
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes one profile comparison (prfcmp) as JSON.
+pub fn write_profile_json(profile: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, profile).map_err(io::Error::other)?;
     writeln!(out)
 }

@@ -2,8 +2,10 @@
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
 pub mod flame;
+pub mod format;
 pub mod gprof;
 pub mod machine;
+pub mod markdown;
 pub mod stackcmp;
 pub mod text;
 

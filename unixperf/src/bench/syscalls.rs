@@ -242,9 +242,10 @@ mod tests {
         let now = unsafe { libc::umask(mask) };
         assert_eq!(now, mask);
         drop(w);
-        // dup's copies were all closed (other test threads may open files: allow slack).
+        // dup's 500 copies were all closed. Other test threads open files meanwhile, so
+        // allow slack far below the 500 a leak would leave.
         let fds_after = std::fs::read_dir("/proc/self/fd").unwrap().count();
-        assert!(fds_after < fds_before + 8, "{fds_before} -> {fds_after}");
+        assert!(fds_after < fds_before + 100, "{fds_before} -> {fds_after}");
     }
 
     #[test]

@@ -1,0 +1,145 @@
+//! Command-line pieces shared by upcmp and prfcmp: output formats, import options, and
+//! the generated shell completions and man pages. Included with `#[path]`; clap stays
+//! in `src/bin`.
+
+use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use upcmp::import::{ImportOptions, InputFormat};
+use upcmp::report::format::OutputFormat;
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// The seed's text layout.
+    Text,
+    /// One row per number, every column.
+    Csv,
+    /// Everything, as JSON.
+    Json,
+    /// Markdown tables, for pull requests and mailing lists.
+    Markdown,
+}
+
+impl From<FormatArg> for OutputFormat {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Text => OutputFormat::Text,
+            FormatArg::Csv => OutputFormat::Csv,
+            FormatArg::Json => OutputFormat::Json,
+            FormatArg::Markdown => OutputFormat::Markdown,
+        }
+    }
+}
+
+/// `--input-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormatArg {
+    /// A uprun prfout file or test directory.
+    Prfout,
+    /// A `perf record` file.
+    PerfData,
+    /// `perf script` output.
+    PerfScript,
+    /// Folded stacks (`a;b;c 123`).
+    Folded,
+}
+
+impl From<InputFormatArg> for InputFormat {
+    fn from(f: InputFormatArg) -> Self {
+        match f {
+            InputFormatArg::Prfout => InputFormat::Prfout,
+            InputFormatArg::PerfData => InputFormat::PerfData,
+            InputFormatArg::PerfScript => InputFormat::PerfScript,
+            InputFormatArg::Folded => InputFormat::Folded,
+        }
+    }
+}
+
+/// How profiles from other tools are read.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The inputs' format; guessed from their first bytes when not given
+    /// (e.g. --input-format perf-script for text that starts oddly).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<InputFormatArg>,
+    /// Kernel symbols for perf.data recorded on another machine or kernel: a copy of
+    /// its /proc/kallsyms (e.g. --kallsyms kallsyms-6.1.gz).
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+    /// An ELF vmlinux for perf.data's core-kernel symbols; its build-id must be the
+    /// recording's (e.g. --vmlinux /usr/lib/debug/boot/vmlinux-6.1.0-28-amd64).
+    #[arg(long, value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
+    /// Time one sample stands for, in seconds, for inputs that do not say (folded
+    /// stacks: 0.001 by default), e.g. --period-sec 0.00025.
+    #[arg(long, value_name = "SEC")]
+    pub period_sec: Option<f64>,
+}
+
+impl ImportArgs {
+    /// The library's options.
+    pub fn options(&self) -> ImportOptions {
+        ImportOptions::new(
+            self.input_format.map(Into::into),
+            self.kallsyms.clone(),
+            self.vmlinux.clone(),
+            self.period_sec,
+        )
+    }
+}
+
+/// `--generate`: what to print instead of running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenerateArg {
+    /// Bash completions.
+    Bash,
+    /// Zsh completions.
+    Zsh,
+    /// Fish completions.
+    Fish,
+    /// A man page (roff).
+    Man,
+}
+
+/// Prints the completions or man page of `cmd` to standard output.
+pub fn generate(what: GenerateArg, mut cmd: clap::Command) -> anyhow::Result<()> {
+    let name = cmd.get_name().to_string();
+    let mut out = std::io::stdout().lock();
+    match what {
+        GenerateArg::Bash => clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, name, &mut out),
+        GenerateArg::Zsh => clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, name, &mut out),
+        GenerateArg::Fish => clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, name, &mut out),
+        GenerateArg::Man => clap_mangen::Man::new(cmd).render(&mut out)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Whether colour may be used on standard output: a terminal, and `NO_COLOR` unset or
+/// empty (<https://no-color.org>).
+pub fn color_enabled() -> bool {
+    std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// Colours the sign of each delta in the text report: red where run 2 spends more time,
+/// green where it spends less. Only the CPU Time Analysis rows (after its title) are
+/// touched; nothing else changes, so the uncoloured text is the same report.
+pub fn colorize_text(report: &str) -> String {
+    let mut out = String::with_capacity(report.len() + 1024);
+    let mut in_functions = false;
+    for line in report.split_inclusive('\n') {
+        if line.starts_with("CPU Time Analysis") {
+            in_functions = true;
+        } else if line.starts_with("Notes:") || line.starts_with('(') || line.trim().is_empty() {
+            in_functions = false;
+        }
+        let last = line.split_whitespace().last().and_then(|w| w.parse::<f64>().ok());
+        match (in_functions, last) {
+            (true, Some(x)) if x > 0.0 => out.push_str(&format!("\x1b[31m{}\x1b[0m\n", line.trim_end_matches('\n'))),
+            (true, Some(x)) if x < 0.0 => out.push_str(&format!("\x1b[32m{}\x1b[0m\n", line.trim_end_matches('\n'))),
+            _ => out.push_str(line),
+        }
+    }
+    out
+}

@@ -1,0 +1,65 @@
+//! Two imported profiles (perf.data, perf script, folded stacks) as a one-test
+//! [`RunComparison`], so `upcmp --perf` reports, writes and exports them as it does two
+//! uprun directories.
+
+use super::bench::{compare_bench, wall_time_result};
+use super::runs::{RunComparison, TestComparison, TestOutcome};
+use super::{compare_profiles, CompareOptions};
+use crate::Profile;
+use std::path::Path;
+
+/// Compares `p1` (read from `path1`) with `p2` (from `path2`). Section 1 holds the two
+/// recordings' wall times, as for a test without benchmark output.
+pub fn compare_imported(
+    path1: &Path,
+    p1: &Profile,
+    path2: &Path,
+    p2: &Profile,
+    opts: &CompareOptions,
+) -> polars::prelude::PolarsResult<RunComparison> {
+    let command = |p: &Profile| p.command.clone().unwrap_or_else(|| "recording".into());
+    let bench = compare_bench(
+        &[vec![wall_time_result(&command(p1), p1.wall_sec)]],
+        &[vec![wall_time_result(&command(p1), p2.wall_sec)]],
+    );
+    let profile = compare_profiles(p1, p2, opts)?;
+    let mut warnings = Vec::new();
+    if p1.event != p2.event {
+        warnings.push(format!(
+            "the recordings sampled different events: '{}' vs '{}'",
+            p1.event, p2.event
+        ));
+    }
+    if p1.cpus.len() != p2.cpus.len() {
+        warnings.push(format!(
+            "the recordings cover {} and {} CPUs",
+            p1.cpus.len(),
+            p2.cpus.len()
+        ));
+    }
+    let mut notes: Vec<String> = p1.warnings.iter().map(|w| format!("run 1: {w}")).collect();
+    notes.extend(p2.warnings.iter().map(|w| format!("run 2: {w}")));
+    let name = if p1.test == p2.test {
+        p1.test.clone()
+    } else {
+        format!("{} vs {}", p1.test, p2.test)
+    };
+    Ok(RunComparison {
+        dir1: path1.to_path_buf(),
+        dir2: path2.to_path_buf(),
+        warnings,
+        system_differences: Vec::new(),
+        tests: vec![TestComparison {
+            name,
+            outcome: TestOutcome::Compared {
+                upout1: path1.to_path_buf(),
+                upout2: path2.to_path_buf(),
+                repetitions1: 1,
+                repetitions2: 1,
+                bench,
+                profile: Box::new(profile),
+                notes,
+            },
+        }],
+    })
+}

@@ -1,0 +1,429 @@
+//! Profiles from the files Linux users already have: `perf.data`, `perf script` text and
+//! folded stacks. Each becomes the same [`Profile`] a uprun test directory holds, so
+//! there is one comparison path whatever the source (`docs/import.md`).
+//!
+//! How time is derived:
+//! - **time per sample** (`period_sec`): for the time events `cpu-clock` and `task-clock`,
+//!   the samples' own period, which perf gives in nanoseconds (the mean when it varies);
+//!   for other events, the file's time range × CPUs ÷ samples, with a warning; for folded
+//!   stacks, which carry no time, 1 ms unless [`ImportOptions::period_sec`] says otherwise.
+//! - **wall time**: from the first to the last sample, plus one period (the first sample
+//!   stands for the period before it). Folded stacks: samples × period ÷ CPUs.
+//! - **CPUs**: perf.data's online-CPU count (and any other CPU seen in a sample); for
+//!   perf script, the highest CPU number seen + 1; folded stacks: 1.
+
+pub mod folded;
+pub mod perf_data;
+pub mod script;
+
+use crate::compare::IdleSet;
+use crate::store::{prfout, StoreError};
+use crate::{CpuTotals, FunctionSamples, Profile};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use upcmp_parsers::ParseError;
+
+/// Why a profile could not be imported.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// A file could not be read.
+    #[error("reading {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A text input did not parse.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// A prfout or test directory could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// perf.data could not be read.
+    #[error("{}: not a readable perf.data file ({source}); is it complete? `perf report -i {}` should read it", path.display(), path.display())]
+    PerfData {
+        /// The file.
+        path: PathBuf,
+        /// What the reader said.
+        source: linux_perf_data::Error,
+    },
+    /// Kernel symbols could not be loaded.
+    #[error(transparent)]
+    Symbols(#[from] crate::collect::symbols::SymbolError),
+    /// The kernel symbols of a recording are not on this machine.
+    #[error("{}: {why}; pass the kernel's symbols with --kallsyms FILE (a copy of that machine's /proc/kallsyms) or --vmlinux FILE", path.display())]
+    NoKernelSymbols {
+        /// The recording.
+        path: PathBuf,
+        /// What was looked for.
+        why: String,
+    },
+    /// The input held no sample.
+    #[error("{}: no samples{hint}", path.display())]
+    NoSamples {
+        /// The input.
+        path: PathBuf,
+        /// What may be wrong.
+        hint: &'static str,
+    },
+}
+
+impl ImportError {
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ImportError + '_ {
+        move |source| ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The kinds of profile input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// A uprun `prfout` file, or a test directory holding one.
+    Prfout,
+    /// A `perf record` file.
+    PerfData,
+    /// `perf script` output.
+    PerfScript,
+    /// Folded stacks (`a;b;c 123`).
+    Folded,
+}
+
+impl InputFormat {
+    /// Every format, with the name used on the command line.
+    pub const ALL: [(&'static str, InputFormat); 4] = [
+        ("prfout", InputFormat::Prfout),
+        ("perf-data", InputFormat::PerfData),
+        ("perf-script", InputFormat::PerfScript),
+        ("folded", InputFormat::Folded),
+    ];
+
+    /// Guesses the format of `path` from its first bytes: a directory or a file starting
+    /// `upcmp-prfout` is a prfout, `PERFILE2` is perf.data, text whose first line ends in a
+    /// count after a `;`-joined stack is folded, and other text is perf script output.
+    pub fn detect(path: &Path) -> Result<InputFormat, ImportError> {
+        if path.is_dir() {
+            return Ok(InputFormat::Prfout);
+        }
+        let mut head = Vec::with_capacity(4096);
+        std::fs::File::open(path)
+            .and_then(|f| f.take(4096).read_to_end(&mut head))
+            .map_err(ImportError::io(path))?;
+        Ok(Self::detect_bytes(&head))
+    }
+
+    /// [`InputFormat::detect`] on the first bytes of an input.
+    pub fn detect_bytes(head: &[u8]) -> InputFormat {
+        if head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") {
+            return InputFormat::PerfData;
+        }
+        if head.starts_with(prfout_magic().as_bytes()) {
+            return InputFormat::Prfout;
+        }
+        let text = String::from_utf8_lossy(head);
+        let first = text.lines().find(|l| !l.trim().is_empty() && !l.starts_with('#'));
+        match first {
+            Some(l) if upcmp_parsers::folded::parse_line(l, "", 1).is_ok() && !looks_like_script(l) => {
+                InputFormat::Folded
+            }
+            _ => InputFormat::PerfScript,
+        }
+    }
+}
+
+fn prfout_magic() -> &'static str {
+    upcmp_parsers::prfout::MAGIC
+}
+
+// A perf script header has a `[cpu]` or a `time:` after the thread id.
+fn looks_like_script(line: &str) -> bool {
+    upcmp_parsers::perf_script::parse_header(line, "", 1)
+        .is_ok_and(|s| s.cpu.is_some() || s.time_ns.is_some() || s.event.is_some())
+}
+
+/// Options of an import.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ImportOptions {
+    /// The input's format; guessed from its content when None.
+    pub format: Option<InputFormat>,
+    /// Kernel symbols for perf.data (a copy of /proc/kallsyms, `.gz` allowed).
+    pub kallsyms: Option<PathBuf>,
+    /// An ELF vmlinux for perf.data's core-kernel symbols.
+    pub vmlinux: Option<PathBuf>,
+    /// Time one sample stands for, overriding what the input says (seconds).
+    pub period_sec: Option<f64>,
+}
+
+impl ImportOptions {
+    /// Options with every field given.
+    pub fn new(
+        format: Option<InputFormat>,
+        kallsyms: Option<PathBuf>,
+        vmlinux: Option<PathBuf>,
+        period_sec: Option<f64>,
+    ) -> Self {
+        ImportOptions {
+            format,
+            kallsyms,
+            vmlinux,
+            period_sec,
+        }
+    }
+}
+
+/// Reads a profile of any supported format; `-` reads perf script or folded text from
+/// standard input.
+pub fn read_profile(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
+    if path == Path::new("-") {
+        let stdin = std::io::stdin().lock();
+        let mut input = BufReader::with_capacity(1 << 16, stdin);
+        let head = input.fill_buf().map_err(ImportError::io(path))?.to_vec();
+        let format = opts.format.unwrap_or_else(|| InputFormat::detect_bytes(&head));
+        return read_text(format, input, "(standard input)", path, opts);
+    }
+    let format = match opts.format {
+        Some(f) => f,
+        None => InputFormat::detect(path)?,
+    };
+    match format {
+        InputFormat::Prfout => {
+            let p = if path.is_dir() {
+                path.join("prfout")
+            } else {
+                path.to_path_buf()
+            };
+            Ok(prfout::read(&p)?)
+        }
+        InputFormat::PerfData => perf_data::read(path, opts),
+        InputFormat::PerfScript | InputFormat::Folded => {
+            let f = std::fs::File::open(path).map_err(ImportError::io(path))?;
+            let input = BufReader::with_capacity(1 << 16, f);
+            read_text(format, input, &path.display().to_string(), path, opts)
+        }
+    }
+}
+
+fn read_text(
+    format: InputFormat,
+    input: impl BufRead,
+    name: &str,
+    path: &Path,
+    opts: &ImportOptions,
+) -> Result<Profile, ImportError> {
+    match format {
+        InputFormat::Folded => folded::read(input, name, path, opts),
+        InputFormat::PerfScript => script::read(input, name, path, opts),
+        InputFormat::PerfData | InputFormat::Prfout => Err(ImportError::NoSamples {
+            path: path.to_path_buf(),
+            hint: " (perf.data and prfout are read from files, not standard input)",
+        }),
+    }
+}
+
+/// The module of a perf DSO name, as the live collector names modules: `kernel` for the
+/// kernel image, the module's name for a kernel module (`[ext4]` at a kernel address),
+/// the file name for user code (`libc.so.6`), and the bracketed name of perf's special
+/// maps (`[vdso]` → `vdso`).
+pub fn module_of_dso(dso: Option<&str>, ip: u64) -> &str {
+    let Some(dso) = dso else {
+        return if is_kernel_address(ip) { "kernel" } else { "user" };
+    };
+    match dso {
+        "[kernel.kallsyms]" | "[kernel.vmlinux]" | "[guest.kernel.kallsyms]" => "kernel",
+        d if d.starts_with('[') && d.ends_with(']') => &d[1..d.len() - 1],
+        d if d.starts_with("[kernel.kallsyms]") => "kernel",
+        d => d.rsplit('/').next().unwrap_or(d),
+    }
+}
+
+/// Whether `ip` is in the upper half of a 64-bit address space, where Linux maps itself
+/// on x86_64 and arm64.
+pub fn is_kernel_address(ip: u64) -> bool {
+    ip >> 63 == 1
+}
+
+/// Per-function, per-CPU sample counts, for inputs whose CPUs are known only once read.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    index: HashMap<String, usize>,
+    keys: Vec<(String, String)>,
+    // counts[function][slot], slots in order of first appearance of their CPU.
+    counts: Vec<Vec<u64>>,
+    slot_of_cpu: HashMap<u32, usize>,
+    cpus: Vec<CpuTotals>,
+    key: String,
+    samples: u64,
+}
+
+impl Counts {
+    fn slot(&mut self, cpu: u32) -> usize {
+        if let Some(&s) = self.slot_of_cpu.get(&cpu) {
+            return s;
+        }
+        let s = self.cpus.len();
+        self.slot_of_cpu.insert(cpu, s);
+        self.cpus.push(CpuTotals {
+            cpu,
+            samples: 0,
+            lost: 0,
+            throttled: 0,
+            procstat_busy_sec: None,
+        });
+        s
+    }
+
+    /// Makes sure `cpu` has a column even without samples.
+    pub(crate) fn ensure_cpu(&mut self, cpu: u32) {
+        self.slot(cpu);
+    }
+
+    /// Adds `n` samples of `module`'s `name` on `cpu`.
+    pub(crate) fn add(&mut self, cpu: u32, module: &str, name: &str, n: u64) {
+        let slot = self.slot(cpu);
+        self.key.clear();
+        self.key.push_str(module);
+        self.key.push('\0');
+        self.key.push_str(name);
+        let f = match self.index.get(self.key.as_str()) {
+            Some(&f) => f,
+            None => {
+                let f = self.keys.len();
+                self.index.insert(self.key.clone(), f);
+                self.keys.push((module.to_string(), name.to_string()));
+                self.counts.push(Vec::new());
+                f
+            }
+        };
+        let row = &mut self.counts[f];
+        if row.len() <= slot {
+            row.resize(slot + 1, 0);
+        }
+        row[slot] += n;
+        self.cpus[slot].samples += n;
+        self.samples += n;
+    }
+
+    /// Adds lost samples on `cpu`.
+    pub(crate) fn lost(&mut self, cpu: u32, n: u64) {
+        let s = self.slot(cpu);
+        self.cpus[s].lost += n;
+    }
+
+    /// Samples added.
+    pub(crate) fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// CPUs with a column.
+    pub(crate) fn cpu_count(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The profile, CPUs in numeric order, functions by total samples (largest first),
+    /// then by name, as [`crate::collect::profile::ProfileBuilder`] orders them.
+    pub(crate) fn finish(
+        self,
+        test: &str,
+        command: Option<String>,
+        event: &str,
+        period_sec: f64,
+        wall_sec: f64,
+        warnings: Vec<String>,
+    ) -> Profile {
+        let mut order: Vec<usize> = (0..self.cpus.len()).collect();
+        order.sort_by_key(|&s| self.cpus[s].cpu);
+        let mut functions: Vec<FunctionSamples> = self
+            .keys
+            .into_iter()
+            .zip(self.counts)
+            .map(|((module, name), row)| FunctionSamples {
+                module,
+                name,
+                per_cpu: order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect(),
+            })
+            .collect();
+        functions.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.name.cmp(&b.name)));
+        let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
+        Profile {
+            format: upcmp_parsers::prfout::FORMAT_VERSION,
+            test: test.to_string(),
+            command,
+            event: event.to_string(),
+            period_sec,
+            wall_sec,
+            idle_set: IdleSet::linux_default().names().to_vec(),
+            cpus,
+            warnings,
+            functions,
+        }
+    }
+}
+
+/// The name a profile read from `path` gets as its test: the file name.
+pub(crate) fn test_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "stdin".into())
+}
+
+/// Whether an event counts time in nanoseconds per unit of period.
+pub(crate) fn is_time_event(event: &str) -> bool {
+    matches!(event, "cpu-clock" | "task-clock")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_formats() {
+        assert_eq!(InputFormat::detect_bytes(b"PERFILE2\x68\0"), InputFormat::PerfData);
+        assert_eq!(InputFormat::detect_bytes(b"upcmp-prfout 1\n"), InputFormat::Prfout);
+        assert_eq!(InputFormat::detect_bytes(b"a;b;c 12\n"), InputFormat::Folded);
+        assert_eq!(InputFormat::detect_bytes(b"swapper 12\n"), InputFormat::Folded);
+        assert_eq!(
+            InputFormat::detect_bytes(b"  swapper     0 [001]  1.000250:     250000 cpu-clock: \n"),
+            InputFormat::PerfScript
+        );
+        assert_eq!(
+            InputFormat::detect_bytes(b"# ========\n# captured on: x\nperf 1 [000] 1.0: 1 cpu-clock:\n"),
+            InputFormat::PerfScript
+        );
+    }
+
+    #[test]
+    fn modules_of_dsos() {
+        let k = 0xffffffff81000000;
+        assert_eq!(module_of_dso(Some("[kernel.kallsyms]"), k), "kernel");
+        assert_eq!(module_of_dso(Some("[ext4]"), k), "ext4");
+        assert_eq!(
+            module_of_dso(Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), 0x1000),
+            "libc.so.6"
+        );
+        assert_eq!(module_of_dso(Some("[vdso]"), 0x7fff0000), "vdso");
+        assert_eq!(module_of_dso(None, k), "kernel");
+        assert_eq!(module_of_dso(None, 0x400000), "user");
+    }
+
+    #[test]
+    fn counts_keep_cpus_in_order() {
+        let mut c = Counts::default();
+        c.add(3, "kernel", "a", 2);
+        c.add(1, "kernel", "b", 5);
+        c.add(3, "kernel", "b", 1);
+        c.ensure_cpu(0);
+        c.lost(1, 4);
+        let p = c.finish("t", None, "cpu-clock", 0.001, 1.0, vec![]);
+        assert_eq!(p.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [0, 1, 3]);
+        assert_eq!(p.cpus[1].lost, 4);
+        assert_eq!(p.functions[0].name, "b");
+        assert_eq!(p.functions[0].per_cpu, [0, 5, 1]);
+        assert_eq!(p.functions[1].per_cpu, [0, 0, 2]);
+        assert_eq!(p.cpus[2].samples, 3);
+    }
+}

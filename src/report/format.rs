@@ -1,0 +1,40 @@
+//! Which renderer writes a comparison: `--format text|csv|json|markdown`.
+
+use super::{machine, markdown, text};
+use crate::compare::runs::RunComparison;
+use crate::compare::ProfileComparison;
+use std::io::{self, Write};
+
+/// An output format of upcmp and prfcmp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// The seed's text layout.
+    #[default]
+    Text,
+    /// One row per number (`machine::CSV_HEADER`).
+    Csv,
+    /// Everything, as JSON.
+    Json,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+}
+
+/// Writes a run comparison (upcmp) in `format`.
+pub fn render_runs(format: OutputFormat, r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        OutputFormat::Text => text::render_runs(r, out),
+        OutputFormat::Csv => machine::write_csv(r, out),
+        OutputFormat::Json => machine::write_json(r, out),
+        OutputFormat::Markdown => markdown::render_runs(r, out),
+    }
+}
+
+/// Writes a profile comparison (prfcmp) in `format`; `test` names it in CSV rows.
+pub fn render_profile(format: OutputFormat, test: &str, c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        OutputFormat::Text => text::render_profile(c, out),
+        OutputFormat::Csv => machine::write_profile_csv(test, c, out),
+        OutputFormat::Json => machine::write_profile_json(c, out),
+        OutputFormat::Markdown => markdown::render_profile(c, out),
+    }
+}

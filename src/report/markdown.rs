@@ -1,0 +1,168 @@
+//! Markdown (GitHub-flavoured tables), for pull requests and mailing lists: the same
+//! sections and numbers as the text report.
+
+use super::{fmt_pct, fmt_ratio, fmt_sec};
+use crate::compare::runs::{RunComparison, TestOutcome};
+use crate::compare::{ratio, ProfileComparison};
+use std::io::{self, Write};
+
+// `|` would end a table cell early; `*`, `_` and backquotes would start emphasis or code.
+fn cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '|' | '*' | '_' | '`' | '<' | '>' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The Profiling Summary and the CPU Time Analysis of one comparison.
+pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+    let (a, b) = (&c.run1, &c.run2);
+    writeln!(
+        out,
+        "| Profiling Summary (sum of all CPUs) | Run1 (sec) | Run2 (sec) | R2/R1 |"
+    )?;
+    writeln!(out, "|:--|--:|--:|--:|")?;
+    writeln!(out, "| Number of CPUs | {} | {} | |", a.cpus, b.cpus)?;
+    let mut line = |name: &str, x: f64, y: f64| {
+        writeln!(
+            out,
+            "| {name} | {} | {} | {} |",
+            fmt_sec(x),
+            fmt_sec(y),
+            fmt_ratio(ratio(x, y))
+        )
+    };
+    line("Elapsed time", a.elapsed_sec, b.elapsed_sec)?;
+    line("Idle time", a.idle_sec, b.idle_sec)?;
+    line("CPU time", a.cpu_sec, b.cpu_sec)?;
+    if a.lost_sec > 0.0 || b.lost_sec > 0.0 {
+        line("Lost samples", a.lost_sec, b.lost_sec)?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| Function (cutoff {:.2}%) | Run1 (sec) | Run2 (sec) | R2-R1 (sec) | R2-R1 / total R1 CPU (%) |",
+        c.cutoff_pct
+    )?;
+    writeln!(out, "|:--|--:|--:|--:|--:|")?;
+    let opt = |x: Option<f64>| x.map(fmt_sec).unwrap_or_default();
+    for r in c.listed() {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            cell(&r.function),
+            opt(r.run1_sec),
+            opt(r.run2_sec),
+            fmt_sec(r.delta_sec),
+            fmt_pct(r.delta_pct_of_run1_cpu)
+        )?;
+    }
+    let hidden = c.rows.len() - c.listed().count();
+    writeln!(out)?;
+    if hidden > 0 {
+        writeln!(out, "{hidden} functions below the cutoff are not shown.")?;
+    }
+    writeln!(
+        out,
+        "Sampling: {} ({} ms per sample in run 1, {} ms in run 2). Idle = elapsed - CPU - lost.",
+        cell(&a.event),
+        a.period_sec * 1e3,
+        b.period_sec * 1e3
+    )
+}
+
+/// A whole upcmp comparison: warnings, then per test its benchmark and profile tables.
+pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "**Run 1:** `{}`  \n**Run 2:** `{}`\n",
+        r.dir1.display(),
+        r.dir2.display()
+    )?;
+    for w in &r.warnings {
+        writeln!(out, "> **Warning:** {}", cell(w))?;
+    }
+    if !r.warnings.is_empty() {
+        writeln!(out)?;
+    }
+    if !r.system_differences.is_empty() {
+        writeln!(out, "| System item | Run 1 | Run 2 |\n|:--|:--|:--|")?;
+        for d in &r.system_differences {
+            writeln!(out, "| {} | {} | {} |", cell(&d.key), cell(&d.run1), cell(&d.run2))?;
+        }
+        writeln!(out)?;
+    }
+    for t in &r.tests {
+        writeln!(out, "### {}\n", cell(&t.name))?;
+        match &t.outcome {
+            TestOutcome::OnlyIn { run, dir } => {
+                writeln!(out, "Only in run {run} (`{}`): nothing to compare.\n", dir.display())?;
+            }
+            TestOutcome::Compared {
+                bench, profile, notes, ..
+            } => {
+                for n in notes {
+                    writeln!(out, "> **Note:** {}", cell(n))?;
+                }
+                if !notes.is_empty() {
+                    writeln!(out)?;
+                }
+                if !bench.is_empty() {
+                    writeln!(out, "| Operation | Run1 | Run2 | Speed R2 vs R1 |\n|:--|--:|--:|--:|")?;
+                    for b in bench {
+                        let v = |x: Option<f64>| x.map(|x| format!("{x:.3}")).unwrap_or_default();
+                        writeln!(
+                            out,
+                            "| {} ({}) | {} | {} | {} |",
+                            cell(&b.description),
+                            cell(&b.unit),
+                            v(b.run1),
+                            v(b.run2),
+                            fmt_ratio(b.speed_ratio)
+                        )?;
+                    }
+                    writeln!(out)?;
+                }
+                render_profile(profile, out)?;
+                writeln!(out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{compare_profiles, CompareOptions};
+    use crate::store::prfout::parse;
+
+    #[test]
+    fn tables_escape_and_align() {
+        let text = "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.001\ncpus 1\nwall-sec 2\n\
+                    idle-set idle\ncpu 0 samples 1500 lost 0 throttled 0\nfunctions 2\n\
+                    1000 [kernel] __do_sys|x\n500 [kernel] idle\nend\n";
+        let p = parse(text, "p").unwrap();
+        let c = compare_profiles(&p, &p, &CompareOptions::default()).unwrap();
+        let mut out = Vec::new();
+        render_profile(&c, &mut out).unwrap();
+        let md = String::from_utf8(out).unwrap();
+        assert!(md.contains("| Elapsed time | 2.000 | 2.000 | 1.00 |"), "{md}");
+        assert!(
+            md.contains("| \\_\\_do\\_sys\\|x | 1.000 | 1.000 | 0.000 | 0.00 |"),
+            "{md}"
+        );
+        // Every table row has as many cells as its header.
+        for block in md.split("\n\n").filter(|b| b.starts_with('|')) {
+            let widths: Vec<usize> = block
+                .lines()
+                .map(|l| l.replace("\\|", "").matches('|').count())
+                .collect();
+            assert!(widths.windows(2).all(|w| w[0] == w[1]), "{block}");
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! Importing perf.data, perf script output and folded stacks (issue 7): agreement with
+//! `perf report` and `perf diff` on real recordings, every output format, malformed input,
+//! bounded memory, and the generated completions and man pages.
+
+use crate::util::{perf_lock, perf_usable, run_in, stderr, stdout, tempdir, testdata};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
+const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
+
+/// Records `perf record -e cpu-clock -a` of `dd` copying with blocks of `bs` bytes.
+fn record(dir: &Path, out: &str, bs: &str, count: &str) {
+    let o = run_in(
+        dir,
+        "perf",
+        &[
+            "record",
+            "-e",
+            "cpu-clock",
+            "-a",
+            "-o",
+            out,
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            &format!("bs={bs}"),
+            &format!("count={count}"),
+        ],
+    );
+    assert!(o.status.success(), "perf record: {}", stderr(&o));
+}
+
+/// `perf report --stdio --sort sym`: (`k` or `.`, symbol) → percent.
+fn perf_report(dir: &Path, data: &str) -> HashMap<(String, String), f64> {
+    let o = run_in(dir, "perf", &["report", "--stdio", "--sort", "sym", "-i", data]);
+    assert!(o.status.success(), "perf report: {}", stderr(&o));
+    let mut out = HashMap::new();
+    for l in stdout(&o).lines().filter(|l| !l.starts_with('#')) {
+        // `     6.80%  [k] do_syscall_64`
+        let Some((pct, rest)) = l.trim().split_once("%  [") else {
+            continue;
+        };
+        let Some((kind, sym)) = rest.split_once("] ") else {
+            continue;
+        };
+        *out.entry((kind.to_string(), sym.trim().to_string())).or_insert(0.0) += pct.parse::<f64>().unwrap();
+    }
+    assert!(out.len() > 5, "perf report printed too little:\n{}", stdout(&o));
+    out
+}
+
+/// Each function's share of all samples in prfcmp's JSON (`--idle-symbols ''` counts every
+/// function, so run 1's share of CPU is its share of samples), by bare name.
+fn our_shares(dir: &Path, input: &str) -> HashMap<String, f64> {
+    let o = run_in(
+        dir,
+        PRFCMP,
+        &[input, input, "--idle-symbols", "", "--cutoff", "0", "--format", "json"],
+    );
+    assert!(o.status.success(), "prfcmp: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("prfcmp --format json");
+    let mut out = HashMap::new();
+    for r in v["rows"].as_array().unwrap() {
+        let name = r["function"].as_str().unwrap();
+        // `name [module]` for modules: perf report prints the bare name.
+        let bare = name.rsplit_once(" [").map_or(name, |(n, _)| n);
+        *out.entry(bare.to_string()).or_insert(0.0) += r["run1_pct_of_cpu"].as_f64().unwrap();
+    }
+    out
+}
+
+/// Compares `ours` with perf report's named functions of `kinds` at or above 0.5 %;
+/// returns how many were compared.
+fn assert_shares_agree(
+    perf: &HashMap<(String, String), f64>,
+    ours: &HashMap<String, f64>,
+    kinds: &[&str],
+    what: &str,
+) -> usize {
+    let mut compared = 0;
+    for ((kind, sym), &pct) in perf {
+        if pct < 0.5 || !kinds.contains(&kind.as_str()) || sym.starts_with("0x") {
+            continue;
+        }
+        let mine = ours.get(sym).copied().unwrap_or(0.0);
+        // perf prints two decimals; a symbol perf shows once per DSO is summed on both sides.
+        assert!(
+            (mine - pct).abs() <= 0.011,
+            "{what}: {sym} is {mine:.4}% here, {pct:.2}% in perf report"
+        );
+        compared += 1;
+    }
+    compared
+}
+
+#[test]
+fn perf_data_and_perf_script_shares_match_perf_report() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    record(d.path(), "a.data", "512", "400000");
+    let perf = perf_report(d.path(), "a.data");
+    let n = assert_shares_agree(&perf, &our_shares(d.path(), "a.data"), &["k"], "perf.data");
+    assert!(n >= 5, "only {n} kernel functions above 0.5 %: {perf:?}");
+
+    let o = run_in(d.path(), "perf", &["script", "-i", "a.data"]);
+    assert!(o.status.success());
+    std::fs::write(d.path().join("a.txt"), &o.stdout).unwrap();
+    let n = assert_shares_agree(&perf, &our_shares(d.path(), "a.txt"), &["k", "."], "perf script");
+    assert!(n >= 5, "only {n} functions compared");
+}
+
+#[test]
+fn perf_data_deltas_match_perf_diff() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    record(d.path(), "a.data", "512", "400000");
+    record(d.path(), "b.data", "65536", "40000");
+    let o = run_in(
+        d.path(),
+        UPCMP,
+        &[
+            "--perf",
+            "a.data",
+            "b.data",
+            "r",
+            "--idle-symbols",
+            "",
+            "--cutoff",
+            "0",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "upcmp --perf: {}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("r/results.json")).unwrap()).unwrap();
+    let rows = v["tests"][0]["outcome"]["profile"]["rows"].as_array().unwrap();
+    let ours: HashMap<&str, f64> = rows
+        .iter()
+        .map(|r| {
+            let d = r["run2_pct_of_cpu"].as_f64().unwrap() - r["run1_pct_of_cpu"].as_f64().unwrap();
+            (r["function"].as_str().unwrap(), d)
+        })
+        .collect();
+
+    let o = run_in(d.path(), "perf", &["diff", "a.data", "b.data"]);
+    assert!(o.status.success(), "perf diff: {}", stderr(&o));
+    let mut compared = 0;
+    for l in stdout(&o).lines().filter(|l| !l.starts_with('#')) {
+        // `     6.80%     -5.15%  [kernel.kallsyms]  [k] do_syscall_64`: both columns are
+        // only printed for a function in both files.
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 5 || f[2] != "[kernel.kallsyms]" || f[3] != "[k]" || !f[0].ends_with('%') {
+            continue;
+        }
+        let delta: f64 = f[1].trim_end_matches('%').parse().unwrap();
+        let sym = f[4..].join(" ");
+        if delta.abs() < 0.5 {
+            continue;
+        }
+        let mine = ours.get(sym.as_str()).copied().unwrap_or(f64::NAN);
+        assert!(
+            (mine - delta).abs() <= 0.011,
+            "{sym}: delta {mine:.4} here, {delta:.2} in perf diff"
+        );
+        compared += 1;
+    }
+    assert!(
+        compared >= 3,
+        "only {compared} kernel functions compared:\n{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn folded_inputs_in_every_format() {
+    let d = tempdir();
+    let (a, b) = (testdata("import/a.folded"), testdata("import/b.folded"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let text = run_in(d.path(), PRFCMP, &[a, b]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    // a: 1000 samples of 1 ms, 100 idle (default_idle); b: 400 idle.
+    let t = stdout(&text);
+    let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(t.lines().any(|l| words(l) == "CPU time 0.900 0.600 0.67"), "{t}");
+    assert!(t.lines().any(|l| words(l) == "Idle time 0.100 0.400 4.00"), "{t}");
+    assert!(t.contains("read_zero"), "{t}");
+
+    let csv = stdout(&run_in(d.path(), PRFCMP, &[a, b, "--format", "csv"]));
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(upcmp::report::machine::CSV_HEADER));
+    let read_zero = csv.lines().find(|l| l.contains(",function,read_zero,")).expect(&csv);
+    assert!(
+        read_zero.starts_with("a.folded,function,read_zero,0.5,0.2,-0.3"),
+        "{read_zero}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&run_in(d.path(), PRFCMP, &[a, b, "--format", "json"]))).unwrap();
+    assert_eq!(json["run1"]["cpus"], 1);
+    assert_eq!(json["rows"].as_array().unwrap().len(), 3);
+
+    let md = stdout(&run_in(d.path(), PRFCMP, &[a, b, "--format", "markdown"]));
+    assert!(md.contains("| read\\_zero | 0.500 | 0.200 | -0.300 | -33.33 |"), "{md}");
+
+    // Not a terminal: no colour codes even when forced in the environment's absence.
+    assert!(!t.contains('\x1b'));
+}
+
+#[test]
+fn perf_script_fixtures_compare() {
+    let d = tempdir();
+    let a = testdata("import/a.perf-script");
+    let g = testdata("import/g.perf-script");
+    let o = run_in(
+        d.path(),
+        PRFCMP,
+        &[
+            a.to_str().unwrap(),
+            g.to_str().unwrap(),
+            "--format",
+            "json",
+            "--cutoff",
+            "0",
+            "--idle-symbols",
+            "",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["run1"]["event"], "cpu-clock");
+    assert!((v["run1"]["period_sec"].as_f64().unwrap() - 0.00025).abs() < 1e-12);
+    // 12 samples of 0.25 ms, one of them in libc's `read`.
+    assert!((v["run1"]["cpu_sec"].as_f64().unwrap() - 0.003).abs() < 1e-9);
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["function"] == "read [libc.so.6]"), "{rows:?}");
+}
+
+#[test]
+fn malformed_and_truncated_input_exit_2_with_location() {
+    let d = tempdir();
+    let good = testdata("import/a.folded");
+    let good = good.to_str().unwrap();
+    for (name, content, expect) in [
+        (
+            "bad.folded",
+            "a;b 1\na;b;c\n",
+            "bad.folded:2:6: expected a space and a sample count",
+        ),
+        (
+            "bad.script",
+            "perf 1 [000] 1.0: 1 cpu-clock:\n\tffff x ([kernel.kallsyms])\nzzz\n",
+            "bad.script:3:",
+        ),
+        (
+            "cut.script",
+            "perf 1 [000] 1.0: 1 cpu-clock:\n\tffff x ([kernel.kallsyms])\n\tfff",
+            "cut.script:3:5: expected a newline: the input stops in the middle of line 3",
+        ),
+        (
+            "cut.data",
+            "PERFILE2\x68\0\0\0",
+            "cut.data: not a readable perf.data file",
+        ),
+    ] {
+        std::fs::write(d.path().join(name), content).unwrap();
+        let o = run_in(d.path(), PRFCMP, &[good, name]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("reading profile 2"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn large_perf_script_stream_in_bounded_memory() {
+    let d = tempdir();
+    let folded = testdata("import/a.folded");
+    let mut child = Command::new(PRFCMP)
+        .args(["-", folded.to_str().unwrap(), "--format", "csv"])
+        .current_dir(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let functions = ["do_syscall_64", "read_zero", "vfs_read", "write_null", "rw_verify_area"];
+    let mut written = 0usize;
+    let n = 1_500_000u64;
+    let mut buf = String::new();
+    for i in 0..n {
+        let f = functions[(i % 5) as usize];
+        buf += &format!(
+            "              dd 4242 [{:03}] {}.{:06}:     250000 cpu-clock: \n\tffffffff8110a2b0 {f}+0x10 ([kernel.kallsyms])\n\tffffffff81000130 entry_SYSCALL_64_after_hwframe+0x76 ([kernel.kallsyms])\n\n",
+            i % 2,
+            1000 + i / 8000,
+            (i % 8000) * 125
+        );
+        if buf.len() > 1 << 20 {
+            stdin.write_all(buf.as_bytes()).unwrap();
+            written += buf.len();
+            buf.clear();
+        }
+    }
+    stdin.write_all(buf.as_bytes()).unwrap();
+    written += buf.len();
+    // Nearly everything has been read; the peak memory so far is the import's.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let hwm_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(written > 200 << 20, "the stream is only {written} bytes");
+    assert!(hwm_kb < 64 << 10, "peak memory {hwm_kb} kB for a {written}-byte stream");
+    let csv = stdout(&o);
+    let row = csv.lines().find(|l| l.contains(",function,read_zero,")).unwrap();
+    // 300000 samples of 0.25 ms.
+    let run1: f64 = row.split(',').nth(3).unwrap().parse().unwrap();
+    assert!((run1 - 75.0).abs() < 1e-6, "{row}");
+}
+
+#[test]
+fn completions_and_man_pages_are_generated() {
+    let d = tempdir();
+    for bin in [UPCMP, PRFCMP] {
+        let name = Path::new(bin).file_name().unwrap().to_str().unwrap();
+        for (what, expect) in [
+            ("bash", format!("complete -F _{name}")),
+            ("zsh", format!("#compdef {name}")),
+            ("fish", format!("complete -c {name}")),
+            ("man", format!(".TH {name}")),
+        ] {
+            let o = run_in(d.path(), bin, &["--generate", what]);
+            assert!(o.status.success(), "{name} --generate {what}: {}", stderr(&o));
+            assert!(
+                stdout(&o).contains(&expect),
+                "{name} --generate {what}:\n{}",
+                stdout(&o)
+            );
+            assert!(stdout(&o).contains("format"), "{name} {what} lacks --format");
+        }
+    }
+}
+
+#[test]
+fn broken_pipe_exits_quietly() {
+    let d = tempdir();
+    let a = testdata("import/a.folded");
+    let mut child = Command::new(PRFCMP)
+        .args([a.to_str().unwrap(), a.to_str().unwrap(), "--format", "json"])
+        .current_dir(d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "status {:?}: {}", o.status, stderr(&o));
+    assert_eq!(stderr(&o), "");
+}
