@@ -4,8 +4,8 @@ use clap::Parser;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use upcmp::exit::is_broken_pipe;
 use upcmp::helpers::feat::{self, FeatureFile, DEFAULT_DEBUGFS};
-use upcmp::helpers::is_broken_pipe;
 
 /// Enable or disable one or more scheduler features (sched_features).
 /// With no FEATURE, print the current features, one per line.
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(err.as_ref()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             // The messages are whole sentences, as the original printed them.
             eprintln!("{err:#}");

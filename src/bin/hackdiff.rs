@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use upcmp::exit::is_broken_pipe;
 use upcmp::helpers::hackdiff;
-use upcmp::helpers::is_broken_pipe;
 
 /// Print the difference between two identical series of `runmany hackbench`
 /// runs: the first occurrence of each group is the base, the next the new one.
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(err.as_ref()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("hackdiff: {err:#}");
             ExitCode::FAILURE

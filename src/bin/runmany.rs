@@ -4,7 +4,7 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::io;
 use std::process::ExitCode;
-use upcmp::helpers::is_broken_pipe;
+use upcmp::exit::is_broken_pipe;
 use upcmp::helpers::runmany::{self, RunError, RunOptions};
 
 /// Run a command num times, take the `Time <seconds>` line it prints (as
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(err.as_ref()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             match err.downcast_ref::<RunError>() {
                 // The usage text stands alone, as the original printed it.

@@ -40,12 +40,8 @@ impl MachineCheck {
                 slow.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
             ));
         }
-        if self.load1 >= 0.5 {
-            w.push(format!(
-                "load average {:.2} before the test: the machine is not quiet",
-                self.load1
-            ));
-        }
+        // The load average is recorded, not warned about: it carries the previous tests'
+        // own load for minutes. Busy processes measure what runs now.
         if !self.busy.is_empty() {
             let list: Vec<String> = self.busy.iter().map(|(p, c, u)| format!("{c}({p}) {u:.0}%")).collect();
             w.push(format!("busy processes before the test: {}", list.join(", ")));
@@ -238,10 +234,9 @@ mod tests {
             busy: vec![(42, "make".into(), 95.0)],
         };
         let w = c.warnings();
-        assert_eq!(w.len(), 3);
+        assert_eq!(w.len(), 2);
         assert!(w[0].contains("cpu1=powersave") && !w[0].contains("cpu0"));
-        assert!(w[1].contains("1.25"));
-        assert!(w[2].contains("make(42) 95%"));
+        assert!(w[1].contains("make(42) 95%"));
         let quiet = MachineCheck {
             governors: vec!["cpu0=performance".into()],
             ..Default::default()

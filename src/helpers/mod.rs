@@ -177,21 +177,6 @@ pub fn format_fixed(x: i64, places: u32) -> String {
     Decimal::from_fixed(x, places).to_string()
 }
 
-/// Whether an error, or any error it wraps, is a broken pipe on output: the
-/// reader went away (`runmany 9 cmd | head -c 10`), which is no failure.
-pub fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return true;
-            }
-        }
-        next = e.source();
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
