@@ -5,7 +5,6 @@
 use crate::store::system::{governors, online_cpus};
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::time::Duration;
 
 fn read_trim(path: &str) -> Option<String> {
@@ -215,11 +214,6 @@ impl GovernorRestore {
     }
 }
 
-/// Whether `path` exists (for messages).
-pub fn exists(path: &str) -> bool {
-    Path::new(path).exists()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,7 +253,7 @@ mod tests {
 
     #[test]
     fn no_cpufreq_is_said_clearly() {
-        if exists("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") {
+        if std::path::Path::new("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").exists() {
             return;
         }
         let e = set_governor("performance").unwrap_err();
