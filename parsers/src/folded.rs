@@ -1,5 +1,5 @@
 //! Folded stacks, as written by `stackcollapse-perf.pl`, `inferno-collapse-perf` and
-//! `upfold`: one stack per line, outermost frame first, frames joined by `;`, then a space
+//! upsrun's `stacks.folded`: one stack per line, outermost frame first, frames joined by `;`, then a space
 //! and a sample count.
 //!
 //! ```text
