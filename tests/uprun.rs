@@ -48,7 +48,7 @@ fn a_short_run_writes_a_consistent_directory() {
     spinner(tmp.path());
     let list = format!("# syscalls\ngetpid -loop 1500000 -repeat 2\nspin: {SPIN}\nbad: echo oops; exit 3\n");
     let list = list.as_str();
-    let out = uprun(tmp.path(), list, "run1", &["--user-by", "comm"]);
+    let out = uprun(tmp.path(), list, "run1", &["--user-by", "comm", "--export-folded"]);
     assert_eq!(out.status.code(), Some(1), "one test failed: {}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -98,6 +98,15 @@ fn a_short_run_writes_a_consistent_directory() {
             "{test}: {sampled} vs {procstat} without a warning"
         );
     }
+
+    // --export-folded: the same samples as folded stacks.
+    let folded = fs::read_to_string(run.join("getpid/profile.folded")).unwrap();
+    let mut total = 0;
+    upcmp_parsers::folded::for_each_stack(folded.as_bytes(), "profile.folded", |s| total += s.count).unwrap();
+    assert_eq!(
+        total,
+        profile(&run, "getpid").cpus.iter().map(|c| c.samples).sum::<u64>()
+    );
 
     // samples.gz and kallsyms.gz rebuild the same prfout; another idle set moves time.
     let syms = upcmp::collect::symbols::KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz")).unwrap();

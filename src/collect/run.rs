@@ -78,6 +78,8 @@ pub struct UprunOptions {
     /// upsrun: take call chains, and write each test's stack analysis (`prof.out`,
     /// `stacks.folded`, `flame.svg`) after its other files.
     pub stacks: bool,
+    /// Also write each test's profile as folded stacks (`profile.folded`) for other tools.
+    pub export_folded: bool,
 }
 
 impl UprunOptions {
@@ -100,6 +102,7 @@ impl UprunOptions {
             features: Vec::new(),
             set_governor: None,
             stacks: false,
+            export_folded: false,
         }
     }
 }
@@ -539,6 +542,11 @@ fn run_test(
     }
     prfout::write_file(&profile, &dir.join("prfout"))?;
     write_procstat(dir, &rows)?;
+    if opts.export_folded {
+        let mut buf = Vec::new();
+        crate::report::folded::write_profile(&profile, &mut buf).map_err(io_at(dir))?;
+        write_atomic(&dir.join(crate::report::folded::PROFILE_FOLDED), &buf)?;
+    }
     if opts.stacks {
         for w in super::upsrun::analyse_test(dir, symbols, &profile, opts)? {
             let _ = writeln!(out, "upsrun: warning: {label}: {w}");

@@ -81,6 +81,10 @@ pub struct RunArgs {
     /// afterwards, e.g. --set-governor performance.
     #[arg(long, value_name = "GOVERNOR")]
     pub set_governor: Option<String>,
+    /// Also write each test's profile as folded stacks (TEST/profile.folded, one line per
+    /// function) for inferno, FlameGraph or speedscope.
+    #[arg(long)]
+    pub export_folded: bool,
 }
 
 impl RunArgs {
@@ -106,6 +110,7 @@ impl RunArgs {
         o.drop_caches = self.drop_caches;
         o.features = self.features.clone();
         o.set_governor = self.set_governor.clone();
+        o.export_folded = self.export_folded;
         o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         o
     }

@@ -1,0 +1,60 @@
+//! A flat profile as folded stacks, for tools that read them (inferno, FlameGraph,
+//! speedscope): one line per function, `[module;]function COUNT`.
+
+use crate::Profile;
+use std::io::{self, Write};
+
+/// The file `uprun --export-folded` writes next to `prfout`.
+pub const PROFILE_FOLDED: &str = "profile.folded";
+
+/// Writes every function of `p` (idle ones too: the reader decides) as a one- or
+/// two-frame stack: kernel modules and hypervisor/guest time under their module's
+/// frame, the rest on their own. Counts are samples over all CPUs.
+pub fn write_profile(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    for f in &p.functions {
+        let name = f.name.replace(';', ":");
+        match f.module.as_str() {
+            "kernel" | "user" => writeln!(out, "{name} {}", f.total())?,
+            m => writeln!(out, "[{m}];{name} {}", f.total())?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FunctionSamples;
+
+    #[test]
+    fn one_line_per_function_readable_as_folded() {
+        let f = |m: &str, n: &str, c: Vec<u64>| FunctionSamples {
+            module: m.into(),
+            name: n.into(),
+            per_cpu: c,
+        };
+        let p = Profile {
+            format: 1,
+            test: "t".into(),
+            command: None,
+            event: "cpu-clock".into(),
+            period_sec: 0.001,
+            wall_sec: 1.0,
+            idle_set: vec![],
+            cpus: vec![],
+            warnings: vec![],
+            functions: vec![
+                f("kernel", "do_syscall_64", vec![3, 4]),
+                f("ext4", "ext4_find_entry", vec![1, 0]),
+                f("user", "user:a;b", vec![2, 2]),
+            ],
+        };
+        let mut out = Vec::new();
+        write_profile(&p, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "do_syscall_64 7\n[ext4];ext4_find_entry 1\nuser:a:b 4\n");
+        let mut total = 0;
+        upcmp_parsers::folded::for_each_stack(text.as_bytes(), "x", |s| total += s.count).unwrap();
+        assert_eq!(total, 12);
+    }
+}
