@@ -69,36 +69,17 @@ pub fn parse_line<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Folde
 /// Reads folded stacks from `input`, calling `on_stack` for each; returns the number of
 /// lines read. `name` names the input in errors.
 pub fn for_each_stack<R: BufRead>(
-    mut input: R,
+    input: R,
     name: &str,
     mut on_stack: impl FnMut(FoldedStack<'_>),
 ) -> Result<usize, ParseError> {
-    let mut raw = Vec::new();
-    let (mut line_no, mut offset) = (0usize, 0u64);
+    let mut lines = crate::LineReader::new(input);
+    let mut read = 0;
     loop {
-        raw.clear();
-        let n = input.read_until(b'\n', &mut raw).map_err(|e| ParseError {
-            file: name.to_string(),
-            line: line_no + 1,
-            column: 0,
-            expected: format!("readable input ({e})"),
-            found: String::new(),
-        })?;
-        if n == 0 {
-            return Ok(line_no);
-        }
-        line_no += 1;
-        let text = std::str::from_utf8(&raw).map_err(|e| ParseError {
-            file: name.to_string(),
-            line: line_no,
-            column: 0,
-            expected: format!(
-                "UTF-8 text (invalid byte at byte offset {})",
-                offset + e.valid_up_to() as u64
-            ),
-            found: String::new(),
-        })?;
-        offset += n as u64;
+        let Some((line_no, text)) = lines.next_line(name)? else {
+            return Ok(read);
+        };
+        read = line_no;
         let text = text.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {
             continue;

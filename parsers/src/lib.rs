@@ -128,3 +128,53 @@ impl<'a> LineRef<'a> {
 pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.lines().enumerate().map(|(i, l)| (i + 1, l))
 }
+
+/// Reads text line by line from a `BufRead`, in bounded memory, keeping the line number
+/// and byte offset that errors report.
+pub(crate) struct LineReader<R> {
+    input: R,
+    raw: Vec<u8>,
+    line_no: usize,
+    offset: u64,
+}
+
+impl<R: std::io::BufRead> LineReader<R> {
+    pub(crate) fn new(input: R) -> Self {
+        LineReader {
+            input,
+            raw: Vec::new(),
+            line_no: 0,
+            offset: 0,
+        }
+    }
+
+    /// The next line's number (1-based) and text with its ending (`\n`, when present),
+    /// or None at the end. I/O errors and invalid UTF-8 (with its byte offset) are errors
+    /// naming `name`.
+    pub(crate) fn next_line(&mut self, name: &str) -> Result<Option<(usize, &str)>, ParseError> {
+        self.raw.clear();
+        let n = self.input.read_until(b'\n', &mut self.raw).map_err(|e| ParseError {
+            file: name.to_string(),
+            line: self.line_no + 1,
+            column: 0,
+            expected: format!("readable input ({e})"),
+            found: String::new(),
+        })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line_no += 1;
+        let text = std::str::from_utf8(&self.raw).map_err(|e| ParseError {
+            file: name.to_string(),
+            line: self.line_no,
+            column: 0,
+            expected: format!(
+                "UTF-8 text (invalid byte at byte offset {})",
+                self.offset + e.valid_up_to() as u64
+            ),
+            found: String::new(),
+        })?;
+        self.offset += n as u64;
+        Ok(Some((self.line_no, text)))
+    }
+}

@@ -230,7 +230,7 @@ fn strip_offset(sym: &str) -> &str {
 /// Reads `perf script` output from `input` and calls `on_sample` for every sample, in
 /// order. `name` names the input in errors.
 pub fn for_each_sample<R: BufRead>(
-    mut input: R,
+    input: R,
     name: &str,
     mut on_sample: impl FnMut(&Sample<'_>),
 ) -> Result<ScriptStats, ParseError> {
@@ -238,8 +238,7 @@ pub fn for_each_sample<R: BufRead>(
     // One sample's text and where each of its lines starts (with its line number).
     let mut block = String::new();
     let mut starts: Vec<(usize, usize)> = Vec::new();
-    let mut raw = Vec::new();
-    let mut offset: u64 = 0;
+    let mut lines = crate::LineReader::new(input);
     let flush = |block: &str, starts: &[(usize, usize)], stats: &mut ScriptStats, f: &mut dyn FnMut(&Sample<'_>)| {
         if starts.is_empty() {
             return Ok(());
@@ -256,31 +255,8 @@ pub fn for_each_sample<R: BufRead>(
         f(&s);
         Ok::<(), ParseError>(())
     };
-    loop {
-        raw.clear();
-        let n = input.read_until(b'\n', &mut raw).map_err(|e| ParseError {
-            file: name.to_string(),
-            line: stats.lines + 1,
-            column: 0,
-            expected: format!("readable input ({e})"),
-            found: String::new(),
-        })?;
-        if n == 0 {
-            break;
-        }
-        stats.lines += 1;
-        let line_no = stats.lines;
-        let text = std::str::from_utf8(&raw).map_err(|e| ParseError {
-            file: name.to_string(),
-            line: line_no,
-            column: 0,
-            expected: format!(
-                "UTF-8 text (invalid byte at byte offset {})",
-                offset + e.valid_up_to() as u64
-            ),
-            found: String::new(),
-        })?;
-        offset += n as u64;
+    while let Some((line_no, text)) = lines.next_line(name)? {
+        stats.lines = line_no;
         let Some(text) = text.strip_suffix('\n') else {
             return Err(ParseError::at(
                 name,
