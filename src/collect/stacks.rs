@@ -130,10 +130,12 @@ impl StackProfile {
     /// Folded lines `root;...;leaf COUNT`, sorted (the order inferno and flamegraph.pl
     /// merge in).
     pub fn folded_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .stacks()
-            .map(|(s, c)| format!("{} {c}", self.folded_stack(s)))
-            .collect();
+        self.sorted_lines(self.stacks())
+    }
+
+    /// `stacks` as folded lines, sorted.
+    fn sorted_lines<'s>(&self, stacks: impl Iterator<Item = (&'s [u32], u64)>) -> Vec<String> {
+        let mut lines: Vec<String> = stacks.map(|(s, c)| format!("{} {c}", self.folded_stack(s))).collect();
         lines.sort_unstable();
         lines
     }
@@ -191,12 +193,7 @@ impl StackProfile {
         let mut kept = HashMap::new();
         walk(&stacks, 0, min_samples, &mut kept);
         drop(stacks);
-        let mut lines: Vec<String> = kept
-            .into_iter()
-            .map(|(s, c)| format!("{} {c}", self.folded_stack(s)))
-            .collect();
-        lines.sort_unstable();
-        lines
+        self.sorted_lines(kept.into_iter())
     }
 
     /// Reads folded stacks (`frame;frame COUNT` per line). `file` names the input in
