@@ -355,6 +355,19 @@ fn completions_and_man_pages_are_generated() {
             assert!(stdout(&o).contains("format"), "{name} {what} lacks --format");
         }
     }
+    // The collectors too, with their own options.
+    for bin in [env!("CARGO_BIN_EXE_uprun"), env!("CARGO_BIN_EXE_upsrun")] {
+        let name = Path::new(bin).file_name().unwrap().to_str().unwrap();
+        for (what, expect) in [("bash", format!("complete -F _{name}")), ("man", format!(".TH {name}"))] {
+            let o = run_in(d.path(), bin, &["--generate", what]);
+            assert!(o.status.success(), "{name} --generate {what}: {}", stderr(&o));
+            assert!(
+                stdout(&o).contains(&expect) && stdout(&o).contains("runs"),
+                "{name} {what}:\n{}",
+                stdout(&o)
+            );
+        }
+    }
 }
 
 #[test]

@@ -2,6 +2,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/generate.rs"]
+mod generate;
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
@@ -53,14 +55,14 @@ struct Args {
     /// Print shell completions or the man page and exit, e.g.
     /// `prfcmp --generate bash > /usr/share/bash-completion/completions/prfcmp`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
-    generate: Option<cli::GenerateArg>,
+    generate: Option<generate::GenerateArg>,
 }
 
 fn main() -> ExitCode {
     run("prfcmp", EXIT_BAD_INPUT, || {
         let a = Args::parse();
         if let Some(what) = a.generate {
-            cli::generate(what, Args::command())?;
+            generate::generate(what, Args::command())?;
             return Ok(ExitCode::SUCCESS);
         }
         let (Some(path1), Some(path2)) = (&a.profile1, &a.profile2) else {

@@ -2,6 +2,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/generate.rs"]
+mod generate;
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
@@ -66,14 +68,14 @@ struct Args {
     /// Print shell completions or the man page and exit, e.g.
     /// `upcmp --generate man > /usr/local/share/man/man1/upcmp.1`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
-    generate: Option<cli::GenerateArg>,
+    generate: Option<generate::GenerateArg>,
 }
 
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
         let a = Args::parse();
         if let Some(what) = a.generate {
-            cli::generate(what, Args::command())?;
+            generate::generate(what, Args::command())?;
             return Ok(ExitCode::SUCCESS);
         }
         let (Some(outdir1), Some(outdir2), Some(results_dir)) = (&a.outdir1, &a.outdir2, &a.results_dir) else {

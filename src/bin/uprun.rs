@@ -1,9 +1,11 @@
 //! `uprun VMLINUX OUTDIR [PARALLELISM]`: run the test list while sampling every CPU.
 
+#[path = "common/generate.rs"]
+mod generate;
 #[path = "common/run_cli.rs"]
 mod run_cli;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use run_cli::{finish, RunArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,24 +23,37 @@ use upcmp::exit::{run, EXIT_BAD_INPUT};
 struct Args {
     /// The running kernel's ELF image for symbols, or `auto`: look in /boot,
     /// /usr/lib/debug/boot and /lib/modules/RELEASE/build, else use /proc/kallsyms.
-    vmlinux: String,
+    #[arg(required_unless_present = "generate")]
+    vmlinux: Option<String>,
     /// Output directory. An existing one (written by uprun) becomes OUTDIR.old; any
     /// other existing directory is refused.
-    outdir: PathBuf,
+    #[arg(required_unless_present = "generate")]
+    outdir: Option<PathBuf>,
     /// Copies of each test to run at once (e.g. the number of CPUs).
     #[arg(default_value_t = 1)]
     parallelism: u32,
     #[command(flatten)]
     run: RunArgs,
+    /// Print shell completions or the man page and exit, e.g.
+    /// `uprun --generate bash > /usr/share/bash-completion/completions/uprun`.
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<generate::GenerateArg>,
 }
 
 fn main() -> ExitCode {
     run("uprun", EXIT_BAD_INPUT, || {
         let a = Args::parse();
-        let o = a.run.options(a.vmlinux.clone(), a.outdir.clone(), a.parallelism);
+        if let Some(what) = a.generate {
+            generate::generate(what, Args::command())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (Some(vmlinux), Some(outdir)) = (a.vmlinux.clone(), a.outdir.clone()) else {
+            unreachable!("clap requires VMLINUX and OUTDIR without --generate");
+        };
+        let o = a.run.options(vmlinux, outdir.clone(), a.parallelism);
         install_signal_handlers();
         let outcome = uprun(&o, &mut std::io::stdout())?;
-        Ok(finish("uprun", &outcome, &a.outdir))
+        Ok(finish("uprun", &outcome, &outdir))
     })
 }
 
@@ -56,5 +71,10 @@ mod tests {
         let a = Args::parse_from(["uprun", "auto", "out", "--runs", "3", "--feat", "A", "--feat", "B"]);
         assert_eq!((a.run.runs, a.run.features.len()), (3, 2));
         assert!(Args::try_parse_from(["uprun", "auto", "out", "--freq", "0"]).is_err());
+        assert!(Args::try_parse_from(["uprun", "auto"]).is_err(), "OUTDIR is required");
+        assert!(Args::try_parse_from(["uprun", "--generate", "zsh"])
+            .unwrap()
+            .generate
+            .is_some());
     }
 }

@@ -1,10 +1,12 @@
 //! `upsrun VMLINUX OUTDIR [PARALLELISM]`: uprun with call stacks, and a gprof-style
 //! analysis, folded stacks and a flame graph per test.
 
+#[path = "common/generate.rs"]
+mod generate;
 #[path = "common/run_cli.rs"]
 mod run_cli;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use run_cli::{finish, RunArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,10 +26,10 @@ use upcmp::exit::{run, EXIT_BAD_INPUT};
 )]
 struct Args {
     /// The running kernel's ELF image for symbols, or `auto` (see uprun --help).
-    #[arg(required_unless_present = "analyse")]
+    #[arg(required_unless_present_any = ["analyse", "generate"])]
     vmlinux: Option<String>,
     /// Output directory. An existing one (written by uprun or upsrun) becomes OUTDIR.old.
-    #[arg(required_unless_present = "analyse")]
+    #[arg(required_unless_present_any = ["analyse", "generate"])]
     outdir: Option<PathBuf>,
     /// Copies of each test to run at once.
     #[arg(default_value_t = 1)]
@@ -38,11 +40,18 @@ struct Args {
     /// RUN/TEST from its samples.gz and RUN/kallsyms.gz; nothing is sampled.
     #[arg(long, value_name = "RUN/TEST", conflicts_with_all = ["vmlinux", "outdir"])]
     analyse: Option<PathBuf>,
+    /// Print shell completions or the man page and exit, e.g. `upsrun --generate man`.
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<generate::GenerateArg>,
 }
 
 fn main() -> ExitCode {
     run("upsrun", EXIT_BAD_INPUT, || {
         let a = Args::parse();
+        if let Some(what) = a.generate {
+            generate::generate(what, Args::command())?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let user_by = a.run.user_by.user_by();
         if let Some(dir) = &a.analyse {
             for w in analyse_dir(dir, user_by, kernel_max_stack())? {

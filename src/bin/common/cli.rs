@@ -1,9 +1,8 @@
-//! Command-line pieces shared by upcmp and prfcmp: output formats, import options, and
-//! the generated shell completions and man pages. Included with `#[path]`; clap stays
-//! in `src/bin`.
+//! Command-line pieces shared by upcmp and prfcmp: output formats and import options.
+//! Included with `#[path]`; clap stays in `src/bin`.
 
 use clap::{Args, ValueEnum};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use upcmp::import::{ImportOptions, InputFormat};
 use upcmp::report::format::OutputFormat;
@@ -87,33 +86,6 @@ impl ImportArgs {
             self.period_sec,
         )
     }
-}
-
-/// `--generate`: what to print instead of running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GenerateArg {
-    /// Bash completions.
-    Bash,
-    /// Zsh completions.
-    Zsh,
-    /// Fish completions.
-    Fish,
-    /// A man page (roff).
-    Man,
-}
-
-/// Prints the completions or man page of `cmd` to standard output.
-pub fn generate(what: GenerateArg, mut cmd: clap::Command) -> anyhow::Result<()> {
-    let name = cmd.get_name().to_string();
-    let mut out = std::io::stdout().lock();
-    match what {
-        GenerateArg::Bash => clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, name, &mut out),
-        GenerateArg::Zsh => clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, name, &mut out),
-        GenerateArg::Fish => clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, name, &mut out),
-        GenerateArg::Man => clap_mangen::Man::new(cmd).render(&mut out)?,
-    }
-    out.flush()?;
-    Ok(())
 }
 
 /// Whether colour may be used on standard output: a terminal, and `NO_COLOR` unset or
