@@ -30,31 +30,9 @@ pub fn kernel_release() -> String {
     uname().1
 }
 
-/// The GNU build-id note of the running kernel (from /sys/kernel/notes), as hex.
+/// The GNU build-id of the running kernel (from /sys/kernel/notes), as hex.
 pub fn kernel_build_id_hex() -> Option<String> {
-    let notes = std::fs::read("/sys/kernel/notes").ok()?;
-    build_id_from_notes(&notes).map(|b| b.iter().map(|x| format!("{x:02x}")).collect())
-}
-
-/// Finds the NT_GNU_BUILD_ID (type 3, name "GNU") descriptor in raw ELF notes.
-pub fn build_id_from_notes(notes: &[u8]) -> Option<Vec<u8>> {
-    let mut i = 0;
-    let word = |at: usize| {
-        notes
-            .get(at..at + 4)
-            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)
-    };
-    let align4 = |n: usize| (n + 3) & !3;
-    while i + 12 <= notes.len() {
-        let (namesz, descsz, ty) = (word(i)?, word(i + 4)?, word(i + 8)?);
-        let name = notes.get(i + 12..i + 12 + namesz)?;
-        let desc_at = i + 12 + align4(namesz);
-        if ty == 3 && name.starts_with(b"GNU") {
-            return notes.get(desc_at..desc_at + descsz).map(<[u8]>::to_vec);
-        }
-        i = desc_at + align4(descsz);
-    }
-    None
+    crate::collect::symbols::running_kernel_build_id().map(|b| b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 fn meminfo(field: &str) -> Option<String> {
@@ -198,25 +176,6 @@ mod tests {
         assert_eq!(parse_cpu_list("0-3,6\n"), [0, 1, 2, 3, 6]);
         assert_eq!(parse_cpu_list("0"), [0]);
         assert!(parse_cpu_list("").is_empty());
-    }
-
-    #[test]
-    fn build_id_note() {
-        // namesz=4 "GNU\0", descsz=3, type=3, desc=abc (padded), preceded by another note.
-        let mut n = Vec::new();
-        for (namesz, descsz, ty, name, desc) in [
-            (4u32, 4u32, 1u32, b"XEN\0", b"zzzz".as_slice()),
-            (4, 3, 3, b"GNU\0", b"abc"),
-        ] {
-            n.extend(namesz.to_ne_bytes());
-            n.extend(descsz.to_ne_bytes());
-            n.extend(ty.to_ne_bytes());
-            n.extend(name);
-            n.extend(desc);
-            n.resize((n.len() + 3) & !3, 0);
-        }
-        assert_eq!(build_id_from_notes(&n), Some(b"abc".to_vec()));
-        assert_eq!(build_id_from_notes(&n[..20]), None);
     }
 
     #[test]
