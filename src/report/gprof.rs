@@ -5,7 +5,7 @@
 //! are samples: a function's calls are the samples with it on the stack, an arc's the
 //! samples holding that arc.
 
-use crate::collect::stacks::CallGraph;
+use crate::collect::stacks::{Arc, CallGraph};
 use std::io::{self, Write};
 
 /// What the header of `prof.out` says about the samples.
@@ -112,6 +112,19 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
         index[f as usize] = i + 1;
     }
     let label = |f: u32| format!("{} [{}]", g.names[f as usize], index[f as usize]);
+    // One caller or callee line: the arc's self and children seconds, its samples out of
+    // `of`, and the function at the other end.
+    let arc_line = |w: &mut dyn Write, arc: &Arc, of: u64, other: u32| {
+        writeln!(
+            w,
+            "{:13}{:10.3}{:10.3}{:>12}       {}",
+            "",
+            sec(arc.leaf),
+            sec(arc.children()),
+            format!("{}/{of}", arc.samples),
+            label(other)
+        )
+    };
     writeln!(
         w,
         "{:<6}{:>7}{:>10}{:>10}{:>12}   name",
@@ -137,15 +150,7 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
                 .then_with(|| index[a.0 as usize].cmp(&index[b.0 as usize]))
         });
         for (p, a) in callers {
-            writeln!(
-                w,
-                "{:13}{:10.3}{:10.3}{:>12}       {}",
-                "",
-                sec(a.leaf),
-                sec(a.children()),
-                format!("{}/{}", a.samples, total),
-                label(p)
-            )?;
+            arc_line(&mut w, a, total, p)?;
         }
         let primary = format!("[{}]", index[fi]);
         writeln!(
@@ -165,15 +170,7 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
                 .then_with(|| index[a.0 as usize].cmp(&index[b.0 as usize]))
         });
         for (c, a) in callees {
-            writeln!(
-                w,
-                "{:13}{:10.3}{:10.3}{:>12}       {}",
-                "",
-                sec(a.leaf),
-                sec(a.children()),
-                format!("{}/{}", a.samples, g.total_samples[c as usize]),
-                label(c)
-            )?;
+            arc_line(&mut w, a, g.total_samples[c as usize], c)?;
         }
         writeln!(w, "-----------------------------------------------")?;
     }
