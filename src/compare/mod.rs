@@ -74,6 +74,8 @@ pub struct ProfileSummary {
     pub repetitions: usize,
     /// Standard deviation of the CPU time over the repetitions, % of the mean.
     pub cpu_sd_pct: f64,
+    /// Each repetition's CPU time, in order.
+    pub cpu_sec_per_repetition: Vec<f64>,
 }
 
 impl ProfileSummary {
@@ -106,6 +108,7 @@ impl ProfileSummary {
             idle_samples,
             repetitions: 1,
             cpu_sd_pct: 0.0,
+            cpu_sec_per_repetition: vec![cpu_sec],
         }
     }
 
@@ -123,6 +126,7 @@ impl ProfileSummary {
             idle_samples: all.iter().map(|s| s.idle_samples).sum::<u64>() / all.len() as u64,
             repetitions: all.len(),
             cpu_sd_pct: stats::stddev_pct(&cpu),
+            cpu_sec_per_repetition: cpu,
             ..all[0].clone()
         }
     }
@@ -357,17 +361,9 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
         })
         .collect();
 
-    let cpu1: Vec<f64> = s1.iter().map(|p| ProfileSummary::of(p, &idle1).cpu_sec).collect();
-    let cpu2: Vec<f64> = s2.iter().map(|p| ProfileSummary::of(p, &idle2).cpu_sec).collect();
+    let (cpu1, cpu2) = (&run1.cpu_sec_per_repetition, &run2.cpu_sec_per_repetition);
     let busy = |ss: &[f64], period: f64| (ss.iter().sum::<f64>() / period).round() as u64;
-    let cpu_noise = noise_of(
-        &cpu1,
-        &cpu2,
-        busy(&cpu1, period1),
-        period1,
-        busy(&cpu2, period2),
-        period2,
-    );
+    let cpu_noise = noise_of(cpu1, cpu2, busy(cpu1, period1), period1, busy(cpu2, period2), period2);
     Ok(ProfileComparison {
         run1,
         run2,
