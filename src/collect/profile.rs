@@ -19,6 +19,47 @@ pub enum UserBy {
     Comm,
 }
 
+/// What a profile says about itself, apart from its counts.
+#[derive(Debug, Clone)]
+pub struct ProfileMeta {
+    /// The test's name.
+    pub test: String,
+    /// What ran, when known.
+    pub command: Option<String>,
+    /// The sampled event.
+    pub event: String,
+    /// Time one sample stands for, in seconds.
+    pub period_sec: f64,
+    /// Wall-clock length of the sampled interval.
+    pub wall_sec: f64,
+}
+
+impl ProfileMeta {
+    /// The profile of `functions`, in the one order every source uses: by total samples
+    /// (largest first), then by name.
+    pub fn into_profile(
+        self,
+        idle: &IdleSet,
+        cpus: Vec<CpuTotals>,
+        mut functions: Vec<FunctionSamples>,
+        warnings: Vec<String>,
+    ) -> Profile {
+        functions.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.name.cmp(&b.name)));
+        Profile {
+            format: upcmp_parsers::prfout::FORMAT_VERSION,
+            test: self.test,
+            command: self.command,
+            event: self.event,
+            period_sec: self.period_sec,
+            wall_sec: self.wall_sec,
+            idle_set: idle.names().to_vec(),
+            cpus,
+            warnings,
+            functions,
+        }
+    }
+}
+
 /// Accumulates samples into per-function, per-CPU counts.
 pub struct ProfileBuilder<'a> {
     symbols: &'a KernelSymbols,
@@ -107,41 +148,19 @@ impl<'a> ProfileBuilder<'a> {
     }
 
     /// The profile: functions by total samples (largest first), then by name.
-    #[allow(clippy::too_many_arguments)]
-    pub fn finish(
-        self,
-        test: &str,
-        command: Option<String>,
-        event: &str,
-        period_sec: f64,
-        wall_sec: f64,
-        idle: &IdleSet,
-        mut warnings: Vec<String>,
-    ) -> Profile {
-        let mut functions: Vec<FunctionSamples> = self
+    pub fn finish(self, meta: ProfileMeta, idle: &IdleSet, mut warnings: Vec<String>) -> Profile {
+        let functions = self
             .functions
             .into_iter()
             .map(|((module, name), per_cpu)| FunctionSamples { module, name, per_cpu })
             .collect();
-        functions.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.name.cmp(&b.name)));
         if self.foreign_cpu_samples > 0 {
             warnings.push(format!(
                 "{} samples came from CPUs that were not online at the start and are left out",
                 self.foreign_cpu_samples
             ));
         }
-        Profile {
-            format: upcmp_parsers::prfout::FORMAT_VERSION,
-            test: test.to_string(),
-            command,
-            event: event.to_string(),
-            period_sec,
-            wall_sec,
-            idle_set: idle.names().to_vec(),
-            cpus: self.cpus,
-            warnings,
-            functions,
-        }
+        meta.into_profile(idle, self.cpus, functions, warnings)
     }
 }
 
@@ -158,15 +177,14 @@ pub fn rebuild(
     let cpus: Vec<u32> = old.cpus.iter().map(|c| c.cpu).collect();
     let mut b = ProfileBuilder::new(symbols, &cpus, user_by);
     crate::store::samples::for_each_record(&test_dir.join("samples.gz"), |r| b.add(&r))?;
-    let mut p = b.finish(
-        &old.test,
-        old.command.clone(),
-        &old.event,
-        old.period_sec,
-        old.wall_sec,
-        idle,
-        old.warnings,
-    );
+    let meta = ProfileMeta {
+        test: old.test,
+        command: old.command,
+        event: old.event,
+        period_sec: old.period_sec,
+        wall_sec: old.wall_sec,
+    };
+    let mut p = b.finish(meta, idle, old.warnings);
     for (new, old) in p.cpus.iter_mut().zip(&old.cpus) {
         new.procstat_busy_sec = old.procstat_busy_sec;
     }
@@ -254,7 +272,14 @@ mod tests {
         ] {
             b.add(&r);
         }
-        let p = b.finish("t", None, "cpu-clock", 0.001, 1.0, &IdleSet::new(vec![]), vec![]);
+        let meta = ProfileMeta {
+            test: "t".into(),
+            command: None,
+            event: "cpu-clock".into(),
+            period_sec: 0.001,
+            wall_sec: 1.0,
+        };
+        let p = b.finish(meta, &IdleSet::new(vec![]), vec![]);
         let get = |n: &str| {
             p.functions
                 .iter()

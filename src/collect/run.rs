@@ -2,7 +2,7 @@
 //! directory of `docs/format.md`.
 
 use super::prepare;
-use super::profile::{current_comms, ProfileBuilder, UserBy};
+use super::profile::{current_comms, ProfileBuilder, ProfileMeta, UserBy};
 use super::sampler::{CpuSamplers, SamplerConfig, SamplerError};
 use super::symbols::{find_vmlinux, running_kernel_build_id, KernelSymbols, SymbolError};
 use crate::compare::IdleSet;
@@ -524,15 +524,14 @@ fn run_test(
     }
     samples.finish()?;
 
-    let mut profile = builder.finish(
-        &t.dir,
-        Some(t.argv.join(" ")),
-        samplers.event_name(),
-        samplers.period_sec(),
+    let meta = ProfileMeta {
+        test: t.dir.clone(),
+        command: Some(t.argv.join(" ")),
+        event: samplers.event_name().to_string(),
+        period_sec: samplers.period_sec(),
         wall_sec,
-        &opts.idle,
-        check.warnings(),
-    );
+    };
+    let mut profile = builder.finish(meta, &opts.idle, check.warnings());
     let rows = cross_check(&mut profile, &opts.idle, &before, &after);
     let lost: u64 = profile.cpus.iter().map(|c| c.lost).sum();
     if lost > 0 {

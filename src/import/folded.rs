@@ -6,6 +6,7 @@
 //! `_[k]` annotation is kernel code; others are counted under the module `user`.
 
 use super::{test_name, Counts, ImportError, ImportOptions};
+use crate::collect::profile::ProfileMeta;
 use crate::Profile;
 use std::io::BufRead;
 use std::path::Path;
@@ -44,14 +45,14 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
         "folded stacks carry no time or CPU: one CPU, {} ms per sample, elapsed = samples x period",
         period_sec * 1e3
     )];
-    Ok(counts.finish(
-        &test_name(path),
-        None,
-        "folded",
+    let meta = ProfileMeta {
+        test: test_name(path),
+        command: None,
+        event: "folded".into(),
         period_sec,
-        samples as f64 * period_sec,
-        warnings,
-    ))
+        wall_sec: samples as f64 * period_sec,
+    };
+    Ok(counts.finish(meta, warnings))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod folded;
 pub mod perf_data;
 pub mod script;
 
+use crate::collect::profile::ProfileMeta;
 use crate::compare::IdleSet;
 use crate::store::{prfout, StoreError};
 use crate::{CpuTotals, FunctionSamples, Profile};
@@ -326,18 +327,10 @@ impl Counts {
 
     /// The profile, CPUs in numeric order, functions by total samples (largest first),
     /// then by name, as [`crate::collect::profile::ProfileBuilder`] orders them.
-    pub(crate) fn finish(
-        self,
-        test: &str,
-        command: Option<String>,
-        event: &str,
-        period_sec: f64,
-        wall_sec: f64,
-        warnings: Vec<String>,
-    ) -> Profile {
+    pub(crate) fn finish(self, meta: ProfileMeta, warnings: Vec<String>) -> Profile {
         let mut order: Vec<usize> = (0..self.cpus.len()).collect();
         order.sort_by_key(|&s| self.cpus[s].cpu);
-        let mut functions: Vec<FunctionSamples> = self
+        let functions = self
             .keys
             .into_iter()
             .zip(self.counts)
@@ -347,20 +340,8 @@ impl Counts {
                 per_cpu: order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect(),
             })
             .collect();
-        functions.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.name.cmp(&b.name)));
         let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
-        Profile {
-            format: upcmp_parsers::prfout::FORMAT_VERSION,
-            test: test.to_string(),
-            command,
-            event: event.to_string(),
-            period_sec,
-            wall_sec,
-            idle_set: IdleSet::linux_default().names().to_vec(),
-            cpus,
-            warnings,
-            functions,
-        }
+        meta.into_profile(&IdleSet::linux_default(), cpus, functions, warnings)
     }
 }
 
@@ -418,7 +399,14 @@ mod tests {
         c.add(3, "kernel", "b", 1);
         c.ensure_cpu(0);
         c.lost(1, 4);
-        let p = c.finish("t", None, "cpu-clock", 0.001, 1.0, vec![]);
+        let meta = ProfileMeta {
+            test: "t".into(),
+            command: None,
+            event: "cpu-clock".into(),
+            period_sec: 0.001,
+            wall_sec: 1.0,
+        };
+        let p = c.finish(meta, vec![]);
         assert_eq!(p.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [0, 1, 3]);
         assert_eq!(p.cpus[1].lost, 4);
         assert_eq!(p.functions[0].name, "b");

@@ -8,6 +8,7 @@
 //! DSO's file name as `[unknown]`: perf.data holds no user symbols.
 
 use super::{is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions};
+use crate::collect::profile::ProfileMeta;
 use crate::collect::symbols::{running_kernel_build_id, KernelSymbols};
 use crate::Profile;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, SamplingPolicy};
@@ -227,5 +228,14 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
         }
     };
     let wall_sec = range_sec + period_sec;
-    Ok(counts.finish(&test_name(path), cmdline, &event, period_sec, wall_sec, warnings))
+    Ok(counts.finish(
+        ProfileMeta {
+            test: test_name(path),
+            command: cmdline,
+            event,
+            period_sec,
+            wall_sec,
+        },
+        warnings,
+    ))
 }

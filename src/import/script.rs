@@ -2,6 +2,7 @@
 //! perf named it, under the module of its DSO.
 
 use super::{is_time_event, module_of_dso, test_name, Counts, ImportError, ImportOptions};
+use crate::collect::profile::ProfileMeta;
 use crate::Profile;
 use std::io::BufRead;
 use std::path::Path;
@@ -93,7 +94,16 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
     } else {
         samples as f64 * period_sec / cpus
     };
-    Ok(counts.finish(&test_name(path), None, &event, period_sec, wall_sec, warnings))
+    Ok(counts.finish(
+        ProfileMeta {
+            test: test_name(path),
+            command: None,
+            event,
+            period_sec,
+            wall_sec,
+        },
+        warnings,
+    ))
 }
 
 #[cfg(test)]
