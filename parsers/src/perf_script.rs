@@ -17,12 +17,22 @@
 //! the same way. Indented lines (perf indents them with a tab) that follow are its call chain, innermost first:
 //! `IP [SYM[+OFF]] [(DSO)]`. A blank line ends a sample.
 //!
+//! The fields are nom parsers; a header is read by trying each word after the first as
+//! the thread id until the rest of the line parses (a command name may hold blanks and
+//! numbers). DSOs keep nested parentheses (`(/tmp/a.out (deleted))`).
+//!
 //! Policy: a line of neither kind is an error naming its line and column, as is invalid
 //! UTF-8 (with its byte offset) and input that stops in the middle of a line (perf script
 //! ends every line with a newline, so a missing final newline means truncation). Memory
 //! is bounded by the longest sample: one sample's lines are held at a time.
 
-use crate::ParseError;
+use crate::{NomError, ParseError};
+use nom::branch::alt;
+use nom::bytes::complete::take_till1;
+use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
+use nom::combinator::{eof, map, map_opt, map_res, peek, rest, value, verify};
+use nom::sequence::{delimited, pair, preceded, separated_pair, terminated};
+use nom::Parser;
 use std::io::BufRead;
 
 /// One call-chain frame (or the sampled instruction when there is no call chain).
@@ -76,111 +86,202 @@ pub struct ScriptStats {
     pub lines: usize,
 }
 
-fn is_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+type IResult<'a, O> = nom::IResult<&'a str, O, NomError<'a>>;
+
+/// A field ends at a blank or at the end of the line.
+fn field_end(i: &str) -> IResult<'_, ()> {
+    peek(alt((value((), space1), value((), eof)))).parse(i)
 }
 
-// `1234` or `1234/1235` (PID/TID)
-fn thread_ids(tok: &str) -> Option<(Option<u32>, u32)> {
-    match tok.split_once('/') {
-        Some((p, t)) if is_digits(p) && is_digits(t) => Some((p.parse().ok(), t.parse().ok()?)),
-        None if is_digits(tok) => Some((None, tok.parse().ok()?)),
-        _ => None,
+/// `1234` or `1234/1235` (PID/TID).
+fn thread_ids(i: &str) -> IResult<'_, (Option<u32>, u32)> {
+    terminated(
+        alt((
+            map(separated_pair(dec_u32, char('/'), dec_u32), |(p, t)| (Some(p), t)),
+            map(dec_u32, |t| (None, t)),
+        )),
+        field_end,
+    )
+    .parse(i)
+}
+
+/// `[001]`
+fn cpu(i: &str) -> IResult<'_, u32> {
+    terminated(delimited(char('['), dec_u32, char(']')), field_end).parse(i)
+}
+
+/// `2183.577483:` (µs) or `2183.577483123:` (ns, with --ns), in nanoseconds.
+fn time(i: &str) -> IResult<'_, u64> {
+    map_opt(
+        terminated(separated_pair(digit1, char('.'), digit1), pair(char(':'), field_end)),
+        |(sec, frac): (&str, &str)| {
+            if frac.len() > 9 {
+                return None;
+            }
+            let scale = 10u64.pow(9 - frac.len() as u32);
+            sec.parse::<u64>()
+                .ok()?
+                .checked_mul(1_000_000_000)?
+                .checked_add(frac.parse::<u64>().ok()? * scale)
+        },
+    )
+    .parse(i)
+}
+
+/// `250000`
+fn period(i: &str) -> IResult<'_, u64> {
+    terminated(dec_u64, field_end).parse(i)
+}
+
+/// `cpu-clock:`, `cpu-clock:ppp:` → `cpu-clock`; a tracepoint `sched:sched_switch:` keeps
+/// its subsystem.
+fn event(i: &str) -> IResult<'_, &str> {
+    map(
+        verify(take_till1(|c| c == ' ' || c == '\t'), |t: &str| {
+            t.len() > 1 && t.ends_with(':')
+        }),
+        |t: &str| {
+            let e = t.trim_end_matches(':');
+            match e.rsplit_once(':') {
+                Some((name, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => name,
+                _ => e,
+            }
+        },
+    )
+    .parse(i)
+}
+
+/// `ffffffff815fa4ad unmap_page_range+0x51d ([kernel.kallsyms])`: an address, then
+/// optionally a symbol and a DSO in parentheses.
+fn frame(i: &str) -> IResult<'_, Frame<'_>> {
+    map(
+        (
+            map_res(terminated(hex_digit1, field_end), |h| u64::from_str_radix(h, 16)),
+            preceded(space0, map(rest, str::trim_end)),
+        ),
+        |(ip, tail)| {
+            let (sym, dso) = symbol_and_dso(tail);
+            let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
+            Frame { ip, symbol, dso }
+        },
+    )
+    .parse(i)
+}
+
+/// Splits `SYM+OFF (DSO)` at the parenthesis that matches the last one, so that a DSO
+/// like `(/tmp/a.out (deleted))` and a symbol like `f(int, char) const` stay whole. A
+/// `(` glued to a word (`operator()`) belongs to the symbol.
+fn symbol_and_dso(tail: &str) -> (&str, Option<&str>) {
+    let Some(inner) = tail.strip_suffix(')') else {
+        return (tail, None);
+    };
+    let mut depth = 0usize;
+    for (at, c) in inner.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth > 0 => depth -= 1,
+            '(' if at == 0 || inner[..at].ends_with([' ', '\t']) => {
+                return (inner[..at].trim_end(), Some(&inner[at + 1..]));
+            }
+            '(' => break,
+            _ => {}
+        }
+    }
+    (tail, None)
+}
+
+// `unmap_page_range+0x51d` → `unmap_page_range`
+fn strip_offset(sym: &str) -> &str {
+    // Byte search, not a substring search: this runs for every frame of a large input.
+    match sym.bytes().rposition(|b| b == b'+') {
+        Some(at)
+            if at > 0
+                && sym[at + 1..]
+                    .strip_prefix("0x")
+                    .is_some_and(|off| off.bytes().all(|b| b.is_ascii_hexdigit())) =>
+        {
+            &sym[..at]
+        }
+        _ => sym,
     }
 }
 
-// `[001]`
-fn cpu_field(tok: &str) -> Option<u32> {
-    tok.strip_prefix('[')?
-        .strip_suffix(']')
-        .filter(|s| is_digits(s))?
-        .parse()
-        .ok()
-}
+/// Where the header after the command name failed: the unparsed tail and what was
+/// expected there.
+type TailError<'a> = (&'a str, &'static str);
 
-// `2183.577483:` (µs) or `2183.577483123:` (ns, with --ns)
-fn time_field(tok: &str) -> Option<u64> {
-    let (sec, frac) = tok.strip_suffix(':')?.split_once('.')?;
-    if !is_digits(sec) || !is_digits(frac) || frac.len() > 9 {
-        return None;
+/// The header after the command name: `[PID/]TID [[CPU]] [TIME:] [PERIOD] [EVENT:] [FRAME]`,
+/// every field after the thread id optional, the whole line consumed.
+fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> {
+    let (mut i, (pid, tid)) = thread_ids(i).map_err(|_| (i, EXPECT_HEADER))?;
+    (s.pid, s.tid) = (pid, tid);
+    if let Ok((r, c)) = preceded(space1, cpu).parse(i) {
+        (i, s.cpu) = (r, Some(c));
     }
-    let scale = 10u64.pow(9 - frac.len() as u32);
-    Some(sec.parse::<u64>().ok()?.checked_mul(1_000_000_000)? + frac.parse::<u64>().ok()? * scale)
+    if let Ok((r, t)) = preceded(space1, time).parse(i) {
+        (i, s.time_ns) = (r, Some(t));
+    }
+    if let Ok((r, p)) = preceded(space1, period).parse(i) {
+        (i, s.period) = (r, Some(p));
+    }
+    if let Ok((r, e)) = preceded(space1, event).parse(i) {
+        (i, s.event) = (r, Some(e));
+    }
+    let (i, _) = space0::<_, NomError<'_>>(i).expect("space0 cannot fail");
+    if i.is_empty() {
+        return Ok(());
+    }
+    let (_, f) = frame(i).map_err(|_| (i, "an instruction address (hex) after the event"))?;
+    s.frames.push(f);
+    Ok(())
 }
 
-/// Whitespace-separated tokens of `s` with their byte offsets.
-fn tokens(s: &str) -> impl Iterator<Item = (usize, &str)> {
-    s.split([' ', '\t'])
-        .scan(0usize, |pos, t| {
-            let start = *pos;
-            *pos += t.len() + 1;
-            Some((start, t))
-        })
-        .filter(|(_, t)| !t.is_empty())
-}
+const EXPECT_FRAME: &str = "a call-chain frame: ADDRESS [SYMBOL[+0xOFFSET]] [(DSO)]";
+const EXPECT_HEADER: &str = "a sample header: COMM [PID/]TID [[CPU]] [TIME:] [PERIOD] [EVENT:] [IP SYMBOL (DSO)]";
 
 /// Parses a header line; `file`/`line_no` name it in errors.
 ///
 /// `       opt cgu.0 25608 [001]  2183.577483:     250000 cpu-clock:  ffffffff813695e2 handle_softirqs+0x72 ([kernel.kallsyms])`
+///
+/// A command name may hold blanks and numbers ("Thread 2"), so the thread id is the first
+/// word after the first one from which the rest of the line parses as a header; when no
+/// word does, the error is the one that got furthest.
 pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sample<'a>, ParseError> {
-    let err = |at: usize, expected: &str| ParseError::at(file, line_no, line, &line[at..], expected);
-    let toks: Vec<(usize, &str)> = tokens(line).collect();
-    // The thread id is the first numeric token after the command name that is followed
-    // by a field that can only come after it (a `[cpu]`, a `time:`, an `event:`) or by
-    // nothing; a command name may itself hold spaces and numbers ("Thread 2").
-    let tid_at = (1..toks.len()).find(|&i| {
-        thread_ids(toks[i].1).is_some()
-            && toks
-                .get(i + 1)
-                .is_none_or(|(_, n)| cpu_field(n).is_some() || n.ends_with(':') || is_digits(n))
-    });
-    let Some(ti) = tid_at else {
-        let at = toks.first().map(|t| t.0 + t.1.len()).unwrap_or(0);
-        return Err(err(at, "a sample header: COMM [PID/]TID [CPU] TIME: [PERIOD] EVENT:"));
-    };
-    let comm = line[toks[0].0..toks[ti - 1].0 + toks[ti - 1].1.len()].trim();
-    let (pid, tid) = thread_ids(toks[ti].1).expect("checked above");
-    let mut s = Sample {
-        comm,
-        pid,
-        tid,
-        cpu: None,
-        time_ns: None,
-        period: None,
-        event: None,
-        frames: Vec::new(),
-    };
-    let mut i = ti + 1;
-    if let Some(c) = toks.get(i).and_then(|t| cpu_field(t.1)) {
-        s.cpu = Some(c);
-        i += 1;
-    }
-    if let Some(t) = toks.get(i).and_then(|t| time_field(t.1)) {
-        s.time_ns = Some(t);
-        i += 1;
-    }
-    if let Some((_, p)) = toks.get(i).filter(|t| is_digits(t.1)) {
-        s.period = p.parse().ok();
-        i += 1;
-    }
-    if let Some((_, e)) = toks.get(i).filter(|t| t.1.ends_with(':')) {
-        // `cpu-clock:ppp:` → `cpu-clock`; a tracepoint `sched:sched_switch:` keeps its
-        // subsystem.
-        let e = e.trim_end_matches(':');
-        let e = match e.rsplit_once(':') {
-            Some((name, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => name,
-            _ => e,
+    let body = line.trim_start();
+    let mut furthest: Option<TailError<'a>> = None;
+    let words = body
+        .char_indices()
+        .filter(|&(at, c)| c != ' ' && c != '\t' && at > 0 && body[..at].ends_with([' ', '\t']));
+    for (at, _) in words {
+        let mut s = Sample {
+            comm: body[..at].trim_end(),
+            pid: None,
+            tid: 0,
+            cpu: None,
+            time_ns: None,
+            period: None,
+            event: None,
+            frames: Vec::new(),
         };
-        s.event = Some(e);
-        i += 1;
-    }
-    if let Some(&(at, _)) = toks.get(i) {
-        match parse_frame_text(&line[at..]) {
-            Some(f) => s.frames.push(f),
-            None => return Err(err(at, "an instruction address (hex) after the event")),
+        match header_tail(&body[at..], &mut s) {
+            Ok(()) => return Ok(s),
+            // Past the thread id: remember how far this reading got.
+            Err(e) if e.1 != EXPECT_HEADER => {
+                if furthest.is_none_or(|f| e.0.len() < f.0.len()) {
+                    furthest = Some(e);
+                }
+            }
+            Err(_) => {}
         }
     }
-    Ok(s)
+    Err(match furthest {
+        Some((rest, expected)) => ParseError::at(file, line_no, line, rest, expected),
+        None => {
+            // No thread id anywhere: point after the command name.
+            let comm_end = body.find([' ', '\t']).unwrap_or(body.len());
+            ParseError::at(file, line_no, line, &body[comm_end..], EXPECT_HEADER)
+        }
+    })
 }
 
 /// Parses a call-chain line (indented).
@@ -188,50 +289,38 @@ pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sam
 /// `    ffffffff815fa4ad unmap_page_range+0x51d ([kernel.kallsyms])`
 pub fn parse_frame<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Frame<'a>, ParseError> {
     let body = line.trim_start();
-    parse_frame_text(body).ok_or_else(|| {
-        ParseError::at(
-            file,
-            line_no,
-            line,
-            body,
-            "a call-chain frame: ADDRESS [SYMBOL[+0xOFFSET]] [(DSO)]",
-        )
-    })
+    frame(body)
+        .map(|(_, f)| f)
+        .map_err(|_| ParseError::at(file, line_no, line, body, EXPECT_FRAME))
 }
 
-fn parse_frame_text(body: &str) -> Option<Frame<'_>> {
-    let body = body.trim_end();
-    let (ip, rest) = body.split_once([' ', '\t']).unwrap_or((body, ""));
-    let ip = u64::from_str_radix(ip, 16).ok()?;
-    let rest = rest.trim();
-    let (sym, dso) = match rest.strip_suffix(')') {
-        Some(r) => match r
-            .rfind(" (")
-            .map(|p| (p, p + 2))
-            .or_else(|| r.starts_with('(').then_some((0, 1)))
-        {
-            Some((end, start)) => (r[..end].trim(), Some(&r[start..])),
-            None => return None,
-        },
-        None => (rest, None),
-    };
-    let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
-    Some(Frame { ip, symbol, dso })
+fn is_frame_line(body: &str) -> bool {
+    frame_address(body).is_ok()
 }
 
-// `unmap_page_range+0x51d` → `unmap_page_range`
-fn strip_offset(sym: &str) -> &str {
-    match sym.rsplit_once("+0x") {
-        Some((name, off)) if !name.is_empty() && off.bytes().all(|b| b.is_ascii_hexdigit()) => name,
-        _ => sym,
-    }
+/// The address that starts a frame; all a frame needs to be well formed (the symbol and
+/// DSO after it are free text).
+fn frame_address(i: &str) -> IResult<'_, &str> {
+    terminated(hex_digit1, field_end).parse(i)
+}
+
+/// How much of each call chain [`for_each_sample`] hands over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chain {
+    /// Every frame.
+    Full,
+    /// Only the innermost frame; the others are still checked (each must start with an
+    /// address) but not split into symbol and DSO, which is most of the work.
+    Leaf,
 }
 
 /// Reads `perf script` output from `input` and calls `on_sample` for every sample, in
-/// order. `name` names the input in errors.
+/// order. `name` names the input in errors; `chain` says whether the samples carry
+/// every frame or only the innermost.
 pub fn for_each_sample<R: BufRead>(
     input: R,
     name: &str,
+    chain: Chain,
     mut on_sample: impl FnMut(&Sample<'_>),
 ) -> Result<ScriptStats, ParseError> {
     let mut stats = ScriptStats::default();
@@ -249,7 +338,12 @@ pub fn for_each_sample<R: BufRead>(
         };
         let mut s = parse_header(line_at(0), name, starts[0].1)?;
         for (k, &(_, line_no)) in starts.iter().enumerate().skip(1) {
-            s.frames.push(parse_frame(line_at(k), name, line_no)?);
+            let line = line_at(k);
+            if chain == Chain::Full || s.frames.is_empty() {
+                s.frames.push(parse_frame(line, name, line_no)?);
+            } else if frame_address(line.trim_start()).is_err() {
+                return Err(ParseError::at(name, line_no, line, line.trim_start(), EXPECT_FRAME));
+            }
         }
         stats.samples += 1;
         f(&s);
@@ -281,7 +375,7 @@ pub fn for_each_sample<R: BufRead>(
         // that is no header but reads as a frame is taken as one.
         let is_frame = !starts.is_empty()
             && (text.starts_with('\t')
-                || (parse_header(text, name, line_no).is_err() && parse_frame_text(text.trim_start()).is_some()));
+                || (parse_header(text, name, line_no).is_err() && is_frame_line(text.trim_start())));
         if !is_frame && !starts.is_empty() {
             flush(&block, &starts, &mut stats, &mut on_sample)?;
             block.clear();
@@ -300,7 +394,7 @@ mod tests {
 
     fn all(text: &str) -> Result<Vec<String>, ParseError> {
         let mut out = Vec::new();
-        for_each_sample(text.as_bytes(), "s.txt", |s| out.push(format!("{s:?}")))?;
+        for_each_sample(text.as_bytes(), "s.txt", Chain::Full, |s| out.push(format!("{s:?}")))?;
         Ok(out)
     }
 
@@ -357,6 +451,48 @@ mod tests {
     }
 
     #[test]
+    fn dso_and_symbol_parentheses() {
+        let f = parse_frame("\t 4011 main+0x5 (/tmp/a.out (deleted))", "f", 2).unwrap();
+        assert_eq!((f.symbol, f.dso), (Some("main"), Some("/tmp/a.out (deleted)")));
+        // -F ip,sym: no DSO, a symbol ending in a parenthesis stays whole
+        let f = parse_frame("\t 4011 Foo::operator()", "f", 2).unwrap();
+        assert_eq!((f.symbol, f.dso), (Some("Foo::operator()"), None));
+        let f = parse_frame("\t 4011 std::f(int) (/bin/x)", "f", 2).unwrap();
+        assert_eq!((f.symbol, f.dso), (Some("std::f(int)"), Some("/bin/x")));
+    }
+
+    #[test]
+    fn command_names_with_numbers_and_slashes() {
+        let s = parse_header(
+            "kworker/0:1 12 [000] 1.5: 1 cpu-clock: ff f ([kernel.kallsyms])",
+            "f",
+            1,
+        )
+        .unwrap();
+        assert_eq!((s.comm, s.tid), ("kworker/0:1", 12));
+        // "foo 12" is a command; the thread id is the number a header can follow.
+        let s = parse_header("foo 12 13 [000] 1.5: cpu-clock:", "f", 1).unwrap();
+        assert_eq!((s.comm, s.tid, s.cpu), ("foo 12", 13, Some(0)));
+        let s = parse_header("  web server 2 77/78 [1] 2.000001: 10 task-clock:u:", "f", 1).unwrap();
+        assert_eq!(
+            (s.comm, s.pid, s.tid, s.event),
+            ("web server 2", Some(77), 78, Some("task-clock"))
+        );
+    }
+
+    #[test]
+    fn error_is_where_the_best_reading_stopped() {
+        // Both "1"s read as thread ids; both readings fail at the address.
+        let e = parse_header("a 1 [000] 1.0: 1 cpu-clock: 12zz sym", "f", 4).unwrap_err();
+        assert_eq!((e.line, e.column), (4, 29));
+        assert!(e.expected.contains("instruction address"), "{e}");
+        // No thread id at all: after the command name.
+        let e = parse_header("   perf record: woken up", "f", 1).unwrap_err();
+        assert_eq!(e.column, 8);
+        assert!(e.expected.contains("[PID/]TID"), "{e}");
+    }
+
+    #[test]
     fn stream_with_call_chains() {
         let text = "perf-exec 1 [000] 1.000000: 250000 cpu-clock: \n\
                     \t 149ca9 [unknown] (/usr/bin/perf)\n\
@@ -366,7 +502,7 @@ mod tests {
                     \tffffffff822601ab pv_native_safe_halt+0xb ([kernel.kallsyms])\n\
                     \n";
         let mut leaves = Vec::new();
-        let stats = for_each_sample(text.as_bytes(), "s", |s| {
+        let stats = for_each_sample(text.as_bytes(), "s", Chain::Full, |s| {
             leaves.push((
                 s.cpu,
                 s.frames.len(),
@@ -382,6 +518,26 @@ mod tests {
                 (Some(1), 1, "pv_native_safe_halt".into())
             ]
         );
+    }
+
+    #[test]
+    fn leaf_only_still_checks_every_frame() {
+        let text = "a 1 [000] 1.0: 1 cpu-clock:\n\tff x+0x1 ([kernel.kallsyms])\n\tfe y (/lib/l.so)\n\n";
+        let mut got = Vec::new();
+        for_each_sample(text.as_bytes(), "s", Chain::Leaf, |s| {
+            got.push(format!("{:?}", s.frames))
+        })
+        .unwrap();
+        let leaf = Frame {
+            ip: 0xff,
+            symbol: Some("x"),
+            dso: Some("[kernel.kallsyms]"),
+        };
+        assert_eq!(got, [format!("{:?}", [leaf])]);
+        let bad = "a 1 [000] 1.0: 1 cpu-clock:\n\tff x ([kernel.kallsyms])\n\tzz y (/lib/l.so)\n\n";
+        let e = for_each_sample(bad.as_bytes(), "s", Chain::Leaf, |_| {}).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 2));
+        assert!(e.expected.contains("call-chain frame"), "{e}");
     }
 
     #[test]
@@ -401,7 +557,13 @@ mod tests {
         assert!(e.expected.contains("truncated"), "{e}");
         let e = all("a 1 [000] 1.0: 1 cpu-clock: zz\n").unwrap_err();
         assert_eq!((e.line, e.column), (1, 29));
-        let e = for_each_sample(&b"a 1 [000] 1.0: 1 c:\nb\xff 2 [0] 1.0: 1 c:\n"[..], "s", |_| {}).unwrap_err();
+        let e = for_each_sample(
+            &b"a 1 [000] 1.0: 1 c:\nb\xff 2 [0] 1.0: 1 c:\n"[..],
+            "s",
+            Chain::Full,
+            |_| {},
+        )
+        .unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.expected.contains("byte offset 21"), "{e}");
     }

@@ -6,7 +6,7 @@ use crate::collect::profile::ProfileMeta;
 use crate::Profile;
 use std::io::BufRead;
 use std::path::Path;
-use upcmp_parsers::perf_script::for_each_sample;
+use upcmp_parsers::perf_script::{for_each_sample, Chain};
 
 /// Reads perf script output from `input` (named `name` in errors).
 pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
@@ -15,7 +15,7 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
     let (mut other_events, mut first, mut last) = (0u64, u64::MAX, 0u64);
     let (mut period_sum, mut with_period, mut max_cpu) = (0u128, 0u64, None::<u32>);
     let mut no_ip = 0u64;
-    for_each_sample(input, name, |s| {
+    for_each_sample(input, name, Chain::Leaf, |s| {
         // One event per profile: the first one seen; other events' samples are left out.
         match (&event, s.event) {
             (None, Some(e)) => event = Some(e.to_string()),
