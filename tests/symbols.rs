@@ -9,7 +9,8 @@ use std::process::Command;
 
 use crate::util::perf_usable;
 use upcmp::collect::symbols::{
-    build_id_from_notes_file, elf_build_id, find_vmlinux_in, running_kernel_build_id, KernelSymbols, SymbolError,
+    build_id_from_notes_file, elf_build_id, find_vmlinux_in, running_kernel_build_id, ElfSymbols, KernelSymbols,
+    SymbolError,
 };
 
 fn run(cmd: &mut Command) -> String {
@@ -417,4 +418,66 @@ fn elf_without_symbols_or_text_says_why() {
     let msg = err.to_string();
     assert!(matches!(err, SymbolError::MissingSymbol { .. }), "{msg}");
     assert!(msg.contains("no-text") && msg.contains("`_text`"), "{msg}");
+}
+
+/// File offset of virtual address `addr` in `path`, from `readelf -lW`'s LOAD lines.
+fn file_offset_of(path: &Path, addr: u64) -> u64 {
+    let out = run(Command::new("readelf").arg("-lW").arg(path));
+    for l in out.lines().map(str::trim).filter(|l| l.starts_with("LOAD")) {
+        let f: Vec<u64> = l
+            .split_whitespace()
+            .skip(1)
+            .take(5)
+            .map(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap())
+            .collect();
+        let (offset, vaddr, filesz) = (f[0], f[1], f[3]);
+        if addr >= vaddr && addr < vaddr + filesz {
+            return addr - vaddr + offset;
+        }
+    }
+    panic!("{addr:#x} is in no LOAD segment of {}", path.display());
+}
+
+#[test]
+fn user_elf_symbols_resolve_file_offsets_like_nm() {
+    let d = tempfile::tempdir().unwrap();
+    let elf = build_elf(d.path(), "sha1");
+    let syms = ElfSymbols::from_file(&elf).unwrap();
+    assert!(syms.from_symtab() && syms.maps_code());
+    assert_eq!(syms.build_id().map(<[u8]>::to_vec), readelf_build_id(&elf));
+    let nm = nm(&elf);
+    // Every function, at its start and at its last byte; the alias goes by the longer name.
+    for (name, want) in [
+        ("alpha", "alpha_alias"),
+        ("beta", "beta"),
+        ("gamma_weak", "gamma_weak"),
+        ("main", "main"),
+    ] {
+        let (addr, size) = nm[name];
+        assert!(size > 0, "{name}");
+        for a in [addr, addr + size - 1] {
+            assert_eq!(
+                syms.resolve_offset(file_offset_of(&elf, a)),
+                Some(want),
+                "{name} at {a:#x}"
+            );
+        }
+    }
+    // Before the first function (the ELF header) there is none.
+    assert_eq!(syms.resolve_offset(0), None);
+
+    // Split: a stripped binary keeps only .dynsym; its debug file keeps the symbols but not
+    // the code, so the two together name what the binary alone cannot.
+    let debug = d.path().join("prog.debug");
+    run(Command::new("objcopy").arg("--only-keep-debug").arg(&elf).arg(&debug));
+    run(Command::new("strip").arg("--strip-all").arg(&elf));
+    let stripped = ElfSymbols::from_file(&elf).unwrap();
+    assert!(!stripped.from_symtab());
+    let beta_at = file_offset_of(&elf, nm["beta"].0);
+    assert_eq!(stripped.resolve_offset(beta_at), None, "beta is static: not in .dynsym");
+    let mut split = ElfSymbols::from_file(&debug).unwrap();
+    assert!(split.from_symtab() && !split.maps_code());
+    assert_eq!(split.build_id(), stripped.build_id());
+    split.use_segments_of(&stripped);
+    assert_eq!(split.resolve_offset(beta_at), Some("beta"));
 }

@@ -72,6 +72,12 @@ fn main() -> ExitCode {
         let import = a.import.options();
         let p1 = read_profile(path1, &import).with_context(|| format!("reading profile 1, {}", path1.display()))?;
         let p2 = read_profile(path2, &import).with_context(|| format!("reading profile 2, {}", path2.display()))?;
+        // On standard error, so that CSV and JSON on standard output stay clean.
+        for (n, (path, p)) in [(path1, &p1), (path2, &p2)].into_iter().enumerate() {
+            for w in &p.warnings {
+                eprintln!("prfcmp: warning: profile {} ({}): {w}", n + 1, path.display());
+            }
+        }
         let mut opts = CompareOptions::new(cutoff, a.idle_symbols.as_deref().map(IdleSet::parse_list));
         opts.hide_noise = a.hide_noise;
         let cmp = compare_profiles(&p1, &p2, &opts)?;

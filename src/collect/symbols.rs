@@ -701,6 +701,131 @@ pub fn find_vmlinux_in(root: &Path, release: &str) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
+/// Function symbols of a user-space ELF file (an executable or a shared library), named
+/// as perf names them: `.symtab` when the file has one, else `.dynsym`; functions in code
+/// sections only; sizes, zero-size ends and aliases by the same rules as the kernel's.
+/// Looked up by file offset, which is what a sample's address in a mapping gives.
+#[derive(Debug, Clone)]
+pub struct ElfSymbols {
+    syms: KernelSymbols,
+    /// Loadable segments: (file offset, size in the file, virtual address).
+    loads: Vec<(u64, u64, u64)>,
+    build_id: Option<Vec<u8>>,
+    from_symtab: bool,
+    maps_code: bool,
+}
+
+impl ElfSymbols {
+    /// Reads `path`.
+    pub fn from_file(path: &Path) -> Result<Self, SymbolError> {
+        let data = std::fs::read(path).map_err(|source| SymbolError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_data(path, &data)
+    }
+
+    /// Reads an ELF image already in memory; `path` names it in errors.
+    pub fn from_data(path: &Path, data: &[u8]) -> Result<Self, SymbolError> {
+        use object::ObjectSegment;
+        let file = parse_elf(path, data)?;
+        let mut maps_code = false;
+        let loads = file
+            .segments()
+            .filter_map(|seg| {
+                let (offset, size) = seg.file_range();
+                // A separate debug file keeps the headers but not the bytes (size 0).
+                if size == 0 {
+                    return None;
+                }
+                maps_code |=
+                    matches!(seg.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0);
+                Some((offset, size, seg.address()))
+            })
+            .collect();
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let mut b = Builder::default();
+        let mut add = |sym: object::Symbol<'_, '_>| {
+            let SymbolSection::Section(index) = sym.section() else {
+                return;
+            };
+            // By flag, not kind: in a separate debug file the code sections are NOBITS.
+            let in_code = file.section_by_index(index).is_ok_and(|s| {
+                matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+            });
+            let Ok(name) = sym.name() else { return };
+            if sym.kind() != SymbolKind::Text || !in_code || name.is_empty() || sym.address() == 0 {
+                return;
+            }
+            let binding = if sym.is_weak() {
+                Binding::Weak
+            } else if sym.is_global() {
+                Binding::Global
+            } else {
+                Binding::Local
+            };
+            b.push(sym.address(), sym.address() + sym.size(), binding, name, None, true);
+        };
+        let from_symtab = file.symbols().next().is_some();
+        if from_symtab {
+            file.symbols().for_each(&mut add);
+        } else {
+            file.dynamic_symbols().for_each(&mut add);
+        }
+        b.fix_up(false);
+        Ok(ElfSymbols {
+            syms: KernelSymbols::finish(b, None, path.display().to_string(), |_, _| true),
+            loads,
+            build_id,
+            from_symtab,
+            maps_code,
+        })
+    }
+
+    /// The file's GNU build-id, if it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// Whether the symbols come from `.symtab` (all functions), not `.dynsym` (exported
+    /// ones only).
+    pub fn from_symtab(&self) -> bool {
+        self.from_symtab
+    }
+
+    /// Whether the file holds its code (a separate debug file holds only symbols): only
+    /// then can a file offset be placed.
+    pub fn maps_code(&self) -> bool {
+        self.maps_code
+    }
+
+    /// Places file offsets with `other`'s segments: a debug file's symbols with the
+    /// segments of the binary it was split from.
+    pub fn use_segments_of(&mut self, other: &ElfSymbols) {
+        self.loads.clone_from(&other.loads);
+        self.maps_code = other.maps_code;
+    }
+
+    /// The number of function symbols kept.
+    pub fn len(&self) -> usize {
+        self.syms.text_count
+    }
+
+    /// Whether the file has no function symbols (stripped of both tables).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The function at `offset` in the file; `None` when no function covers it.
+    pub fn resolve_offset(&self, offset: u64) -> Option<&str> {
+        let &(file_off, _, vaddr) = self
+            .loads
+            .iter()
+            .find(|&&(o, size, _)| offset >= o && offset - o < size.max(1))?;
+        self.syms.resolve(offset - file_off + vaddr).map(|(name, _)| name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

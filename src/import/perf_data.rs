@@ -4,14 +4,16 @@
 //! order: `--vmlinux`/`--kallsyms` when given; the kallsyms perf saved in its build-id
 //! cache (`~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, or under `$PERF_BUILDID_DIR`);
 //! this machine's `/proc/kallsyms` when the file's kernel build-id is the running
-//! kernel's (or, without a build-id, its release is). User PCs are counted under their
-//! DSO's file name as `[unknown]`: perf.data holds no user symbols.
+//! kernel's (or, without a build-id, its release is). User PCs are named from the ELF file
+//! behind their mapping (perf's build-id cache, a separate debug file, or the file itself
+//! when it is the recorded build), under the DSO's file name as module; `[unknown]` when
+//! no file or symbol is found.
 
 use super::{is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions};
 use crate::collect::profile::ProfileMeta;
-use crate::collect::symbols::{running_kernel_build_id, KernelSymbols};
+use crate::collect::symbols::{running_kernel_build_id, ElfSymbols, KernelSymbols};
 use crate::Profile;
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, SamplingPolicy};
+use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SamplingPolicy};
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -76,33 +78,175 @@ fn kernel_symbols(
     }
 }
 
-/// A process's executable mappings: start → (end, DSO index).
+/// One mapped file: its name as a module, and its symbols once a sample needs them.
+struct Dso {
+    path: Vec<u8>,
+    module: String,
+    build_id: Option<Vec<u8>>,
+    /// `None` until loaded; then the symbols, or why there are none.
+    symbols: Option<Result<ElfSymbols, UserSymbolsMissing>>,
+}
+
+/// Why a DSO's user samples stay `[unknown]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UserSymbolsMissing {
+    /// No file: neither in perf's build-id cache nor at its path.
+    NoFile,
+    /// The file at its path is another build than the one recorded.
+    OtherBuild,
+}
+
+/// The processes' executable mappings and the files behind them.
 #[derive(Default)]
 struct Maps {
-    by_pid: HashMap<i32, std::collections::BTreeMap<u64, (u64, usize)>>,
-    dsos: Vec<String>,
-    dso_index: HashMap<String, usize>,
+    /// pid → start → (end, page offset, DSO index).
+    by_pid: HashMap<i32, std::collections::BTreeMap<u64, (u64, u64, usize)>>,
+    dsos: Vec<Dso>,
+    dso_index: HashMap<(Vec<u8>, Option<Vec<u8>>), usize>,
+    /// Build-ids from the file's header, by path.
+    header_ids: HashMap<Vec<u8>, Vec<u8>>,
+    /// Symbol name → as perf prints it.
+    demangled: HashMap<String, String>,
 }
 
 impl Maps {
-    fn add(&mut self, pid: i32, start: u64, len: u64, path: &[u8]) {
-        let path = String::from_utf8_lossy(path);
-        let name = super::module_of_dso(Some(&path), start).to_string();
-        let i = match self.dso_index.get(&name) {
+    fn add(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], build_id: Option<Vec<u8>>) {
+        let build_id = build_id.or_else(|| self.header_ids.get(path).cloned());
+        let key = (path.to_vec(), build_id);
+        let i = match self.dso_index.get(&key) {
             Some(&i) => i,
             None => {
-                self.dsos.push(name.clone());
-                self.dso_index.insert(name, self.dsos.len() - 1);
+                let name = String::from_utf8_lossy(path);
+                self.dsos.push(Dso {
+                    path: key.0.clone(),
+                    module: super::module_of_dso(Some(&name), start).to_string(),
+                    build_id: key.1.clone(),
+                    symbols: None,
+                });
+                self.dso_index.insert(key, self.dsos.len() - 1);
                 self.dsos.len() - 1
             }
         };
-        self.by_pid.entry(pid).or_default().insert(start, (start + len, i));
+        self.by_pid
+            .entry(pid)
+            .or_default()
+            .insert(start, (start.saturating_add(len), pgoff, i));
     }
 
-    fn dso(&self, pid: i32, ip: u64) -> Option<&str> {
-        let (_, &(end, i)) = self.by_pid.get(&pid)?.range(..=ip).next_back()?;
-        (ip < end).then(|| self.dsos[i].as_str())
+    /// The module and function of a user address of `pid`: `[unknown]` when no symbol
+    /// covers it; `None` when no mapping does.
+    fn resolve(&mut self, pid: i32, ip: u64) -> Option<(&str, &str)> {
+        let (&start, &(end, pgoff, i)) = self.by_pid.get(&pid)?.range(..=ip).next_back()?;
+        if ip >= end {
+            return None;
+        }
+        let dso = &mut self.dsos[i];
+        let symbols = dso
+            .symbols
+            .get_or_insert_with(|| load_user_symbols(&dso.path, dso.build_id.as_deref()));
+        let name = match symbols {
+            Ok(syms) => match syms.resolve_offset(ip - start + pgoff) {
+                Some(raw) => {
+                    if !self.demangled.contains_key(raw) {
+                        let d = demangle(raw).unwrap_or_else(|| raw.to_string());
+                        self.demangled.insert(raw.to_string(), d);
+                    }
+                    self.demangled[raw].as_str()
+                }
+                None => "[unknown]",
+            },
+            Err(_) => "[unknown]",
+        };
+        Some((dso.module.as_str(), name))
     }
+
+    /// DSOs that had samples but no symbols, by reason.
+    fn missing(&self, why: UserSymbolsMissing) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .dsos
+            .iter()
+            .filter(|d| matches!(d.symbols, Some(Err(w)) if w == why))
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// A user DSO's symbols, from the first of these files that has a `.symtab` (else the first
+/// with a `.dynsym`), as perf chooses: the separate debug file
+/// (`/usr/lib/debug/.build-id/ab/cdef….debug`), perf's build-id cache
+/// (`~/.debug/.build-id/ab/cdef…/elf`), the file at its path. A file whose build-id is not
+/// the recorded one is never used.
+fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<ElfSymbols, UserSymbolsMissing> {
+    use std::os::unix::ffi::OsStrExt;
+    let build_id = build_id.filter(|id| !id.is_empty());
+    let mut candidates = Vec::new();
+    if let Some(id) = build_id {
+        let h = hex(id);
+        candidates.push(PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &h[..2],
+            &h[2..]
+        )));
+        if let Some(d) = buildid_dir() {
+            candidates.push(d.join(".build-id").join(&h[..2]).join(&h[2..]).join("elf"));
+        }
+    }
+    let local = Path::new(std::ffi::OsStr::from_bytes(path));
+    if local.is_absolute() {
+        candidates.push(local.to_path_buf());
+    }
+    let mut why = UserSymbolsMissing::NoFile;
+    let mut found: Vec<ElfSymbols> = Vec::new();
+    for p in candidates {
+        let Ok(syms) = ElfSymbols::from_file(&p) else {
+            continue;
+        };
+        match (build_id, syms.build_id()) {
+            (Some(want), Some(have)) if want != have => why = UserSymbolsMissing::OtherBuild,
+            _ => found.push(syms),
+        }
+    }
+    let best = found
+        .iter()
+        .position(|s| s.from_symtab() && !s.is_empty())
+        .or_else(|| found.iter().position(|s| !s.is_empty()))
+        .ok_or(why)?;
+    let code = found.iter().position(ElfSymbols::maps_code).ok_or(why)?;
+    let segments = found[code].clone();
+    let mut syms = found.swap_remove(best);
+    if !syms.maps_code() {
+        syms.use_segments_of(&segments);
+    }
+    Ok(syms)
+}
+
+/// A symbol name as perf prints it: C++ and Rust names demangled, without parameters and
+/// without Rust's hash.
+fn demangle(name: &str) -> Option<String> {
+    // LLVM's `.llvm.NNNN` suffix on local copies is not part of the mangled name.
+    let base = name.find(".llvm.").map_or(name, |at| &name[..at]);
+    if base.starts_with("_R") || (base.starts_with("_ZN") && is_legacy_rust(base)) {
+        let d = rustc_demangle::try_demangle(base).ok()?;
+        return Some(format!("{d:#}"));
+    }
+    if base.starts_with("_Z") {
+        let sym = cpp_demangle::Symbol::new(base).ok()?;
+        let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+        // An empty template parameter pack prints as `, >`; perf prints `>`.
+        return sym.demangle(&opts).ok().map(|d| d.replace(", >", ">"));
+    }
+    None
+}
+
+/// A legacy Rust name ends in a 16-digit hash component: `…17h0123456789abcdefE`.
+fn is_legacy_rust(name: &str) -> bool {
+    name.strip_suffix('E')
+        .and_then(|n| n.get(n.len().saturating_sub(19)..))
+        .and_then(|h| h.strip_prefix("17h"))
+        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ {
@@ -153,6 +297,19 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
         counts.ensure_cpu(c);
     }
     let mut maps = Maps::default();
+    for (key, info) in &build_ids {
+        match key {
+            DsoKey::User { full_path, .. } => {
+                maps.header_ids.insert(full_path.clone(), info.build_id.clone());
+            }
+            DsoKey::Vdso32 | DsoKey::VdsoX32 | DsoKey::Vdso64 => {
+                maps.header_ids
+                    .insert(key.name().as_bytes().to_vec(), info.build_id.clone());
+            }
+            _ => {}
+        }
+    }
+    let mut user_unmapped = 0u64;
     let (mut first, mut last) = (u64::MAX, 0u64);
     let (mut period_sum, mut with_period, mut skipped) = (0u128, 0u64, 0u64);
     while let Some(record) = record_iter.next_record(&mut perf_file).map_err(perf_err(path))? {
@@ -177,10 +334,13 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
                         Some((name, module)) => counts.add(cpu, module.unwrap_or("kernel"), name, 1),
                         None => counts.add(cpu, "kernel", "[unknown]", 1),
                     },
-                    CpuMode::User => {
-                        let dso = maps.dso(s.pid.unwrap_or(-1), ip).unwrap_or("unknown");
-                        counts.add(cpu, dso, "[unknown]", 1);
-                    }
+                    CpuMode::User => match maps.resolve(s.pid.unwrap_or(-1), ip) {
+                        Some((module, name)) => counts.add(cpu, module, name, 1),
+                        None => {
+                            user_unmapped += 1;
+                            counts.add(cpu, "unknown", "[unknown]", 1);
+                        }
+                    },
                     CpuMode::Hypervisor => counts.add(cpu, "hypervisor", "hypervisor", 1),
                     CpuMode::GuestKernel | CpuMode::GuestUser => counts.add(cpu, "guest", "guest", 1),
                     _ if is_kernel_address(ip) => counts.add(cpu, "kernel", "[unknown mode]", 1),
@@ -188,8 +348,16 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
                 }
             }
             EventRecord::Sample(_) => skipped += 1,
-            EventRecord::Mmap(m) if m.is_executable => maps.add(m.pid, m.address, m.length, &m.path.as_slice()),
-            EventRecord::Mmap2(m) if m.protection & 4 != 0 => maps.add(m.pid, m.address, m.length, &m.path.as_slice()),
+            EventRecord::Mmap(m) if m.is_executable => {
+                maps.add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), None)
+            }
+            EventRecord::Mmap2(m) if m.protection & 4 != 0 => {
+                let id = match &m.file_id {
+                    Mmap2FileId::BuildId(id) => Some(id.clone()),
+                    Mmap2FileId::InodeAndVersion(_) => None,
+                };
+                maps.add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), id)
+            }
             EventRecord::Lost(l) => {
                 let cpu = record.common_data().ok().and_then(|c| c.cpu).unwrap_or(0);
                 counts.lost(cpu, l.count);
@@ -206,6 +374,19 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
     }
     let mut warnings = Vec::new();
     warnings.extend(symbols_note);
+    let other_build = maps.missing(UserSymbolsMissing::OtherBuild);
+    if !other_build.is_empty() {
+        warnings.push(format!(
+            "user functions of {} are [unknown]: the file there is another build than the one recorded, \
+             and perf's build-id cache has no copy (record without --no-buildid-cache, or run perf buildid-cache --add)",
+            other_build.join(", ")
+        ));
+    }
+    if user_unmapped > 0 {
+        warnings.push(format!(
+            "{user_unmapped} user samples fell outside every recorded mapping: counted as [unknown] [unknown]"
+        ));
+    }
     if other_events && skipped > 0 {
         warnings.push(format!("{skipped} samples of events other than {event} are left out"));
     }
@@ -238,4 +419,35 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
         },
         warnings,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_demangled_as_perf_prints_them() {
+        // C++: no parameters, no return type; an empty parameter pack prints nothing.
+        assert_eq!(
+            demangle("_ZN4llvm15InstCombinePass3runERNS_8FunctionE").as_deref(),
+            Some("llvm::InstCombinePass::run")
+        );
+        assert_eq!(demangle("_ZN3foo3barIiJEEEvv").as_deref(), Some("foo::bar<int>"));
+        // Rust, legacy with its hash and v0, without the hash; an LLVM clone suffix dropped.
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE.llvm.123").as_deref(),
+            Some("core::fmt::write")
+        );
+        assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
+        // C and anything else stay as they are.
+        assert_eq!(demangle("__GI___libc_write"), None);
+        assert_eq!(demangle("_Zgarbage"), None);
+    }
+
+    #[test]
+    fn legacy_rust_needs_its_hash() {
+        assert!(is_legacy_rust("_ZN4core3fmt5write17h0123456789abcdefE"));
+        assert!(!is_legacy_rust("_ZN4llvm15InstCombinePass3runERNS_8FunctionE"));
+        assert!(!is_legacy_rust("_ZN4core3fmt5write17h0123456789abcdxyE"));
+    }
 }
