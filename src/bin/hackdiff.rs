@@ -23,7 +23,7 @@ use upcmp::helpers::hackdiff;
 struct Args {
     /// Read the series from FILE instead of standard input ("-" is standard input),
     /// e.g. series.txt
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     input: Option<PathBuf>,
     /// Print shell completions or the man page and exit, e.g.
     /// `hackdiff --generate man > /usr/local/share/man/man1/hackdiff.1`

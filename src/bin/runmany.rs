@@ -22,11 +22,16 @@ use upcmp::helpers::runmany::{self, RunError, RunOptions};
 )]
 struct Args {
     /// How many times to run the command, a whole number from 1 up, e.g. 5
-    #[arg(value_name = "num", allow_hyphen_values = true)]
+    #[arg(value_name = "num", allow_hyphen_values = true, value_hint = clap::ValueHint::Other)]
     num: Option<String>,
     /// The command and its arguments, run as given (no shell); everything after the command,
     /// flags too, is the command's, e.g. hackbench 1 process 50000
-    #[arg(value_name = "command args", trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(
+        value_name = "command args",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_hint = clap::ValueHint::CommandWithArguments
+    )]
     command: Vec<OsString>,
     /// Print shell completions or the man page and exit, e.g.
     /// `runmany --generate bash > /usr/share/bash-completion/completions/runmany`

@@ -27,12 +27,38 @@ pub fn generate(what: GenerateArg, mut cmd: clap::Command) -> anyhow::Result<()>
         GenerateArg::Bash => clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, name, &mut out),
         GenerateArg::Zsh => clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, name, &mut out),
         GenerateArg::Fish => clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, name, &mut out),
-        GenerateArg::Man => clap_mangen::Man::new(cmd).render(&mut out)?,
+        GenerateArg::Man => man_page(cmd, &mut out)?,
     }
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&out)?;
     stdout.flush()?;
     Ok(())
+}
+
+/// clap's man page, with the examples of `--help` (its after-help) kept line for line under
+/// EXAMPLES instead of filled into a paragraph.
+fn man_page(cmd: clap::Command, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let after = cmd
+        .get_after_long_help()
+        .or(cmd.get_after_help())
+        .map(|h| h.to_string());
+    let man = clap_mangen::Man::new(cmd);
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    if let Some(after) = after {
+        out.write_all(b".SH EXAMPLES\n.nf\n")?;
+        for line in after.strip_prefix("Examples:\n").unwrap_or(&after).lines() {
+            // Escaped for roff: backslashes, dashes, and a control character at the start.
+            let line = line.replace('\\', "\\e").replace('-', "\\-");
+            let guard = if line.starts_with(['.', '\'']) { "\\&" } else { "" };
+            writeln!(out, "{guard}{line}")?;
+        }
+        out.write_all(b".fi\n")?;
+    }
+    man.render_version_section(out)
 }
 
 /// Asserts that `--help` explains every argument of `cmd` and shows examples (each
