@@ -3,6 +3,7 @@
 mod helpers;
 mod import;
 mod noise;
+mod shell;
 mod symbols;
 mod upcmp;
 mod uprun;

@@ -1,6 +1,9 @@
 //! `feat`: list or toggle scheduler features.
 
-use clap::Parser;
+#[path = "common/generate.rs"]
+mod generate;
+
+use clap::{CommandFactory, Parser};
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,15 +16,19 @@ use upcmp::helpers::feat::{self, FeatureFile, DEFAULT_DEBUGFS};
 #[command(
     name = "feat",
     version,
-    after_help = "Examples:\n    feat                 list the features; NO_X means X is off\n    feat NO_TTWU_QUEUE   disable TTWU_QUEUE\n    feat TTWU_QUEUE      enable it again"
+    after_help = "Examples:\n    feat                          list the features; NO_X means X is off\n    feat NO_TTWU_QUEUE            disable TTWU_QUEUE\n    feat TTWU_QUEUE               enable it again\n    feat --debugfs /mnt/debug     debugfs mounted elsewhere\n\nChanging features needs root and a kernel with CONFIG_SCHED_DEBUG (docs/feat.md)."
 )]
 struct Args {
-    /// X enables feature X, NO_X disables it
+    /// X enables feature X, NO_X disables it, e.g. NO_TTWU_QUEUE; several may be given
     #[arg(value_name = "FEATURE")]
     features: Vec<String>,
-    /// Where debugfs is mounted
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_DEBUGFS)]
+    /// Where debugfs is mounted, e.g. --debugfs /mnt/debug
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_DEBUGFS, value_hint = clap::ValueHint::DirPath)]
     debugfs: PathBuf,
+    /// Print shell completions or the man page and exit, e.g.
+    /// `feat --generate zsh > /usr/local/share/zsh/site-functions/_feat`
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<generate::GenerateArg>,
 }
 
 fn main() -> ExitCode {
@@ -38,6 +45,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(what) = args.generate {
+        return generate::generate(what, Args::command());
+    }
     let file = FeatureFile::locate(&args.debugfs)?;
     if args.features.is_empty() {
         feat::render_list(&file.read()?, io::stdout().lock())?;
@@ -51,16 +61,19 @@ fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {
         Args::command().debug_assert();
+        generate::assert_documented(Args::command());
         let args = Args::try_parse_from(["feat"]).unwrap();
         assert!(args.features.is_empty());
         assert_eq!(args.debugfs, PathBuf::from("/sys/kernel/debug"));
         let args = Args::try_parse_from(["feat", "NO_STEAL", "TTWU_QUEUE", "--debugfs", "/tmp/d"]).unwrap();
         assert_eq!(args.features, ["NO_STEAL", "TTWU_QUEUE"]);
         assert_eq!(args.debugfs, PathBuf::from("/tmp/d"));
+        let args = Args::try_parse_from(["feat", "--generate", "man"]).unwrap();
+        assert_eq!(args.generate, Some(generate::GenerateArg::Man));
+        assert!(Args::try_parse_from(["feat", "NO_STEAL", "--generate", "man"]).is_err());
     }
 }

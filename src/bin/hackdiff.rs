@@ -1,7 +1,10 @@
 //! `hackdiff`: compare a base and a new series of runmany hackbench results.
 
+#[path = "common/generate.rs"]
+mod generate;
+
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
@@ -15,12 +18,17 @@ use upcmp::helpers::hackdiff;
 #[command(
     name = "hackdiff",
     version,
-    after_help = "Input, as a hackseries script writes it:\n    hackbench 1 process 50000\n     4.096  4.090  4.073  4.129  4.092     Average 4.096   stdev 0.5%\n    ...\n\n%speedup = (base time / new time - 1) * 100, in the original's integer arithmetic."
+    after_help = "Examples:\n    hackdiff series.txt             # the base series, then the new one\n    ./hackseries | hackdiff         # straight from the script that runs both (docs/hackdiff.md)\n\nInput, as a hackseries script writes it:\n    hackbench 1 process 50000\n     4.096  4.090  4.073  4.129  4.092     Average 4.096   stdev 0.5%\n    ...\n\n%speedup = (base time / new time - 1) * 100, in the original's integer arithmetic."
 )]
 struct Args {
-    /// Read the series from FILE instead of standard input ("-" is standard input)
-    #[arg(value_name = "FILE")]
+    /// Read the series from FILE instead of standard input ("-" is standard input),
+    /// e.g. series.txt
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     input: Option<PathBuf>,
+    /// Print shell completions or the man page and exit, e.g.
+    /// `hackdiff --generate man > /usr/local/share/man/man1/hackdiff.1`
+    #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
+    generate: Option<generate::GenerateArg>,
 }
 
 fn main() -> ExitCode {
@@ -36,6 +44,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(what) = args.generate {
+        return generate::generate(what, Args::command());
+    }
     let rows = match args.input {
         Some(path) if path.as_os_str() != "-" => {
             let file = File::open(&path).with_context(|| format!("opening {path:?}"))?;
@@ -50,14 +61,17 @@ fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {
         Args::command().debug_assert();
+        generate::assert_documented(Args::command());
         assert_eq!(Args::try_parse_from(["hackdiff"]).unwrap().input, None);
         let args = Args::try_parse_from(["hackdiff", "series.txt"]).unwrap();
         assert_eq!(args.input, Some(PathBuf::from("series.txt")));
         assert!(Args::try_parse_from(["hackdiff", "a", "b"]).is_err());
+        let args = Args::try_parse_from(["hackdiff", "--generate", "fish"]).unwrap();
+        assert_eq!((args.generate, args.input), (Some(generate::GenerateArg::Fish), None));
+        assert!(Args::try_parse_from(["hackdiff", "series.txt", "--generate", "fish"]).is_err());
     }
 }

@@ -141,6 +141,7 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Args::command().debug_assert();
+        generate::assert_documented(Args::command());
         let a = Args::parse_from(["upcmp", "a", "b", "r", "1"]);
         assert_eq!(a.cutoff_pct, Some(1.0));
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--cutoff", "2", "--idle-symbols", "x"]);

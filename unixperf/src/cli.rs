@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::options::{self, Config, USAGE};
+use crate::options::{self, Config, Generate};
 use crate::report::{self, aggregate_line, time_line};
 use crate::suite::{self, ALIASES, TESTS};
 use crate::sys;
@@ -11,7 +11,9 @@ use crate::team::{self, complain, Stop, Team};
 use crate::workload::Ctx;
 
 /// Runs unixperf with `args` (without the program name); returns the exit code.
-pub fn main(args: &[String]) -> i32 {
+/// `generate` answers `-generate`: the unixperf program passes its printer of completions and
+/// man pages, which holds the clap description of this command line (clap stays there).
+pub fn main(args: &[String], generate: fn(Generate) -> i32) -> i32 {
     let cfg = match options::parse(args) {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -19,8 +21,11 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if let Some(what) = cfg.generate {
+        return generate(what);
+    }
     if cfg.help {
-        print!("{USAGE}");
+        print!("{}", options::usage());
         return 0;
     }
     if cfg.list {

@@ -20,13 +20,67 @@ pub enum GenerateArg {
 /// Prints the completions or man page of `cmd` to standard output.
 pub fn generate(what: GenerateArg, mut cmd: clap::Command) -> anyhow::Result<()> {
     let name = cmd.get_name().to_string();
-    let mut out = std::io::stdout().lock();
+    // Rendered whole first: clap's generators panic on a failed write, a closed pipe included;
+    // a write error here is the caller's (a broken pipe exits 0).
+    let mut out = Vec::new();
     match what {
         GenerateArg::Bash => clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, name, &mut out),
         GenerateArg::Zsh => clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, name, &mut out),
         GenerateArg::Fish => clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, name, &mut out),
-        GenerateArg::Man => clap_mangen::Man::new(cmd).render(&mut out)?,
+        GenerateArg::Man => man_page(cmd, &mut out)?,
     }
-    out.flush()?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&out)?;
+    stdout.flush()?;
     Ok(())
+}
+
+/// clap's man page, with the examples of `--help` (its after-help) kept line for line under
+/// EXAMPLES instead of filled into a paragraph.
+fn man_page(cmd: clap::Command, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let after = cmd
+        .get_after_long_help()
+        .or(cmd.get_after_help())
+        .map(|h| h.to_string());
+    let man = clap_mangen::Man::new(cmd);
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    if let Some(after) = after {
+        out.write_all(b".SH EXAMPLES\n.nf\n")?;
+        for line in after.strip_prefix("Examples:\n").unwrap_or(&after).lines() {
+            // Escaped for roff: backslashes, dashes, and a control character at the start.
+            let line = line.replace('\\', "\\e").replace('-', "\\-");
+            let guard = if line.starts_with(['.', '\'']) { "\\&" } else { "" };
+            writeln!(out, "{guard}{line}")?;
+        }
+        out.write_all(b".fi\n")?;
+    }
+    man.render_version_section(out)
+}
+
+/// Asserts that `--help` explains every argument of `cmd` and shows examples (each
+/// command's unit tests call this).
+#[cfg(test)]
+pub fn assert_documented(mut cmd: clap::Command) {
+    cmd.build();
+    let name = cmd.get_name().to_string();
+    for arg in cmd.get_arguments() {
+        let help = arg.get_help().or(arg.get_long_help()).map(|h| h.to_string());
+        assert!(
+            help.is_some_and(|h| !h.trim().is_empty()),
+            "{name}: argument {} has no help line",
+            arg.get_id()
+        );
+    }
+    let after = cmd
+        .get_after_long_help()
+        .or(cmd.get_after_help())
+        .map(|h| h.to_string());
+    assert!(
+        after.is_some_and(|h| h.contains("Examples:\n")),
+        "{name}: --help shows no Examples section"
+    );
 }
