@@ -472,3 +472,64 @@ fn broken_pipe_exits_quietly() {
     let err = stderr(&o);
     assert!(err.lines().all(|l| l.starts_with("prfcmp: warning: ")), "{err}");
 }
+
+/// Records `perf record -e cpu-clock -g` of `dd` with blocks of `bs` bytes: dd alone, so
+/// that the other tests running meanwhile are not in the recording.
+fn record_stacks(dir: &Path, out: &str, bs: &str, count: &str) {
+    let o = run_in(
+        dir,
+        "perf",
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-g",
+            "-o",
+            out,
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            &format!("bs={bs}"),
+            &format!("count={count}"),
+        ],
+    );
+    assert!(o.status.success(), "perf record -g: {}", stderr(&o));
+}
+
+#[test]
+fn call_chains_give_the_stack_comparison_from_perf_data_and_perf_script_alike() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    record_stacks(d.path(), "a.data", "512", "300000");
+    record_stacks(d.path(), "b.data", "65536", "30000");
+    for (data, txt) in [("a.data", "a.txt"), ("b.data", "b.txt")] {
+        let o = run_in(d.path(), "perf", &["script", "-i", data]);
+        assert!(o.status.success(), "perf script: {}", stderr(&o));
+        std::fs::write(d.path().join(txt), &o.stdout).unwrap();
+    }
+    let mut tables = Vec::new();
+    for (a, b, r) in [("a.data", "b.data", "r1"), ("a.txt", "b.txt", "r2")] {
+        let o = run_in(d.path(), UPCMP, &["--perf", a, b, r, "-q"]);
+        assert!(o.status.success(), "upcmp --perf {a} {b}: {}", stderr(&o));
+        let stem = format!("{a}_vs_{b}");
+        let svg = std::fs::read_to_string(d.path().join(r).join(format!("{stem}.flamediff.svg"))).unwrap();
+        // The copies of dd, through the write system call into the kernel.
+        assert!(
+            svg.contains(">dd") && svg.contains("ksys_write"),
+            "flame graph lacks dd's stacks"
+        );
+        let results = std::fs::read_to_string(d.path().join(r).join("results")).unwrap();
+        assert!(results.contains(&format!("{stem}.callers")), "{results}");
+        let table = std::fs::read_to_string(d.path().join(r).join(format!("{stem}.callers"))).unwrap();
+        // The larger blocks move time into the copy itself: some function changed beyond noise.
+        assert!(table.lines().any(|l| l.contains(" *")), "{table}");
+        tables.push(table.lines().skip(1).collect::<Vec<_>>().join("\n"));
+    }
+    // Two parsers, one recording: the same stacks, so the same table.
+    assert_eq!(tables[0], tables[1]);
+}

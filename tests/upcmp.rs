@@ -367,3 +367,115 @@ fn benchmark_section_on_real_unixperf_reports() {
         );
     }
 }
+
+/// Compares `got` with the golden file `rel` under testdata/ (`UPCMP_BLESS=1` rewrites it).
+fn assert_golden(got: &str, rel: &str) {
+    let golden = testdata(rel);
+    if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
+        fs::write(&golden, got).unwrap();
+    }
+    let want = fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+    assert!(
+        got == want,
+        "{} differs (UPCMP_BLESS=1 rewrites it):\n{got}",
+        golden.display()
+    );
+}
+
+#[test]
+fn every_format_matches_its_golden_file() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    for (format, ext) in [("csv", "csv"), ("json", "json"), ("markdown", "md")] {
+        let out = run_in(
+            tmp.path(),
+            UPCMP,
+            &["outdir1", "outdir2", &format!("r-{ext}"), "--format", format],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_golden(&stdout(&out), &format!("forkwait/expected_results.{ext}"));
+    }
+    // The files in the results directory are the same tables.
+    assert_golden(
+        &fs::read_to_string(tmp.path().join("r-csv/results.csv")).unwrap(),
+        "forkwait/expected_results.csv",
+    );
+    assert_golden(
+        &fs::read_to_string(tmp.path().join("r-csv/results.json")).unwrap(),
+        "forkwait/expected_results.json",
+    );
+    // prfcmp, on imported folded stacks.
+    let import = testdata("import");
+    for (format, ext) in [("text", "txt"), ("csv", "csv"), ("json", "json"), ("markdown", "md")] {
+        let out = run_in(&import, PRFCMP, &["a.folded", "b.folded", "--format", format]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_golden(&stdout(&out), &format!("import/expected_prfcmp.{ext}"));
+    }
+}
+
+/// The fields of one CSV line (RFC 4180 quoting).
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+fn csv_fields(line: &str) -> Vec<String> {
+    let (mut fields, mut field, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
+/// `results.parquet` (with `--features parquet`) holds the CSV's table: same columns, same
+/// rows, same values, nulls where the CSV is empty.
+#[test]
+fn results_parquet_holds_the_csv_table() {
+    let tmp = tempdir();
+    copy_fixture(tmp.path());
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "r", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let parquet = tmp.path().join("r/results.parquet");
+    if !cfg!(feature = "parquet") {
+        assert!(!parquet.exists(), "built without the parquet feature");
+        return;
+    }
+    #[cfg(feature = "parquet")]
+    {
+        use polars::prelude::*;
+        use polars_io::SerReader;
+        let df = polars_io::parquet::read::ParquetReader::new(fs::File::open(&parquet).unwrap())
+            .finish()
+            .unwrap();
+        let csv = fs::read_to_string(tmp.path().join("r/results.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let names: Vec<&str> = df.get_column_names().iter().map(|n| n.as_str()).collect();
+        assert_eq!(names, header);
+        let rows: Vec<&str> = lines.collect();
+        assert_eq!(df.height(), rows.len());
+        assert!(df.height() > 40);
+        for (i, line) in rows.iter().enumerate() {
+            let fields = csv_fields(line);
+            assert_eq!(fields.len(), header.len(), "{line}");
+            for (col, field) in header.iter().zip(&fields) {
+                let v = df.column(col).unwrap().get(i).unwrap();
+                let got = match v {
+                    AnyValue::Null => String::new(),
+                    AnyValue::Float64(x) => format!("{x}"),
+                    AnyValue::Boolean(b) => b.to_string(),
+                    AnyValue::String(s) => s.to_string(),
+                    AnyValue::StringOwned(s) => s.to_string(),
+                    other => panic!("{col}: unexpected {other:?}"),
+                };
+                assert_eq!(&got, field, "row {i} column {col}");
+            }
+        }
+    }
+}

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use upcmp::compare::imported::compare_imported;
 use upcmp::compare::runs::compare_runs;
-use upcmp::compare::stacks::compare_run_stacks;
+use upcmp::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use upcmp::compare::{resolve_cutoff, CompareOptions, IdleSet};
 use upcmp::exit::{run, EXIT_BAD_INPUT};
-use upcmp::import::read_profile;
+use upcmp::import;
 use upcmp::report::{machine, stackcmp, text};
 use upcmp::store::outdir::{publish_dir, RESULTS_MARKER};
 
@@ -86,11 +86,27 @@ fn main() -> ExitCode {
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
         opts.hide_noise = a.hide_noise;
+        // With --perf, the recordings' call chains (when both have them) become the
+        // same stack comparison as two upsrun runs get.
+        let mut imported_stacks = None;
         let cmp = if a.perf {
-            let import = a.import.options();
-            let p1 = read_profile(outdir1, &import).with_context(|| format!("reading {}", outdir1.display()))?;
-            let p2 = read_profile(outdir2, &import).with_context(|| format!("reading {}", outdir2.display()))?;
-            compare_imported(outdir1, &p1, outdir2, &p2, &opts)?
+            let import = a.import.options().with_stacks(true);
+            let i1 = import::import(outdir1, &import).with_context(|| format!("reading {}", outdir1.display()))?;
+            let i2 = import::import(outdir2, &import).with_context(|| format!("reading {}", outdir2.display()))?;
+            let cmp = compare_imported(outdir1, &i1.profile, outdir2, &i2.profile, &opts)?;
+            if let (Some(s1), Some(s2)) = (&i1.stacks, &i2.stacks) {
+                let idle = opts
+                    .idle_override
+                    .clone()
+                    .unwrap_or_else(|| IdleSet::new(i1.profile.idle_set.clone()));
+                let test = cmp.tests.first().map_or("recording", |t| t.name.as_str());
+                imported_stacks = Some(RunStacks {
+                    dir1: outdir1.clone(),
+                    dir2: outdir2.clone(),
+                    tests: vec![compare_stacks(test, s1, s2, &idle)],
+                });
+            }
+            cmp
         } else {
             compare_runs(outdir1, outdir2, &opts)?
         };
@@ -100,7 +116,7 @@ fn main() -> ExitCode {
         machine::write_json(&cmp, &mut json)?;
         // upsrun runs: differential flame graphs and caller/callee tables, named in results.
         let stacks = if a.perf {
-            None
+            imported_stacks
         } else {
             compare_run_stacks(outdir1, outdir2, opts.idle_override.as_ref())?
         };
@@ -113,6 +129,12 @@ fn main() -> ExitCode {
             ("results.csv", csv),
             ("results.json", json),
         ];
+        #[cfg(feature = "parquet")]
+        {
+            let mut parquet = Vec::new();
+            upcmp::report::parquet::write(&machine::rows(&cmp), &mut parquet)?;
+            files.push(("results.parquet", parquet));
+        }
         files.extend(stack_files.iter().map(|(n, b)| (n.as_str(), b.clone())));
         publish_dir(results_dir, RESULTS_MARKER, &files)
             .with_context(|| format!("writing results to {}", results_dir.display()))?;
@@ -129,7 +151,12 @@ fn main() -> ExitCode {
             std::io::stdout().write_all(&out)?;
         }
         let d = results_dir.display();
-        eprintln!("upcmp: results written to {d}/results, {d}/results.csv and {d}/results.json");
+        let parquet = if cfg!(feature = "parquet") {
+            ", results.parquet"
+        } else {
+            ""
+        };
+        eprintln!("upcmp: results written to {d}/results, {d}/results.csv{parquet} and {d}/results.json");
         Ok(ExitCode::SUCCESS)
     })
 }

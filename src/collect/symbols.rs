@@ -466,8 +466,7 @@ impl KernelSymbols {
             // points written in assembly often have no type.
             let keep = match sym.kind() {
                 SymbolKind::Text => true,
-                SymbolKind::Label => in_code,
-                _ => false,
+                _ => in_code && is_label(&sym),
             };
             let Ok(name) = sym.name() else { continue };
             if !keep || name.is_empty() || name.starts_with('$') {
@@ -619,6 +618,18 @@ impl KernelSymbols {
     }
 }
 
+/// perf's `elf_sym__is_label`: an untyped symbol that is not hidden or internal (entry
+/// points written in assembly, such as `_start`); kept when it is in code.
+fn is_label(sym: &object::Symbol<'_, '_>) -> bool {
+    match sym.flags() {
+        object::SymbolFlags::Elf { st_info, st_other } => {
+            st_info & 0xf == object::elf::STT_NOTYPE
+                && !matches!(st_other & 3, object::elf::STV_HIDDEN | object::elf::STV_INTERNAL)
+        }
+        _ => sym.kind() == SymbolKind::Label,
+    }
+}
+
 fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<'d>, SymbolError> {
     let not_elf = |reason: String| SymbolError::NotElf {
         path: path.to_path_buf(),
@@ -754,7 +765,8 @@ impl ElfSymbols {
                 matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
             });
             let Ok(name) = sym.name() else { return };
-            if sym.kind() != SymbolKind::Text || !in_code || name.is_empty() || sym.address() == 0 {
+            let function = sym.kind() == SymbolKind::Text || is_label(&sym);
+            if !function || !in_code || name.is_empty() || sym.address() == 0 {
                 return;
             }
             let binding = if sym.is_weak() {

@@ -343,6 +343,21 @@ fn read_folded(reps: &[std::path::PathBuf]) -> Result<StackProfile, crate::store
     Ok(StackProfile::from_folded(&text, &name)?)
 }
 
+/// Compares the stacks of one test, idle stacks (leaf in `idle`) left out.
+pub fn compare_stacks(
+    test: &str,
+    before: &StackProfile,
+    after: &StackProfile,
+    idle: &crate::compare::IdleSet,
+) -> TestStacks {
+    let (p1, p2) = (before.without_idle(idle), after.without_idle(idle));
+    TestStacks {
+        test: test.to_string(),
+        diff: StackDiff::new(&p1, &p2),
+        functions: changed_functions(&CallGraph::of(&p1), &CallGraph::of(&p2), TOP_FUNCTIONS),
+    }
+}
+
 /// Compares the stacks of two runs when both were written by upsrun; `None` otherwise.
 /// Idle stacks (leaf in the test's idle set, or in `idle_override`) are left out, so the
 /// shares are of CPU time as in the rest of the report.
@@ -373,16 +388,7 @@ pub fn compare_run_stacks(
             Some(i) => i.clone(),
             None => crate::compare::IdleSet::new(crate::store::prfout::read(&r1[0].join("prfout"))?.idle_set),
         };
-        let (p1, p2) = (
-            read_folded(&r1)?.without_idle(&idle),
-            read_folded(&r2)?.without_idle(&idle),
-        );
-        let functions = changed_functions(&CallGraph::of(&p1), &CallGraph::of(&p2), TOP_FUNCTIONS);
-        tests.push(TestStacks {
-            test: name.clone(),
-            diff: StackDiff::new(&p1, &p2),
-            functions,
-        });
+        tests.push(compare_stacks(name, &read_folded(&r1)?, &read_folded(&r2)?, &idle));
     }
     Ok(Some(RunStacks {
         dir1: dir1.to_path_buf(),

@@ -1,13 +1,12 @@
-//! Folded stacks → [`Profile`]: each line's count goes to its innermost frame.
+//! Folded stacks → [`Profile`](crate::Profile): each line's count goes to its innermost frame.
 //!
 //! Folded stacks carry no CPU, module or time: the profile has one CPU, a period of
 //! [`ImportOptions::period_sec`] (1 ms when not given), and a wall time of samples ×
 //! period, so its idle time is what its idle functions hold. A frame with inferno's
 //! `_[k]` annotation is kernel code; others are counted under the module `user`.
 
-use super::{test_name, Counts, ImportError, ImportOptions};
+use super::{test_name, Counts, ImportError, ImportOptions, Imported, StackCollector};
 use crate::collect::profile::ProfileMeta;
-use crate::Profile;
 use std::io::BufRead;
 use std::path::Path;
 use upcmp_parsers::folded::for_each_stack;
@@ -27,11 +26,14 @@ pub fn annotated(frame: &str) -> (&'static str, &str) {
 }
 
 /// Reads folded stacks from `input` (named `name` in errors).
-pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
+pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut counts = Counts::default();
+    let mut stacks = StackCollector::new(opts.stacks);
     for_each_stack(input, name, |s| {
         let (module, f) = annotated(s.leaf());
         counts.add(0, module, f, s.count);
+        // The stacks already start at the command (as folded by stackcollapse-perf).
+        stacks.add(None, s.frames().map(|f| annotated(f).1), s.count);
     })?;
     let samples = counts.samples();
     if samples == 0 {
@@ -52,7 +54,10 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
         period_sec,
         wall_sec: samples as f64 * period_sec,
     };
-    Ok(counts.finish(meta, warnings))
+    Ok(Imported {
+        profile: counts.finish(meta, warnings),
+        stacks: stacks.finish(),
+    })
 }
 
 #[cfg(test)]
@@ -63,7 +68,9 @@ mod tests {
     fn leaves_and_annotations() {
         let text = "dd;main;write_[k];vfs_write_[k] 30\nswapper;do_idle_[k] 60\ndd;main 10\nx;vfs_write_[k] 5\n";
         let opts = ImportOptions::new(None, None, None, Some(0.01));
-        let p = read(text.as_bytes(), "f", Path::new("f.folded"), &opts).unwrap();
+        let p = read(text.as_bytes(), "f", Path::new("f.folded"), &opts)
+            .unwrap()
+            .profile;
         let rows: Vec<(&str, &str, u64)> = p
             .functions
             .iter()

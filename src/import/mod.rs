@@ -17,6 +17,7 @@ pub mod perf_data;
 pub mod script;
 
 use crate::collect::profile::ProfileMeta;
+use crate::collect::stacks::StackProfile;
 use crate::compare::IdleSet;
 use crate::store::{prfout, StoreError};
 use crate::{CpuTotals, FunctionSamples, Profile};
@@ -158,6 +159,9 @@ pub struct ImportOptions {
     pub vmlinux: Option<PathBuf>,
     /// Time one sample stands for, overriding what the input says (seconds).
     pub period_sec: Option<f64>,
+    /// Also collect the call stacks (for differential flame graphs), when the input has
+    /// call chains.
+    pub stacks: bool,
 }
 
 impl ImportOptions {
@@ -173,13 +177,76 @@ impl ImportOptions {
             kallsyms,
             vmlinux,
             period_sec,
+            stacks: false,
         }
+    }
+
+    /// The same options, collecting call stacks or not.
+    pub fn with_stacks(mut self, stacks: bool) -> Self {
+        self.stacks = stacks;
+        self
+    }
+}
+
+/// A profile and, when asked for and the input has call chains, its call stacks.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The flat profile, as a uprun test directory holds it.
+    pub profile: Profile,
+    /// Samples per call stack, root first (the command name as the root frame, as
+    /// `perf script | stackcollapse-perf` folds them); `None` without call chains.
+    pub stacks: Option<StackProfile>,
+}
+
+/// Collects call stacks during an import when [`ImportOptions::stacks`] asks for them.
+pub(crate) struct StackCollector {
+    profile: Option<StackProfile>,
+    frames: Vec<u32>,
+    /// Whether any sample had more than its own frame.
+    chains: bool,
+}
+
+impl StackCollector {
+    pub(crate) fn new(wanted: bool) -> Self {
+        StackCollector {
+            profile: wanted.then(StackProfile::default),
+            frames: Vec::new(),
+            chains: false,
+        }
+    }
+
+    /// Whether stacks are being collected.
+    pub(crate) fn wanted(&self) -> bool {
+        self.profile.is_some()
+    }
+
+    /// Adds `count` samples of the stack `root`, then `frames` (root first).
+    pub(crate) fn add<'f>(&mut self, root: Option<&str>, frames: impl Iterator<Item = &'f str>, count: u64) {
+        let Some(p) = &mut self.profile else { return };
+        self.frames.clear();
+        self.frames.extend(root.map(|r| p.intern(r)));
+        let own = self.frames.len();
+        self.frames.extend(frames.map(|f| p.intern(f)));
+        self.chains |= self.frames.len() > own + 1;
+        p.add_stack(&self.frames, count);
+    }
+
+    /// The stacks, when some sample had a call chain.
+    pub(crate) fn finish(self) -> Option<StackProfile> {
+        self.profile.filter(|_| self.chains)
     }
 }
 
 /// Reads a profile of any supported format; `-` reads perf script or folded text from
 /// standard input.
 pub fn read_profile(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
+    Ok(import(path, opts)?.profile)
+}
+
+/// Reads a profile of any supported format, and its call stacks when
+/// [`ImportOptions::stacks`] asks for them; `-` reads perf script or folded text from
+/// standard input.
+pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     if path == Path::new("-") {
         let stdin = std::io::stdin().lock();
         let mut input = BufReader::with_capacity(1 << 16, stdin);
@@ -198,7 +265,10 @@ pub fn read_profile(path: &Path, opts: &ImportOptions) -> Result<Profile, Import
             } else {
                 path.to_path_buf()
             };
-            Ok(prfout::read(&p)?)
+            Ok(Imported {
+                profile: prfout::read(&p)?,
+                stacks: None,
+            })
         }
         InputFormat::PerfData => perf_data::read(path, opts),
         InputFormat::PerfScript | InputFormat::Folded => {
@@ -215,7 +285,7 @@ fn read_text(
     name: &str,
     path: &Path,
     opts: &ImportOptions,
-) -> Result<Profile, ImportError> {
+) -> Result<Imported, ImportError> {
     match format {
         InputFormat::Folded => folded::read(input, name, path, opts),
         InputFormat::PerfScript => script::read(input, name, path, opts),

@@ -9,10 +9,14 @@
 //! when it is the recorded build), under the DSO's file name as module; `[unknown]` when
 //! no file or symbol is found.
 
-use super::{is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions};
+use super::{
+    is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector,
+};
 use crate::collect::profile::ProfileMeta;
 use crate::collect::symbols::{running_kernel_build_id, ElfSymbols, KernelSymbols};
-use crate::Profile;
+use linux_perf_data::linux_perf_event_reader::constants::{
+    PERF_CONTEXT_HV, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
+};
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SamplingPolicy};
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use std::collections::HashMap;
@@ -127,10 +131,35 @@ impl Maps {
                 self.dsos.len() - 1
             }
         };
-        self.by_pid
-            .entry(pid)
-            .or_default()
-            .insert(start, (start.saturating_add(len), pgoff, i));
+        // As perf: a new mapping replaces whatever part of older ones it covers (after an
+        // exec, or a re-mmap), so no address resolves through a stale mapping.
+        let end = start.saturating_add(len);
+        let maps = self.by_pid.entry(pid).or_default();
+        let overlapping: Vec<u64> = maps
+            .range(..end)
+            .rev()
+            .take_while(|(_, &(e, _, _))| e > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            let (e, pg, d) = maps.remove(&s).expect("listed above");
+            if s < start {
+                maps.insert(s, (start, pg, d));
+            }
+            if e > end {
+                maps.insert(end, (e, pg + (end - s), d));
+            }
+        }
+        maps.insert(start, (end, pgoff, i));
+    }
+
+    /// A forked process starts with its parent's mappings.
+    fn fork(&mut self, parent: i32, child: i32) {
+        if parent != child && !self.by_pid.contains_key(&child) {
+            if let Some(m) = self.by_pid.get(&parent).cloned() {
+                self.by_pid.insert(child, m);
+            }
+        }
     }
 
     /// The module and function of a user address of `pid`: `[unknown]` when no symbol
@@ -257,7 +286,7 @@ fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ 
 }
 
 /// Reads a perf.data file.
-pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
+pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let file = std::fs::File::open(path).map_err(ImportError::io(path))?;
     let reader = std::io::BufReader::with_capacity(1 << 16, file);
     let PerfFileReader {
@@ -310,6 +339,10 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
         }
     }
     let mut user_unmapped = 0u64;
+    let mut stacks = StackCollector::new(opts.stacks);
+    // Thread id → command, for the stacks' root frame.
+    let mut comms: HashMap<i32, String> = HashMap::new();
+    let mut chain_names: Vec<String> = Vec::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
     let (mut period_sum, mut with_period, mut skipped) = (0u128, 0u64, 0u64);
     while let Some(record) = record_iter.next_record(&mut perf_file).map_err(perf_err(path))? {
@@ -329,6 +362,34 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
                     with_period += 1;
                 }
                 let ip = s.ip.unwrap_or(0);
+                if let (true, Some(chain)) = (stacks.wanted(), &s.callchain) {
+                    chain_names.clear();
+                    let pid = s.pid.unwrap_or(-1);
+                    let mut mode = s.cpu_mode;
+                    for k in 0..chain.len() {
+                        let Some(addr) = chain.get(k) else { break };
+                        if addr >= PERF_CONTEXT_MAX {
+                            mode = match addr {
+                                PERF_CONTEXT_KERNEL => CpuMode::Kernel,
+                                PERF_CONTEXT_USER => CpuMode::User,
+                                PERF_CONTEXT_HV => CpuMode::Hypervisor,
+                                _ => CpuMode::GuestKernel,
+                            };
+                            continue;
+                        }
+                        chain_names.push(match mode {
+                            CpuMode::Kernel => symbols.resolve(addr).map_or("[unknown]", |(n, _)| n).to_string(),
+                            CpuMode::User => maps.resolve(pid, addr).map_or("[unknown]", |(_, n)| n).to_string(),
+                            CpuMode::Hypervisor => "hypervisor".into(),
+                            _ => "guest".into(),
+                        });
+                    }
+                    let comm = comms
+                        .get(&s.tid.unwrap_or(-1))
+                        .map(String::as_str)
+                        .unwrap_or("[unknown]");
+                    stacks.add(Some(comm), chain_names.iter().rev().map(String::as_str), 1);
+                }
                 match s.cpu_mode {
                     CpuMode::Kernel => match symbols.resolve(ip) {
                         Some((name, module)) => counts.add(cpu, module.unwrap_or("kernel"), name, 1),
@@ -348,6 +409,16 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
                 }
             }
             EventRecord::Sample(_) => skipped += 1,
+            EventRecord::Comm(c) => {
+                comms.insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
+            }
+            EventRecord::Fork(f) => {
+                maps.fork(f.ppid, f.pid);
+                // A new thread or process has its parent's command until it sets its own.
+                if let Some(c) = comms.get(&f.ptid).cloned() {
+                    comms.entry(f.tid).or_insert(c);
+                }
+            }
             EventRecord::Mmap(m) if m.is_executable => {
                 maps.add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), None)
             }
@@ -409,7 +480,7 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
         }
     };
     let wall_sec = range_sec + period_sec;
-    Ok(counts.finish(
+    let profile = counts.finish(
         ProfileMeta {
             test: test_name(path),
             command: cmdline,
@@ -418,7 +489,11 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
             wall_sec,
         },
         warnings,
-    ))
+    );
+    Ok(Imported {
+        profile,
+        stacks: stacks.finish(),
+    })
 }
 
 #[cfg(test)]
@@ -442,6 +517,29 @@ mod tests {
         // C and anything else stay as they are.
         assert_eq!(demangle("__GI___libc_write"), None);
         assert_eq!(demangle("_Zgarbage"), None);
+    }
+
+    #[test]
+    fn a_new_mapping_replaces_what_it_covers_and_children_inherit() {
+        let mut m = Maps::default();
+        m.add(1, 0x1000, 0x3000, 0, b"/old", None);
+        // Covers the middle of the old mapping: the old one keeps both ends.
+        m.add(1, 0x2000, 0x1000, 0, b"/new", None);
+        let at = |m: &Maps, pid: i32, ip: u64| {
+            let (_, &(end, pgoff, i)) = m.by_pid.get(&pid)?.range(..=ip).next_back()?;
+            (ip < end).then(|| (String::from_utf8_lossy(&m.dsos[i].path).into_owned(), pgoff))
+        };
+        assert_eq!(at(&m, 1, 0x1800), Some(("/old".into(), 0)));
+        assert_eq!(at(&m, 1, 0x2800), Some(("/new".into(), 0)));
+        // The right part keeps its file offset.
+        assert_eq!(at(&m, 1, 0x3800), Some(("/old".into(), 0x2000)));
+        assert_eq!(at(&m, 1, 0x4000), None);
+        m.fork(1, 2);
+        assert_eq!(at(&m, 2, 0x2800), Some(("/new".into(), 0)));
+        // A thread (same pid) or a child that already has maps is left alone.
+        m.add(3, 0x1000, 0x1000, 0, b"/three", None);
+        m.fork(1, 3);
+        assert_eq!(at(&m, 3, 0x1800), Some(("/three".into(), 0)));
     }
 
     #[test]

@@ -1,21 +1,22 @@
-//! `perf script` text → [`Profile`]: each sample counts for its innermost frame, named as
+//! `perf script` text → [`Profile`](crate::Profile): each sample counts for its innermost frame, named as
 //! perf named it, under the module of its DSO.
 
-use super::{is_time_event, module_of_dso, test_name, Counts, ImportError, ImportOptions};
+use super::{is_time_event, module_of_dso, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector};
 use crate::collect::profile::ProfileMeta;
-use crate::Profile;
 use std::io::BufRead;
 use std::path::Path;
 use upcmp_parsers::perf_script::{for_each_sample, Chain};
 
 /// Reads perf script output from `input` (named `name` in errors).
-pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Profile, ImportError> {
+pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut counts = Counts::default();
+    let mut stacks = StackCollector::new(opts.stacks);
+    let chain = if stacks.wanted() { Chain::Full } else { Chain::Leaf };
     let mut event: Option<String> = None;
     let (mut other_events, mut first, mut last) = (0u64, u64::MAX, 0u64);
     let (mut period_sum, mut with_period, mut max_cpu) = (0u128, 0u64, None::<u32>);
     let mut no_ip = 0u64;
-    for_each_sample(input, name, Chain::Leaf, |s| {
+    for_each_sample(input, name, chain, |s| {
         // One event per profile: the first one seen; other events' samples are left out.
         match (&event, s.event) {
             (None, Some(e)) => event = Some(e.to_string()),
@@ -39,6 +40,8 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
             Some(f) => {
                 let name = f.symbol.unwrap_or("[unknown]");
                 counts.add(cpu, module_of_dso(f.dso, f.ip), name, 1);
+                let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or("[unknown]"));
+                stacks.add(Some(s.comm), frames, 1);
             }
             None => {
                 no_ip += 1;
@@ -94,16 +97,19 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
     } else {
         samples as f64 * period_sec / cpus
     };
-    Ok(counts.finish(
-        ProfileMeta {
-            test: test_name(path),
-            command: None,
-            event,
-            period_sec,
-            wall_sec,
-        },
-        warnings,
-    ))
+    Ok(Imported {
+        stacks: stacks.finish(),
+        profile: counts.finish(
+            ProfileMeta {
+                test: test_name(path),
+                command: None,
+                event,
+                period_sec,
+                wall_sec,
+            },
+            warnings,
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -131,7 +137,8 @@ mod tests {
             Path::new("a/script.txt"),
             &ImportOptions::default(),
         )
-        .unwrap();
+        .unwrap()
+        .profile;
         assert_eq!(p.test, "script.txt");
         assert_eq!(p.event, "cpu-clock");
         assert!((p.period_sec - 0.00025).abs() < 1e-15);

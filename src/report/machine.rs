@@ -27,35 +27,180 @@ fn method(m: Method) -> &'static str {
     }
 }
 
-/// Writes every benchmark value, summary line and function of every test as CSV rows
-/// (`kind` is `bench`, `summary` or `function`; seconds for times).
-pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{CSV_HEADER}")?;
+/// One row of the machine-readable table: a benchmark value, a summary line or a function
+/// of one test. CSV and Parquet both write these, so they carry the same columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row<'a> {
+    /// The test.
+    pub test: &'a str,
+    /// `bench`, `summary` or `function`.
+    pub kind: &'static str,
+    /// The benchmark's description, the summary line's key or the function.
+    pub name: &'a str,
+    /// Run 1's value (seconds for times).
+    pub run1: Option<f64>,
+    /// Run 2's value.
+    pub run2: Option<f64>,
+    /// run2 - run1 (summary and function rows).
+    pub delta: Option<f64>,
+    /// run2 / run1 for summary lines; the speed ratio for benchmarks.
+    pub ratio: Option<f64>,
+    /// The delta as % of run 1's CPU time (function rows).
+    pub delta_pct_of_run1_cpu: Option<f64>,
+    /// The function's share of run 1's CPU time (%).
+    pub run1_pct_of_cpu: Option<f64>,
+    /// The function's share of run 2's CPU time (%).
+    pub run2_pct_of_cpu: Option<f64>,
+    /// Run 1's standard deviation across repetitions, % of its mean.
+    pub run1_sd_pct: Option<f64>,
+    /// Run 2's standard deviation across repetitions, % of its mean.
+    pub run2_sd_pct: Option<f64>,
+    /// `welch` or `sampling_error`.
+    pub noise_method: Option<&'static str>,
+    /// Half-width of the 95% confidence interval of the delta.
+    pub ci95: Option<f64>,
+    /// p-value of the delta.
+    pub p_value: Option<f64>,
+    /// Whether the delta is significant at 95%.
+    pub significant: Option<bool>,
+    /// Whether the text report lists the function (above the cutoff).
+    pub listed: Option<bool>,
+}
+
+impl<'a> Row<'a> {
+    fn new(test: &'a str, kind: &'static str, name: &'a str) -> Self {
+        Row {
+            test,
+            kind,
+            name,
+            run1: None,
+            run2: None,
+            delta: None,
+            ratio: None,
+            delta_pct_of_run1_cpu: None,
+            run1_pct_of_cpu: None,
+            run2_pct_of_cpu: None,
+            run1_sd_pct: None,
+            run2_sd_pct: None,
+            noise_method: None,
+            ci95: None,
+            p_value: None,
+            significant: None,
+            listed: None,
+        }
+    }
+}
+
+/// Every benchmark value, summary line and function of every compared test.
+pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
+    let mut out = Vec::new();
     for t in &r.tests {
         let TestOutcome::Compared { bench, profile, .. } = &t.outcome else {
             continue;
         };
-        let name = field(&t.name);
         for b in bench {
             let n = b.noise;
-            writeln!(
-                out,
-                "{name},bench,{},{},{},,{},,,,{},{},{},{},{},{},",
-                field(&b.description),
-                num(b.run1),
-                num(b.run2),
-                num(b.speed_ratio),
-                b.run1_sd_pct,
-                b.run2_sd_pct,
-                if n.is_some() { "welch" } else { "" },
-                num(n.map(|n| n.ci95)),
-                num(n.map(|n| n.p_value)),
-                n.map(|n| n.significant.to_string()).unwrap_or_default(),
-            )?;
+            out.push(Row {
+                run1: b.run1,
+                run2: b.run2,
+                ratio: b.speed_ratio,
+                run1_sd_pct: Some(b.run1_sd_pct),
+                run2_sd_pct: Some(b.run2_sd_pct),
+                noise_method: n.map(|_| "welch"),
+                ci95: n.map(|n| n.ci95),
+                p_value: n.map(|n| n.p_value),
+                significant: n.map(|n| n.significant),
+                ..Row::new(&t.name, "bench", &b.description)
+            });
         }
-        write_profile_rows(&name, profile, out)?;
+        profile_rows(&t.name, profile, &mut out);
+    }
+    out
+}
+
+/// One profile comparison's summary and function rows, with `test` as their test.
+pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut Vec<Row<'a>>) {
+    let (a, c) = (&profile.run1, &profile.run2);
+    let summary = [
+        ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
+        ("repetitions", a.repetitions as f64, c.repetitions as f64),
+        ("elapsed", a.elapsed_sec, c.elapsed_sec),
+        ("idle", a.idle_sec, c.idle_sec),
+        ("cpu", a.cpu_sec, c.cpu_sec),
+        ("lost", a.lost_sec, c.lost_sec),
+    ];
+    for (k, x, y) in summary {
+        let mut row = Row {
+            run1: Some(x),
+            run2: Some(y),
+            delta: Some(y - x),
+            ratio: ratio(x, y),
+            ..Row::new(test, "summary", k)
+        };
+        if k == "cpu" {
+            let n = profile.cpu_noise;
+            row.run1_sd_pct = Some(a.cpu_sd_pct);
+            row.run2_sd_pct = Some(c.cpu_sd_pct);
+            row.noise_method = Some(method(n.method));
+            row.ci95 = Some(n.ci95);
+            row.p_value = Some(n.p_value);
+            row.significant = Some(n.significant);
+        }
+        out.push(row);
+    }
+    for f in &profile.rows {
+        out.push(Row {
+            run1: f.run1_sec,
+            run2: f.run2_sec,
+            delta: Some(f.delta_sec),
+            delta_pct_of_run1_cpu: Some(f.delta_pct_of_run1_cpu),
+            run1_pct_of_cpu: Some(f.run1_pct_of_cpu),
+            run2_pct_of_cpu: Some(f.run2_pct_of_cpu),
+            run1_sd_pct: Some(f.run1_sd_pct),
+            run2_sd_pct: Some(f.run2_sd_pct),
+            noise_method: Some(method(f.noise.method)),
+            ci95: Some(f.noise.ci95),
+            p_value: Some(f.noise.p_value),
+            significant: Some(f.noise.significant),
+            listed: Some(f.listed),
+            ..Row::new(test, "function", &f.function)
+        });
+    }
+}
+
+fn write_rows(rows: &[Row<'_>], out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{CSV_HEADER}")?;
+    let flag = |b: Option<bool>| b.map(|b| b.to_string()).unwrap_or_default();
+    for r in rows {
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            field(r.test),
+            r.kind,
+            field(r.name),
+            num(r.run1),
+            num(r.run2),
+            num(r.delta),
+            num(r.ratio),
+            num(r.delta_pct_of_run1_cpu),
+            num(r.run1_pct_of_cpu),
+            num(r.run2_pct_of_cpu),
+            num(r.run1_sd_pct),
+            num(r.run2_sd_pct),
+            r.noise_method.unwrap_or_default(),
+            num(r.ci95),
+            num(r.p_value),
+            flag(r.significant),
+            flag(r.listed)
+        )?;
     }
     Ok(())
+}
+
+/// Writes every benchmark value, summary line and function of every test as CSV rows
+/// (`kind` is `bench`, `summary` or `function`; seconds for times).
+pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    write_rows(&rows(r), out)
 }
 
 /// Writes the whole comparison as JSON.
@@ -67,65 +212,9 @@ pub fn write_json(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
 /// Writes one profile comparison (prfcmp) as CSV: the header, then its summary and
 /// function rows with `test` set to `test`.
 pub fn write_profile_csv(test: &str, profile: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{CSV_HEADER}")?;
-    write_profile_rows(&field(test), profile, out)
-}
-
-fn write_profile_rows(name: &str, profile: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
-    let (a, c) = (&profile.run1, &profile.run2);
-    let summary = [
-        ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
-        ("repetitions", a.repetitions as f64, c.repetitions as f64),
-        ("elapsed", a.elapsed_sec, c.elapsed_sec),
-        ("idle", a.idle_sec, c.idle_sec),
-        ("cpu", a.cpu_sec, c.cpu_sec),
-        ("lost", a.lost_sec, c.lost_sec),
-    ];
-    for (k, x, y) in summary {
-        if k == "cpu" {
-            let n = profile.cpu_noise;
-            writeln!(
-                out,
-                "{name},summary,cpu,{x},{y},{},{},,,,{},{},{},{},{},{},",
-                y - x,
-                num(ratio(x, y)),
-                a.cpu_sd_pct,
-                c.cpu_sd_pct,
-                method(n.method),
-                n.ci95,
-                n.p_value,
-                n.significant
-            )?;
-        } else {
-            writeln!(
-                out,
-                "{name},summary,{k},{x},{y},{},{},,,,,,,,,,",
-                y - x,
-                num(ratio(x, y))
-            )?;
-        }
-    }
-    for f in &profile.rows {
-        writeln!(
-            out,
-            "{name},function,{},{},{},{},,{},{},{},{},{},{},{},{},{},{}",
-            field(&f.function),
-            num(f.run1_sec),
-            num(f.run2_sec),
-            f.delta_sec,
-            f.delta_pct_of_run1_cpu,
-            f.run1_pct_of_cpu,
-            f.run2_pct_of_cpu,
-            f.run1_sd_pct,
-            f.run2_sd_pct,
-            method(f.noise.method),
-            f.noise.ci95,
-            f.noise.p_value,
-            f.noise.significant,
-            f.listed
-        )?;
-    }
-    Ok(())
+    let mut rows = Vec::new();
+    profile_rows(test, profile, &mut rows);
+    write_rows(&rows, out)
 }
 
 /// Writes one profile comparison (prfcmp) as JSON.

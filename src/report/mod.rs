@@ -7,6 +7,8 @@ pub mod format;
 pub mod gprof;
 pub mod machine;
 pub mod markdown;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod stackcmp;
 pub mod text;
 

@@ -5,14 +5,20 @@ use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, 
 use crate::report::flame::render_differential;
 use std::io::{self, Write};
 
+/// `test` as part of a file name: blanks and slashes become `_` (an imported comparison
+/// is named `a.data vs b.data`).
+fn stem(test: &str) -> String {
+    test.replace([' ', '/'], "_")
+}
+
 /// The differential flame graph's file name for `test`.
 pub fn flame_file(test: &str) -> String {
-    format!("{test}.flamediff.svg")
+    format!("{}.flamediff.svg", stem(test))
 }
 
 /// The caller/callee table's file name for `test`.
 pub fn callers_file(test: &str) -> String {
-    format!("{test}.callers")
+    format!("{}.callers", stem(test))
 }
 
 fn share(c: &ShareChange) -> String {
@@ -93,13 +99,16 @@ pub fn render_index(
     writeln!(w, "{:*^78}", " stack comparison ")?;
     writeln!(
         w,
-        "Both runs are upsrun runs. Per test: a differential flame graph (widths: run 2; colour: the change of"
+        "Both runs have call stacks (upsrun, or recordings with call chains). Per test: a differential flame"
     )?;
     writeln!(
         w,
-        "each frame's inclusive share of CPU time, neutral within the noise) and the callers and callees of"
+        "graph (widths: run 2; colour: the change of each frame's inclusive share of CPU time, neutral within"
     )?;
-    writeln!(w, "the functions that changed most.")?;
+    writeln!(
+        w,
+        "the noise) and the callers and callees of the functions that changed most."
+    )?;
     for t in &s.tests {
         for name in [flame_file(&t.test), callers_file(&t.test)] {
             if names.iter().any(|(n, _)| *n == name) {
