@@ -481,3 +481,43 @@ fn user_elf_symbols_resolve_file_offsets_like_nm() {
     split.use_segments_of(&stripped);
     assert_eq!(split.resolve_offset(beta_at), Some("beta"));
 }
+
+#[test]
+fn plt_entries_are_named_like_objdump_names_them() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("plt.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
+         int main(int argc, char **argv) { char b[64]; strcpy(b, argv[0]); \
+         printf(\"%lu %s\\n\", strtoul(argc > 1 ? argv[1] : \"1\", 0, 10), b); return (int)strlen(b); }\n",
+    )
+    .unwrap();
+    let elf = d.path().join("plt");
+    // Lazy binding keeps the classic .plt with a header and one entry per function.
+    run(Command::new("gcc")
+        .args(["-O1", "-Wl,-z,lazy", "-o"])
+        .arg(&elf)
+        .arg(&src));
+    let syms = ElfSymbols::from_file(&elf).unwrap();
+    // `0000000000001030 <strtoul@plt>:`
+    let dump = run(Command::new("objdump")
+        .args(["-d", "-j", ".plt", "-j", ".plt.sec"])
+        .arg(&elf));
+    let mut named = 0;
+    for l in dump.lines() {
+        let Some((addr, rest)) = l.split_once(" <") else {
+            continue;
+        };
+        let Some(name) = rest.strip_suffix(">:") else { continue };
+        let addr = u64::from_str_radix(addr.trim(), 16).unwrap();
+        let offset = file_offset_of(&elf, addr);
+        // objdump labels the PLT's header after its first entry (`strcpy@plt-0x10`);
+        // perf calls it `.plt`.
+        let name = if name.contains("@plt-0x") { ".plt" } else { name };
+        assert_eq!(syms.resolve_offset(offset), Some(name), "{name} at {addr:#x}");
+        assert_eq!(syms.resolve_offset(offset + 15), Some(name), "{name} at {addr:#x} + 15");
+        named += usize::from(name.ends_with("@plt"));
+    }
+    assert!(named >= 3, "strcpy, strtoul, printf...: {dump}");
+}

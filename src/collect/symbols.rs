@@ -724,6 +724,8 @@ pub struct ElfSymbols {
     build_id: Option<Vec<u8>>,
     from_symtab: bool,
     maps_code: bool,
+    /// PLT entries named as perf names them (`memmove@plt`): (start, end, name), sorted.
+    plt: Vec<(u64, u64, String)>,
 }
 
 impl ElfSymbols {
@@ -785,7 +787,12 @@ impl ElfSymbols {
             file.dynamic_symbols().for_each(&mut add);
         }
         b.fix_up(false);
+        let plt = match &file {
+            object::File::Elf64(elf) => plt_symbols(elf),
+            _ => Vec::new(),
+        };
         Ok(ElfSymbols {
+            plt,
             syms: KernelSymbols::finish(b, None, path.display().to_string(), |_, _| true),
             loads,
             build_id,
@@ -816,14 +823,17 @@ impl ElfSymbols {
     pub fn use_segments_of(&mut self, other: &ElfSymbols) {
         self.loads.clone_from(&other.loads);
         self.maps_code = other.maps_code;
+        // The PLT is code, so only the binary has it.
+        self.plt.clone_from(&other.plt);
     }
 
-    /// The number of function symbols kept.
+    /// The number of function symbols kept, PLT entries included.
     pub fn len(&self) -> usize {
-        self.syms.text_count
+        self.syms.text_count + self.plt.len()
     }
 
-    /// Whether the file has no function symbols (stripped of both tables).
+    /// Whether the file names nothing: no function symbol and no PLT (a stripped
+    /// executable that calls shared libraries still names its PLT entries).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -834,8 +844,68 @@ impl ElfSymbols {
             .loads
             .iter()
             .find(|&&(o, size, _)| offset >= o && offset - o < size.max(1))?;
-        self.syms.resolve(offset - file_off + vaddr).map(|(name, _)| name)
+        let addr = offset - file_off + vaddr;
+        // The PLT first: a zero-size symbol before it (`_init`) is stretched over it.
+        if let Some(i) = self.plt.partition_point(|p| p.0 <= addr).checked_sub(1) {
+            let (_, end, name) = &self.plt[i];
+            if addr < *end {
+                return Some(name.as_str());
+            }
+        }
+        self.syms.resolve(addr).map(|(name, _)| name)
     }
+}
+
+/// perf's synthesized PLT symbols (`dso__synthesize_plt_symbols`): `.plt` for the whole
+/// PLT (its header), then one `NAME@plt` per `.rela.plt` entry, in GOT order, each of the
+/// PLT's entry size, in `.plt.sec` when there is one, else after the header in `.plt`. A
+/// relocation without a symbol (an IFUNC's IRELATIVE) gives `@plt`.
+fn plt_symbols<'d>(elf: &object::read::elf::ElfFile64<'d, object::Endianness>) -> Vec<(u64, u64, String)> {
+    use object::read::elf::{Rela as _, SectionHeader as _};
+    use object::ObjectSymbolTable as _;
+    let endian = elf.endian();
+    let header = |name: &str| {
+        elf.section_by_name(name)
+            .map(|s| *s.elf_section_header())
+            .filter(|h| h.sh_type(endian) != object::elf::SHT_NOBITS)
+    };
+    let (Some(plt), Some(rela)) = (header(".plt"), header(".rela.plt")) else {
+        return Vec::new();
+    };
+    let entry = plt.sh_entsize(endian);
+    let Ok(relocs) = rela.data_as_array::<object::elf::Rela64<object::Endianness>, _>(endian, elf.data()) else {
+        return Vec::new();
+    };
+    if entry == 0 {
+        return Vec::new();
+    }
+    let dynsym = elf.dynamic_symbol_table();
+    let start = plt.sh_addr(endian);
+    let mut out = vec![(start, start + entry, ".plt".to_string())];
+    let mut at = match header(".plt.sec") {
+        Some(sec) => {
+            // The header symbol covers the whole .plt: its entries only jump to .plt.sec.
+            out[0].1 = start + plt.sh_size(endian);
+            sec.sh_addr(endian)
+        }
+        None => start + entry,
+    };
+    let mut relocs: Vec<_> = relocs.iter().collect();
+    relocs.sort_by_key(|r| r.r_offset(endian));
+    for r in relocs {
+        let name = match r.r_sym(endian, false) {
+            0 => "",
+            i => dynsym
+                .as_ref()
+                .and_then(|t| t.symbol_by_index(object::SymbolIndex(i as usize)).ok())
+                .and_then(|s| s.name().ok())
+                .unwrap_or(""),
+        };
+        out.push((at, at + entry, format!("{name}@plt")));
+        at += entry;
+    }
+    out.sort_by_key(|p| p.0);
+    out
 }
 
 #[cfg(test)]
