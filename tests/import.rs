@@ -118,11 +118,22 @@ fn perf_data_and_perf_script_shares_match_perf_report() {
     let n = assert_shares_agree(&perf, &ours, &["."], "perf.data user functions");
     assert!(n >= 1, "no user function above 0.5 %: {perf:?}");
 
-    let o = run_in(d.path(), "perf", &["script", "-i", "a.data"]);
-    assert!(o.status.success());
-    std::fs::write(d.path().join("a.txt"), &o.stdout).unwrap();
-    let n = assert_shares_agree(&perf, &our_shares(d.path(), "a.txt"), &["k", "."], "perf script");
-    assert!(n >= 5, "only {n} functions compared");
+    // The default fields and the -F variants users commonly ask for.
+    for fields in [
+        None,
+        Some("+pid"),
+        Some("comm,tid,time,event,ip,sym,dso"),
+        Some("comm,pid,tid,cpu,time,period,event,ip,sym,dso"),
+    ] {
+        let mut args = vec!["script", "-i", "a.data"];
+        args.extend(fields.iter().flat_map(|f| ["-F", f]));
+        let o = run_in(d.path(), "perf", &args);
+        assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
+        std::fs::write(d.path().join("a.txt"), &o.stdout).unwrap();
+        let what = format!("perf script -F {}", fields.unwrap_or("(default)"));
+        let n = assert_shares_agree(&perf, &our_shares(d.path(), "a.txt"), &["k", "."], &what);
+        assert!(n >= 5, "{what}: only {n} functions compared");
+    }
 }
 
 const SPIN_PROGRAM: &str = r#"

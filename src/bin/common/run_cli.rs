@@ -82,8 +82,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "GOVERNOR")]
     pub set_governor: Option<String>,
     /// Also write each test's profile as folded stacks (TEST/profile.folded, one line per
-    /// function) for inferno, FlameGraph or speedscope.
-    #[arg(long)]
+    /// function) for inferno, FlameGraph or speedscope, e.g. --export-folded (also
+    /// spelled --export-perf-folded).
+    #[arg(long, visible_alias = "export-perf-folded")]
     pub export_folded: bool,
 }
 
