@@ -134,6 +134,21 @@ fn perf_data_and_perf_script_shares_match_perf_report() {
         let n = assert_shares_agree(&perf, &our_shares(d.path(), "a.txt"), &["k", "."], &what);
         assert!(n >= 5, "{what}: only {n} functions compared");
     }
+
+    // The same recording cut short, as a copy made while perf record still ran would be.
+    let data = std::fs::read(d.path().join("a.data")).unwrap();
+    let cut = data.len() * 6 / 10;
+    std::fs::write(d.path().join("cut.data"), &data[..cut]).unwrap();
+    let o = run_in(d.path(), PRFCMP, &["a.data", "cut.data"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "cut.data: not a readable perf.data file: it stops at byte {cut}"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "no half report");
 }
 
 const SPIN_PROGRAM: &str = r#"
@@ -400,7 +415,7 @@ fn malformed_and_truncated_input_exit_2_with_location() {
         (
             "cut.data",
             "PERFILE2\x68\0\0\0",
-            "cut.data: not a readable perf.data file",
+            "cut.data: not a readable perf.data file: it stops at byte 12",
         ),
     ] {
         std::fs::write(d.path().join(name), content).unwrap();

@@ -45,12 +45,12 @@ pub enum ImportError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// perf.data could not be read.
-    #[error("{}: not a readable perf.data file ({source}); is it complete? `perf report -i {}` should read it", path.display(), path.display())]
+    #[error("{}: not a readable perf.data file: {reason}; `perf report -i {}` should read it", path.display(), path.display())]
     PerfData {
         /// The file.
         path: PathBuf,
-        /// What the reader said.
-        source: linux_perf_data::Error,
+        /// What was wrong, with the byte offset where the file stops when it is cut short.
+        reason: String,
     },
     /// Kernel symbols could not be loaded.
     #[error(transparent)]

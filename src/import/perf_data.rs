@@ -279,9 +279,20 @@ fn is_legacy_rust(name: &str) -> bool {
 }
 
 fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ {
-    move |source| ImportError::PerfData {
-        path: path.to_path_buf(),
-        source,
+    move |e| {
+        let cut_short =
+            matches!(&e, linux_perf_data::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof);
+        let reason = match std::fs::metadata(path) {
+            Ok(m) if cut_short => format!(
+                "it stops at byte {} in the middle of a header or record (truncated? perf record still running?)",
+                m.len()
+            ),
+            _ => e.to_string(),
+        };
+        ImportError::PerfData {
+            path: path.to_path_buf(),
+            reason,
+        }
     }
 }
 
