@@ -34,8 +34,9 @@ struct Args {
     /// The second run (the change).
     #[arg(required_unless_present = "generate")]
     outdir2: Option<PathBuf>,
-    /// Where results, results.csv and results.json go. An existing one (made by upcmp)
-    /// becomes RESULTS_DIR.old; a directory upcmp did not make is never touched.
+    /// Where results, results.csv and results.json go (and results.parquet, when built
+    /// with the parquet feature). An existing one (made by upcmp) becomes RESULTS_DIR.old;
+    /// a directory upcmp did not make is never touched.
     #[arg(required_unless_present = "generate")]
     results_dir: Option<PathBuf>,
     /// List a function when its time is at least this % of its run's CPU time in either
@@ -56,7 +57,8 @@ struct Args {
     #[arg(long, short)]
     quiet: bool,
     /// Compare two recordings of perf (perf.data, perf script output or folded stacks)
-    /// instead of two uprun directories, e.g. upcmp --perf before.data after.data 1vs2.
+    /// instead of two uprun directories, e.g. upcmp --perf before.data after.data 1vs2;
+    /// recordings with call chains (perf record -g) also get a differential flame graph.
     #[arg(long)]
     perf: bool,
     /// Format of the report on standard output (the files written are the same), e.g.
