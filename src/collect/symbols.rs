@@ -768,7 +768,8 @@ impl ElfSymbols {
             });
             let Ok(name) = sym.name() else { return };
             let function = sym.kind() == SymbolKind::Text || is_label(&sym);
-            if !function || !in_code || name.is_empty() || sym.address() == 0 {
+            // `$x`/`$d`: ARM mapping symbols, not functions (perf drops them too).
+            if !function || !in_code || name.is_empty() || name.starts_with('$') || sym.address() == 0 {
                 return;
             }
             let binding = if sym.is_weak() {
