@@ -21,6 +21,9 @@
 //! the thread id until the rest of the line parses (a command name may hold blanks and
 //! numbers). DSOs keep nested parentheses (`(/tmp/a.out (deleted))`).
 //!
+//! Side-band records that `--show-task-events` and `--show-mmap-events` add
+//! (`dd 25959 11214.081030: PERF_RECORD_COMM exec: dd:25959/25959`) are skipped.
+//!
 //! Policy: a line of neither kind is an error naming its line and column, as is invalid
 //! UTF-8 (with its byte offset) and input that stops in the middle of a line (perf script
 //! ends every line with a newline, so a missing final newline means truncation). Memory
@@ -84,6 +87,8 @@ pub struct ScriptStats {
     pub samples: u64,
     /// Lines read.
     pub lines: usize,
+    /// Side-band records skipped (`PERF_RECORD_COMM`, `PERF_RECORD_MMAP2`...).
+    pub side_band: u64,
 }
 
 type IResult<'a, O> = nom::IResult<&'a str, O, NomError<'a>>;
@@ -370,6 +375,14 @@ pub fn for_each_sample<R: BufRead>(
         if text.starts_with('#') && starts.is_empty() {
             continue; // `perf script --header` comments
         }
+        // `--show-task-events`, `--show-mmap-events`...: side-band records, not samples.
+        if !text.starts_with('\t') && text.contains(" PERF_RECORD_") {
+            flush(&block, &starts, &mut stats, &mut on_sample)?;
+            block.clear();
+            starts.clear();
+            stats.side_band += 1;
+            continue;
+        }
         // perf indents call-chain lines with a tab; a header of the default layout is
         // indented with spaces (the command name is right-aligned). A space-indented line
         // that is no header but reads as a frame is taken as one.
@@ -538,6 +551,23 @@ mod tests {
         let e = for_each_sample(bad.as_bytes(), "s", Chain::Leaf, |_| {}).unwrap_err();
         assert_eq!((e.line, e.column), (3, 2));
         assert!(e.expected.contains("call-chain frame"), "{e}");
+    }
+
+    #[test]
+    fn side_band_records_are_skipped() {
+        let text = "swapper     0     0.000000: PERF_RECORD_MMAP -1/0: [0xffffffff81000000(0x1277288) @ 0xffffffff81000000]: x [kernel.kallsyms]_text\n\
+                    dd 25959 11214.081030: PERF_RECORD_COMM exec: dd:25959/25959\n\
+                    dd 25959 11214.081031: 250000 cpu-clock: \n\
+                    \tffffffff81000000 do_syscall_64+0x1 ([kernel.kallsyms])\n\
+                    \n\
+                    dd 25959 11214.081066: PERF_RECORD_MMAP2 25959/25959: [0x55d9a6d78000(0xe000) @ 0x2000 fe:00 247085 0]: r-xp /usr/bin/dd\n";
+        let mut leaves = Vec::new();
+        let stats = for_each_sample(text.as_bytes(), "s", Chain::Leaf, |s| {
+            leaves.push(s.leaf().and_then(|f| f.symbol).map(str::to_string))
+        })
+        .unwrap();
+        assert_eq!(leaves, [Some("do_syscall_64".to_string())]);
+        assert_eq!((stats.samples, stats.side_band), (1, 3));
     }
 
     #[test]
