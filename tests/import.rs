@@ -559,3 +559,31 @@ fn call_chains_give_the_stack_comparison_from_perf_data_and_perf_script_alike() 
     // Two parsers, one recording: the same stacks, so the same table.
     assert_eq!(tables[0], tables[1]);
 }
+
+#[test]
+fn folded_stacks_give_the_stack_comparison() {
+    let d = tempdir();
+    let (a, b) = (testdata("import/a.folded"), testdata("import/b.folded"));
+    let o = run_in(
+        d.path(),
+        UPCMP,
+        &["--perf", a.to_str().unwrap(), b.to_str().unwrap(), "r", "-q"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = d.path().join("r");
+    assert!(r.join("a.folded_vs_b.folded.flamediff.svg").is_file());
+    let table = std::fs::read_to_string(r.join("a.folded_vs_b.folded.callers")).unwrap();
+    // Idle stacks left out: 900 CPU samples in a, 600 in b. read_zero: 500 of 900 (55.56%)
+    // then 200 of 600 (33.33%); vfs_write: 300 of 900 then 300 of 600.
+    let words = |l: &str| l.split_whitespace().take(5).collect::<Vec<_>>().join(" ");
+    let block = |f: &str| {
+        let at = table
+            .lines()
+            .position(|l| l == f)
+            .unwrap_or_else(|| panic!("{f} missing:\n{table}"));
+        table.lines().skip(at).map(words).collect::<Vec<_>>()
+    };
+    assert_eq!(block("read_zero")[2], "inclusive 55.56 33.33 -22.22 ±");
+    assert_eq!(block("vfs_write")[2], "inclusive 33.33 50.00 +16.67 ±");
+    assert!(!table.contains("default_idle"), "idle stacks are left out:\n{table}");
+}
