@@ -34,8 +34,15 @@ fn record(dir: &Path, out: &str, bs: &str, count: &str) {
     assert!(o.status.success(), "perf record: {}", stderr(&o));
 }
 
-/// `perf report --stdio --sort sym`: (`k` or `.`, symbol) → percent.
+/// `perf report --stdio --sort sym`: (`k` or `.`, symbol) → percent; at least 6 of them.
 fn perf_report(dir: &Path, data: &str) -> HashMap<(String, String), f64> {
+    let out = perf_report_entries(dir, data);
+    assert!(out.len() > 5, "perf report printed too little: {out:?}");
+    out
+}
+
+/// `perf report --stdio --sort sym`: (`k` or `.`, symbol) → percent.
+fn perf_report_entries(dir: &Path, data: &str) -> HashMap<(String, String), f64> {
     let o = run_in(dir, "perf", &["report", "--stdio", "--sort", "sym", "-i", data]);
     assert!(o.status.success(), "perf report: {}", stderr(&o));
     let mut out = HashMap::new();
@@ -49,7 +56,6 @@ fn perf_report(dir: &Path, data: &str) -> HashMap<(String, String), f64> {
         };
         *out.entry((kind.to_string(), sym.trim().to_string())).or_insert(0.0) += pct.parse::<f64>().unwrap();
     }
-    assert!(out.len() > 5, "perf report printed too little:\n{}", stdout(&o));
     out
 }
 
@@ -586,4 +592,80 @@ fn folded_stacks_give_the_stack_comparison() {
     assert_eq!(block("read_zero")[2], "inclusive 55.56 33.33 -22.22 ±");
     assert_eq!(block("vfs_write")[2], "inclusive 33.33 50.00 +16.67 ±");
     assert!(!table.contains("default_idle"), "idle stacks are left out:\n{table}");
+}
+
+/// Copies a compiled loop into anonymous memory, runs it there and names it in
+/// `/tmp/perf-PID.map`, as a JIT does; prints its pid first.
+const JIT_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+__attribute__((noinline)) unsigned long spin(unsigned long n) {
+    unsigned long s = 0;
+    for (unsigned long i = 0; i < n; i++) { s += i ^ (s >> 3); __asm__ volatile("" : "+r"(s)); }
+    return s;
+}
+int main(int argc, char **argv) {
+    unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 1000;
+    unsigned char *page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memcpy(page, (void *)spin, 256);
+    mprotect(page, 4096, PROT_READ | PROT_EXEC);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
+    FILE *f = fopen(path, "w");
+    fprintf(f, "%lx 100 jitted_spin\n", (unsigned long)page);
+    fclose(f);
+    printf("%d\n", getpid());
+    fflush(stdout);
+    unsigned long (*jitted)(unsigned long) = (void *)page;
+    return (int)(jitted(2 * n) + spin(n)) & 1;
+}
+"#;
+
+#[test]
+fn jit_code_is_named_from_the_perf_map() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    std::fs::write(d.path().join("jit.c"), JIT_PROGRAM).unwrap();
+    let o = run_in(d.path(), "gcc", &["-O1", "-o", "jit", "jit.c"]);
+    assert!(o.status.success(), "gcc: {}", stderr(&o));
+    let o = run_in(
+        d.path(),
+        "perf",
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "j.data",
+            "--",
+            "./jit",
+            "100000000",
+        ],
+    );
+    let pid = stdout(&o).lines().next().unwrap_or_default().trim().to_string();
+    let map = std::path::PathBuf::from(format!("/tmp/perf-{pid}.map"));
+    // The map is the test's to remove, whatever happens below.
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _cleanup = Remove(map.clone());
+    assert!(map.is_file(), "perf record: {} {}", stdout(&o), stderr(&o));
+    let perf = perf_report_entries(d.path(), "j.data");
+    let ours = our_shares(d.path(), "j.data");
+    let jit = perf[&(".".to_string(), "jitted_spin".to_string())];
+    assert!(jit > 40.0, "{perf:?}");
+    assert!((ours["jitted_spin"] - jit).abs() <= 0.011, "{ours:?} vs {perf:?}");
+    let spin = perf[&(".".to_string(), "spin".to_string())];
+    assert!((ours["spin"] - spin).abs() <= 0.011, "{ours:?} vs {perf:?}");
 }

@@ -78,6 +78,7 @@ pub fn shorten(s: &str) -> String {
 pub mod folded;
 pub mod kallsyms;
 pub mod keyvalue;
+pub mod perf_map;
 pub mod perf_script;
 pub mod prfout;
 pub mod procstat;

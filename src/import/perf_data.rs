@@ -88,7 +88,34 @@ struct Dso {
     module: String,
     build_id: Option<Vec<u8>>,
     /// `None` until loaded; then the symbols, or why there are none.
-    symbols: Option<Result<ElfSymbols, UserSymbolsMissing>>,
+    symbols: Option<Result<UserSymbols, UserSymbolsMissing>>,
+}
+
+/// Where a DSO's function names come from.
+enum UserSymbols {
+    /// An ELF file, looked up by file offset.
+    Elf(Box<ElfSymbols>),
+    /// A JIT's `/tmp/perf-PID.map`, looked up by address: (start, end, name), sorted.
+    PerfMap(Vec<(u64, u64, String)>),
+}
+
+/// Whether a mapping is anonymous memory, where a JIT puts its code (perf's
+/// `is_anon_memory`).
+fn is_anon(path: &[u8]) -> bool {
+    path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage")
+}
+
+/// A JIT's symbol map (`/tmp/perf-PID.map`): every line that parses; `None` without one.
+fn load_perf_map(path: &Path) -> Option<Vec<(u64, u64, String)>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let name = path.display().to_string();
+    let (entries, _bad) = upcmp_parsers::perf_map::read(&text, &name);
+    let mut v: Vec<(u64, u64, String)> = entries
+        .into_iter()
+        .map(|e| (e.start, e.start.saturating_add(e.size), e.name.to_string()))
+        .collect();
+    v.sort_by_key(|e| e.0);
+    Some(v)
 }
 
 /// Why a DSO's user samples stay `[unknown]`.
@@ -115,6 +142,14 @@ struct Maps {
 
 impl Maps {
     fn add(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], build_id: Option<Vec<u8>>) {
+        // JIT code in anonymous memory is named by the process's perf map, as perf does.
+        let jit_map;
+        let path = if is_anon(path) {
+            jit_map = format!("/tmp/perf-{pid}.map").into_bytes();
+            &jit_map[..]
+        } else {
+            path
+        };
         let build_id = build_id.or_else(|| self.header_ids.get(path).cloned());
         let key = (path.to_vec(), build_id);
         let i = match self.dso_index.get(&key) {
@@ -173,18 +208,25 @@ impl Maps {
         let symbols = dso
             .symbols
             .get_or_insert_with(|| load_user_symbols(&dso.path, dso.build_id.as_deref()));
-        let name = match symbols {
-            Ok(syms) => match syms.resolve_offset(ip - start + pgoff) {
-                Some(raw) => {
-                    if !self.demangled.contains_key(raw) {
-                        let d = demangle(raw).unwrap_or_else(|| raw.to_string());
-                        self.demangled.insert(raw.to_string(), d);
-                    }
-                    self.demangled[raw].as_str()
+        let found = match symbols {
+            Ok(UserSymbols::Elf(syms)) => syms.resolve_offset(ip - start + pgoff),
+            Ok(UserSymbols::PerfMap(entries)) => entries
+                .partition_point(|e| e.0 <= ip)
+                .checked_sub(1)
+                .map(|i| &entries[i])
+                .filter(|e| ip < e.1)
+                .map(|e| e.2.as_str()),
+            Err(_) => None,
+        };
+        let name = match found {
+            Some(raw) => {
+                if !self.demangled.contains_key(raw) {
+                    let d = demangle(raw).unwrap_or_else(|| raw.to_string());
+                    self.demangled.insert(raw.to_string(), d);
                 }
-                None => "[unknown]",
-            },
-            Err(_) => "[unknown]",
+                self.demangled[raw].as_str()
+            }
+            None => "[unknown]",
         };
         Some((dso.module.as_str(), name))
     }
@@ -203,13 +245,24 @@ impl Maps {
     }
 }
 
-/// A user DSO's symbols, from the first of these files that has a `.symtab` (else the first
-/// with a `.dynsym`), as perf chooses: the separate debug file
+/// A user DSO's symbols: a JIT's perf map, or an ELF file's.
+fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<UserSymbols, UserSymbolsMissing> {
+    use std::os::unix::ffi::OsStrExt;
+    let local = Path::new(std::ffi::OsStr::from_bytes(path));
+    if path.starts_with(b"/tmp/perf-") && path.ends_with(b".map") {
+        return load_perf_map(local)
+            .map(UserSymbols::PerfMap)
+            .ok_or(UserSymbolsMissing::NoFile);
+    }
+    load_elf_symbols(local, build_id).map(|s| UserSymbols::Elf(Box::new(s)))
+}
+
+/// An ELF DSO's symbols, from the first of these files that has a `.symtab` (else the
+/// first with a `.dynsym`), as perf chooses: the separate debug file
 /// (`/usr/lib/debug/.build-id/ab/cdef….debug`), perf's build-id cache
 /// (`~/.debug/.build-id/ab/cdef…/elf`), the file at its path. A file whose build-id is not
 /// the recorded one is never used.
-fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<ElfSymbols, UserSymbolsMissing> {
-    use std::os::unix::ffi::OsStrExt;
+fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols, UserSymbolsMissing> {
     let build_id = build_id.filter(|id| !id.is_empty());
     let mut candidates = Vec::new();
     if let Some(id) = build_id {
@@ -223,7 +276,6 @@ fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<ElfSymbols,
             candidates.push(d.join(".build-id").join(&h[..2]).join(&h[2..]).join("elf"));
         }
     }
-    let local = Path::new(std::ffi::OsStr::from_bytes(path));
     if local.is_absolute() {
         candidates.push(local.to_path_buf());
     }
