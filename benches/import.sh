@@ -38,8 +38,15 @@ ours_data=$(best "$prfcmp" "$dir/rec.data" "$dir/tiny.folded")
 ours_text=$(best "$prfcmp" "$dir/rec.txt" "$dir/tiny.folded")
 report=$(best perf report --stdio --sort sym -i "$dir/rec.data")
 inferno=$(best inferno-collapse-perf "$dir/rec.txt")
+# Every frame too: upcmp --perf builds the call stacks (and writes the whole results
+# directory, flame graph included), as inferno folds every frame.
+echo "tiny;stack 1" > "$dir/tiny-stack.folded"
+upcmp=$target/release/upcmp
+stacks_text=$(best sh -c "rm -rf '$dir/r' && '$upcmp' --perf '$dir/rec.txt' '$dir/tiny-stack.folded' '$dir/r' -q")
 printf '%-34s %8.3f s\n' "upcmp, perf.data" "$ours_data" "upcmp, perf script text" "$ours_text" \
+    "upcmp --perf, text, with stacks" "$stacks_text" \
     "perf report --stdio (perf.data)" "$report" "inferno-collapse-perf (text)" "$inferno"
 printf 'perf report / upcmp perf.data:      %6.2f\n' "$(echo "$report / $ours_data" | bc -l)"
 printf 'inferno / upcmp perf script text:   %6.2f\n' "$(echo "$inferno / $ours_text" | bc -l)"
 printf 'perf report / upcmp perf script:    %6.2f\n' "$(echo "$report / $ours_text" | bc -l)"
+printf 'inferno / upcmp --perf with stacks: %6.2f\n' "$(echo "$inferno / $stacks_text" | bc -l)"

@@ -139,13 +139,28 @@ pub(crate) struct LineReader<R> {
     offset: u64,
 }
 
+/// Where a piece of a larger input starts: the number of lines and bytes before it, so
+/// that errors in the piece name the line and byte of the whole input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Position {
+    /// Lines before the piece.
+    pub lines: usize,
+    /// Bytes before the piece.
+    pub bytes: u64,
+}
+
 impl<R: std::io::BufRead> LineReader<R> {
     pub(crate) fn new(input: R) -> Self {
+        Self::starting_at(input, Position::default())
+    }
+
+    /// A reader of a piece of an input that starts at `at`.
+    pub(crate) fn starting_at(input: R, at: Position) -> Self {
         LineReader {
             input,
             raw: Vec::new(),
-            line_no: 0,
-            offset: 0,
+            line_no: at.lines,
+            offset: at.bytes,
         }
     }
 

@@ -29,7 +29,7 @@
 //! ends every line with a newline, so a missing final newline means truncation). Memory
 //! is bounded by the longest sample: one sample's lines are held at a time.
 
-use crate::{NomError, ParseError};
+use crate::{NomError, ParseError, Position};
 use nom::branch::alt;
 use nom::bytes::complete::take_till1;
 use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
@@ -309,6 +309,24 @@ fn frame_address(i: &str) -> IResult<'_, &str> {
     terminated(hex_digit1, field_end).parse(i)
 }
 
+/// Where `buf` (the start of the rest of an input) can be cut so that both sides hold whole
+/// samples: after its last blank line (call-chain output), or, when it has none, after its
+/// last newline that is not followed by a tab-indented call-chain line. `None` when no such
+/// place exists. Cutting there lets pieces be parsed apart, in parallel.
+pub fn piece_end(buf: &[u8]) -> Option<usize> {
+    if let Some(at) = buf.windows(2).rposition(|w| w == b"\n\n") {
+        return Some(at + 2);
+    }
+    let mut end = buf.len();
+    while let Some(nl) = buf[..end].iter().rposition(|&b| b == b'\n') {
+        if buf.get(nl + 1).is_some_and(|&b| b != b'\t') {
+            return Some(nl + 1);
+        }
+        end = nl;
+    }
+    None
+}
+
 /// How much of each call chain [`for_each_sample`] hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chain {
@@ -326,13 +344,25 @@ pub fn for_each_sample<R: BufRead>(
     input: R,
     name: &str,
     chain: Chain,
+    on_sample: impl FnMut(&Sample<'_>),
+) -> Result<ScriptStats, ParseError> {
+    for_each_sample_from(input, name, chain, Position::default(), on_sample)
+}
+
+/// [`for_each_sample`] on a piece of a larger input that starts at `at` (as cut by
+/// [`piece_end`]), so that errors name the line and byte of the whole input.
+pub fn for_each_sample_from<R: BufRead>(
+    input: R,
+    name: &str,
+    chain: Chain,
+    at: Position,
     mut on_sample: impl FnMut(&Sample<'_>),
 ) -> Result<ScriptStats, ParseError> {
     let mut stats = ScriptStats::default();
     // One sample's text and where each of its lines starts (with its line number).
     let mut block = String::new();
     let mut starts: Vec<(usize, usize)> = Vec::new();
-    let mut lines = crate::LineReader::new(input);
+    let mut lines = crate::LineReader::starting_at(input, at);
     let flush = |block: &str, starts: &[(usize, usize)], stats: &mut ScriptStats, f: &mut dyn FnMut(&Sample<'_>)| {
         if starts.is_empty() {
             return Ok(());

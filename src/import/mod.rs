@@ -231,6 +231,21 @@ impl StackCollector {
         p.add_stack(&self.frames, count);
     }
 
+    /// Adds the stacks `other` collected (a piece of the same input read apart).
+    pub(crate) fn merge(&mut self, other: StackCollector) {
+        self.chains |= other.chains;
+        let (Some(p), Some(o)) = (&mut self.profile, other.profile) else {
+            return;
+        };
+        for (stack, count) in o.stacks() {
+            self.frames.clear();
+            self.frames.extend(stack.iter().map(|&f| p.intern(o.name(f))));
+            p.add_stack(&self.frames, count);
+        }
+        p.truncated += o.truncated;
+        p.lost += o.lost;
+    }
+
     /// The stacks, when some sample had a call chain.
     pub(crate) fn finish(self) -> Option<StackProfile> {
         self.profile.filter(|_| self.chains)
@@ -321,7 +336,8 @@ pub fn is_kernel_address(ip: u64) -> bool {
 /// Per-function, per-CPU sample counts, for inputs whose CPUs are known only once read.
 #[derive(Debug, Default)]
 pub(crate) struct Counts {
-    index: HashMap<String, usize>,
+    // Looked up once per sample: foldhash, not SipHash (no untrusted keys to defend against).
+    index: HashMap<String, usize, foldhash::fast::RandomState>,
     keys: Vec<(String, String)>,
     // counts[function][slot], slots in order of first appearance of their CPU.
     counts: Vec<Vec<u64>>,
@@ -377,6 +393,19 @@ impl Counts {
         row[slot] += n;
         self.cpus[slot].samples += n;
         self.samples += n;
+    }
+
+    /// Adds everything `other` counted (a piece of the same input read apart).
+    pub(crate) fn merge(&mut self, other: Counts) {
+        for ((module, name), row) in other.keys.iter().zip(&other.counts) {
+            for (slot, &n) in row.iter().enumerate().filter(|(_, &n)| n > 0) {
+                self.add(other.cpus[slot].cpu, module, name, n);
+            }
+        }
+        for c in &other.cpus {
+            let s = self.slot(c.cpu);
+            self.cpus[s].lost += c.lost;
+        }
     }
 
     /// Adds lost samples on `cpu`.

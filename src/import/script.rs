@@ -3,52 +3,260 @@
 
 use super::{is_time_event, module_of_dso, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector};
 use crate::collect::profile::ProfileMeta;
+use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
-use upcmp_parsers::perf_script::{for_each_sample, Chain};
+use std::sync::{mpsc, Mutex};
+use upcmp_parsers::perf_script::{for_each_sample_from, piece_end, Chain, Sample};
+use upcmp_parsers::{ParseError, Position};
 
-/// Reads perf script output from `input` (named `name` in errors).
-pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let mut counts = Counts::default();
-    let mut stacks = StackCollector::new(opts.stacks);
-    let chain = if stacks.wanted() { Chain::Full } else { Chain::Leaf };
-    let mut event: Option<String> = None;
-    let (mut other_events, mut first, mut last) = (0u64, u64::MAX, 0u64);
-    let (mut period_sum, mut with_period, mut max_cpu) = (0u128, 0u64, None::<u32>);
-    let mut no_ip = 0u64;
-    for_each_sample(input, name, chain, |s| {
-        // One event per profile: the first one seen; other events' samples are left out.
-        match (&event, s.event) {
-            (None, Some(e)) => event = Some(e.to_string()),
-            (Some(e), Some(x)) if e != x => {
-                other_events += 1;
-                return;
-            }
-            _ => {}
+/// What the samples of one event add up to.
+#[derive(Default)]
+struct EventTally {
+    counts: Counts,
+    stacks: Option<StackCollector>,
+    first: u64,
+    last: u64,
+    period_sum: u128,
+    with_period: u64,
+    max_cpu: Option<u32>,
+    no_ip: u64,
+    /// Where the event's first sample is: (piece, sample in the piece), to find the
+    /// input's first event however the pieces were merged.
+    first_seen: (usize, u64),
+}
+
+impl EventTally {
+    fn new(stacks: bool, first_seen: (usize, u64)) -> Self {
+        EventTally {
+            stacks: Some(StackCollector::new(stacks)),
+            first: u64::MAX,
+            first_seen,
+            ..Default::default()
         }
+    }
+
+    fn sample(&mut self, s: &Sample<'_>) {
         if let Some(t) = s.time_ns {
-            first = first.min(t);
-            last = last.max(t);
+            self.first = self.first.min(t);
+            self.last = self.last.max(t);
         }
         if let Some(p) = s.period {
-            period_sum += u128::from(p);
-            with_period += 1;
+            self.period_sum += u128::from(p);
+            self.with_period += 1;
         }
         let cpu = s.cpu.unwrap_or(0);
-        max_cpu = max_cpu.max(s.cpu);
+        self.max_cpu = self.max_cpu.max(s.cpu);
         match s.leaf() {
             Some(f) => {
                 let name = f.symbol.unwrap_or("[unknown]");
-                counts.add(cpu, module_of_dso(f.dso, f.ip), name, 1);
+                self.counts.add(cpu, module_of_dso(f.dso, f.ip), name, 1);
                 let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or("[unknown]"));
-                stacks.add(Some(s.comm), frames, 1);
+                if let Some(st) = &mut self.stacks {
+                    st.add(Some(s.comm), frames, 1);
+                }
             }
             None => {
-                no_ip += 1;
-                counts.add(cpu, "user", "[no ip]", 1);
+                self.no_ip += 1;
+                self.counts.add(cpu, "user", "[no ip]", 1);
             }
         }
-    })?;
+    }
+
+    fn merge(&mut self, o: EventTally) {
+        self.counts.merge(o.counts);
+        if let (Some(a), Some(b)) = (&mut self.stacks, o.stacks) {
+            a.merge(b);
+        }
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+        self.period_sum += o.period_sum;
+        self.with_period += o.with_period;
+        self.max_cpu = self.max_cpu.max(o.max_cpu);
+        self.no_ip += o.no_ip;
+        self.first_seen = self.first_seen.min(o.first_seen);
+    }
+}
+
+/// The samples of an input (or of a piece of it), by event; samples that print no event
+/// are under "".
+#[derive(Default)]
+struct Tally {
+    events: HashMap<String, EventTally>,
+}
+
+impl Tally {
+    /// Parses one piece of the input, which starts at `at` and is the `index`-th.
+    fn of_piece(piece: &[u8], name: &str, at: Position, index: usize, stacks: bool) -> Result<Self, ParseError> {
+        let mut t = Tally::default();
+        let chain = if stacks { Chain::Full } else { Chain::Leaf };
+        let mut n = 0u64;
+        for_each_sample_from(piece, name, chain, at, |s| {
+            let key = s.event.unwrap_or("");
+            let e = match t.events.get_mut(key) {
+                Some(e) => e,
+                None => t
+                    .events
+                    .entry(key.to_string())
+                    .or_insert_with(|| EventTally::new(stacks, (index, n))),
+            };
+            e.sample(s);
+            n += 1;
+        })?;
+        Ok(t)
+    }
+
+    fn merge(&mut self, o: Tally) {
+        for (k, v) in o.events {
+            match self.events.get_mut(&k) {
+                Some(e) => e.merge(v),
+                None => {
+                    self.events.insert(k, v);
+                }
+            }
+        }
+    }
+}
+
+/// Bytes a piece holds before it is cut at the next sample boundary.
+const PIECE_BYTES: usize = 1 << 20;
+
+/// Reads until `buf` holds `want` bytes or the input ends; whether it ended.
+fn fill(input: &mut impl BufRead, buf: &mut Vec<u8>, want: usize, path: &Path) -> Result<bool, ImportError> {
+    while buf.len() < want {
+        let avail = input.fill_buf().map_err(ImportError::io(path))?;
+        if avail.is_empty() {
+            return Ok(true);
+        }
+        let n = avail.len().min(want - buf.len());
+        buf.extend_from_slice(&avail[..n]);
+        input.consume(n);
+    }
+    Ok(false)
+}
+
+/// Reads the input in pieces cut at sample boundaries and parses them on every CPU (one
+/// piece inline when the input is small). Memory is bounded by the pieces in flight.
+fn tally(input: impl BufRead, name: &str, path: &Path, stacks: bool) -> Result<Tally, ImportError> {
+    tally_in_pieces(input, name, path, stacks, PIECE_BYTES)
+}
+
+/// [`tally`] with pieces of `piece_bytes`.
+fn tally_in_pieces(
+    mut input: impl BufRead,
+    name: &str,
+    path: &Path,
+    stacks: bool,
+    piece_bytes: usize,
+) -> Result<Tally, ImportError> {
+    let mut first = Vec::with_capacity(piece_bytes.min(PIECE_BYTES));
+    if fill(&mut input, &mut first, piece_bytes, path)? {
+        return Ok(Tally::of_piece(&first, name, Position::default(), 0, stacks)?);
+    }
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Position, Vec<u8>)>(workers);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Tally, ParseError>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            scope.spawn(move || loop {
+                let job = work_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok((index, at, piece)) = job else { break };
+                if done_tx
+                    .send((index, Tally::of_piece(&piece, name, at, index, stacks)))
+                    .is_err()
+                {
+                    break;
+                }
+            });
+        }
+        drop(done_tx);
+        let mut total = Tally::default();
+        // The error of the earliest piece wins, as a sequential read would report it.
+        let mut error: Option<(usize, ParseError)> = None;
+        let mut take = |(index, r): (usize, Result<Tally, ParseError>), total: &mut Tally| match r {
+            Ok(t) => total.merge(t),
+            Err(e) if error.as_ref().map_or(true, |(i, _)| index < *i) => error = Some((index, e)),
+            Err(_) => {}
+        };
+        let (mut at, mut index, mut buf, mut want) = (Position::default(), 0usize, first, piece_bytes);
+        let read: Result<(), ImportError> = (|| loop {
+            let ended = fill(&mut input, &mut buf, want, path)?;
+            if ended && buf.is_empty() {
+                return Ok(());
+            }
+            let cut = if ended { buf.len() } else { cut(&buf) };
+            if cut == 0 {
+                // One sample longer than a piece: read on.
+                want = buf.len() + piece_bytes;
+                continue;
+            }
+            want = piece_bytes;
+            let rest = buf.split_off(cut);
+            let here = at;
+            at.lines += buf.iter().filter(|&&b| b == b'\n').count();
+            at.bytes += buf.len() as u64;
+            if work_tx.send((index, here, buf)).is_err() {
+                return Ok(());
+            }
+            index += 1;
+            buf = rest;
+            while let Ok(done) = done_rx.try_recv() {
+                take(done, &mut total);
+            }
+            if ended && buf.is_empty() {
+                return Ok(());
+            }
+        })();
+        drop(work_tx);
+        for done in done_rx.iter() {
+            take(done, &mut total);
+        }
+        read?;
+        match error {
+            Some((_, e)) => Err(e.into()),
+            None => Ok(total),
+        }
+    })
+}
+
+/// Where to cut `buf` (0: nowhere yet).
+fn cut(buf: &[u8]) -> usize {
+    piece_end(buf).unwrap_or(0)
+}
+
+/// Reads perf script output from `input` (named `name` in errors).
+pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let mut tally = tally(input, name, path, opts.stacks)?;
+    // One event per profile: the input's first; samples that print no event count with it.
+    let event = tally
+        .events
+        .iter()
+        .filter(|(k, _)| !k.is_empty())
+        .min_by_key(|(_, e)| e.first_seen)
+        .map(|(k, _)| k.clone());
+    let mut chosen = EventTally::new(opts.stacks, (0, 0));
+    let mut other_events = 0u64;
+    for (k, e) in std::mem::take(&mut tally.events) {
+        if k.is_empty() || Some(&k) == event.as_ref() {
+            chosen.merge(e);
+        } else {
+            other_events += e.counts.samples();
+        }
+    }
+    let EventTally {
+        mut counts,
+        stacks,
+        first,
+        last,
+        period_sum,
+        with_period,
+        max_cpu,
+        no_ip,
+        ..
+    } = chosen;
+    let stacks = stacks.unwrap_or_else(|| StackCollector::new(false));
     let samples = counts.samples();
     if samples == 0 {
         return Err(ImportError::NoSamples {
@@ -158,6 +366,88 @@ mod tests {
             ]
         );
         assert!(p.warnings[0].starts_with("1 samples of events other than cpu-clock"));
+    }
+
+    /// A perf script text of `n` samples with call chains over 2 CPUs and 3 events.
+    fn synthetic(n: usize) -> String {
+        let mut t = String::new();
+        for i in 0..n {
+            let event = if i % 7 == 3 { "page-faults" } else { "cpu-clock" };
+            t += &format!(
+                "dd {} [{:03}] {}.{:06}: 250000 {event}: \n",
+                10 + i % 3,
+                i % 2,
+                10 + i / 1000,
+                i % 1000
+            );
+            t += &format!("\tffffffff8100{:04x} f{}+0x1 ([kernel.kallsyms])\n", i % 50, i % 50);
+            t += &format!("\t{:x} main+0x2 (/usr/bin/dd)\n\n", 0x4000 + i % 5);
+        }
+        t
+    }
+
+    /// Per event: its function rows (module, name, per-CPU counts) and folded stacks.
+    fn summary(t: Tally) -> Vec<(String, Vec<String>, Option<Vec<String>>)> {
+        let mut v: Vec<_> = t
+            .events
+            .into_iter()
+            .map(|(k, e)| {
+                let meta = ProfileMeta {
+                    test: "t".into(),
+                    command: None,
+                    event: k.clone(),
+                    period_sec: 0.001,
+                    wall_sec: 1.0,
+                };
+                let p = e.counts.finish(meta, vec![]);
+                let rows = p
+                    .functions
+                    .iter()
+                    .map(|f| format!("{} {} {:?}", f.module, f.name, f.per_cpu))
+                    .collect();
+                let stacks = e.stacks.and_then(StackCollector::finish).map(|s| s.folded_lines());
+                (k, rows, stacks)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn pieces_read_in_parallel_add_up_to_one_read() {
+        let text = synthetic(5000);
+        let path = Path::new("s.txt");
+        for stacks in [false, true] {
+            let whole = tally_in_pieces(text.as_bytes(), "s", path, stacks, usize::MAX).unwrap();
+            // 300-byte pieces: thousands of them, cut at blank lines.
+            let pieces = tally_in_pieces(text.as_bytes(), "s", path, stacks, 300).unwrap();
+            let first = |t: &Tally| t.events["cpu-clock"].first_seen.min(t.events["page-faults"].first_seen);
+            assert_eq!(first(&whole), (0, 0));
+            assert_eq!(first(&pieces), (0, 0));
+            assert_eq!(summary(whole), summary(pieces));
+        }
+        // Without call chains every line is a sample and any newline a boundary.
+        let flat: String = text
+            .lines()
+            .filter(|l| l.starts_with("dd "))
+            .map(|l| format!("{l} ffffffff81000000 f ([kernel.kallsyms])\n"))
+            .collect();
+        let whole = tally_in_pieces(flat.as_bytes(), "s", path, false, usize::MAX).unwrap();
+        let pieces = tally_in_pieces(flat.as_bytes(), "s", path, false, 256).unwrap();
+        assert_eq!(summary(whole), summary(pieces));
+    }
+
+    #[test]
+    fn an_error_in_a_later_piece_names_its_line_in_the_whole_input() {
+        let mut text = synthetic(2000);
+        text += "dd 1 [000] 99.000000: 250000 cpu-clock: \n\tzz bad\n\n";
+        text += &synthetic(500);
+        text += "garbage line\n";
+        let line = 2000 * 4 + 2;
+        let e = tally_in_pieces(text.as_bytes(), "s", Path::new("s.txt"), false, 4096)
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with(&format!("s:{line}:2:")), "{e}");
     }
 
     #[test]
