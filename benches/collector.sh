@@ -24,7 +24,7 @@ for ((r = 1; r <= rounds; r++)); do
   plain+=("$(rate plain.out)")
   "$bin/uprun" auto out --freq 1000 > /dev/null
   uprun+=("$(rate out/work/upout)")
-  perf record -q -a -F 1000 -e cpu-clock -o perf.data -- "$bin/unixperf" "${args[@]}" > perf.out 2>/dev/null
+  perf record -q -N -a -F 1000 -e cpu-clock -o perf.data -- "$bin/unixperf" "${args[@]}" > perf.out 2>/dev/null
   perf+=("$(rate perf.out)")
 done
 

@@ -18,7 +18,7 @@ command -v inferno-collapse-perf >/dev/null || { echo "needs inferno-collapse-pe
 [ -x "$prfcmp" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-perf record -q -e cpu-clock -a -g -o "$dir/rec.data" -- \
+perf record -q -N -e cpu-clock -a -g -o "$dir/rec.data" -- \
     timeout "$secs" dd if=/dev/zero of=/dev/null bs=512 2>/dev/null || true
 perf script -i "$dir/rec.data" > "$dir/rec.txt" 2>/dev/null
 echo "tiny 1" > "$dir/tiny.folded"

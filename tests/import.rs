@@ -18,6 +18,8 @@ fn record(dir: &Path, out: &str, bs: &str, count: &str) {
         "perf",
         &[
             "record",
+            // Not into ~/.debug: a test must not grow the machine's build-id cache.
+            "-N",
             "-e",
             "cpu-clock",
             "-a",
@@ -513,6 +515,7 @@ fn record_stacks(dir: &Path, out: &str, bs: &str, count: &str) {
         "perf",
         &[
             "record",
+            "-N",
             "-q",
             "-e",
             "cpu-clock",
@@ -640,6 +643,7 @@ fn jit_code_is_named_from_the_perf_map() {
         "perf",
         &[
             "record",
+            "-N",
             "-q",
             "-e",
             "cpu-clock",
