@@ -17,7 +17,7 @@ use std::io::Read as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolSection};
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
 use upcmp_parsers::kallsyms;
 use upcmp_parsers::ParseError;
 
@@ -456,31 +456,10 @@ impl KernelSymbols {
 
         let mut b = Builder::default();
         for sym in file.symbols() {
-            let SymbolSection::Section(index) = sym.section() else {
-                continue;
-            };
-            let in_code = file
-                .section_by_index(index)
-                .is_ok_and(|s| s.kind() == SectionKind::Text);
-            // Functions, and (as perf does for kernels) plain labels in code: entry
-            // points written in assembly often have no type.
-            let keep = match sym.kind() {
-                SymbolKind::Text => true,
-                _ => in_code && is_label(&sym),
-            };
-            let Ok(name) = sym.name() else { continue };
-            if !keep || name.is_empty() || name.starts_with('$') {
-                continue;
+            if let Some((name, binding)) = code_symbol(&file, &sym) {
+                let start = sym.address().wrapping_add(offset);
+                b.push(start, start.wrapping_add(sym.size()), binding, name, None, true);
             }
-            let binding = if sym.is_weak() {
-                Binding::Weak
-            } else if sym.is_global() {
-                Binding::Global
-            } else {
-                Binding::Local
-            };
-            let start = sym.address().wrapping_add(offset);
-            b.push(start, start.wrapping_add(sym.size()), binding, name, None, true);
         }
         if b.candidates.is_empty() {
             return Err(SymbolError::NoElfSymbols {
@@ -618,8 +597,33 @@ impl KernelSymbols {
     }
 }
 
-/// perf's `elf_sym__is_label`: an untyped symbol that is not hidden or internal (entry
-/// points written in assembly, such as `_start`); kept when it is in code.
+/// The name and binding of an ELF symbol perf keeps as a function: a defined function, or
+/// a label in code (entry points written in assembly, such as `_start`, often have no
+/// type); never an unnamed symbol or an ARM mapping symbol (`$x`, `$d`). Code is told by
+/// the section's flag, not its kind: a separate debug file's code sections are NOBITS.
+fn code_symbol<'d>(file: &object::File<'d>, sym: &object::Symbol<'d, '_>) -> Option<(&'d str, Binding)> {
+    let SymbolSection::Section(index) = sym.section() else {
+        return None;
+    };
+    let in_code = file.section_by_index(index).is_ok_and(|s| {
+        matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+    });
+    let keep = sym.kind() == SymbolKind::Text || (in_code && is_label(sym));
+    let name = sym.name().ok()?;
+    if !keep || name.is_empty() || name.starts_with('$') {
+        return None;
+    }
+    let binding = if sym.is_weak() {
+        Binding::Weak
+    } else if sym.is_global() {
+        Binding::Global
+    } else {
+        Binding::Local
+    };
+    Some((name, binding))
+}
+
+/// perf's `elf_sym__is_label`: an untyped symbol that is not hidden or internal.
 fn is_label(sym: &object::Symbol<'_, '_>) -> bool {
     match sym.flags() {
         object::SymbolFlags::Elf { st_info, st_other } => {
@@ -712,6 +716,36 @@ pub fn find_vmlinux_in(root: &Path, release: &str) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
+/// Names of address ranges that no symbol table holds (PLT entries, a JIT's code):
+/// (start, end, name), sorted by start.
+#[derive(Debug, Clone, Default)]
+pub struct RangeNames(Vec<(u64, u64, String)>);
+
+impl RangeNames {
+    /// The ranges, in any order.
+    pub fn new(mut ranges: Vec<(u64, u64, String)>) -> Self {
+        ranges.sort_by_key(|r| r.0);
+        RangeNames(ranges)
+    }
+
+    /// The name of the range holding `addr`.
+    pub fn lookup(&self, addr: u64) -> Option<&str> {
+        let i = self.0.partition_point(|r| r.0 <= addr).checked_sub(1)?;
+        let (_, end, name) = &self.0[i];
+        (addr < *end).then_some(name.as_str())
+    }
+
+    /// How many ranges.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Function symbols of a user-space ELF file (an executable or a shared library), named
 /// as perf names them: `.symtab` when the file has one, else `.dynsym`; functions in code
 /// sections only; sizes, zero-size ends and aliases by the same rules as the kernel's.
@@ -724,8 +758,8 @@ pub struct ElfSymbols {
     build_id: Option<Vec<u8>>,
     from_symtab: bool,
     maps_code: bool,
-    /// PLT entries named as perf names them (`memmove@plt`): (start, end, name), sorted.
-    plt: Vec<(u64, u64, String)>,
+    /// PLT entries named as perf names them (`memmove@plt`).
+    plt: RangeNames,
 }
 
 impl ElfSymbols {
@@ -759,27 +793,9 @@ impl ElfSymbols {
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         let mut b = Builder::default();
         let mut add = |sym: object::Symbol<'_, '_>| {
-            let SymbolSection::Section(index) = sym.section() else {
-                return;
-            };
-            // By flag, not kind: in a separate debug file the code sections are NOBITS.
-            let in_code = file.section_by_index(index).is_ok_and(|s| {
-                matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
-            });
-            let Ok(name) = sym.name() else { return };
-            let function = sym.kind() == SymbolKind::Text || is_label(&sym);
-            // `$x`/`$d`: ARM mapping symbols, not functions (perf drops them too).
-            if !function || !in_code || name.is_empty() || name.starts_with('$') || sym.address() == 0 {
-                return;
+            if let Some((name, binding)) = code_symbol(&file, &sym) {
+                b.push(sym.address(), sym.address() + sym.size(), binding, name, None, true);
             }
-            let binding = if sym.is_weak() {
-                Binding::Weak
-            } else if sym.is_global() {
-                Binding::Global
-            } else {
-                Binding::Local
-            };
-            b.push(sym.address(), sym.address() + sym.size(), binding, name, None, true);
         };
         let from_symtab = file.symbols().next().is_some();
         if from_symtab {
@@ -788,10 +804,10 @@ impl ElfSymbols {
             file.dynamic_symbols().for_each(&mut add);
         }
         b.fix_up(false);
-        let plt = match &file {
+        let plt = RangeNames::new(match &file {
             object::File::Elf64(elf) => plt_symbols(elf),
             _ => Vec::new(),
-        };
+        });
         Ok(ElfSymbols {
             plt,
             syms: KernelSymbols::finish(b, None, path.display().to_string(), |_, _| true),
@@ -847,13 +863,9 @@ impl ElfSymbols {
             .find(|&&(o, size, _)| offset >= o && offset - o < size.max(1))?;
         let addr = offset - file_off + vaddr;
         // The PLT first: a zero-size symbol before it (`_init`) is stretched over it.
-        if let Some(i) = self.plt.partition_point(|p| p.0 <= addr).checked_sub(1) {
-            let (_, end, name) = &self.plt[i];
-            if addr < *end {
-                return Some(name.as_str());
-            }
-        }
-        self.syms.resolve(addr).map(|(name, _)| name)
+        self.plt
+            .lookup(addr)
+            .or_else(|| self.syms.resolve(addr).map(|(name, _)| name))
     }
 }
 
@@ -905,7 +917,6 @@ fn plt_symbols<'d>(elf: &object::read::elf::ElfFile64<'d, object::Endianness>) -
         out.push((at, at + entry, format!("{name}@plt")));
         at += entry;
     }
-    out.sort_by_key(|p| p.0);
     out
 }
 

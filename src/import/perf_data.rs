@@ -13,7 +13,7 @@ use super::{
     is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector,
 };
 use crate::collect::profile::ProfileMeta;
-use crate::collect::symbols::{running_kernel_build_id, ElfSymbols, KernelSymbols};
+use crate::collect::symbols::{running_kernel_build_id, ElfSymbols, KernelSymbols, RangeNames};
 use linux_perf_data::linux_perf_event_reader::constants::{
     PERF_CONTEXT_HV, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
 };
@@ -95,8 +95,8 @@ struct Dso {
 enum UserSymbols {
     /// An ELF file, looked up by file offset.
     Elf(Box<ElfSymbols>),
-    /// A JIT's `/tmp/perf-PID.map`, looked up by address: (start, end, name), sorted.
-    PerfMap(Vec<(u64, u64, String)>),
+    /// A JIT's `/tmp/perf-PID.map`, looked up by address.
+    PerfMap(RangeNames),
 }
 
 /// Whether a mapping is anonymous memory, where a JIT puts its code (perf's
@@ -106,16 +106,16 @@ fn is_anon(path: &[u8]) -> bool {
 }
 
 /// A JIT's symbol map (`/tmp/perf-PID.map`): every line that parses; `None` without one.
-fn load_perf_map(path: &Path) -> Option<Vec<(u64, u64, String)>> {
+fn load_perf_map(path: &Path) -> Option<RangeNames> {
     let text = std::fs::read_to_string(path).ok()?;
     let name = path.display().to_string();
     let (entries, _bad) = upcmp_parsers::perf_map::read(&text, &name);
-    let mut v: Vec<(u64, u64, String)> = entries
-        .into_iter()
-        .map(|e| (e.start, e.start.saturating_add(e.size), e.name.to_string()))
-        .collect();
-    v.sort_by_key(|e| e.0);
-    Some(v)
+    Some(RangeNames::new(
+        entries
+            .into_iter()
+            .map(|e| (e.start, e.start.saturating_add(e.size), e.name.to_string()))
+            .collect(),
+    ))
 }
 
 /// Why a DSO's user samples stay `[unknown]`.
@@ -210,12 +210,7 @@ impl Maps {
             .get_or_insert_with(|| load_user_symbols(&dso.path, dso.build_id.as_deref()));
         let found = match symbols {
             Ok(UserSymbols::Elf(syms)) => syms.resolve_offset(ip - start + pgoff),
-            Ok(UserSymbols::PerfMap(entries)) => entries
-                .partition_point(|e| e.0 <= ip)
-                .checked_sub(1)
-                .map(|i| &entries[i])
-                .filter(|e| ip < e.1)
-                .map(|e| e.2.as_str()),
+            Ok(UserSymbols::PerfMap(names)) => names.lookup(ip),
             Err(_) => None,
         };
         let name = match found {
@@ -281,6 +276,7 @@ fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols,
     }
     let mut why = UserSymbolsMissing::NoFile;
     let mut found: Vec<ElfSymbols> = Vec::new();
+    let full = |s: &ElfSymbols| s.from_symtab() && !s.is_empty();
     for p in candidates {
         let Ok(syms) = ElfSymbols::from_file(&p) else {
             continue;
@@ -289,17 +285,20 @@ fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols,
             (Some(want), Some(have)) if want != have => why = UserSymbolsMissing::OtherBuild,
             _ => found.push(syms),
         }
+        // Enough once there is a .symtab and a file that holds the code.
+        if found.iter().any(full) && found.iter().any(ElfSymbols::maps_code) {
+            break;
+        }
     }
     let best = found
         .iter()
-        .position(|s| s.from_symtab() && !s.is_empty())
+        .position(full)
         .or_else(|| found.iter().position(|s| !s.is_empty()))
         .ok_or(why)?;
-    let code = found.iter().position(ElfSymbols::maps_code).ok_or(why)?;
-    let segments = found[code].clone();
     let mut syms = found.swap_remove(best);
     if !syms.maps_code() {
-        syms.use_segments_of(&segments);
+        let code = found.iter().find(|s| s.maps_code()).ok_or(why)?;
+        syms.use_segments_of(code);
     }
     Ok(syms)
 }
