@@ -21,6 +21,20 @@ const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 const PERF_CONTEXT_GUEST_KERNEL: u64 = -2176i64 as u64;
 const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
 
+/// The mode the call-chain frames after the context `marker` (a value at or above
+/// [`PERF_CONTEXT_MAX`]) were taken in. A value that is no context the kernel writes, a
+/// junk value from a user stack walked without frame pointers, leaves `current`.
+pub fn context_mode(marker: u64, current: Mode) -> Mode {
+    match marker {
+        PERF_CONTEXT_KERNEL => Mode::Kernel,
+        PERF_CONTEXT_USER => Mode::User,
+        PERF_CONTEXT_HV => Mode::Hypervisor,
+        PERF_CONTEXT_GUEST_KERNEL => Mode::GuestKernel,
+        PERF_CONTEXT_GUEST_USER => Mode::GuestUser,
+        _ => current,
+    }
+}
+
 /// The root frame put under a stack that reached the kernel's depth limit: its outermost
 /// frames are missing, so it must not pass for a call from the top.
 pub const TRUNCATED_FRAME: &str = "[truncated]";
@@ -330,16 +344,7 @@ impl<'a> StackBuilder<'a> {
         // Innermost first: the leaf is pushed first and the list reversed at the end.
         for &addr in &s.callchain {
             if addr >= PERF_CONTEXT_MAX {
-                mode = match addr {
-                    PERF_CONTEXT_KERNEL => Mode::Kernel,
-                    PERF_CONTEXT_USER => Mode::User,
-                    PERF_CONTEXT_HV => Mode::Hypervisor,
-                    PERF_CONTEXT_GUEST_KERNEL => Mode::GuestKernel,
-                    PERF_CONTEXT_GUEST_USER => Mode::GuestUser,
-                    // Not a context the kernel writes: a junk value from a user stack
-                    // walked without frame pointers. Skipped; the mode stays.
-                    _ => mode,
-                };
+                mode = context_mode(addr, mode);
                 continue;
             }
             let leaf = addresses == 0;

@@ -13,14 +13,13 @@ use super::{
     is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector,
 };
 use crate::collect::profile::ProfileMeta;
+use crate::collect::stacks::{context_mode, PERF_CONTEXT_MAX};
 use crate::collect::symbols::{running_kernel_build_id, ElfSymbols, KernelSymbols, RangeNames};
-use linux_perf_data::linux_perf_event_reader::constants::{
-    PERF_CONTEXT_HV, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
-};
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SamplingPolicy};
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use upcmp_parsers::samples::Mode;
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -79,6 +78,45 @@ fn kernel_symbols(
             path: path.to_path_buf(),
             why: "the recording names neither a kernel build-id nor this machine's kernel release".into(),
         }),
+    }
+}
+
+/// The sampling mode in the collector's terms, so both read call chains alike.
+fn mode_of(m: CpuMode) -> Mode {
+    match m {
+        CpuMode::Kernel => Mode::Kernel,
+        CpuMode::User => Mode::User,
+        CpuMode::Hypervisor => Mode::Hypervisor,
+        CpuMode::GuestKernel => Mode::GuestKernel,
+        CpuMode::GuestUser => Mode::GuestUser,
+        _ => Mode::Unknown,
+    }
+}
+
+/// A call chain's frame names in one reused buffer: no allocation per frame.
+#[derive(Default)]
+struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
+
+    /// The names, last pushed first.
+    fn rev(&self) -> impl Iterator<Item = &str> {
+        (0..self.ends.len()).rev().map(|k| {
+            let start = if k == 0 { 0 } else { self.ends[k - 1] };
+            &self.text[start..self.ends[k]]
+        })
     }
 }
 
@@ -404,7 +442,7 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> 
     let mut stacks = StackCollector::new(opts.stacks);
     // Thread id → command, for the stacks' root frame.
     let mut comms: HashMap<i32, String> = HashMap::new();
-    let mut chain_names: Vec<String> = Vec::new();
+    let mut chain_names = Names::default();
     let (mut first, mut last) = (u64::MAX, 0u64);
     let (mut period_sum, mut with_period, mut skipped) = (0u128, 0u64, 0u64);
     while let Some(record) = record_iter.next_record(&mut perf_file).map_err(perf_err(path))? {
@@ -423,51 +461,45 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> 
                     period_sum += u128::from(p);
                     with_period += 1;
                 }
-                let ip = s.ip.unwrap_or(0);
+                let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
                 if let (true, Some(chain)) = (stacks.wanted(), &s.callchain) {
                     chain_names.clear();
-                    let pid = s.pid.unwrap_or(-1);
-                    let mut mode = s.cpu_mode;
-                    for k in 0..chain.len() {
-                        let Some(addr) = chain.get(k) else { break };
+                    let mut mode = mode;
+                    for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
                         if addr >= PERF_CONTEXT_MAX {
-                            mode = match addr {
-                                PERF_CONTEXT_KERNEL => CpuMode::Kernel,
-                                PERF_CONTEXT_USER => CpuMode::User,
-                                PERF_CONTEXT_HV => CpuMode::Hypervisor,
-                                _ => CpuMode::GuestKernel,
-                            };
+                            mode = context_mode(addr, mode);
                             continue;
                         }
                         chain_names.push(match mode {
-                            CpuMode::Kernel => symbols.resolve(addr).map_or("[unknown]", |(n, _)| n).to_string(),
-                            CpuMode::User => maps.resolve(pid, addr).map_or("[unknown]", |(_, n)| n).to_string(),
-                            CpuMode::Hypervisor => "hypervisor".into(),
-                            _ => "guest".into(),
+                            Mode::Kernel => symbols.resolve(addr).map_or("[unknown]", |(n, _)| n),
+                            Mode::User => maps.resolve(pid, addr).map_or("[unknown]", |(_, n)| n),
+                            Mode::Hypervisor => "hypervisor",
+                            Mode::GuestKernel | Mode::GuestUser => "guest",
+                            Mode::Unknown => "[unknown mode]",
                         });
                     }
                     let comm = comms
                         .get(&s.tid.unwrap_or(-1))
                         .map(String::as_str)
                         .unwrap_or("[unknown]");
-                    stacks.add(Some(comm), chain_names.iter().rev().map(String::as_str), 1);
+                    stacks.add(Some(comm), chain_names.rev(), 1);
                 }
-                match s.cpu_mode {
-                    CpuMode::Kernel => match symbols.resolve(ip) {
+                match mode {
+                    Mode::Kernel => match symbols.resolve(ip) {
                         Some((name, module)) => counts.add(cpu, module.unwrap_or("kernel"), name, 1),
                         None => counts.add(cpu, "kernel", "[unknown]", 1),
                     },
-                    CpuMode::User => match maps.resolve(s.pid.unwrap_or(-1), ip) {
+                    Mode::User => match maps.resolve(pid, ip) {
                         Some((module, name)) => counts.add(cpu, module, name, 1),
                         None => {
                             user_unmapped += 1;
                             counts.add(cpu, "unknown", "[unknown]", 1);
                         }
                     },
-                    CpuMode::Hypervisor => counts.add(cpu, "hypervisor", "hypervisor", 1),
-                    CpuMode::GuestKernel | CpuMode::GuestUser => counts.add(cpu, "guest", "guest", 1),
-                    _ if is_kernel_address(ip) => counts.add(cpu, "kernel", "[unknown mode]", 1),
-                    _ => counts.add(cpu, "user", "[unknown mode]", 1),
+                    Mode::Hypervisor => counts.add(cpu, "hypervisor", "hypervisor", 1),
+                    Mode::GuestKernel | Mode::GuestUser => counts.add(cpu, "guest", "guest", 1),
+                    Mode::Unknown if is_kernel_address(ip) => counts.add(cpu, "kernel", "[unknown mode]", 1),
+                    Mode::Unknown => counts.add(cpu, "user", "[unknown mode]", 1),
                 }
             }
             EventRecord::Sample(_) => skipped += 1,
