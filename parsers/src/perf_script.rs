@@ -161,7 +161,7 @@ fn event(i: &str) -> IResult<'_, &str> {
 fn frame(i: &str) -> IResult<'_, Frame<'_>> {
     map(
         (
-            map_res(terminated(hex_digit1, field_end), |h| u64::from_str_radix(h, 16)),
+            map_res(frame_address, |h| u64::from_str_radix(h, 16)),
             preceded(space0, map(rest, str::trim_end)),
         ),
         |(ip, tail)| {
@@ -299,10 +299,6 @@ pub fn parse_frame<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Fram
         .map_err(|_| ParseError::at(file, line_no, line, body, EXPECT_FRAME))
 }
 
-fn is_frame_line(body: &str) -> bool {
-    frame_address(body).is_ok()
-}
-
 /// The address that starts a frame; all a frame needs to be well formed (the symbol and
 /// DSO after it are free text).
 fn frame_address(i: &str) -> IResult<'_, &str> {
@@ -405,7 +401,9 @@ pub fn for_each_sample_from<R: BufRead>(
         if text.starts_with('#') && starts.is_empty() {
             continue; // `perf script --header` comments
         }
-        // `--show-task-events`, `--show-mmap-events`...: side-band records, not samples.
+        // `--show-task-events`, `--show-mmap-events`...: side-band records, not samples. Told
+        // apart before grouping, as such a line can start with a word that reads as an
+        // address (`dd 25959 ...: PERF_RECORD_COMM`).
         if !text.starts_with('\t') && text.contains(" PERF_RECORD_") {
             flush(&block, &starts, &mut stats, &mut on_sample)?;
             block.clear();
@@ -418,7 +416,7 @@ pub fn for_each_sample_from<R: BufRead>(
         // that is no header but reads as a frame is taken as one.
         let is_frame = !starts.is_empty()
             && (text.starts_with('\t')
-                || (parse_header(text, name, line_no).is_err() && is_frame_line(text.trim_start())));
+                || (parse_header(text, name, line_no).is_err() && frame_address(text.trim_start()).is_ok()));
         if !is_frame && !starts.is_empty() {
             flush(&block, &starts, &mut stats, &mut on_sample)?;
             block.clear();
