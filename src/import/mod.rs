@@ -198,7 +198,9 @@ pub struct Imported {
     pub stacks: Option<StackProfile>,
 }
 
-/// Collects call stacks during an import when [`ImportOptions::stacks`] asks for them.
+/// Collects call stacks during an import when [`ImportOptions::stacks`] asks for them
+/// (the default collects none).
+#[derive(Default)]
 pub(crate) struct StackCollector {
     profile: Option<StackProfile>,
     frames: Vec<u32>,

@@ -14,7 +14,7 @@ use upcmp_parsers::{ParseError, Position};
 #[derive(Default)]
 struct EventTally {
     counts: Counts,
-    stacks: Option<StackCollector>,
+    stacks: StackCollector,
     first: u64,
     last: u64,
     period_sum: u128,
@@ -29,7 +29,7 @@ struct EventTally {
 impl EventTally {
     fn new(stacks: bool, first_seen: (usize, u64)) -> Self {
         EventTally {
-            stacks: Some(StackCollector::new(stacks)),
+            stacks: StackCollector::new(stacks),
             first: u64::MAX,
             first_seen,
             ..Default::default()
@@ -52,9 +52,7 @@ impl EventTally {
                 let name = f.symbol.unwrap_or("[unknown]");
                 self.counts.add(cpu, module_of_dso(f.dso, f.ip), name, 1);
                 let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or("[unknown]"));
-                if let Some(st) = &mut self.stacks {
-                    st.add(Some(s.comm), frames, 1);
-                }
+                self.stacks.add(Some(s.comm), frames, 1);
             }
             None => {
                 self.no_ip += 1;
@@ -65,9 +63,7 @@ impl EventTally {
 
     fn merge(&mut self, o: EventTally) {
         self.counts.merge(o.counts);
-        if let (Some(a), Some(b)) = (&mut self.stacks, o.stacks) {
-            a.merge(b);
-        }
+        self.stacks.merge(o.stacks);
         self.first = self.first.min(o.first);
         self.last = self.last.max(o.last);
         self.period_sum += o.period_sum;
@@ -135,13 +131,9 @@ fn fill(input: &mut impl BufRead, buf: &mut Vec<u8>, want: usize, path: &Path) -
     Ok(false)
 }
 
-/// Reads the input in pieces cut at sample boundaries and parses them on every CPU (one
-/// piece inline when the input is small). Memory is bounded by the pieces in flight.
-fn tally(input: impl BufRead, name: &str, path: &Path, stacks: bool) -> Result<Tally, ImportError> {
-    tally_in_pieces(input, name, path, stacks, PIECE_BYTES)
-}
-
-/// [`tally`] with pieces of `piece_bytes`.
+/// Reads the input in pieces of about `piece_bytes` cut at sample boundaries and parses
+/// them on every CPU (one piece inline when the input is small). Memory is bounded by the
+/// pieces in flight.
 fn tally_in_pieces(
     mut input: impl BufRead,
     name: &str,
@@ -186,7 +178,7 @@ fn tally_in_pieces(
             if ended && buf.is_empty() {
                 return Ok(());
             }
-            let cut = if ended { buf.len() } else { cut(&buf) };
+            let cut = if ended { buf.len() } else { piece_end(&buf).unwrap_or(0) };
             if cut == 0 {
                 // One sample longer than a piece: read on.
                 want = buf.len() + piece_bytes;
@@ -205,9 +197,6 @@ fn tally_in_pieces(
             while let Ok(done) = done_rx.try_recv() {
                 take(done, &mut total);
             }
-            if ended && buf.is_empty() {
-                return Ok(());
-            }
         })();
         drop(work_tx);
         for done in done_rx.iter() {
@@ -221,14 +210,9 @@ fn tally_in_pieces(
     })
 }
 
-/// Where to cut `buf` (0: nowhere yet).
-fn cut(buf: &[u8]) -> usize {
-    piece_end(buf).unwrap_or(0)
-}
-
 /// Reads perf script output from `input` (named `name` in errors).
 pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let mut tally = tally(input, name, path, opts.stacks)?;
+    let mut tally = tally_in_pieces(input, name, path, opts.stacks, PIECE_BYTES)?;
     // One event per profile: the input's first; samples that print no event count with it.
     let event = tally
         .events
@@ -256,7 +240,6 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
         no_ip,
         ..
     } = chosen;
-    let stacks = stacks.unwrap_or_else(|| StackCollector::new(false));
     let samples = counts.samples();
     if samples == 0 {
         return Err(ImportError::NoSamples {
@@ -405,7 +388,7 @@ mod tests {
                     .iter()
                     .map(|f| format!("{} {} {:?}", f.module, f.name, f.per_cpu))
                     .collect();
-                let stacks = e.stacks.and_then(StackCollector::finish).map(|s| s.folded_lines());
+                let stacks = e.stacks.finish().map(|s| s.folded_lines());
                 (k, rows, stacks)
             })
             .collect();
