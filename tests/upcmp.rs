@@ -1,6 +1,6 @@
 //! upcmp and prfcmp end to end: the seed's example as a golden test, and bad input.
 
-use crate::util::{run_in, stderr, stdout, tempdir, testdata};
+use crate::util::{assert_golden, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::path::Path;
 
@@ -94,16 +94,7 @@ fn seed_example_golden_file() {
     let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "1vs2", "--quiet"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let got = fs::read_to_string(tmp.path().join("1vs2/results")).unwrap();
-    let golden = testdata("forkwait/expected_results");
-    if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
-        fs::write(&golden, &got).unwrap();
-    }
-    assert_eq!(
-        got,
-        fs::read_to_string(&golden).unwrap(),
-        "UPCMP_BLESS=1 rewrites {}",
-        golden.display()
-    );
+    assert_golden(&got, "forkwait/expected_results");
 }
 
 #[test]
@@ -355,31 +346,8 @@ fn benchmark_section_on_real_unixperf_reports() {
             }
         }
         assert!(rows.len() >= r1.len().max(r2.len()));
-        let golden = testdata(&format!("unixperf/{a}-vs-{b}.section1"));
-        if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
-            fs::write(&golden, &text).unwrap();
-        }
-        assert_eq!(
-            text,
-            fs::read_to_string(&golden).unwrap(),
-            "UPCMP_BLESS=1 rewrites {}",
-            golden.display()
-        );
+        assert_golden(&text, &format!("unixperf/{a}-vs-{b}.section1"));
     }
-}
-
-/// Compares `got` with the golden file `rel` under testdata/ (`UPCMP_BLESS=1` rewrites it).
-fn assert_golden(got: &str, rel: &str) {
-    let golden = testdata(rel);
-    if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
-        fs::write(&golden, got).unwrap();
-    }
-    let want = fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
-    assert!(
-        got == want,
-        "{} differs (UPCMP_BLESS=1 rewrites it):\n{got}",
-        golden.display()
-    );
 }
 
 #[test]

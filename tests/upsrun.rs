@@ -1,7 +1,7 @@
 //! upsrun: golden call graphs from a hand-made fixture, then real stacks and their
 //! comparison by upcmp.
 
-use crate::util::{perf_usable, run_in, stderr, tempdir, testdata};
+use crate::util::{assert_golden, perf_usable, run_in, stderr, tempdir, testdata};
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
@@ -13,18 +13,6 @@ use upcmp::store::outdir::{RunKind, RunMarker};
 
 const UPSRUN: &str = env!("CARGO_BIN_EXE_upsrun");
 const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
-
-fn golden(actual: &str, expected: &Path) {
-    if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
-        fs::write(expected, actual).unwrap();
-    }
-    let want = fs::read_to_string(expected).unwrap_or_default();
-    assert!(
-        want == actual,
-        "{} differs (UPCMP_BLESS=1 rewrites it):\n{actual}",
-        expected.display()
-    );
-}
 
 #[test]
 fn the_fixture_call_graph_is_golden() {
@@ -45,10 +33,10 @@ fn the_fixture_call_graph_is_golden() {
     };
     assert!(write_analysis(tmp.path(), &p, &o).unwrap().is_empty());
     let folded = fs::read_to_string(tmp.path().join("stacks.folded")).unwrap();
-    golden(&folded, &dir.join("expected.stacks.folded"));
-    golden(
+    assert_golden(&folded, "upsrun/callgraph/expected.stacks.folded");
+    assert_golden(
         &fs::read_to_string(tmp.path().join("prof.out")).unwrap(),
-        &dir.join("expected.prof.out"),
+        "upsrun/callgraph/expected.prof.out",
     );
     let svg = fs::read_to_string(tmp.path().join("flame.svg")).unwrap();
     assert!(

@@ -21,6 +21,21 @@ pub fn testdata(rel: &str) -> PathBuf {
     repo().join("testdata").join(rel)
 }
 
+/// Compares `got` with the golden file `rel` under `testdata/`; `UPCMP_BLESS=1` rewrites
+/// the file first (then review the diff before committing it).
+pub fn assert_golden(got: &str, rel: &str) {
+    let golden = testdata(rel);
+    if std::env::var("UPCMP_BLESS").as_deref() == Ok("1") {
+        std::fs::write(&golden, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+    assert!(
+        got == want,
+        "{} differs (UPCMP_BLESS=1 rewrites it):\n{got}",
+        golden.display()
+    );
+}
+
 /// Runs `bin` with `args` in `cwd`.
 pub fn run_in(cwd: &Path, bin: &str, args: &[&str]) -> Output {
     Command::new(bin)
