@@ -11,29 +11,27 @@ use std::process::{Command, Stdio};
 const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
 
-/// Records `perf record -e cpu-clock -a` of `dd` copying with blocks of `bs` bytes.
+/// `perf record -q -N -e cpu-clock ARGS` in `dir` (`-N`: a test must not grow the
+/// machine's build-id cache); its output, once it has succeeded.
+fn perf_record(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["record", "-q", "-N", "-e", "cpu-clock"];
+    all.extend_from_slice(args);
+    let o = run_in(dir, "perf", &all);
+    assert!(o.status.success(), "perf {all:?}: {}", stderr(&o));
+    o
+}
+
+/// `perf record OPTS` of `dd` copying `count` blocks of `bs` bytes, into `out`.
+fn record_dd(dir: &Path, out: &str, opts: &[&str], bs: &str, count: &str) {
+    let (bs, count) = (format!("bs={bs}"), format!("count={count}"));
+    let mut args = opts.to_vec();
+    args.extend(["-o", out, "--", "dd", "if=/dev/zero", "of=/dev/null", &bs, &count]);
+    perf_record(dir, &args);
+}
+
+/// `perf record -a` of `dd`: the whole machine, as uprun samples it.
 fn record(dir: &Path, out: &str, bs: &str, count: &str) {
-    let o = run_in(
-        dir,
-        "perf",
-        &[
-            "record",
-            // Not into ~/.debug: a test must not grow the machine's build-id cache.
-            "-N",
-            "-e",
-            "cpu-clock",
-            "-a",
-            "-o",
-            out,
-            "--",
-            "dd",
-            "if=/dev/zero",
-            "of=/dev/null",
-            &format!("bs={bs}"),
-            &format!("count={count}"),
-        ],
-    );
-    assert!(o.status.success(), "perf record: {}", stderr(&o));
+    record_dd(dir, out, &["-a"], bs, count);
 }
 
 /// `perf report --stdio --sort sym`: (`k` or `.`, symbol) → percent; at least 6 of them.
@@ -507,30 +505,10 @@ fn broken_pipe_exits_quietly() {
     assert!(err.lines().all(|l| l.starts_with("prfcmp: warning: ")), "{err}");
 }
 
-/// Records `perf record -e cpu-clock -g` of `dd` with blocks of `bs` bytes: dd alone, so
-/// that the other tests running meanwhile are not in the recording.
+/// `perf record -g` of `dd` alone, so that the other tests running meanwhile are not in
+/// the recording.
 fn record_stacks(dir: &Path, out: &str, bs: &str, count: &str) {
-    let o = run_in(
-        dir,
-        "perf",
-        &[
-            "record",
-            "-N",
-            "-q",
-            "-e",
-            "cpu-clock",
-            "-g",
-            "-o",
-            out,
-            "--",
-            "dd",
-            "if=/dev/zero",
-            "of=/dev/null",
-            &format!("bs={bs}"),
-            &format!("count={count}"),
-        ],
-    );
-    assert!(o.status.success(), "perf record -g: {}", stderr(&o));
+    record_dd(dir, out, &["-g"], bs, count);
 }
 
 #[test]
@@ -624,7 +602,8 @@ int main(int argc, char **argv) {
     printf("%d\n", getpid());
     fflush(stdout);
     unsigned long (*jitted)(unsigned long) = (void *)page;
-    return (int)(jitted(2 * n) + spin(n)) & 1;
+    printf("%lu\n", jitted(2 * n) + spin(n));
+    return 0;
 }
 "#;
 
@@ -638,22 +617,7 @@ fn jit_code_is_named_from_the_perf_map() {
     std::fs::write(d.path().join("jit.c"), JIT_PROGRAM).unwrap();
     let o = run_in(d.path(), "gcc", &["-O1", "-o", "jit", "jit.c"]);
     assert!(o.status.success(), "gcc: {}", stderr(&o));
-    let o = run_in(
-        d.path(),
-        "perf",
-        &[
-            "record",
-            "-N",
-            "-q",
-            "-e",
-            "cpu-clock",
-            "-o",
-            "j.data",
-            "--",
-            "./jit",
-            "100000000",
-        ],
-    );
+    let o = perf_record(d.path(), &["-o", "j.data", "--", "./jit", "100000000"]);
     let pid = stdout(&o).lines().next().unwrap_or_default().trim().to_string();
     let map = std::path::PathBuf::from(format!("/tmp/perf-{pid}.map"));
     // The map is the test's to remove, whatever happens below.
