@@ -7,7 +7,23 @@
 //! with call stacks: a gprof-style `prof.out`, folded stacks and a flame graph per test,
 //! which upcmp compares as differential flame graphs (`docs/upsrun.md`).
 //!
-//! Data flows one way: [`collect`] → [`store`] → [`compare`] → [`report`].
+//! ## The house
+//!
+//! Data flows one way: [`collect`] → [`store`] → [`model`] → [`compare`] → [`report`].
+//! Each module uses only the modules of the layers below its own
+//! (`docs/architecture.md`; a test reads every `use crate::` and holds it to this table):
+//!
+//! | layer | modules | what they own |
+//! |---|---|---|
+//! | 0 | [`model`] | profiles, the one profile builder, idle set, stacks, call graph: data, no I/O |
+//! | 1 | [`symbols`], [`host`], [`store`] | symbol tables; facts about this machine; the output-directory format |
+//! | 2 | [`collect`], [`import`], [`compare`] | sampling and running tests; perf's files → model; model → comparison |
+//! | 3 | [`report`] | pure renderers |
+//! | 4 | [`analyse`] | per-test analyses of a stored run |
+//! | 5 | [`app`] | each command's orchestration, called by `src/bin` |
+//!
+//! [`helpers`] (runmany, hackdiff) and [`exit`] stand beside the house: they use no
+//! module of it but [`host`].
 //!
 //! ```
 //! use upcmp::compare::{compare_profiles, CompareOptions};
@@ -24,16 +40,31 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod analyse;
+pub mod app;
 pub mod collect;
 pub mod compare;
 pub mod exit;
 pub mod helpers;
+pub mod host;
 pub mod import;
+pub mod model;
 pub mod report;
 pub mod store;
+pub mod symbols;
 
 /// The version of the tools, written into every output directory.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub use upcmp_parsers::prfout::{CpuTotals, FunctionSamples, Prfout as Profile};
 pub use upcmp_parsers::ParseError;
+
+/// The layers of the house, lowest first: a module may use only modules of lower layers
+/// (the test `the_house_has_one_way_layers` checks every `use crate::` against it).
+pub const LAYERS: &[&[&str]] = &[
+    &["model"],
+    &["symbols", "host", "store"],
+    &["collect", "import", "compare"],
+    &["report"],
+    &["analyse"],
+    &["app"],
+];

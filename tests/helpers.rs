@@ -416,7 +416,7 @@ fn feat_says_debugfs_is_not_mounted() {
 
 #[test]
 fn set_features_returns_what_restore_puts_back() {
-    use upcmp::helpers::feat::{restore, set_features_at, Feature};
+    use upcmp::host::sched_features::{restore, set_features_at, Feature};
     let (dir, file) = fake_debugfs("sched/features", FEATURES);
     let words = ["STEAL", "NO_TTWU_QUEUE"].map(String::from);
     let previous = set_features_at(dir.path(), &words).unwrap();
@@ -427,7 +427,7 @@ fn set_features_returns_what_restore_puts_back() {
     );
     // It survives a trip through a file, e.g. to restore after a crash.
     let json = serde_json::to_string(&previous).unwrap();
-    let previous: upcmp::helpers::feat::Restore = serde_json::from_str(&json).unwrap();
+    let previous: upcmp::host::sched_features::Restore = serde_json::from_str(&json).unwrap();
     restore(&previous).unwrap();
     // Last changed is restored first, so STEAL's old state is written last.
     assert_eq!(fs::read_to_string(&file).unwrap(), "NO_STEAL\n");

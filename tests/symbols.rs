@@ -8,10 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::perf_usable;
-use upcmp::collect::symbols::{
-    build_id_from_notes_file, elf_build_id, find_vmlinux_in, running_kernel_build_id, ElfSymbols, KernelSymbols,
-    SymbolError,
-};
+use upcmp::host::{build_id_from_notes, running_kernel_build_id};
+use upcmp::symbols::{elf_build_id, find_vmlinux_in, ElfSymbols, KernelSymbols, SymbolError};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
@@ -276,7 +274,7 @@ fn elf_build_id_reads_the_gnu_note() {
         .args(["-O", "binary", "--only-section=.note.gnu.build-id"])
         .arg(&with)
         .arg(&notes));
-    assert_eq!(build_id_from_notes_file(&notes).unwrap(), Some(id));
+    assert_eq!(build_id_from_notes(&std::fs::read(&notes).unwrap()), Some(id));
 
     let without = build_elf(dir.path(), "none");
     assert_eq!(readelf_build_id(&without), None);

@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use upcmp::compare::{IdleSet, ProfileSummary};
+use upcmp::compare::ProfileSummary;
+use upcmp::model::IdleSet;
 use upcmp::store::outdir::{RunMarker, Status, TestStatus};
 use upcmp::store::prfout;
 
@@ -30,11 +31,11 @@ fn uprun(dir: &Path, list: &str, outdir: &str, extra: &[&str]) -> std::process::
     run_in(dir, UPRUN, &args)
 }
 
-fn profile(dir: &Path, test: &str) -> upcmp::Profile {
+fn profile(dir: &Path, test: &str) -> upcmp::model::Profile {
     prfout::read(&dir.join(test).join("prfout")).unwrap()
 }
 
-fn summary(p: &upcmp::Profile) -> ProfileSummary {
+fn summary(p: &upcmp::model::Profile) -> ProfileSummary {
     ProfileSummary::of(p, &IdleSet::new(p.idle_set.clone()))
 }
 
@@ -75,7 +76,7 @@ fn a_short_run_writes_a_consistent_directory() {
         let p = profile(&run, test);
         let s = summary(&p);
         // Parsing already checked that per-CPU function sums equal each CPU's total.
-        assert_eq!(s.cpus as usize, upcmp::store::system::online_cpus().len());
+        assert_eq!(s.cpus as usize, upcmp::host::online_cpus().len());
         assert!((s.cpu_sec + s.idle_sec + s.lost_sec - s.elapsed_sec).abs() < 1e-9);
         assert_eq!(
             p.cpus.iter().map(|c| c.lost).sum::<u64>(),
@@ -109,13 +110,13 @@ fn a_short_run_writes_a_consistent_directory() {
     );
 
     // samples.gz and kallsyms.gz rebuild the same prfout; another idle set moves time.
-    let syms = upcmp::collect::symbols::KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz")).unwrap();
+    let syms = upcmp::symbols::KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz")).unwrap();
     let original = profile(&run, "getpid");
     let idle = IdleSet::new(original.idle_set.clone());
     let dir = run.join("getpid");
-    let again = upcmp::collect::profile::rebuild(&dir, &syms, &idle, upcmp::collect::profile::UserBy::Comm).unwrap();
+    let again = upcmp::analyse::profile::rebuild(&dir, &syms, &idle, upcmp::model::UserBy::Comm).unwrap();
     assert_eq!(again, original);
-    let none = upcmp::collect::profile::rebuild(&dir, &syms, &IdleSet::new(vec![]), Default::default()).unwrap();
+    let none = upcmp::analyse::profile::rebuild(&dir, &syms, &IdleSet::new(vec![]), Default::default()).unwrap();
     assert!(summary(&none).cpu_sec >= summary(&original).cpu_sec);
 
     // The syscall-heavy test: the entry path and the handler on top of the kernel time.
@@ -150,7 +151,7 @@ const SPIN: &str = "./upcmpspin -c 'i=0; while [ $i -lt 400000 ]; do i=$((i+1));
 
 /// The spinners' sampled CPU time equals the CPU time the kernel charged them (within
 /// sampling and tick noise); on an otherwise quiet machine that is about `copies` x wall.
-fn check_spin(test_dir: &Path, p: &upcmp::Profile, copies: f64) {
+fn check_spin(test_dir: &Path, p: &upcmp::model::Profile, copies: f64) {
     let upout = fs::read_to_string(test_dir.join("upout")).unwrap();
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     // Fields 14 and 15 (utime, stime) after the ")" that ends the command name.
@@ -191,7 +192,7 @@ fn spinner(dir: &Path) {
 }
 
 /// Seconds of user time of the spinner.
-fn spin_sec(p: &upcmp::Profile) -> f64 {
+fn spin_sec(p: &upcmp::model::Profile) -> f64 {
     p.functions
         .iter()
         .filter(|f| f.name == "user:upcmpspin")

@@ -5,18 +5,15 @@ mod cli;
 #[path = "common/generate.rs"]
 mod generate;
 
-use anyhow::Context;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::compare::imported::compare_imported;
-use upcmp::compare::runs::compare_runs;
-use upcmp::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
-use upcmp::compare::{resolve_cutoff, CompareOptions, IdleSet};
+use upcmp::app::upcmp::{upcmp, Inputs, UpcmpOptions};
+use upcmp::compare::CompareOptions;
 use upcmp::exit::{run, EXIT_BAD_INPUT};
-use upcmp::import;
-use upcmp::report::{machine, stackcmp, text};
-use upcmp::store::outdir::{publish_dir, RESULTS_MARKER};
+use upcmp::model::IdleSet;
+use upcmp::report::format::{render_runs, OutputFormat};
 
 /// Compare two uprun output directories: benchmark rates side by side, a summary of
 /// elapsed, idle and CPU time, and the functions whose CPU time changed most.
@@ -75,82 +72,44 @@ struct Args {
 
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
-        let a = Args::parse();
-        if let Some(what) = a.generate {
-            generate::generate(what, Args::command())?;
+        let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);
-        }
-        let (Some(outdir1), Some(outdir2), Some(results_dir)) = (&a.outdir1, &a.outdir2, &a.results_dir) else {
+        };
+        let (Some(outdir1), Some(outdir2), Some(results_dir)) = (a.outdir1, a.outdir2, a.results_dir) else {
             unreachable!("clap requires the three paths without --generate");
         };
-        let mut opts = CompareOptions::new(
-            resolve_cutoff(a.cutoff_pct, a.cutoff_opt).map_err(anyhow::Error::msg)?,
+        let mut compare = CompareOptions::new(
+            cli::resolve_cutoff(a.cutoff_pct, a.cutoff_opt)?,
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
-        opts.hide_noise = a.hide_noise;
-        // With --perf, the recordings' call chains (when both have them) become the
-        // same stack comparison as two upsrun runs get.
-        let mut imported_stacks = None;
-        let cmp = if a.perf {
-            let import = a.import.options().with_stacks(true);
-            let i1 = import::import(outdir1, &import).with_context(|| format!("reading {}", outdir1.display()))?;
-            let i2 = import::import(outdir2, &import).with_context(|| format!("reading {}", outdir2.display()))?;
-            let cmp = compare_imported(outdir1, &i1.profile, outdir2, &i2.profile, &opts)?;
-            if let (Some(s1), Some(s2)) = (&i1.stacks, &i2.stacks) {
-                let idle = opts
-                    .idle_override
-                    .clone()
-                    .unwrap_or_else(|| IdleSet::new(i1.profile.idle_set.clone()));
-                let test = cmp.tests.first().map_or("recording", |t| t.name.as_str());
-                imported_stacks = Some(RunStacks {
-                    dir1: outdir1.clone(),
-                    dir2: outdir2.clone(),
-                    tests: vec![compare_stacks(test, s1, s2, &idle)],
-                });
+        compare.hide_noise = a.hide_noise;
+        let inputs = if a.perf {
+            Inputs::Recordings {
+                path1: outdir1,
+                path2: outdir2,
+                import: a.import.options(),
             }
-            cmp
         } else {
-            compare_runs(outdir1, outdir2, &opts)?
+            Inputs::Runs {
+                dir1: outdir1,
+                dir2: outdir2,
+            }
         };
-        let (mut report, mut csv, mut json) = (Vec::new(), Vec::new(), Vec::new());
-        text::render_runs(&cmp, &mut report)?;
-        machine::write_csv(&cmp, &mut csv)?;
-        machine::write_json(&cmp, &mut json)?;
-        // upsrun runs: differential flame graphs and caller/callee tables, named in results.
-        let stacks = if a.perf {
-            imported_stacks
-        } else {
-            compare_run_stacks(outdir1, outdir2, opts.idle_override.as_ref())?
-        };
-        let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
-        if let Some(s) = &stacks {
-            stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
-        }
-        let mut files = vec![
-            ("results", report.clone()),
-            ("results.csv", csv),
-            ("results.json", json),
-        ];
-        #[cfg(feature = "parquet")]
-        {
-            let mut parquet = Vec::new();
-            upcmp::report::parquet::write(&machine::rows(&cmp), &mut parquet)?;
-            files.push(("results.parquet", parquet));
-        }
-        files.extend(stack_files.iter().map(|(n, b)| (n.as_str(), b.clone())));
-        publish_dir(results_dir, RESULTS_MARKER, &files)
-            .with_context(|| format!("writing results to {}", results_dir.display()))?;
+        let out = upcmp(&UpcmpOptions {
+            inputs,
+            results_dir: results_dir.clone(),
+            compare,
+        })?;
         if !a.quiet {
-            use std::io::Write;
-            let mut out = Vec::new();
-            match upcmp::report::format::OutputFormat::from(a.format) {
-                upcmp::report::format::OutputFormat::Text if cli::color_enabled() => {
-                    out = cli::colorize_text(&String::from_utf8_lossy(&report)).into_bytes()
+            let mut text = Vec::new();
+            match OutputFormat::from(a.format) {
+                OutputFormat::Text if cli::color_enabled() => {
+                    text = cli::colorize_text(&String::from_utf8_lossy(&out.report)).into_bytes()
                 }
-                upcmp::report::format::OutputFormat::Text => out = report.clone(),
-                f => upcmp::report::format::render_runs(f, &cmp, &mut out)?,
+                OutputFormat::Text => text = out.report,
+                f => render_runs(f, &out.comparison, &mut text)?,
             }
-            std::io::stdout().write_all(&out)?;
+            std::io::stdout().write_all(&text)?;
         }
         let d = results_dir.display();
         let parquet = if cfg!(feature = "parquet") {
@@ -166,6 +125,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn cli_is_consistent() {

@@ -1,10 +1,12 @@
 //! One perf_event sampler per online CPU, system-wide, kernel and user mode.
 
+use crate::host::{is_root, perf_event_paranoid};
+use crate::model::mode::{mode_of_misc, Record};
 use perf_event::data::Record as PerfRecord;
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, SampleFlag, Sampler};
 use std::io;
-use upcmp_parsers::samples::{Mode, Record, Sample};
+use upcmp_parsers::samples::Sample;
 
 /// Which event to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,18 +83,11 @@ pub struct CpuSamplers {
     period_sec: f64,
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn permission_error(cpu: u32, source: io::Error) -> SamplerError {
     SamplerError::Permission {
         cpu,
         source,
-        paranoid: std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "unknown".into()),
+        paranoid: perf_event_paranoid(),
         root: if is_root() { "" } else { ", and you are not root" },
     }
 }
@@ -198,14 +193,7 @@ impl CpuSamplers {
         let mut n = 0;
         for (cpu, s) in &mut self.samplers {
             while let Some(rec) = s.next_record() {
-                let mode = match rec.misc() & 7 {
-                    1 => Mode::Kernel,
-                    2 => Mode::User,
-                    3 => Mode::Hypervisor,
-                    4 => Mode::GuestKernel,
-                    5 => Mode::GuestUser,
-                    _ => Mode::Unknown,
-                };
+                let mode = mode_of_misc(rec.misc());
                 let Ok(parsed) = rec.parse_record() else { continue };
                 // With sample_id_all, every other record ends in pid/tid, time, cpu
                 // (24 bytes for this sample type): the time orders them among the samples.

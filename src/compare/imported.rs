@@ -5,7 +5,7 @@
 use super::bench::{compare_bench, wall_time_result};
 use super::runs::{RunComparison, TestComparison, TestOutcome};
 use super::{compare_profiles, CompareOptions};
-use crate::Profile;
+use crate::model::Profile;
 use std::path::Path;
 
 /// Compares `p1` (read from `path1`) with `p2` (from `path2`). Section 1 holds the two

@@ -1,21 +1,24 @@
 //! Comparing two profiles: summaries, per-function deltas (polars), benchmark ratios.
 //!
 //! The formulas are those of `docs/formulas.md`; numbers are computed here once and only
-//! formatted by [`crate::report`].
+//! formatted by the renderers of the report layer.
 
 pub mod bench;
-pub mod idle;
 pub mod imported;
 pub mod runs;
 pub mod stacks;
 pub mod stats;
 
-use crate::Profile;
+use crate::model::profile::module;
+use crate::model::{IdleSet, Profile};
 use polars::prelude::*;
 use serde::Serialize;
 
-pub use idle::{IdleSet, DEFAULT_IDLE_FUNCTIONS};
 pub use stats::{Method, Significance};
+
+/// The cutoff when none is given, as the original: a function is listed when it holds at
+/// least 0.5% of its run's CPU time.
+pub const DEFAULT_CUTOFF_PCT: f64 = 0.5;
 
 /// Options of a profile comparison.
 #[derive(Debug, Clone)]
@@ -32,7 +35,7 @@ pub struct CompareOptions {
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        Self::new(0.5, None)
+        Self::new(DEFAULT_CUTOFF_PCT, None)
     }
 }
 
@@ -203,7 +206,7 @@ impl ProfileComparison {
 /// are named, so two modules' functions of the same name stay apart.
 pub fn display_name(name: &str, module: &str) -> String {
     match module {
-        "kernel" | "user" => name.to_string(),
+        module::KERNEL | module::USER => name.to_string(),
         m => format!("{name} [{m}]"),
     }
 }
@@ -267,26 +270,32 @@ fn noise_of(a: &[f64], b: &[f64], n1: u64, p1: f64, n2: u64, p2: f64) -> Signifi
     })
 }
 
-/// Compares two sides of one or more repetitions each: mean summaries, and every
-/// function's mean delta with its noise (polars outer join on the function name, deltas,
-/// cutoff filter, sort by delta).
-pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
-    assert!(!s1.is_empty() && !s2.is_empty(), "each side has at least one profile");
-    let idle1 = opts
-        .idle_override
-        .clone()
-        .unwrap_or_else(|| IdleSet::new(s1[0].idle_set.clone()));
-    let idle2 = opts
-        .idle_override
-        .clone()
-        .unwrap_or_else(|| IdleSet::new(s2[0].idle_set.clone()));
-    let run1 = ProfileSummary::of_set(s1, &idle1);
-    let run2 = ProfileSummary::of_set(s2, &idle2);
-    let (side1, side2) = (side_functions(s1, &idle1), side_functions(s2, &idle2));
-    let (period1, period2) = (s1[0].period_sec, s2[0].period_sec);
+/// The functions of both sides joined by name (polars outer join), with their mean
+/// seconds, deltas and shares, largest delta first (equal deltas by name, so the order
+/// never depends on hashing).
+struct Joined {
+    function: Vec<String>,
+    t1: Vec<Option<f64>>,
+    t2: Vec<Option<f64>>,
+    delta: Vec<Option<f64>>,
+    delta_pct: Vec<Option<f64>>,
+    share1: Vec<Option<f64>>,
+    share2: Vec<Option<f64>>,
+    above: Vec<bool>,
+    /// Each row's index into side 1 and side 2.
+    i1: Vec<Option<u32>>,
+    i2: Vec<Option<u32>>,
+}
 
-    let joined = side_frame(&side1, "t1", "i1")?.join(
-        &side_frame(&side2, "t2", "i2")?,
+fn join_sides(
+    side1: &SideFunctions,
+    side2: &SideFunctions,
+    cpu1: f64,
+    cpu2: f64,
+    cutoff_pct: f64,
+) -> PolarsResult<Joined> {
+    let joined = side_frame(side1, "t1", "i1")?.join(
+        &side_frame(side2, "t2", "i2")?,
         ["function"],
         ["function"],
         JoinArgs::new(JoinType::Full).with_coalesce(JoinCoalesce::CoalesceColumns),
@@ -298,10 +307,10 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
     let zero2 = t2.fill_null_with_values(0.0)?;
     let delta = &zero2 - &zero1;
     let pct = |t: &Float64Chunked, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
-    let delta_pct = pct(&delta, run1.cpu_sec);
-    let share1 = pct(&zero1, run1.cpu_sec);
-    let share2 = pct(&zero2, run2.cpu_sec);
-    let above = share1.gt_eq(opts.cutoff_pct) | share2.gt_eq(opts.cutoff_pct);
+    let delta_pct = pct(&delta, cpu1);
+    let share1 = pct(&zero1, cpu1);
+    let share2 = pct(&zero2, cpu2);
+    let above = share1.gt_eq(cutoff_pct) | share2.gt_eq(cutoff_pct);
 
     let mut df = DataFrame::new(
         joined.height(),
@@ -318,45 +327,69 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
             joined.column("i2")?.clone(),
         ],
     )?;
-    // Largest delta first; equal deltas by name so the order never depends on hashing.
     df = df.sort(
         ["delta", "function"],
         SortMultipleOptions::default().with_order_descending_multi([true, false]),
     )?;
-
     let col_f64 = |name: &str| -> PolarsResult<Vec<Option<f64>>> { Ok(df.column(name)?.f64()?.iter().collect()) };
     let col_idx = |name: &str| -> PolarsResult<Vec<Option<u32>>> { Ok(df.column(name)?.u32()?.iter().collect()) };
-    let function: Vec<String> = df
-        .column("function")?
-        .str()?
-        .iter()
-        .map(|s| s.unwrap_or_default().to_string())
-        .collect();
-    let (t1, t2, delta, delta_pct) = (col_f64("t1")?, col_f64("t2")?, col_f64("delta")?, col_f64("delta_pct")?);
-    let (share1, share2) = (col_f64("share1")?, col_f64("share2")?);
-    let above: Vec<bool> = df.column("above")?.bool()?.iter().map(|b| b.unwrap_or(false)).collect();
-    let (i1, i2) = (col_idx("i1")?, col_idx("i2")?);
+    Ok(Joined {
+        function: df
+            .column("function")?
+            .str()?
+            .iter()
+            .map(|s| s.unwrap_or_default().to_string())
+            .collect(),
+        t1: col_f64("t1")?,
+        t2: col_f64("t2")?,
+        delta: col_f64("delta")?,
+        delta_pct: col_f64("delta_pct")?,
+        share1: col_f64("share1")?,
+        share2: col_f64("share2")?,
+        above: df.column("above")?.bool()?.iter().map(|b| b.unwrap_or(false)).collect(),
+        i1: col_idx("i1")?,
+        i2: col_idx("i2")?,
+    })
+}
+
+/// Compares two sides of one or more repetitions each: mean summaries, and every
+/// function's mean delta with its noise (polars outer join on the function name, deltas,
+/// cutoff filter, sort by delta).
+pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+    assert!(!s1.is_empty() && !s2.is_empty(), "each side has at least one profile");
+    let idle_of = |s: &[Profile]| {
+        opts.idle_override
+            .clone()
+            .unwrap_or_else(|| IdleSet::new(s[0].idle_set.clone()))
+    };
+    let (idle1, idle2) = (idle_of(s1), idle_of(s2));
+    let run1 = ProfileSummary::of_set(s1, &idle1);
+    let run2 = ProfileSummary::of_set(s2, &idle2);
+    let (side1, side2) = (side_functions(s1, &idle1), side_functions(s2, &idle2));
+    let (period1, period2) = (s1[0].period_sec, s2[0].period_sec);
+    let j = join_sides(&side1, &side2, run1.cpu_sec, run2.cpu_sec, opts.cutoff_pct)?;
+
     let zeros1 = vec![0.0; s1.len()];
     let zeros2 = vec![0.0; s2.len()];
-    let rows = (0..df.height())
+    let rows = (0..j.function.len())
         .map(|i| {
-            let v1 = i1[i].map_or(&zeros1, |k| &side1.per_rep_sec[k as usize]);
-            let v2 = i2[i].map_or(&zeros2, |k| &side2.per_rep_sec[k as usize]);
-            let n1 = i1[i].map_or(0, |k| side1.samples[k as usize]);
-            let n2 = i2[i].map_or(0, |k| side2.samples[k as usize]);
+            let v1 = j.i1[i].map_or(&zeros1, |k| &side1.per_rep_sec[k as usize]);
+            let v2 = j.i2[i].map_or(&zeros2, |k| &side2.per_rep_sec[k as usize]);
+            let n1 = j.i1[i].map_or(0, |k| side1.samples[k as usize]);
+            let n2 = j.i2[i].map_or(0, |k| side2.samples[k as usize]);
             let noise = noise_of(v1, v2, n1, period1, n2, period2);
             FunctionDelta {
-                function: function[i].clone(),
-                run1_sec: t1[i],
-                run2_sec: t2[i],
-                delta_sec: delta[i].unwrap_or(0.0),
-                delta_pct_of_run1_cpu: delta_pct[i].unwrap_or(0.0),
-                run1_pct_of_cpu: share1[i].unwrap_or(0.0),
-                run2_pct_of_cpu: share2[i].unwrap_or(0.0),
+                function: j.function[i].clone(),
+                run1_sec: j.t1[i],
+                run2_sec: j.t2[i],
+                delta_sec: j.delta[i].unwrap_or(0.0),
+                delta_pct_of_run1_cpu: j.delta_pct[i].unwrap_or(0.0),
+                run1_pct_of_cpu: j.share1[i].unwrap_or(0.0),
+                run2_pct_of_cpu: j.share2[i].unwrap_or(0.0),
                 run1_sd_pct: stats::stddev_pct(v1),
                 run2_sd_pct: stats::stddev_pct(v2),
                 noise,
-                listed: above[i] && (!opts.hide_noise || noise.significant),
+                listed: j.above[i] && (!opts.hide_noise || noise.significant),
             }
         })
         .collect();
@@ -371,25 +404,6 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
         rows,
         cpu_noise,
     })
-}
-
-/// The cutoff from the original's positional `cutoff%` or `--cutoff` (they must agree
-/// when both are given); 0.5 when neither is.
-pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> Result<f64, String> {
-    let c = match (positional, option) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(format!(
-                "the cutoff is given twice ({a} and --cutoff {b}); give it once"
-            ))
-        }
-        (a, b) => a.or(b).unwrap_or(0.5),
-    };
-    if !(0.0..=100.0).contains(&c) {
-        return Err(format!(
-            "cutoff {c} is not a percentage between 0 and 100 (e.g. --cutoff 1)"
-        ));
-    }
-    Ok(c)
 }
 
 /// `b / a`, or None when `a` is zero (a ratio to nothing is not a number to print).
@@ -518,17 +532,6 @@ mod tests {
         assert!((c.run1.cpu_sec - 5.0).abs() < 1e-9);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].function, "idle");
-    }
-
-    #[test]
-    fn cutoffs() {
-        assert_eq!(resolve_cutoff(Some(1.0), None), Ok(1.0));
-        assert_eq!(resolve_cutoff(None, Some(2.0)), Ok(2.0));
-        assert_eq!(resolve_cutoff(Some(2.0), Some(2.0)), Ok(2.0));
-        assert!(resolve_cutoff(Some(1.0), Some(2.0)).is_err());
-        assert!(resolve_cutoff(Some(101.0), None).is_err());
-        assert!(resolve_cutoff(Some(-1.0), None).is_err());
-        assert_eq!(resolve_cutoff(None, None), Ok(0.5));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! share of CPU time, with a Poisson noise test, and the callers and callees that carry
 //! the change of the functions that changed most. Formulas: `docs/upsrun.md`.
 
-use crate::collect::stacks::{CallGraph, StackProfile};
+use crate::model::{CallGraph, IdleSet, StackProfile};
+use crate::store::outdir::RunKind;
+use crate::store::run::StoredRun;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -330,26 +332,8 @@ pub struct RunStacks {
     pub tests: Vec<TestStacks>,
 }
 
-/// The folded stacks of a test, summed over its repetitions (RUN/TEST or RUN/TEST/rK).
-fn read_folded(reps: &[std::path::PathBuf]) -> Result<StackProfile, crate::store::StoreError> {
-    let mut text = String::new();
-    for d in reps {
-        text += &crate::store::read_text(&d.join(crate::collect::upsrun::STACKS_FOLDED))?;
-    }
-    let name = reps[0]
-        .join(crate::collect::upsrun::STACKS_FOLDED)
-        .display()
-        .to_string();
-    Ok(StackProfile::from_folded(&text, &name)?)
-}
-
 /// Compares the stacks of one test, idle stacks (leaf in `idle`) left out.
-pub fn compare_stacks(
-    test: &str,
-    before: &StackProfile,
-    after: &StackProfile,
-    idle: &crate::compare::IdleSet,
-) -> TestStacks {
+pub fn compare_stacks(test: &str, before: &StackProfile, after: &StackProfile, idle: &IdleSet) -> TestStacks {
     let (p1, p2) = (before.without_idle(idle), after.without_idle(idle));
     TestStacks {
         test: test.to_string(),
@@ -361,40 +345,29 @@ pub fn compare_stacks(
 /// Compares the stacks of two runs when both were written by upsrun; `None` otherwise.
 /// Idle stacks (leaf in the test's idle set, or in `idle_override`) are left out, so the
 /// shares are of CPU time as in the rest of the report.
-pub fn compare_run_stacks(
-    dir1: &std::path::Path,
-    dir2: &std::path::Path,
-    idle_override: Option<&crate::compare::IdleSet>,
-) -> Result<Option<RunStacks>, crate::store::StoreError> {
-    use crate::store::outdir::{Run, RunKind};
-    let (run1, run2) = (Run::open(dir1)?, Run::open(dir2)?);
+pub fn compare_run_stacks(run1: &StoredRun, run2: &StoredRun, idle_override: Option<&IdleSet>) -> Option<RunStacks> {
     if run1.marker.kind != RunKind::Upsrun || run2.marker.kind != RunKind::Upsrun {
-        return Ok(None);
+        return None;
     }
     let mut tests = Vec::new();
-    for name in &run1.test_dirs {
-        let (Some(d1), Some(d2)) = (run1.test_dir(name), run2.test_dir(name)) else {
+    for t1 in &run1.tests {
+        let Some(t2) = run2.test(&t1.name) else {
             continue;
         };
-        let folded = crate::collect::upsrun::STACKS_FOLDED;
-        let with_stacks = |d: &std::path::Path| {
-            let reps = crate::store::outdir::repetition_dirs(d);
-            (!reps.is_empty() && reps.iter().all(|r| r.join(folded).is_file())).then_some(reps)
-        };
-        let (Some(r1), Some(r2)) = (with_stacks(&d1), with_stacks(&d2)) else {
+        let (Some(s1), Some(s2)) = (&t1.stacks, &t2.stacks) else {
             continue;
         };
         let idle = match idle_override {
             Some(i) => i.clone(),
-            None => crate::compare::IdleSet::new(crate::store::prfout::read(&r1[0].join("prfout"))?.idle_set),
+            None => IdleSet::new(t1.repetitions[0].profile.idle_set.clone()),
         };
-        tests.push(compare_stacks(name, &read_folded(&r1)?, &read_folded(&r2)?, &idle));
+        tests.push(compare_stacks(&t1.name, s1, s2, &idle));
     }
-    Ok(Some(RunStacks {
-        dir1: dir1.to_path_buf(),
-        dir2: dir2.to_path_buf(),
+    Some(RunStacks {
+        dir1: run1.dir.clone(),
+        dir2: run2.dir.clone(),
         tests,
-    }))
+    })
 }
 
 #[cfg(test)]

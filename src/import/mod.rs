@@ -2,13 +2,9 @@
 //! folded stacks. Each becomes the same [`Profile`] a uprun test directory holds, so
 //! there is one comparison path whatever the source (`docs/import.md`).
 //!
-//! How time is derived:
-//! - **time per sample** (`period_sec`): for the time events `cpu-clock` and `task-clock`,
-//!   the samples' own period, which perf gives in nanoseconds (the mean when it varies);
-//!   for other events, the file's time range × CPUs ÷ samples, with a warning; for folded
-//!   stacks, which carry no time, 1 ms unless [`ImportOptions::period_sec`] says otherwise.
-//! - **wall time**: from the first to the last sample, plus one period (the first sample
-//!   stands for the period before it). Folded stacks: samples × period ÷ CPUs.
+//! How time is derived: [`SampleTimes::derive`] (folded stacks, which carry no time: 1 ms
+//! a sample unless [`ImportOptions::period_sec`] says otherwise, and samples × period of
+//! wall time).
 //! - **CPUs**: perf.data's online-CPU count (and any other CPU seen in a sample); for
 //!   perf script, the highest CPU number seen + 1; folded stacks: 1.
 
@@ -16,12 +12,10 @@ pub mod folded;
 pub mod perf_data;
 pub mod script;
 
-use crate::collect::profile::ProfileMeta;
-use crate::collect::stacks::StackProfile;
-use crate::compare::IdleSet;
+use crate::model::mode::is_kernel_address;
+use crate::model::profile::module;
+use crate::model::{Profile, StackProfile};
 use crate::store::{prfout, StoreError};
-use crate::{CpuTotals, FunctionSamples, Profile};
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use upcmp_parsers::ParseError;
@@ -54,7 +48,7 @@ pub enum ImportError {
     },
     /// Kernel symbols could not be loaded.
     #[error(transparent)]
-    Symbols(#[from] crate::collect::symbols::SymbolError),
+    Symbols(#[from] crate::symbols::SymbolError),
     /// The kernel symbols of a recording are not on this machine.
     #[error("{}: {why}; pass the kernel's symbols with --kallsyms FILE (a copy of that machine's /proc/kallsyms) or --vmlinux FILE", path.display())]
     NoKernelSymbols {
@@ -319,132 +313,128 @@ fn read_text(
 /// maps (`[vdso]` → `vdso`).
 pub fn module_of_dso(dso: Option<&str>, ip: u64) -> &str {
     let Some(dso) = dso else {
-        return if is_kernel_address(ip) { "kernel" } else { "user" };
+        return if is_kernel_address(ip) {
+            module::KERNEL
+        } else {
+            module::USER
+        };
     };
     match dso {
-        "[kernel.kallsyms]" | "[kernel.vmlinux]" | "[guest.kernel.kallsyms]" => "kernel",
+        "[kernel.kallsyms]" | "[kernel.vmlinux]" | "[guest.kernel.kallsyms]" => module::KERNEL,
         d if d.starts_with('[') && d.ends_with(']') => &d[1..d.len() - 1],
-        d if d.starts_with("[kernel.kallsyms]") => "kernel",
+        d if d.starts_with("[kernel.kallsyms]") => module::KERNEL,
         d => d.rsplit('/').next().unwrap_or(d),
     }
 }
 
-/// Whether `ip` is in the upper half of a 64-bit address space, where Linux maps itself
-/// on x86_64 and arm64.
-pub fn is_kernel_address(ip: u64) -> bool {
-    ip >> 63 == 1
+/// What the samples of an input say about time: the range of their timestamps and the
+/// periods they carry. Every importer derives a profile's period and wall time from it by
+/// one rule ([`SampleTimes::derive`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SampleTimes {
+    first: u64,
+    last: u64,
+    period_sum: u128,
+    with_period: u64,
 }
 
-/// Per-function, per-CPU sample counts, for inputs whose CPUs are known only once read.
-#[derive(Debug, Default)]
-pub(crate) struct Counts {
-    // Looked up once per sample: foldhash, not SipHash (no untrusted keys to defend against).
-    index: HashMap<String, usize, foldhash::fast::RandomState>,
-    keys: Vec<(String, String)>,
-    // counts[function][slot], slots in order of first appearance of their CPU.
-    counts: Vec<Vec<u64>>,
-    slot_of_cpu: HashMap<u32, usize>,
-    cpus: Vec<CpuTotals>,
-    key: String,
-    samples: u64,
-}
-
-impl Counts {
-    fn slot(&mut self, cpu: u32) -> usize {
-        if let Some(&s) = self.slot_of_cpu.get(&cpu) {
-            return s;
+impl Default for SampleTimes {
+    fn default() -> Self {
+        SampleTimes {
+            first: u64::MAX,
+            last: 0,
+            period_sum: 0,
+            with_period: 0,
         }
-        let s = self.cpus.len();
-        self.slot_of_cpu.insert(cpu, s);
-        self.cpus.push(CpuTotals {
-            cpu,
-            samples: 0,
-            lost: 0,
-            throttled: 0,
-            procstat_busy_sec: None,
-        });
-        s
+    }
+}
+
+/// A profile's time basis: what one sample stands for and the wall time covered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TimeBasis {
+    pub(crate) period_sec: f64,
+    pub(crate) wall_sec: f64,
+}
+
+impl SampleTimes {
+    /// Takes one sample's time (ns) and period, when it has them.
+    pub(crate) fn sample(&mut self, time_ns: Option<u64>, period: Option<u64>) {
+        if let Some(t) = time_ns {
+            self.first = self.first.min(t);
+            self.last = self.last.max(t);
+        }
+        if let Some(p) = period {
+            self.period_sum += u128::from(p);
+            self.with_period += 1;
+        }
     }
 
-    /// Makes sure `cpu` has a column even without samples.
-    pub(crate) fn ensure_cpu(&mut self, cpu: u32) {
-        self.slot(cpu);
+    /// Adds what `o` saw (a piece of the same input read apart).
+    pub(crate) fn merge(&mut self, o: &SampleTimes) {
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+        self.period_sum += o.period_sum;
+        self.with_period += o.with_period;
     }
 
-    /// Adds `n` samples of `module`'s `name` on `cpu`.
-    pub(crate) fn add(&mut self, cpu: u32, module: &str, name: &str, n: u64) {
-        let slot = self.slot(cpu);
-        self.key.clear();
-        self.key.push_str(module);
-        self.key.push('\0');
-        self.key.push_str(name);
-        let f = match self.index.get(self.key.as_str()) {
-            Some(&f) => f,
-            None => {
-                let f = self.keys.len();
-                self.index.insert(self.key.clone(), f);
-                self.keys.push((module.to_string(), name.to_string()));
-                self.counts.push(Vec::new());
-                f
+    fn range_sec(&self) -> Option<f64> {
+        (self.first <= self.last).then(|| (self.last - self.first) as f64 * 1e-9)
+    }
+
+    /// The time one sample stands for, and the wall time:
+    /// - the user's `override_sec`, when given;
+    /// - for the time events `cpu-clock` and `task-clock`, the samples' own period in
+    ///   nanoseconds (their mean when it varies), else the `declared` one (the recording's
+    ///   sampling setting);
+    /// - otherwise the time range x CPUs / samples, with a warning; without sample times,
+    ///   1 ms with a warning.
+    ///
+    /// The wall time is the time range plus one period (the first sample stands for the
+    /// period before it), or samples x period / CPUs without sample times.
+    pub(crate) fn derive(
+        &self,
+        event: &str,
+        override_sec: Option<f64>,
+        declared: Option<f64>,
+        samples: u64,
+        cpus: usize,
+        warnings: &mut Vec<String>,
+    ) -> TimeBasis {
+        let cpus = cpus.max(1) as f64;
+        let range = self.range_sec();
+        let period_sec = match override_sec {
+            Some(p) => p,
+            None if self.with_period > 0 && is_time_event(event) => {
+                self.period_sum as f64 / self.with_period as f64 * 1e-9
             }
+            None if is_time_event(event) && declared.is_some() => declared.unwrap_or_default(),
+            None => match range.filter(|r| *r > 0.0) {
+                Some(r) => {
+                    warnings.push(format!(
+                        "{event} is not a time event, or its samples carry no period: one sample is \
+                         taken as the time range x CPUs / samples"
+                    ));
+                    r * cpus / samples.max(1) as f64
+                }
+                None => {
+                    warnings.push(
+                        "no sample times or periods: one sample is taken as 1 ms (--period-sec to change)".into(),
+                    );
+                    DEFAULT_PERIOD_SEC
+                }
+            },
         };
-        let row = &mut self.counts[f];
-        if row.len() <= slot {
-            row.resize(slot + 1, 0);
-        }
-        row[slot] += n;
-        self.cpus[slot].samples += n;
-        self.samples += n;
-    }
-
-    /// Adds everything `other` counted (a piece of the same input read apart).
-    pub(crate) fn merge(&mut self, other: Counts) {
-        for ((module, name), row) in other.keys.iter().zip(&other.counts) {
-            for (slot, &n) in row.iter().enumerate().filter(|(_, &n)| n > 0) {
-                self.add(other.cpus[slot].cpu, module, name, n);
-            }
-        }
-        for c in &other.cpus {
-            let s = self.slot(c.cpu);
-            self.cpus[s].lost += c.lost;
-        }
-    }
-
-    /// Adds lost samples on `cpu`.
-    pub(crate) fn lost(&mut self, cpu: u32, n: u64) {
-        let s = self.slot(cpu);
-        self.cpus[s].lost += n;
-    }
-
-    /// Samples added.
-    pub(crate) fn samples(&self) -> u64 {
-        self.samples
-    }
-
-    /// CPUs with a column.
-    pub(crate) fn cpu_count(&self) -> usize {
-        self.cpus.len()
-    }
-
-    /// The profile, CPUs in numeric order, functions by total samples (largest first),
-    /// then by name, as [`crate::collect::profile::ProfileBuilder`] orders them.
-    pub(crate) fn finish(self, meta: ProfileMeta, warnings: Vec<String>) -> Profile {
-        let mut order: Vec<usize> = (0..self.cpus.len()).collect();
-        order.sort_by_key(|&s| self.cpus[s].cpu);
-        let functions = self
-            .keys
-            .into_iter()
-            .zip(self.counts)
-            .map(|((module, name), row)| FunctionSamples {
-                module,
-                name,
-                per_cpu: order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect(),
-            })
-            .collect();
-        let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
-        meta.into_profile(&IdleSet::linux_default(), cpus, functions, warnings)
+        let wall_sec = match range {
+            Some(r) => r + period_sec,
+            None => samples as f64 * period_sec / cpus,
+        };
+        TimeBasis { period_sec, wall_sec }
     }
 }
+
+/// The period assumed for inputs that carry none (folded stacks; text without times): the
+/// seed's 1 ms.
+pub const DEFAULT_PERIOD_SEC: f64 = 0.001;
 
 /// The name a profile read from `path` gets as its test: the file name.
 pub(crate) fn test_name(path: &Path) -> String {
@@ -490,29 +480,5 @@ mod tests {
         assert_eq!(module_of_dso(Some("[vdso]"), 0x7fff0000), "vdso");
         assert_eq!(module_of_dso(None, k), "kernel");
         assert_eq!(module_of_dso(None, 0x400000), "user");
-    }
-
-    #[test]
-    fn counts_keep_cpus_in_order() {
-        let mut c = Counts::default();
-        c.add(3, "kernel", "a", 2);
-        c.add(1, "kernel", "b", 5);
-        c.add(3, "kernel", "b", 1);
-        c.ensure_cpu(0);
-        c.lost(1, 4);
-        let meta = ProfileMeta {
-            test: "t".into(),
-            command: None,
-            event: "cpu-clock".into(),
-            period_sec: 0.001,
-            wall_sec: 1.0,
-        };
-        let p = c.finish(meta, vec![]);
-        assert_eq!(p.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [0, 1, 3]);
-        assert_eq!(p.cpus[1].lost, 4);
-        assert_eq!(p.functions[0].name, "b");
-        assert_eq!(p.functions[0].per_cpu, [0, 5, 1]);
-        assert_eq!(p.functions[1].per_cpu, [0, 0, 2]);
-        assert_eq!(p.cpus[2].samples, 3);
     }
 }

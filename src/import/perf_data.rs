@@ -9,28 +9,18 @@
 //! when it is the recorded build), under the DSO's file name as module; `[unknown]` when
 //! no file or symbol is found.
 
-use super::{
-    is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector,
+use super::{test_name, ImportError, ImportOptions, Imported, SampleTimes, StackCollector};
+use crate::host::running_kernel_build_id;
+use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_MAX};
+use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
+use crate::model::{IdleSet, ProfileBuilder, ProfileMeta};
+use crate::symbols::{buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, UserSymbols, UserSymbolsMissing};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, Mmap2FileId, RawDataU64, SampleRecord, SamplingPolicy,
 };
-use crate::collect::profile::ProfileMeta;
-use crate::collect::stacks::{context_mode, PERF_CONTEXT_MAX};
-use crate::collect::symbols::{running_kernel_build_id, ElfSymbols, KernelSymbols, RangeNames};
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SamplingPolicy};
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use upcmp_parsers::samples::Mode;
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// perf's build-id cache directory.
-fn buildid_dir() -> Option<PathBuf> {
-    std::env::var_os("PERF_BUILDID_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")))
-}
+use std::path::Path;
 
 fn kernel_symbols(
     path: &Path,
@@ -129,40 +119,10 @@ struct Dso {
     symbols: Option<Result<UserSymbols, UserSymbolsMissing>>,
 }
 
-/// Where a DSO's function names come from.
-enum UserSymbols {
-    /// An ELF file, looked up by file offset.
-    Elf(Box<ElfSymbols>),
-    /// A JIT's `/tmp/perf-PID.map`, looked up by address.
-    PerfMap(RangeNames),
-}
-
 /// Whether a mapping is anonymous memory, where a JIT puts its code (perf's
 /// `is_anon_memory`).
 fn is_anon(path: &[u8]) -> bool {
     path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage")
-}
-
-/// A JIT's symbol map (`/tmp/perf-PID.map`): every line that parses; `None` without one.
-fn load_perf_map(path: &Path) -> Option<RangeNames> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let name = path.display().to_string();
-    let (entries, _bad) = upcmp_parsers::perf_map::read(&text, &name);
-    Some(RangeNames::new(
-        entries
-            .into_iter()
-            .map(|e| (e.start, e.start.saturating_add(e.size), e.name.to_string()))
-            .collect(),
-    ))
-}
-
-/// Why a DSO's user samples stay `[unknown]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum UserSymbolsMissing {
-    /// No file: neither in perf's build-id cache nor at its path.
-    NoFile,
-    /// The file at its path is another build than the one recorded.
-    OtherBuild,
 }
 
 /// The processes' executable mappings and the files behind them.
@@ -259,7 +219,7 @@ impl Maps {
                 }
                 self.demangled[raw].as_str()
             }
-            None => "[unknown]",
+            None => UNKNOWN_FUNCTION,
         };
         Some((dso.module.as_str(), name))
     }
@@ -276,95 +236,6 @@ impl Maps {
         v.dedup();
         v
     }
-}
-
-/// A user DSO's symbols: a JIT's perf map, or an ELF file's.
-fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<UserSymbols, UserSymbolsMissing> {
-    use std::os::unix::ffi::OsStrExt;
-    let local = Path::new(std::ffi::OsStr::from_bytes(path));
-    if path.starts_with(b"/tmp/perf-") && path.ends_with(b".map") {
-        return load_perf_map(local)
-            .map(UserSymbols::PerfMap)
-            .ok_or(UserSymbolsMissing::NoFile);
-    }
-    load_elf_symbols(local, build_id).map(|s| UserSymbols::Elf(Box::new(s)))
-}
-
-/// An ELF DSO's symbols, from the first of these files that has a `.symtab` (else the
-/// first with a `.dynsym`), as perf chooses: the separate debug file
-/// (`/usr/lib/debug/.build-id/ab/cdef….debug`), perf's build-id cache
-/// (`~/.debug/.build-id/ab/cdef…/elf`), the file at its path. A file whose build-id is not
-/// the recorded one is never used.
-fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols, UserSymbolsMissing> {
-    let build_id = build_id.filter(|id| !id.is_empty());
-    let mut candidates = Vec::new();
-    if let Some(id) = build_id {
-        let h = hex(id);
-        candidates.push(PathBuf::from(format!(
-            "/usr/lib/debug/.build-id/{}/{}.debug",
-            &h[..2],
-            &h[2..]
-        )));
-        if let Some(d) = buildid_dir() {
-            candidates.push(d.join(".build-id").join(&h[..2]).join(&h[2..]).join("elf"));
-        }
-    }
-    if local.is_absolute() {
-        candidates.push(local.to_path_buf());
-    }
-    let mut why = UserSymbolsMissing::NoFile;
-    let mut found: Vec<ElfSymbols> = Vec::new();
-    let full = |s: &ElfSymbols| s.from_symtab() && !s.is_empty();
-    for p in candidates {
-        let Ok(syms) = ElfSymbols::from_file(&p) else {
-            continue;
-        };
-        match (build_id, syms.build_id()) {
-            (Some(want), Some(have)) if want != have => why = UserSymbolsMissing::OtherBuild,
-            _ => found.push(syms),
-        }
-        // Enough once there is a .symtab and a file that holds the code.
-        if found.iter().any(full) && found.iter().any(ElfSymbols::maps_code) {
-            break;
-        }
-    }
-    let best = found
-        .iter()
-        .position(full)
-        .or_else(|| found.iter().position(|s| !s.is_empty()))
-        .ok_or(why)?;
-    let mut syms = found.swap_remove(best);
-    if !syms.maps_code() {
-        let code = found.iter().find(|s| s.maps_code()).ok_or(why)?;
-        syms.use_segments_of(code);
-    }
-    Ok(syms)
-}
-
-/// A symbol name as perf prints it: C++ and Rust names demangled, without parameters and
-/// without Rust's hash.
-fn demangle(name: &str) -> Option<String> {
-    // LLVM's `.llvm.NNNN` suffix on local copies is not part of the mangled name.
-    let base = name.find(".llvm.").map_or(name, |at| &name[..at]);
-    if base.starts_with("_R") || (base.starts_with("_ZN") && is_legacy_rust(base)) {
-        let d = rustc_demangle::try_demangle(base).ok()?;
-        return Some(format!("{d:#}"));
-    }
-    if base.starts_with("_Z") {
-        let sym = cpp_demangle::Symbol::new(base).ok()?;
-        let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
-        // An empty template parameter pack prints as `, >`; perf prints `>`.
-        return sym.demangle(&opts).ok().map(|d| d.replace(", >", ">"));
-    }
-    None
-}
-
-/// A legacy Rust name ends in a 16-digit hash component: `…17h0123456789abcdefE`.
-fn is_legacy_rust(name: &str) -> bool {
-    name.strip_suffix('E')
-        .and_then(|n| n.get(n.len().saturating_sub(19)..))
-        .and_then(|h| h.strip_prefix("17h"))
-        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ {
@@ -385,17 +256,22 @@ fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ 
     }
 }
 
-/// Reads a perf.data file.
-pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let file = std::fs::File::open(path).map_err(ImportError::io(path))?;
-    let reader = std::io::BufReader::with_capacity(1 << 16, file);
-    let PerfFileReader {
-        mut perf_file,
-        mut record_iter,
-    } = PerfFileReader::parse_file(reader).map_err(perf_err(path))?;
+/// What the recording's header says: the event profiled and where it ran.
+struct Header {
+    /// The index of the first sampling event (perf adds `dummy` events for side-band
+    /// records), and its name.
+    event_index: usize,
+    event: String,
+    /// The period its attribute declares, in seconds, for a time event.
+    declared_period_sec: Option<f64>,
+    other_events: bool,
+    kernel_build_id: Option<Vec<u8>>,
+    release: Option<String>,
+    cmdline: Option<String>,
+    online_cpus: Option<u32>,
+}
 
-    // One event per profile: the first that samples (perf adds `dummy` events for
-    // side-band records).
+fn read_header(path: &Path, perf_file: &linux_perf_data::PerfFile) -> Result<Header, ImportError> {
     let attrs = perf_file.event_attributes();
     let Some(event_index) = attrs.iter().position(|a| {
         !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling)
@@ -411,207 +287,219 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> 
         .name()
         .map(|n| n.split(':').next().unwrap_or(n).to_string())
         .unwrap_or_else(|| "cpu-clock".into());
-    let policy = attrs[event_index].attributes().sampling_policy;
-    let other_events = attrs.len() > 1;
-
+    let declared_period_sec = match attrs[event_index].attributes().sampling_policy {
+        SamplingPolicy::Period(n) => Some(n.get() as f64 * 1e-9),
+        SamplingPolicy::Frequency(f) if f > 0 => Some(1.0 / f as f64),
+        _ => None,
+    };
     let build_ids = perf_file.build_ids().map_err(perf_err(path))?;
-    let kernel_id = build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone());
-    let release = perf_file.os_release().map_err(perf_err(path))?.map(str::to_string);
-    let cmdline = perf_file.cmdline().map_err(perf_err(path))?.map(|c| c.join(" "));
-    let online = perf_file.nr_cpus().map_err(perf_err(path))?.map(|n| n.nr_cpus_online);
-    let (symbols, symbols_note) = kernel_symbols(path, opts, kernel_id.as_deref(), release.as_deref())?;
+    Ok(Header {
+        event_index,
+        event,
+        declared_period_sec,
+        other_events: attrs.len() > 1,
+        kernel_build_id: build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone()),
+        release: perf_file.os_release().map_err(perf_err(path))?.map(str::to_string),
+        cmdline: perf_file.cmdline().map_err(perf_err(path))?.map(|c| c.join(" ")),
+        online_cpus: perf_file.nr_cpus().map_err(perf_err(path))?.map(|n| n.nr_cpus_online),
+    })
+}
 
-    let mut counts = Counts::default();
-    for c in 0..online.unwrap_or(0) {
-        counts.ensure_cpu(c);
+/// What reading the records builds.
+struct Reader<'s> {
+    event_index: usize,
+    symbols: &'s KernelSymbols,
+    maps: Maps,
+    profile: ProfileBuilder,
+    stacks: StackCollector,
+    /// Thread id → command, for the stacks' root frame.
+    comms: HashMap<i32, String>,
+    chain_names: Names,
+    times: SampleTimes,
+    user_unmapped: u64,
+    skipped: u64,
+}
+
+impl Reader<'_> {
+    fn record(&mut self, attr_index: usize, record: EventRecord<'_>, cpu_of_record: impl FnOnce() -> Option<u32>) {
+        match record {
+            EventRecord::Sample(s) if attr_index == self.event_index => self.sample(&s),
+            EventRecord::Sample(_) => self.skipped += 1,
+            EventRecord::Comm(c) => {
+                self.comms
+                    .insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
+            }
+            EventRecord::Fork(f) => {
+                self.maps.fork(f.ppid, f.pid);
+                // A new thread or process has its parent's command until it sets its own.
+                if let Some(c) = self.comms.get(&f.ptid).cloned() {
+                    self.comms.entry(f.tid).or_insert(c);
+                }
+            }
+            EventRecord::Mmap(m) if m.is_executable => {
+                self.maps
+                    .add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), None)
+            }
+            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
+                let id = match &m.file_id {
+                    Mmap2FileId::BuildId(id) => Some(id.clone()),
+                    Mmap2FileId::InodeAndVersion(_) => None,
+                };
+                self.maps
+                    .add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), id)
+            }
+            EventRecord::Lost(l) => self.profile.lost(cpu_of_record().unwrap_or(0), l.count),
+            _ => {}
+        }
     }
-    let mut maps = Maps::default();
-    for (key, info) in &build_ids {
+
+    fn sample(&mut self, s: &SampleRecord<'_>) {
+        let cpu = s.cpu.unwrap_or(0);
+        self.times.sample(s.timestamp, s.period);
+        let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
+        if let (true, Some(chain)) = (self.stacks.wanted(), &s.callchain) {
+            self.chain(chain, mode, pid, s.tid.unwrap_or(-1));
+        }
+        let user = match mode {
+            Mode::User => match self.maps.resolve(pid, ip) {
+                Some(named) => named,
+                None => {
+                    self.user_unmapped += 1;
+                    (module::UNKNOWN, UNKNOWN_FUNCTION)
+                }
+            },
+            _ => (module::USER, UNKNOWN_FUNCTION),
+        };
+        self.profile.add_sample(cpu, mode, ip, self.symbols, user);
+    }
+
+    fn chain(&mut self, chain: &RawDataU64<'_>, mut mode: Mode, pid: i32, tid: i32) {
+        self.chain_names.clear();
+        for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
+            if addr >= PERF_CONTEXT_MAX {
+                mode = context_mode(addr, mode);
+                continue;
+            }
+            self.chain_names.push(match mode {
+                Mode::Kernel => self.symbols.resolve(addr).map_or(UNKNOWN_FUNCTION, |(n, _)| n),
+                Mode::User => self.maps.resolve(pid, addr).map_or(UNKNOWN_FUNCTION, |(_, n)| n),
+                Mode::Hypervisor => HYPERVISOR_FUNCTION,
+                Mode::GuestKernel | Mode::GuestUser => GUEST_FUNCTION,
+                Mode::Unknown => UNKNOWN_MODE_FUNCTION,
+            });
+        }
+        let comm = self.comms.get(&tid).map(String::as_str).unwrap_or(UNKNOWN_FUNCTION);
+        self.stacks.add(Some(comm), self.chain_names.rev(), 1);
+    }
+
+    /// The warnings the reading leaves: symbols not found, samples left out.
+    fn warnings(&self, event: &str, other_events: bool) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let other_build = self.maps.missing(UserSymbolsMissing::OtherBuild);
+        if !other_build.is_empty() {
+            warnings.push(format!(
+                "user functions of {} are [unknown]: the file there is another build than the one recorded, \
+                 and perf's build-id cache has no copy (record without --no-buildid-cache, or run perf buildid-cache --add)",
+                other_build.join(", ")
+            ));
+        }
+        if self.user_unmapped > 0 {
+            warnings.push(format!(
+                "{} user samples fell outside every recorded mapping: counted as [unknown] [unknown]",
+                self.user_unmapped
+            ));
+        }
+        if other_events && self.skipped > 0 {
+            warnings.push(format!(
+                "{} samples of events other than {event} are left out",
+                self.skipped
+            ));
+        }
+        warnings
+    }
+}
+
+/// `PROT_EXEC`: an executable mapping.
+const PROT_EXEC: u32 = 4;
+
+/// Reads a perf.data file.
+pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let file = std::fs::File::open(path).map_err(ImportError::io(path))?;
+    let reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = PerfFileReader::parse_file(reader).map_err(perf_err(path))?;
+    let h = read_header(path, &perf_file)?;
+    let (symbols, symbols_note) = kernel_symbols(path, opts, h.kernel_build_id.as_deref(), h.release.as_deref())?;
+    let mut r = Reader {
+        event_index: h.event_index,
+        symbols: &symbols,
+        maps: Maps::default(),
+        profile: ProfileBuilder::new(),
+        stacks: StackCollector::new(opts.stacks),
+        comms: HashMap::new(),
+        chain_names: Names::default(),
+        times: SampleTimes::default(),
+        user_unmapped: 0,
+        skipped: 0,
+    };
+    for c in 0..h.online_cpus.unwrap_or(0) {
+        r.profile.ensure_cpu(c);
+    }
+    for (key, info) in &perf_file.build_ids().map_err(perf_err(path))? {
         match key {
             DsoKey::User { full_path, .. } => {
-                maps.header_ids.insert(full_path.clone(), info.build_id.clone());
+                r.maps.header_ids.insert(full_path.clone(), info.build_id.clone());
             }
             DsoKey::Vdso32 | DsoKey::VdsoX32 | DsoKey::Vdso64 => {
-                maps.header_ids
+                r.maps
+                    .header_ids
                     .insert(key.name().as_bytes().to_vec(), info.build_id.clone());
             }
             _ => {}
         }
     }
-    let mut user_unmapped = 0u64;
-    let mut stacks = StackCollector::new(opts.stacks);
-    // Thread id → command, for the stacks' root frame.
-    let mut comms: HashMap<i32, String> = HashMap::new();
-    let mut chain_names = Names::default();
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let (mut period_sum, mut with_period, mut skipped) = (0u128, 0u64, 0u64);
     while let Some(record) = record_iter.next_record(&mut perf_file).map_err(perf_err(path))? {
         let PerfFileRecord::EventRecord { attr_index, record } = record else {
             continue;
         };
         let parsed = record.parse().map_err(|e| perf_err(path)(e.into()))?;
-        match parsed {
-            EventRecord::Sample(s) if attr_index == event_index => {
-                let cpu = s.cpu.unwrap_or(0);
-                if let Some(t) = s.timestamp {
-                    first = first.min(t);
-                    last = last.max(t);
-                }
-                if let Some(p) = s.period {
-                    period_sum += u128::from(p);
-                    with_period += 1;
-                }
-                let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
-                if let (true, Some(chain)) = (stacks.wanted(), &s.callchain) {
-                    chain_names.clear();
-                    let mut mode = mode;
-                    for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
-                        if addr >= PERF_CONTEXT_MAX {
-                            mode = context_mode(addr, mode);
-                            continue;
-                        }
-                        chain_names.push(match mode {
-                            Mode::Kernel => symbols.resolve(addr).map_or("[unknown]", |(n, _)| n),
-                            Mode::User => maps.resolve(pid, addr).map_or("[unknown]", |(_, n)| n),
-                            Mode::Hypervisor => "hypervisor",
-                            Mode::GuestKernel | Mode::GuestUser => "guest",
-                            Mode::Unknown => "[unknown mode]",
-                        });
-                    }
-                    let comm = comms
-                        .get(&s.tid.unwrap_or(-1))
-                        .map(String::as_str)
-                        .unwrap_or("[unknown]");
-                    stacks.add(Some(comm), chain_names.rev(), 1);
-                }
-                match mode {
-                    Mode::Kernel => match symbols.resolve(ip) {
-                        Some((name, module)) => counts.add(cpu, module.unwrap_or("kernel"), name, 1),
-                        None => counts.add(cpu, "kernel", "[unknown]", 1),
-                    },
-                    Mode::User => match maps.resolve(pid, ip) {
-                        Some((module, name)) => counts.add(cpu, module, name, 1),
-                        None => {
-                            user_unmapped += 1;
-                            counts.add(cpu, "unknown", "[unknown]", 1);
-                        }
-                    },
-                    Mode::Hypervisor => counts.add(cpu, "hypervisor", "hypervisor", 1),
-                    Mode::GuestKernel | Mode::GuestUser => counts.add(cpu, "guest", "guest", 1),
-                    Mode::Unknown if is_kernel_address(ip) => counts.add(cpu, "kernel", "[unknown mode]", 1),
-                    Mode::Unknown => counts.add(cpu, "user", "[unknown mode]", 1),
-                }
-            }
-            EventRecord::Sample(_) => skipped += 1,
-            EventRecord::Comm(c) => {
-                comms.insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
-            }
-            EventRecord::Fork(f) => {
-                maps.fork(f.ppid, f.pid);
-                // A new thread or process has its parent's command until it sets its own.
-                if let Some(c) = comms.get(&f.ptid).cloned() {
-                    comms.entry(f.tid).or_insert(c);
-                }
-            }
-            EventRecord::Mmap(m) if m.is_executable => {
-                maps.add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), None)
-            }
-            EventRecord::Mmap2(m) if m.protection & 4 != 0 => {
-                let id = match &m.file_id {
-                    Mmap2FileId::BuildId(id) => Some(id.clone()),
-                    Mmap2FileId::InodeAndVersion(_) => None,
-                };
-                maps.add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), id)
-            }
-            EventRecord::Lost(l) => {
-                let cpu = record.common_data().ok().and_then(|c| c.cpu).unwrap_or(0);
-                counts.lost(cpu, l.count);
-            }
-            _ => {}
-        }
+        r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu));
     }
-    let samples = counts.samples();
+    let samples = r.profile.samples();
     if samples == 0 {
         return Err(ImportError::NoSamples {
             path: path.to_path_buf(),
             hint: " (the recording has no samples of its first event)",
         });
     }
-    let mut warnings = Vec::new();
-    warnings.extend(symbols_note);
-    let other_build = maps.missing(UserSymbolsMissing::OtherBuild);
-    if !other_build.is_empty() {
-        warnings.push(format!(
-            "user functions of {} are [unknown]: the file there is another build than the one recorded, \
-             and perf's build-id cache has no copy (record without --no-buildid-cache, or run perf buildid-cache --add)",
-            other_build.join(", ")
-        ));
-    }
-    if user_unmapped > 0 {
-        warnings.push(format!(
-            "{user_unmapped} user samples fell outside every recorded mapping: counted as [unknown] [unknown]"
-        ));
-    }
-    if other_events && skipped > 0 {
-        warnings.push(format!("{skipped} samples of events other than {event} are left out"));
-    }
-    let cpus = counts.cpu_count() as f64;
-    let range_sec = if first <= last {
-        (last - first) as f64 * 1e-9
-    } else {
-        0.0
-    };
-    let period_sec = match (opts.period_sec, policy) {
-        (Some(p), _) => p,
-        _ if with_period > 0 && is_time_event(&event) => period_sum as f64 / with_period as f64 * 1e-9,
-        (None, SamplingPolicy::Period(n)) if is_time_event(&event) => n.get() as f64 * 1e-9,
-        (None, SamplingPolicy::Frequency(f)) if is_time_event(&event) && f > 0 => 1.0 / f as f64,
-        _ => {
-            warnings.push(format!(
-                "{event} is not a time event: one sample is taken as the time range x CPUs / samples"
-            ));
-            range_sec * cpus / samples as f64
-        }
-    };
-    let wall_sec = range_sec + period_sec;
-    let profile = counts.finish(
-        ProfileMeta {
-            test: test_name(path),
-            command: cmdline,
-            event,
-            period_sec,
-            wall_sec,
-        },
-        warnings,
+    let mut warnings: Vec<String> = symbols_note.into_iter().collect();
+    warnings.extend(r.warnings(&h.event, h.other_events));
+    let time = r.times.derive(
+        &h.event,
+        opts.period_sec,
+        h.declared_period_sec,
+        samples,
+        r.profile.cpu_count(),
+        &mut warnings,
     );
+    let meta = ProfileMeta {
+        test: test_name(path),
+        command: h.cmdline,
+        event: h.event,
+        period_sec: time.period_sec,
+        wall_sec: time.wall_sec,
+    };
     Ok(Imported {
-        profile,
-        stacks: stacks.finish(),
+        profile: r.profile.finish(meta, &IdleSet::linux_default(), warnings),
+        stacks: r.stacks.finish(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_demangled_as_perf_prints_them() {
-        // C++: no parameters, no return type; an empty parameter pack prints nothing.
-        assert_eq!(
-            demangle("_ZN4llvm15InstCombinePass3runERNS_8FunctionE").as_deref(),
-            Some("llvm::InstCombinePass::run")
-        );
-        assert_eq!(demangle("_ZN3foo3barIiJEEEvv").as_deref(), Some("foo::bar<int>"));
-        // Rust, legacy with its hash and v0, without the hash; an LLVM clone suffix dropped.
-        assert_eq!(
-            demangle("_ZN4core3fmt5write17h0123456789abcdefE.llvm.123").as_deref(),
-            Some("core::fmt::write")
-        );
-        assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
-        // C and anything else stay as they are.
-        assert_eq!(demangle("__GI___libc_write"), None);
-        assert_eq!(demangle("_Zgarbage"), None);
-    }
 
     #[test]
     fn a_new_mapping_replaces_what_it_covers_and_children_inherit() {
@@ -634,12 +522,5 @@ mod tests {
         m.add(3, 0x1000, 0x1000, 0, b"/three", None);
         m.fork(1, 3);
         assert_eq!(at(&m, 3, 0x1800), Some(("/three".into(), 0)));
-    }
-
-    #[test]
-    fn legacy_rust_needs_its_hash() {
-        assert!(is_legacy_rust("_ZN4core3fmt5write17h0123456789abcdefE"));
-        assert!(!is_legacy_rust("_ZN4llvm15InstCombinePass3runERNS_8FunctionE"));
-        assert!(!is_legacy_rust("_ZN4core3fmt5write17h0123456789abcdxyE"));
     }
 }

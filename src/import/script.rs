@@ -1,8 +1,9 @@
 //! `perf script` text → [`Profile`](crate::Profile): each sample counts for its innermost frame, named as
 //! perf named it, under the module of its DSO.
 
-use super::{is_time_event, module_of_dso, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector};
-use crate::collect::profile::ProfileMeta;
+use super::{module_of_dso, test_name, ImportError, ImportOptions, Imported, SampleTimes, StackCollector};
+use crate::model::profile::{module, NO_IP_FUNCTION, UNKNOWN_FUNCTION};
+use crate::model::{IdleSet, ProfileBuilder, ProfileMeta};
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
@@ -13,12 +14,9 @@ use upcmp_parsers::{ParseError, Position};
 /// What the samples of one event add up to.
 #[derive(Default)]
 struct EventTally {
-    counts: Counts,
+    counts: ProfileBuilder,
     stacks: StackCollector,
-    first: u64,
-    last: u64,
-    period_sum: u128,
-    with_period: u64,
+    times: SampleTimes,
     max_cpu: Option<u32>,
     no_ip: u64,
     /// Where the event's first sample is: (piece, sample in the piece), to find the
@@ -30,33 +28,25 @@ impl EventTally {
     fn new(stacks: bool, first_seen: (usize, u64)) -> Self {
         EventTally {
             stacks: StackCollector::new(stacks),
-            first: u64::MAX,
             first_seen,
             ..Default::default()
         }
     }
 
     fn sample(&mut self, s: &Sample<'_>) {
-        if let Some(t) = s.time_ns {
-            self.first = self.first.min(t);
-            self.last = self.last.max(t);
-        }
-        if let Some(p) = s.period {
-            self.period_sum += u128::from(p);
-            self.with_period += 1;
-        }
+        self.times.sample(s.time_ns, s.period);
         let cpu = s.cpu.unwrap_or(0);
         self.max_cpu = self.max_cpu.max(s.cpu);
         match s.leaf() {
             Some(f) => {
-                let name = f.symbol.unwrap_or("[unknown]");
+                let name = f.symbol.unwrap_or(UNKNOWN_FUNCTION);
                 self.counts.add(cpu, module_of_dso(f.dso, f.ip), name, 1);
-                let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or("[unknown]"));
+                let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or(UNKNOWN_FUNCTION));
                 self.stacks.add(Some(s.comm), frames, 1);
             }
             None => {
                 self.no_ip += 1;
-                self.counts.add(cpu, "user", "[no ip]", 1);
+                self.counts.add(cpu, module::USER, NO_IP_FUNCTION, 1);
             }
         }
     }
@@ -64,10 +54,7 @@ impl EventTally {
     fn merge(&mut self, o: EventTally) {
         self.counts.merge(o.counts);
         self.stacks.merge(o.stacks);
-        self.first = self.first.min(o.first);
-        self.last = self.last.max(o.last);
-        self.period_sum += o.period_sum;
-        self.with_period += o.with_period;
+        self.times.merge(&o.times);
         self.max_cpu = self.max_cpu.max(o.max_cpu);
         self.no_ip += o.no_ip;
         self.first_seen = self.first_seen.min(o.first_seen);
@@ -232,10 +219,7 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
     let EventTally {
         mut counts,
         stacks,
-        first,
-        last,
-        period_sum,
-        with_period,
+        times,
         max_cpu,
         no_ip,
         ..
@@ -251,7 +235,6 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
     for c in 0..=max_cpu.unwrap_or(0) {
         counts.ensure_cpu(c);
     }
-    let cpus = counts.cpu_count() as f64;
     let event = event.unwrap_or_else(|| "cpu-clock".to_string());
     let mut warnings = Vec::new();
     if other_events > 0 {
@@ -264,42 +247,24 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
             "{no_ip} samples had no address or symbol (add -F ip,sym,dso to perf script)"
         ));
     }
-    let range_sec = if first <= last {
-        (last - first) as f64 * 1e-9
-    } else {
-        0.0
-    };
-    let period_sec = match opts.period_sec {
-        Some(p) => p,
-        None if with_period > 0 && is_time_event(&event) => period_sum as f64 / with_period as f64 * 1e-9,
-        None if range_sec > 0.0 => {
-            warnings.push(format!(
-                "{event} samples carry no time period: one sample is taken as the time range x CPUs / samples"
-            ));
-            range_sec * cpus / samples as f64
-        }
-        None => {
-            warnings.push("no sample times or periods: one sample is taken as 1 ms (--period-sec to change)".into());
-            0.001
-        }
-    };
-    let wall_sec = if first <= last {
-        range_sec + period_sec
-    } else {
-        samples as f64 * period_sec / cpus
+    let time = times.derive(
+        &event,
+        opts.period_sec,
+        None,
+        samples,
+        counts.cpu_count(),
+        &mut warnings,
+    );
+    let meta = ProfileMeta {
+        test: test_name(path),
+        command: None,
+        event,
+        period_sec: time.period_sec,
+        wall_sec: time.wall_sec,
     };
     Ok(Imported {
         stacks: stacks.finish(),
-        profile: counts.finish(
-            ProfileMeta {
-                test: test_name(path),
-                command: None,
-                event,
-                period_sec,
-                wall_sec,
-            },
-            warnings,
-        ),
+        profile: counts.finish(meta, &IdleSet::linux_default(), warnings),
     })
 }
 
@@ -382,7 +347,7 @@ mod tests {
                     period_sec: 0.001,
                     wall_sec: 1.0,
                 };
-                let p = e.counts.finish(meta, vec![]);
+                let p = e.counts.finish(meta, &IdleSet::linux_default(), vec![]);
                 let rows = p
                     .functions
                     .iter()

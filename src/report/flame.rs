@@ -1,8 +1,8 @@
 //! Flame graphs with inferno: one test's stacks (`flame.svg`), and the differential graph
 //! of two runs coloured by the change of each frame's inclusive time.
 
-use crate::collect::stacks::{FrameKind, StackProfile};
 use crate::compare::stacks::StackDiff;
+use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};

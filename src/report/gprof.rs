@@ -5,7 +5,7 @@
 //! are samples: a function's calls are the samples with it on the stack, an arc's the
 //! samples holding that arc.
 
-use crate::collect::stacks::{Arc, CallGraph};
+use crate::model::callgraph::{Arc, CallGraph};
 use std::io::{self, Write};
 
 /// What the header of `prof.out` says about the samples.

@@ -2,7 +2,6 @@
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
 pub mod flame;
-pub mod folded;
 pub mod format;
 pub mod gprof;
 pub mod machine;

@@ -3,8 +3,9 @@
 use super::{fmt_pct, fmt_ratio, fmt_sec};
 use crate::compare::bench::{resolvable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
+use crate::compare::Method;
 use crate::compare::{ratio, ProfileComparison};
-use crate::compare::{Method, DEFAULT_IDLE_FUNCTIONS};
+use crate::model::DEFAULT_IDLE_FUNCTIONS;
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
 use std::io::{self, Write};

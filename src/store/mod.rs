@@ -1,8 +1,12 @@
 //! The output-directory format (`docs/format.md`): writing and reading it.
 
+pub mod folded;
 pub mod outdir;
 pub mod prfout;
+pub mod procstat;
+pub mod run;
 pub mod samples;
+pub mod stacks;
 pub mod system;
 
 use std::io;

@@ -1,5 +1,6 @@
 //! The run directory: its marker, rotation to `.old`, test directories and their status.
 
+use super::prfout::PRFOUT_FILE;
 use super::{io_err, read_text, write_atomic, StoreError};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -204,7 +205,7 @@ pub fn rotate_away(path: &Path, marker: &'static str) -> Result<(), StoreError> 
 /// a temporary sibling, then moves an existing `path` to `path.old` (see
 /// [`rotate_away`]) and renames the sibling to `path`. A failure part-way leaves no
 /// half-written `path`.
-pub fn publish_dir(path: &Path, marker: &'static str, files: &[(&str, Vec<u8>)]) -> Result<(), StoreError> {
+pub fn publish_dir<N: AsRef<str>>(path: &Path, marker: &'static str, files: &[(N, Vec<u8>)]) -> Result<(), StoreError> {
     check_rotatable(path, marker)?;
     let mut tmp_name = path.as_os_str().to_os_string();
     tmp_name.push(format!(".tmp-{}", std::process::id()));
@@ -217,7 +218,7 @@ pub fn publish_dir(path: &Path, marker: &'static str, files: &[(&str, Vec<u8>)])
         );
         std::fs::write(tmp.join(marker), mark).map_err(io_err(&tmp))?;
         for (name, bytes) in files {
-            let p = tmp.join(name);
+            let p = tmp.join(name.as_ref());
             std::fs::write(&p, bytes).map_err(io_err(&p))?;
         }
         rotate_away(path, marker)?;
@@ -276,12 +277,12 @@ pub fn test_dir_names(tests: &[TestLine]) -> Vec<String> {
 /// has a `prfout` (one run, and every format-1 directory), else `r1`, `r2`, … in order,
 /// as far as they have a `prfout`.
 pub fn repetition_dirs(test_dir: &Path) -> Vec<PathBuf> {
-    if test_dir.join("prfout").is_file() {
+    if test_dir.join(PRFOUT_FILE).is_file() {
         return vec![test_dir.to_path_buf()];
     }
     (1..)
         .map(|k| test_dir.join(repetition_name(k)))
-        .take_while(|d| d.join("prfout").is_file())
+        .take_while(|d| d.join(PRFOUT_FILE).is_file())
         .collect()
 }
 

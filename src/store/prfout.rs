@@ -1,12 +1,53 @@
-//! `TEST/prfout`: writing, and reading through the parser of `upcmp-parsers`.
+//! `TEST/prfout`: a profile written as text, and read back through the parser of
+//! `upcmp-parsers` (docs/format.md).
 
 use super::{io_err, read_text, StoreError};
-use crate::Profile;
+use crate::model::{CpuTotals, FunctionSamples, Profile};
 use std::io::Write;
 use std::path::Path;
-use upcmp_parsers::prfout::{FORMAT_VERSION, MAGIC};
+use upcmp_parsers::prfout::{parse_prfout, Prfout, FORMAT_VERSION, MAGIC};
+use upcmp_parsers::ParseError;
 
-pub use upcmp_parsers::prfout::parse_prfout as parse;
+/// The file's name in a test directory.
+pub const PRFOUT_FILE: &str = "prfout";
+
+/// The profile a prfout file describes.
+fn profile_of(f: Prfout) -> Profile {
+    Profile {
+        test: f.test,
+        command: f.command,
+        event: f.event,
+        period_sec: f.period_sec,
+        wall_sec: f.wall_sec,
+        idle_set: f.idle_set,
+        cpus: f
+            .cpus
+            .into_iter()
+            .map(|c| CpuTotals {
+                cpu: c.cpu,
+                samples: c.samples,
+                lost: c.lost,
+                throttled: c.throttled,
+                procstat_busy_sec: c.procstat_busy_sec,
+            })
+            .collect(),
+        warnings: f.warnings,
+        functions: f
+            .functions
+            .into_iter()
+            .map(|r| FunctionSamples {
+                module: r.module,
+                name: r.name,
+                per_cpu: r.per_cpu,
+            })
+            .collect(),
+    }
+}
+
+/// Parses a prfout text; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Profile, ParseError> {
+    parse_prfout(text, file).map(profile_of)
+}
 
 /// Reads and parses a prfout file.
 pub fn read(path: &Path) -> Result<Profile, StoreError> {
@@ -69,12 +110,10 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CpuTotals, FunctionSamples};
 
     #[test]
     fn write_then_parse_is_identity() {
         let p = Profile {
-            format: FORMAT_VERSION,
             test: "t.2".into(),
             command: Some("sh -c 'x'".into()),
             event: "cpu-clock".into(),

@@ -4,6 +4,7 @@
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use upcmp::compare::DEFAULT_CUTOFF_PCT;
 use upcmp::import::{ImportOptions, InputFormat};
 use upcmp::report::format::OutputFormat;
 
@@ -114,4 +115,36 @@ pub fn colorize_text(report: &str) -> String {
         }
     }
     out
+}
+
+/// The cutoff from the original's positional `cutoff%` or `--cutoff` (they must agree
+/// when both are given); the default when neither is.
+pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> anyhow::Result<f64> {
+    let c = match (positional, option) {
+        (Some(a), Some(b)) if a != b => {
+            anyhow::bail!("the cutoff is given twice ({a} and --cutoff {b}); give it once")
+        }
+        (a, b) => a.or(b).unwrap_or(DEFAULT_CUTOFF_PCT),
+    };
+    if !(0.0..=100.0).contains(&c) {
+        anyhow::bail!("cutoff {c} is not a percentage between 0 and 100 (e.g. --cutoff 1)");
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod cli_tests {
+    use super::*;
+
+    #[test]
+    fn cutoffs() {
+        let ok = |a, b| resolve_cutoff(a, b).ok();
+        assert_eq!(ok(Some(1.0), None), Some(1.0));
+        assert_eq!(ok(None, Some(2.0)), Some(2.0));
+        assert_eq!(ok(Some(2.0), Some(2.0)), Some(2.0));
+        assert_eq!(ok(Some(1.0), Some(2.0)), None);
+        assert_eq!(ok(Some(101.0), None), None);
+        assert_eq!(ok(Some(-1.0), None), None);
+        assert_eq!(ok(None, None), Some(0.5));
+    }
 }

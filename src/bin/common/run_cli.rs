@@ -4,11 +4,13 @@
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use upcmp::collect::profile::UserBy;
-use upcmp::collect::run::{RunOutcome, UprunOptions};
+use upcmp::app::uprun::{RunOutcome, UprunError, UprunOptions};
+use upcmp::collect::run::RunError;
 use upcmp::collect::sampler::EventChoice;
-use upcmp::compare::IdleSet;
+use upcmp::collect::KernelImage;
 use upcmp::exit::EXIT_INTERRUPTED;
+use upcmp::host::tuning::TuningError;
+use upcmp::model::{IdleSet, UserBy};
 use upcmp::store::outdir::Status;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -90,8 +92,8 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The library's options for `vmlinux`, `outdir` and `parallelism` with these flags.
-    pub fn options(&self, vmlinux: String, outdir: PathBuf, parallelism: u32) -> UprunOptions {
-        let mut o = UprunOptions::new(vmlinux, outdir);
+    pub fn options(&self, vmlinux: &str, outdir: PathBuf, parallelism: u32) -> UprunOptions {
+        let mut o = UprunOptions::new(KernelImage::parse(vmlinux), outdir);
         o.parallelism = parallelism;
         o.test_list = self.test_list.clone();
         o.sampler.frequency_hz = self.freq;
@@ -137,4 +139,22 @@ pub fn finish(prog: &str, outcome: &RunOutcome, outdir: &Path) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// The error of a run, with the option that caused it named (the library's messages do
+/// not know the command line).
+pub fn with_option(e: UprunError) -> anyhow::Error {
+    let option = match &e {
+        UprunError::Features(_) => Some("--feat"),
+        UprunError::Tuning(TuningError::NoCpufreq { .. }) => Some("--set-governor"),
+        UprunError::Tuning(TuningError::Write { path, .. }) if path.starts_with("/sys") => Some("--set-governor"),
+        UprunError::Tuning(_) | UprunError::Run(RunError::Tuning(_)) => Some("--drop-caches"),
+        UprunError::Run(RunError::Pre(_)) => Some("--pre"),
+        UprunError::Plan(upcmp::collect::plan::PlanError::NoUnixperf { .. }) => Some("--unixperf"),
+        _ => None,
+    };
+    match option {
+        Some(o) => anyhow::Error::new(e).context(o),
+        None => e.into(),
+    }
 }

@@ -1,10 +1,12 @@
-//! A flat profile as folded stacks, for tools that read them (inferno, FlameGraph,
-//! speedscope): one line per function, `[module;]function COUNT`.
+//! `TEST/profile.folded` (`uprun --export-folded`): a flat profile as folded stacks, for
+//! tools that read them (inferno, FlameGraph, speedscope): one line per function,
+//! `[module;]function COUNT`.
 
-use crate::Profile;
+use crate::model::profile::module;
+use crate::model::Profile;
 use std::io::{self, Write};
 
-/// The file `uprun --export-folded` writes next to `prfout`.
+/// The file written next to `prfout` when asked for.
 pub const PROFILE_FOLDED: &str = "profile.folded";
 
 /// Writes every function of `p` (idle ones too: the reader decides) as a one- or
@@ -14,7 +16,7 @@ pub fn write_profile(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     for f in &p.functions {
         let name = f.name.replace(';', ":");
         match f.module.as_str() {
-            "kernel" | "user" => writeln!(out, "{name} {}", f.total())?,
+            module::KERNEL | module::USER => writeln!(out, "{name} {}", f.total())?,
             m => writeln!(out, "[{m}];{name} {}", f.total())?,
         }
     }
@@ -24,7 +26,7 @@ pub fn write_profile(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FunctionSamples;
+    use crate::model::FunctionSamples;
 
     #[test]
     fn one_line_per_function_readable_as_folded() {
@@ -34,7 +36,6 @@ mod tests {
             per_cpu: c,
         };
         let p = Profile {
-            format: 1,
             test: "t".into(),
             command: None,
             event: "cpu-clock".into(),

@@ -1,0 +1,205 @@
+//! The test list: where it comes from, and each line made ready to run, all checked before
+//! anything runs.
+
+use crate::store::outdir::test_dir_names;
+use std::path::{Path, PathBuf};
+use upcmp_parsers::test_list::{parse_test_list, TestLine, TestSpec};
+use upcmp_parsers::ParseError;
+
+/// The options a unixperf line gets when it has none, as the original.
+pub const DEFAULT_UNIXPERF_ARGS: &[&str] = &["-loop", "200000", "-repeat", "2"];
+
+/// The list used when there is no `./test_list` and none is given: about a minute on a
+/// 2-CPU machine.
+pub const DEFAULT_TEST_LIST: &str = "\
+# uprun's built-in test list (used when ./test_list does not exist)
+getpid -loop 12000000 -repeat 2
+ezsyscalls -loop 1800000 -repeat 2
+forkwait -loop 12000 -repeat 2
+pipeping1 -loop 80000 -repeat 2
+select16r -loop 1800000 -repeat 2
+openclose -loop 1000000 -repeat 2
+createunlink -loop 30000 -repeat 2
+devzerowalk -loop 5000 -repeat 2
+hackbench -groups 4 -msgs 100 -loop 10 -repeat 2
+";
+
+/// Why a test list cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The list could not be read.
+    #[error("reading the test list {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A line is malformed or names an unknown test.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// A unixperf test, but no unixperf program.
+    #[error(
+        "{list}:{line}: '{test}' is a unixperf test, but no unixperf program was found next to uprun \
+         or on PATH; build it with 'cargo build --release --workspace' or name the program to use"
+    )]
+    NoUnixperf {
+        /// The list's name.
+        list: String,
+        /// The line.
+        line: usize,
+        /// The test.
+        test: String,
+    },
+}
+
+/// A test list's text and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestList {
+    /// Its text.
+    pub text: String,
+    /// Its name in messages: the file, or `(built-in test list)`.
+    pub name: String,
+    /// Whether it is uprun's built-in list.
+    pub builtin: bool,
+}
+
+impl TestList {
+    /// The given file, `./test_list`, or the built-in list.
+    pub fn load(given: Option<&Path>) -> Result<Self, PlanError> {
+        let path = match given {
+            Some(p) => p.to_path_buf(),
+            None if Path::new("test_list").exists() => PathBuf::from("test_list"),
+            None => {
+                return Ok(TestList {
+                    text: DEFAULT_TEST_LIST.to_string(),
+                    name: "(built-in test list)".to_string(),
+                    builtin: true,
+                })
+            }
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| PlanError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(TestList {
+            text,
+            name: path.display().to_string(),
+            builtin: false,
+        })
+    }
+}
+
+/// Finds the unixperf program: next to this executable, else on PATH.
+pub fn find_unixperf() -> Option<PathBuf> {
+    let beside = std::env::current_exe().ok()?.parent()?.join("unixperf");
+    if beside.is_file() {
+        return Some(beside);
+    }
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join("unixperf"))
+        .find(|p| p.is_file())
+}
+
+/// A test of the list, ready to run.
+#[derive(Debug, Clone)]
+pub struct PlannedTest {
+    /// Its directory name.
+    pub dir: String,
+    /// The line it came from.
+    pub line: TestLine,
+    /// The program and arguments of one copy.
+    pub argv: Vec<String>,
+    /// What the progress line shows in parentheses.
+    pub shown_args: String,
+}
+
+/// Parses and validates the whole list before anything runs: every unixperf test must
+/// exist (an unknown one is an error naming its line).
+pub fn plan(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTest>, PlanError> {
+    let name = list.name.as_str();
+    let lines = parse_test_list(&list.text, name)?;
+    let dirs = test_dir_names(&lines);
+    let mut out = Vec::new();
+    for (line, dir) in lines.into_iter().zip(dirs) {
+        let (argv, shown_args) = match &line.spec {
+            TestSpec::Unixperf { test, args } => {
+                if unixperf::suite::resolve(test).is_none() {
+                    return Err(ParseError {
+                        file: name.to_string(),
+                        line: line.line,
+                        column: 1,
+                        expected: "a unixperf test name (see 'unixperf -list') or 'NAME: command'".into(),
+                        found: test.clone(),
+                    }
+                    .into());
+                }
+                let exe = unixperf.ok_or_else(|| PlanError::NoUnixperf {
+                    list: name.to_string(),
+                    line: line.line,
+                    test: test.clone(),
+                })?;
+                let args: Vec<String> = if args.is_empty() {
+                    DEFAULT_UNIXPERF_ARGS.iter().map(|s| s.to_string()).collect()
+                } else {
+                    args.clone()
+                };
+                let mut argv = vec![exe.display().to_string(), format!("-{test}")];
+                argv.extend(args.iter().cloned());
+                (argv, args.join(" "))
+            }
+            TestSpec::External { command, .. } => {
+                (vec!["/bin/sh".into(), "-c".into(), command.clone()], command.clone())
+            }
+        };
+        out.push(PlannedTest {
+            dir,
+            line,
+            argv,
+            shown_args,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(text: &str) -> TestList {
+        TestList {
+            text: text.into(),
+            name: "tl".into(),
+            builtin: false,
+        }
+    }
+
+    #[test]
+    fn plan_validates_the_whole_list_first() {
+        let exe = Path::new("/usr/bin/unixperf");
+        let t = plan(&list("forkwait\nhb: echo hi\npipeping1 -loop 10\n"), Some(exe)).unwrap();
+        assert_eq!(
+            t[0].argv,
+            ["/usr/bin/unixperf", "-forkwait", "-loop", "200000", "-repeat", "2"]
+        );
+        assert_eq!(t[0].shown_args, "-loop 200000 -repeat 2");
+        assert_eq!(t[1].argv, ["/bin/sh", "-c", "echo hi"]);
+        assert_eq!(t[2].argv[2..], ["-loop", "10"]);
+        let e = plan(&list("forkwait\nforkwiat\n"), Some(exe)).unwrap_err().to_string();
+        assert!(e.starts_with("tl:2:1: expected a unixperf test name"), "{e}");
+        let e = plan(&list("forkwait\n"), None).unwrap_err().to_string();
+        assert!(e.contains("no unixperf program was found"), "{e}");
+        assert!(
+            plan(&list("x: true\n"), None).is_ok(),
+            "external commands need no unixperf"
+        );
+    }
+
+    #[test]
+    fn the_built_in_list_is_valid() {
+        let t = plan(&list(DEFAULT_TEST_LIST), Some(Path::new("unixperf"))).unwrap();
+        assert!(t.len() >= 5);
+    }
+}

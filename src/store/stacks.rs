@@ -1,0 +1,30 @@
+//! The stack files of an upsrun test directory: `stacks.folded` (read back for
+//! comparisons), `prof.out` and `flame.svg` (written by the stack analysis).
+
+use super::{read_text, StoreError};
+use crate::model::StackProfile;
+use std::path::{Path, PathBuf};
+
+/// The gprof-style report.
+pub const PROF_OUT: &str = "prof.out";
+/// Folded stacks.
+pub const STACKS_FOLDED: &str = "stacks.folded";
+/// The flame graph.
+pub const FLAME_SVG: &str = "flame.svg";
+
+/// Whether every repetition directory of a test holds its folded stacks.
+pub fn has_stacks(reps: &[PathBuf]) -> bool {
+    !reps.is_empty() && reps.iter().all(|r| r.join(STACKS_FOLDED).is_file())
+}
+
+/// The folded stacks of a test, summed over its repetitions (`RUN/TEST` or `RUN/TEST/rK`).
+pub fn read_folded(reps: &[PathBuf]) -> Result<StackProfile, StoreError> {
+    let mut text = String::new();
+    for d in reps {
+        text += &read_text(&d.join(STACKS_FOLDED))?;
+    }
+    let name = reps
+        .first()
+        .map_or_else(|| Path::new(STACKS_FOLDED).to_path_buf(), |d| d.join(STACKS_FOLDED));
+    Ok(StackProfile::from_folded(&text, &name.display().to_string())?)
+}
