@@ -349,7 +349,7 @@ fn folded_inputs_in_every_format() {
 
     let csv = stdout(&run_in(d.path(), PRFCMP, &[a, b, "--format", "csv"]));
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some(upcmp::report::machine::CSV_HEADER));
+    assert_eq!(lines.next(), Some(upcmp::report::export::CSV_HEADER));
     let read_zero = csv.lines().find(|l| l.contains(",function,read_zero,")).expect(&csv);
     assert!(
         read_zero.starts_with("a.folded,function,read_zero,0.5,0.2,-0.3"),

@@ -327,12 +327,7 @@ fn build_id_mismatch_is_refused_unless_forced() {
     let err = KernelSymbols::from_vmlinux(&elf, &kallsyms, Some(&other), false).unwrap_err();
     assert!(matches!(err, SymbolError::BuildIdMismatch { .. }), "{err}");
     let msg = err.to_string();
-    for part in [
-        elf.display().to_string(),
-        hex(&id),
-        hex(&other),
-        "--force-vmlinux".into(),
-    ] {
+    for part in [elf.display().to_string(), hex(&id), hex(&other)] {
         assert!(msg.contains(&part), "{msg:?} lacks {part:?}");
     }
     assert!(KernelSymbols::from_vmlinux(&elf, &kallsyms, Some(&other), true).is_ok());
@@ -518,4 +513,28 @@ fn plt_entries_are_named_like_objdump_names_them() {
         named += usize::from(name.ends_with("@plt"));
     }
     assert!(named >= 3, "strcpy, strtoul, printf...: {dump}");
+}
+
+/// The library names the mismatch; uprun adds the way out, its own option.
+#[test]
+fn uprun_names_the_option_that_forces_a_vmlinux() {
+    if !perf_usable(true) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let elf = build_elf(dir.path(), "sha1");
+    std::fs::write(dir.path().join("test_list"), "x: true\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_uprun"))
+        .arg(&elf)
+        .arg("out")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("build-id mismatch") && err.contains("pass --force-vmlinux to use it anyway"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing is written before the check");
 }

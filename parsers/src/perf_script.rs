@@ -31,7 +31,7 @@
 
 use crate::{NomError, ParseError, Position};
 use nom::branch::alt;
-use nom::bytes::complete::take_till1;
+use nom::bytes::complete::{tag, take_till1};
 use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
 use nom::combinator::{eof, map, map_opt, map_res, peek, rest, value, verify};
 use nom::sequence::{delimited, pair, preceded, separated_pair, terminated};
@@ -57,9 +57,9 @@ pub struct Sample<'a> {
     /// Command name (may contain spaces).
     pub comm: &'a str,
     /// Process id, when printed (`PID/TID`).
-    pub pid: Option<u32>,
+    pub pid: Option<i32>,
     /// Thread id.
-    pub tid: u32,
+    pub tid: i32,
     /// CPU, when printed.
     pub cpu: Option<u32>,
     /// Time in nanoseconds, when printed (perf prints microseconds or nanoseconds).
@@ -98,12 +98,17 @@ fn field_end(i: &str) -> IResult<'_, ()> {
     peek(alt((value((), space1), value((), eof)))).parse(i)
 }
 
+/// A process or thread id: perf prints `-1` for a task it does not know (`:-1 -1`).
+fn task_id(i: &str) -> IResult<'_, i32> {
+    alt((value(-1, tag("-1")), map_res(dec_u32, i32::try_from))).parse(i)
+}
+
 /// `1234` or `1234/1235` (PID/TID).
-fn thread_ids(i: &str) -> IResult<'_, (Option<u32>, u32)> {
+fn thread_ids(i: &str) -> IResult<'_, (Option<i32>, i32)> {
     terminated(
         alt((
-            map(separated_pair(dec_u32, char('/'), dec_u32), |(p, t)| (Some(p), t)),
-            map(dec_u32, |t| (None, t)),
+            map(separated_pair(task_id, char('/'), task_id), |(p, t)| (Some(p), t)),
+            map(task_id, |t| (None, t)),
         )),
         field_end,
     )
@@ -511,6 +516,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!((s.comm, s.tid), ("kworker/0:1", 12));
+        // A task perf does not know: `:-1` with thread id -1.
+        let s = parse_header(
+            "             :-1    -1 [001]  1815.573617:     250000 cpu-clock:  ffffffff8226e079 f+0x19 ([kernel.kallsyms])",
+            "x",
+            1,
+        )
+        .unwrap();
+        assert_eq!((s.comm, s.tid, s.cpu), (":-1", -1, Some(1)));
         // "foo 12" is a command; the thread id is the number a header can follow.
         let s = parse_header("foo 12 13 [000] 1.5: cpu-clock:", "f", 1).unwrap();
         assert_eq!((s.comm, s.tid, s.cpu), ("foo 12", 13, Some(0)));

@@ -7,7 +7,7 @@ use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
-use crate::report::{machine, stackcmp, text};
+use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{publish_dir, RESULTS_MARKER};
 use crate::store::run::load_run;
 use crate::store::StoreError;
@@ -141,8 +141,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     };
     let (mut report, mut csv, mut json) = (Vec::new(), Vec::new(), Vec::new());
     text::render_runs(&cmp, &mut report)?;
-    machine::write_csv(&cmp, &mut csv)?;
-    machine::write_json(&cmp, &mut json)?;
+    export::write_csv(&cmp, &mut csv)?;
+    export::write_json(&cmp, &mut json)?;
     let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
     if let Some(s) = &stacks {
         stackcmp::render_index(s, &stack_files, &opts.results_dir.display().to_string(), &mut report)?;
@@ -155,7 +155,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     #[cfg(feature = "parquet")]
     {
         let mut parquet = Vec::new();
-        crate::report::parquet::write(&machine::rows(&cmp), &mut parquet)?;
+        crate::report::parquet::write(&export::rows(&cmp), &mut parquet)?;
         files.push(("results.parquet".to_string(), parquet));
     }
     files.extend(stack_files);

@@ -71,7 +71,7 @@ fn main() -> ExitCode {
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
         opts.hide_noise = a.hide_noise;
-        let c = prfcmp(path1, path2, &a.import.options(), &opts)?;
+        let c = prfcmp(path1, path2, &a.import.options(), &opts).map_err(|e| cli::with_import_hint(e.into()))?;
         // On standard error, so that CSV and JSON on standard output stay clean.
         for (n, (path, p)) in [(path1, &c.profile1), (path2, &c.profile2)].into_iter().enumerate() {
             for w in &p.warnings {

@@ -99,7 +99,8 @@ fn main() -> ExitCode {
             inputs,
             results_dir: results_dir.clone(),
             compare,
-        })?;
+        })
+        .map_err(|e| cli::with_import_hint(e.into()))?;
         if !a.quiet {
             let mut text = Vec::new();
             match OutputFormat::from(a.format) {

@@ -9,6 +9,9 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 /// A change is drawn and listed as real when it exceeds this many standard errors.
+/// Stricter than the tables' two-sided 5% ([`super::stats::Z_CRIT`]) on purpose: a flame
+/// graph tests every one of its frames (hundreds) at once, and 3 standard errors keep
+/// the frames coloured by chance to about one in 370 per frame.
 pub const NOISE_Z: f64 = 3.0;
 
 /// One frame of the merged tree: a path from the root, in both runs.

@@ -17,8 +17,19 @@ pub struct MachineCheck {
     pub smt_active: Option<String>,
     /// 1-minute load average.
     pub load1: f64,
-    /// Other processes that used more than 10% of a CPU over the check: (pid, comm, %).
-    pub busy: Vec<(u32, String, f64)>,
+    /// Other processes that used more than 10% of a CPU over the check, busiest first.
+    pub busy: Vec<BusyProcess>,
+}
+
+/// A process that used a CPU beside the test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusyProcess {
+    /// Its process id.
+    pub pid: u32,
+    /// Its command name.
+    pub comm: String,
+    /// The share of one CPU it used over the check, in percent.
+    pub cpu_pct: f64,
 }
 
 impl MachineCheck {
@@ -30,14 +41,18 @@ impl MachineCheck {
         if !slow.is_empty() {
             w.push(format!(
                 "cpufreq governor is not 'performance' ({}): frequency changes can look like regressions; \
-                 use --set-governor performance",
+                 set the performance governor for the run",
                 slow.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
             ));
         }
         // The load average is recorded, not warned about: it carries the previous tests'
         // own load for minutes. Busy processes measure what runs now.
         if !self.busy.is_empty() {
-            let list: Vec<String> = self.busy.iter().map(|(p, c, u)| format!("{c}({p}) {u:.0}%")).collect();
+            let list: Vec<String> = self
+                .busy
+                .iter()
+                .map(|b| format!("{}({}) {:.0}%", b.comm, b.pid, b.cpu_pct))
+                .collect();
             w.push(format!("busy processes before the test: {}", list.join(", ")));
         }
         w
@@ -63,7 +78,11 @@ impl MachineCheck {
             self.smt_active.clone().unwrap_or_else(|| "unknown".into())
         );
         let _ = writeln!(s, "load-1min: {:.2}", self.load1);
-        let busy: Vec<String> = self.busy.iter().map(|(p, c, u)| format!("{c}({p})={u:.0}%")).collect();
+        let busy: Vec<String> = self
+            .busy
+            .iter()
+            .map(|b| format!("{}({})={:.0}%", b.comm, b.pid, b.cpu_pct))
+            .collect();
         let _ = writeln!(
             s,
             "busy-processes: {}",
@@ -113,16 +132,20 @@ pub fn check_machine(window: Duration) -> MachineCheck {
     let after = process_ticks();
     let hz = clock_ticks();
     let me = std::process::id();
-    let mut busy: Vec<(u32, String, f64)> = after
+    let mut busy: Vec<BusyProcess> = after
         .iter()
         .filter(|(pid, _)| **pid != me)
         .filter_map(|(pid, (comm, t1))| {
             let t0 = before.get(pid).map_or(0, |(_, t)| *t);
             let pct = 100.0 * (t1.saturating_sub(t0)) as f64 / hz / window.as_secs_f64();
-            (pct > 10.0).then(|| (*pid, comm.clone(), pct))
+            (pct > 10.0).then(|| BusyProcess {
+                pid: *pid,
+                comm: comm.clone(),
+                cpu_pct: pct,
+            })
         })
         .collect();
-    busy.sort_by(|a, b| b.2.total_cmp(&a.2));
+    busy.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
     MachineCheck {
         governors: governors(),
         boost: boost(),
@@ -145,7 +168,11 @@ mod tests {
             boost: Some("on".into()),
             smt_active: Some("1".into()),
             load1: 1.25,
-            busy: vec![(42, "make".into(), 95.0)],
+            busy: vec![BusyProcess {
+                pid: 42,
+                comm: "make".into(),
+                cpu_pct: 95.0,
+            }],
         };
         let w = c.warnings();
         assert_eq!(w.len(), 2);
@@ -168,6 +195,6 @@ mod tests {
         let c = check_machine(Duration::from_millis(300));
         let _ = child.kill();
         let _ = child.wait();
-        assert!(c.busy.iter().any(|(pid, _, _)| *pid == child.id()), "{:?}", c.busy);
+        assert!(c.busy.iter().any(|b| b.pid == child.id()), "{:?}", c.busy);
     }
 }

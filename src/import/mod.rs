@@ -50,7 +50,7 @@ pub enum ImportError {
     #[error(transparent)]
     Symbols(#[from] crate::symbols::SymbolError),
     /// The kernel symbols of a recording are not on this machine.
-    #[error("{}: {why}; pass the kernel's symbols with --kallsyms FILE (a copy of that machine's /proc/kallsyms) or --vmlinux FILE", path.display())]
+    #[error("{}: {why}; the kernel's symbols are needed: a copy of that machine's /proc/kallsyms, or its vmlinux", path.display())]
     NoKernelSymbols {
         /// The recording.
         path: PathBuf,
@@ -418,7 +418,7 @@ impl SampleTimes {
                 }
                 None => {
                     warnings.push(
-                        "no sample times or periods: one sample is taken as 1 ms (--period-sec to change)".into(),
+                        "no sample times or periods: one sample is taken as 1 ms unless a period is given".into(),
                     );
                     DEFAULT_PERIOD_SEC
                 }

@@ -1,8 +1,8 @@
-//! `results.parquet`: the machine-readable table of [`machine::rows`](super::machine::rows)
+//! `results.parquet`: the machine-readable table of [`export::rows`](super::export::rows)
 //! as one Parquet file, for comparisons too large to read as CSV. Built only with the
 //! `parquet` cargo feature (polars-io's Parquet writer).
 
-use super::machine::Row;
+use super::export::Row;
 use polars::prelude::*;
 use polars_io::parquet::write::ParquetWriter;
 use std::io::Write;

@@ -76,8 +76,7 @@ pub enum SymbolError {
     },
     /// The vmlinux was built from other sources than the running kernel.
     #[error(
-        "build-id mismatch: {} has {file_id}, the running kernel has {running_id}; \
-         pass --force-vmlinux to use it anyway",
+        "build-id mismatch: {} has {file_id}, the running kernel has {running_id}",
         path.display()
     )]
     BuildIdMismatch {
@@ -91,7 +90,7 @@ pub enum SymbolError {
     /// The vmlinux has no build-id to check against the running kernel's.
     #[error(
         "{} has no GNU build-id, so it cannot be checked against the running kernel \
-         ({running_id}); pass --force-vmlinux to use it anyway",
+         ({running_id})",
         path.display()
     )]
     MissingBuildId {

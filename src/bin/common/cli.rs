@@ -132,6 +132,22 @@ pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> anyhow::R
     Ok(c)
 }
 
+/// The hint of the options that answer an import's error, after its message (the
+/// library's messages do not know the command line).
+pub fn with_import_hint(e: anyhow::Error) -> anyhow::Error {
+    let needs_symbols = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<upcmp::import::ImportError>(),
+            Some(upcmp::import::ImportError::NoKernelSymbols { .. })
+        )
+    });
+    if needs_symbols {
+        anyhow::anyhow!("{e:#}: pass --kallsyms FILE (a copy of that machine's /proc/kallsyms) or --vmlinux FILE")
+    } else {
+        e
+    }
+}
+
 #[cfg(test)]
 mod cli_tests {
     use super::*;

@@ -12,6 +12,7 @@ use upcmp::exit::EXIT_INTERRUPTED;
 use upcmp::host::tuning::TuningError;
 use upcmp::model::{IdleSet, UserBy};
 use upcmp::store::outdir::Status;
+use upcmp::symbols::SymbolError;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Event {
@@ -153,8 +154,13 @@ pub fn with_option(e: UprunError) -> anyhow::Error {
         UprunError::Plan(upcmp::collect::plan::PlanError::NoUnixperf { .. }) => Some("--unixperf"),
         _ => None,
     };
+    let forcible = matches!(
+        e,
+        UprunError::Symbols(SymbolError::BuildIdMismatch { .. } | SymbolError::MissingBuildId { .. })
+    );
     match option {
         Some(o) => anyhow::Error::new(e).context(o),
+        None if forcible => anyhow::anyhow!("{e}; pass --force-vmlinux to use it anyway"),
         None => e.into(),
     }
 }

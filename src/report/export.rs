@@ -1,4 +1,5 @@
-//! Machine-readable results: CSV (one row per number) and JSON (everything).
+//! Exports for other programs: CSV (one row per number) and JSON (everything); the rows
+//! also feed the Parquet writer.
 
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::{ratio, Method, ProfileComparison};
