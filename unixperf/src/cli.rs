@@ -33,13 +33,13 @@ pub fn main(args: &[String], generate: fn(Generate) -> i32) -> i32 {
         return 0;
     }
     if let Err(e) = team::become_supervisor() {
-        complain(&e.0);
+        complain(e.message());
         return 1;
     }
     let scratch = match make_scratch(&cfg.tmpdir) {
         Ok(p) => p,
         Err(e) => {
-            complain(&e.0);
+            complain(e.message());
             return 1;
         }
     };
@@ -116,12 +116,9 @@ fn remove_scratch(scratch: &Path) {
 }
 
 fn emit(line: &str) -> Result<(), Stop> {
-    report::emit(line).map_err(|e| {
-        if e.0 == report::BROKEN_PIPE {
-            Stop::BrokenPipe
-        } else {
-            Stop::Failed(e.0)
-        }
+    report::emit(line).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Stop::BrokenPipe,
+        _ => Stop::Failed(e.to_string()),
     })
 }
 
