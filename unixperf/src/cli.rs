@@ -12,7 +12,8 @@ use crate::workload::Ctx;
 
 /// Runs unixperf with `args` (without the program name); returns the exit code.
 /// `generate` answers `-generate`: the unixperf program passes its printer of completions and
-/// man pages, which holds the clap description of this command line (clap stays there).
+/// man pages, which renders [`options::OPTIONS`] and the suite's tables with clap (clap stays
+/// there).
 pub fn main(args: &[String], generate: fn(Generate) -> i32) -> i32 {
     let cfg = match options::parse(args) {
         Ok(cfg) => cfg,
