@@ -636,6 +636,21 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Config, UsageError> {
             "-mp and -scaling exclude each other: -scaling chooses the copies".into(),
         ));
     }
+    // An option of one test does nothing for the others: given with other tests only, it is
+    // a mistake. (With no test named, -list shows what it sets in the test's description.)
+    if !cfg.tests.is_empty() {
+        let named = |test: &str| cfg.tests.iter().any(|t| t.name == test);
+        let misplaced = given.iter().find(|(o, _)| o.for_test.is_some_and(|test| !named(test)));
+        if let Some(&(opt, at)) = misplaced {
+            let test = opt.for_test.unwrap_or_default();
+            return Err(UsageError::new(
+                Some(at),
+                format!("an option of the tests given (-{} is one of -{test})", opt.name),
+                args[at].as_ref(),
+                format!("-{} is an option of -{test}, which is not among the tests", opt.name),
+            ));
+        }
+    }
     if cfg.tests.is_empty() && !cfg.list && !cfg.help && cfg.generate.is_none() {
         return Err(UsageError::new(
             None,
@@ -816,7 +831,8 @@ mod tests {
         let usage = usage();
         for o in OPTIONS {
             for dashes in ["-", "--"] {
-                let mut args = vec!["-getpid".to_string(), format!("{dashes}{}", o.name)];
+                let test = format!("-{}", o.for_test.unwrap_or("getpid"));
+                let mut args = vec![test, format!("{dashes}{}", o.name)];
                 args.extend(sample_value(o).map(String::from));
                 parse(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
             }
@@ -835,9 +851,10 @@ mod tests {
     /// Each option changes what the command line says: none is parsed and then dropped.
     #[test]
     fn every_option_reaches_the_config() {
-        let plain = format!("{:?}", parse(&["-getpid"]).unwrap());
         for o in OPTIONS {
-            let mut args = vec!["-getpid".to_string(), format!("-{}", o.name)];
+            let test = format!("-{}", o.for_test.unwrap_or("getpid"));
+            let plain = format!("{:?}", parse(&[&test]).unwrap());
+            let mut args = vec![test, format!("-{}", o.name)];
             args.extend(sample_value(o).map(String::from));
             let cfg = parse(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
             assert_ne!(format!("{cfg:?}"), plain, "{args:?} changed nothing");
@@ -897,6 +914,30 @@ mod tests {
         assert_eq!(e(&["-mp", "2", "-getpid", "-scaling", "1"]).0, Some(3));
         // No test: the line as a whole.
         assert_eq!(e(&["-loop", "5"]).0, None);
+    }
+
+    #[test]
+    fn an_option_of_one_test_needs_that_test() {
+        let hackbench_options: Vec<&OptionDef> = OPTIONS.iter().filter(|o| o.for_test.is_some()).collect();
+        assert!(!hackbench_options.is_empty());
+        for o in hackbench_options {
+            let test = o.for_test.unwrap();
+            assert!(suite::find(test).is_some(), "-{}: no test {test}", o.name);
+            let mut option = vec![format!("--{}", o.name)];
+            option.extend(sample_value(o).map(String::from));
+            let line = |tests: &[&str]| [tests.iter().map(|t| t.to_string()).collect(), option.clone()].concat();
+            // With its test, with -all (which runs it), and with no test (-list shows it).
+            for ok in [&["-getpid", "-hackbench"][..], &["-all"], &["-list"]] {
+                let args = line(ok);
+                assert!(parse(&args).is_ok(), "{args:?}");
+            }
+            let e = parse(&line(&["-getpid", "-select"])).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("-{} is an option of -hackbench, which is not among the tests", o.name)
+            );
+            assert_eq!((e.index, e.found), (Some(2), format!("--{}", o.name)));
+        }
     }
 
     #[test]
