@@ -662,6 +662,79 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Config, UsageError> {
     Ok(cfg)
 }
 
+/// What is wrong with the arguments of a line of uprun's test list (see [`check_test_args`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgProblem {
+    /// The argument at fault: `Some(i)` for `args[i]`, `None` for the test name.
+    pub arg: Option<usize>,
+    /// What was expected there, e.g. `a number of operations after -loop`.
+    pub expected: String,
+    /// What was found there: the argument as written; empty when the arguments ended.
+    pub found: String,
+    /// The nearest valid spelling, for a misspelt name: `-loop` for `-lop`, `forkwait` for the
+    /// test `forkwiat`.
+    pub suggestion: Option<String>,
+    /// The whole message, as unixperf prints it for the same arguments.
+    pub message: String,
+}
+
+impl fmt::Display for ArgProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ArgProblem {}
+
+/// Checks a line of uprun's test list, `test args...`, before anything runs: `Ok` exactly when
+/// `unixperf -test args...` would run, since this is [`parse`] on that command line. The test
+/// is a test or alias name without its dash (`forkwait`, `select`).
+///
+/// ```
+/// use unixperf::options::check_test_args;
+///
+/// assert!(check_test_args("pipeping1", &["-loop", "1000", "-repeat", "2"]).is_ok());
+/// let e = check_test_args("pipeping1", &["-lop", "1000"]).unwrap_err();
+/// assert_eq!((e.arg, e.suggestion.as_deref()), (Some(0), Some("-loop")));
+/// assert_eq!(e.to_string(), "unknown test or option -lop; did you mean -loop?");
+/// let e = check_test_args("forkwiat", &[] as &[&str]).unwrap_err();
+/// assert_eq!((e.arg, e.suggestion.as_deref()), (None, Some("forkwait")));
+/// ```
+pub fn check_test_args<S: AsRef<str>>(test: &str, args: &[S]) -> Result<(), ArgProblem> {
+    // An option's name is no test, though parse would take `-loop` as one.
+    if suite::resolve(test).is_none() {
+        let names = suite::TESTS
+            .iter()
+            .map(|t| t.name)
+            .chain(suite::ALIASES.iter().map(|(alias, _)| *alias));
+        let suggestion = nearest(test, names).map(String::from);
+        return Err(ArgProblem {
+            arg: None,
+            expected: "a unixperf test name (see unixperf -list)".into(),
+            found: test.into(),
+            message: format!("unknown test {test}{}", did_you_mean(&suggestion)),
+            suggestion,
+        });
+    }
+    let dashed = format!("-{test}");
+    let line: Vec<&str> = [dashed.as_str()]
+        .into_iter()
+        .chain(args.iter().map(AsRef::as_ref))
+        .collect();
+    match parse(&line) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(ArgProblem {
+            // Index 0 is the test, which resolved; a problem of the line as a whole is the
+            // test's line.
+            arg: e.index.and_then(|i| i.checked_sub(1)),
+            expected: e.expected,
+            found: e.found,
+            suggestion: e.suggestion,
+            message: e.message,
+        }),
+    }
+}
+
 /// The name of `names` closest to `name`, when it is a typing slip away: one letter for names
 /// under 6 letters, two for longer ones.
 fn nearest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
@@ -938,6 +1011,146 @@ mod tests {
             );
             assert_eq!((e.index, e.found), (Some(2), format!("--{}", o.name)));
         }
+    }
+
+    #[test]
+    fn test_lines_unixperf_runs_pass_the_check() {
+        let names = suite::TESTS
+            .iter()
+            .map(|t| t.name)
+            .chain(suite::ALIASES.iter().map(|(a, _)| *a));
+        for name in names {
+            check_test_args::<&str>(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            check_test_args(name, &["-loop", "200000", "-repeat", "2"]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        for o in OPTIONS {
+            for dashes in ["-", "--"] {
+                let mut args = vec![format!("{dashes}{}", o.name)];
+                args.extend(sample_value(o).map(String::from));
+                let test = o.for_test.unwrap_or("getpid");
+                check_test_args(test, &args).unwrap_or_else(|e| panic!("{test} {args:?}: {e}"));
+            }
+        }
+        let lines: &[(&str, &[&str])] = &[
+            (
+                "hackbench",
+                &["-groups", "4", "-msgs", "100", "-loop", "10", "-repeat", "2"],
+            ),
+            ("pipeping1", &["-mp", "2", "-pin", "-loop", "1000"]),
+            ("getpid", &["-select", "-scaling", "1,2,4", "-loop", "1000000"]),
+            ("forkwait", &["-time", "0.5", "-tmpdir", "/var/tmp"]),
+        ];
+        for (test, args) in lines {
+            check_test_args(test, args).unwrap_or_else(|e| panic!("{test} {args:?}: {e}"));
+        }
+    }
+
+    /// The check is unixperf's parser: over every short line made of these words, it accepts
+    /// what `unixperf -TEST ARGS...` accepts, with the same message at the same argument.
+    #[test]
+    fn the_check_agrees_with_the_command_line() {
+        let words = [
+            "-loop",
+            "5",
+            "x",
+            "-lop",
+            "-groups",
+            "-mp",
+            "2",
+            "-scaling",
+            "1,2",
+            "getpid",
+            "-select",
+            "--repeat",
+            "-threads",
+            "-time",
+            "0",
+            "-generate",
+            "man",
+            "",
+        ];
+        // Every line of up to 3 of the words.
+        let (mut lines, mut longest): (Vec<Vec<&str>>, Vec<Vec<&str>>) = (vec![vec![]], vec![vec![]]);
+        for _ in 0..3 {
+            longest = longest
+                .iter()
+                .flat_map(|l| words.iter().map(move |w| [l.clone(), vec![*w]].concat()))
+                .collect();
+            lines.extend(longest.iter().cloned());
+        }
+        assert!(lines.len() > 5000, "{}", lines.len());
+        let (mut passed, mut refused) = (0, 0);
+        for test in ["getpid", "hackbench", "select"] {
+            for args in &lines {
+                let dashed = format!("-{test}");
+                let line = [vec![dashed.as_str()], args.clone()].concat();
+                match (check_test_args(test, args), parse(&line)) {
+                    (Ok(()), Ok(_)) => passed += 1,
+                    (Err(problem), Err(usage)) => {
+                        assert_eq!(problem.message, usage.message, "{line:?}");
+                        assert_eq!(problem.arg.map(|i| i + 1), usage.index, "{line:?}");
+                        assert_eq!(problem.found, usage.found, "{line:?}");
+                        refused += 1;
+                    }
+                    (check, parsed) => panic!("{line:?}: the check says {check:?}, unixperf {:?}", parsed.err()),
+                }
+            }
+        }
+        assert!(passed > 100 && refused > 100, "{passed} passed, {refused} refused");
+    }
+
+    #[test]
+    fn each_kind_of_bad_test_line_is_refused_at_its_argument() {
+        let e = |test: &str, args: &[&str]| check_test_args(test, args).unwrap_err();
+        let at = |p: &ArgProblem| (p.arg, p.found.clone(), p.suggestion.clone());
+        let s = |v: &str| v.to_string();
+
+        // An unknown test: the nearest test or alias, never an option.
+        let p = e("forkwiat", &["-loop", "5"]);
+        assert_eq!(at(&p), (None, s("forkwiat"), Some(s("forkwait"))));
+        assert_eq!(p.message, "unknown test forkwiat; did you mean forkwait?");
+        assert_eq!(p.expected, "a unixperf test name (see unixperf -list)");
+        assert_eq!(at(&e("selct", &[])), (None, s("selct"), Some(s("select"))));
+        assert_eq!(at(&e("loop", &[])), (None, s("loop"), None));
+        assert_eq!(e("nosuchtest", &[]).message, "unknown test nosuchtest");
+
+        // A misspelt option.
+        let p = e("pipeping1", &["-lop", "1000"]);
+        assert_eq!(at(&p), (Some(0), s("-lop"), Some(s("-loop"))));
+        assert_eq!(p.to_string(), "unknown test or option -lop; did you mean -loop?");
+        // A word without its dash.
+        assert_eq!(at(&e("getpid", &["1000"])), (Some(0), s("1000"), None));
+        assert_eq!(
+            at(&e("getpid", &["-loop", "5", "repeat", "2"])),
+            (Some(2), s("repeat"), Some(s("-repeat")))
+        );
+        // A value missing at the end of the line: the option.
+        let p = e("getpid", &["-repeat", "2", "-loop"]);
+        assert_eq!(at(&p), (Some(2), s(""), None));
+        assert_eq!(p.expected, "a number of operations after -loop");
+        // A value that is not a number, or out of range: the value.
+        let p = e("getpid", &["-loop", "x"]);
+        assert_eq!(at(&p), (Some(1), s("x"), None));
+        assert_eq!(p.message, "-loop expects a whole number of at least 1, got \"x\"");
+        assert_eq!(
+            at(&e("getpid", &["-loop", "5", "-mp", "2000"])),
+            (Some(3), s("2000"), None)
+        );
+        assert_eq!(at(&e("getpid", &["-time", "0"])), (Some(1), s("0"), None));
+        assert_eq!(at(&e("getpid", &["-scaling", "1,,2"])), (Some(1), s("1,,2"), None));
+        assert_eq!(at(&e("getpid", &["-generate", "csh"])), (Some(1), s("csh"), None));
+        // An option of another test.
+        let p = e("getpid", &["-loop", "5", "-threads"]);
+        assert_eq!(at(&p), (Some(2), s("-threads"), None));
+        assert_eq!(
+            p.message,
+            "-threads is an option of -hackbench, which is not among the tests"
+        );
+        // Options that exclude each other: the later one.
+        assert_eq!(
+            at(&e("getpid", &["-mp", "2", "-scaling", "1"])),
+            (Some(2), s("-scaling"), None)
+        );
     }
 
     #[test]
