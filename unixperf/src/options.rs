@@ -631,8 +631,8 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Config, UsageError> {
         let (opt, at) = last.expect("-mp and -scaling were given");
         return Err(UsageError::new(
             Some(*at),
-            "-mp or -scaling, not both".into(),
-            &format!("-{}", opt.name),
+            format!("-mp or -scaling, not both (-{} is the second)", opt.name),
+            args[*at].as_ref(),
             "-mp and -scaling exclude each other: -scaling chooses the copies".into(),
         ));
     }
@@ -687,8 +687,8 @@ impl fmt::Display for ArgProblem {
 impl std::error::Error for ArgProblem {}
 
 /// Checks a line of uprun's test list, `test args...`, before anything runs: `Ok` exactly when
-/// `unixperf -test args...` would run, since this is [`parse`] on that command line. The test
-/// is a test or alias name without its dash (`forkwait`, `select`).
+/// `test` is a test or alias without its dash (`forkwait`, `select`; not an option such as
+/// `all`) and `unixperf -test args...` would run, since this is [`parse`] on that command line.
 ///
 /// ```
 /// use unixperf::options::check_test_args;
@@ -1148,9 +1148,11 @@ mod tests {
         );
         // Options that exclude each other: the later one.
         assert_eq!(
-            at(&e("getpid", &["-mp", "2", "-scaling", "1"])),
-            (Some(2), s("-scaling"), None)
+            at(&e("getpid", &["-mp", "2", "--scaling", "1"])),
+            (Some(2), s("--scaling"), None)
         );
+        // An option is no test, though unixperf -all runs.
+        assert_eq!(at(&e("all", &[])), (None, s("all"), None));
     }
 
     #[test]
