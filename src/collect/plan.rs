@@ -126,16 +126,7 @@ pub fn plan(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTest>
     for (line, dir) in lines.into_iter().zip(dirs) {
         let (argv, shown_args) = match &line.spec {
             TestSpec::Unixperf { test, args } => {
-                if unixperf::suite::resolve(test).is_none() {
-                    return Err(ParseError {
-                        file: name.to_string(),
-                        line: line.line,
-                        column: 1,
-                        expected: "a unixperf test name (see 'unixperf -list') or 'NAME: command'".into(),
-                        found: test.clone(),
-                    }
-                    .into());
-                }
+                check_unixperf_line(&list.text, name, line.line, test, args)?;
                 let exe = unixperf.ok_or_else(|| PlanError::NoUnixperf {
                     list: name.to_string(),
                     line: line.line,
@@ -164,6 +155,49 @@ pub fn plan(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTest>
     Ok(out)
 }
 
+/// The 1-based column of each white-space-separated word of `line`.
+fn word_columns(line: &str) -> Vec<usize> {
+    let mut cols = Vec::new();
+    let mut prev_blank = true;
+    for (k, c) in line.chars().enumerate() {
+        let blank = c.is_whitespace();
+        if !blank && prev_blank {
+            cols.push(k + 1);
+        }
+        prev_blank = blank;
+    }
+    cols
+}
+
+/// Checks a unixperf line with unixperf's own parser: an unknown test, an unknown or
+/// misspelt option, a missing or malformed value are errors naming the line and column,
+/// with the nearest valid spelling.
+fn check_unixperf_line(text: &str, file: &str, line_no: usize, test: &str, args: &[String]) -> Result<(), ParseError> {
+    let Err(problem) = unixperf::options::check_test_args(test, args) else {
+        return Ok(());
+    };
+    let columns = text.lines().nth(line_no - 1).map(word_columns).unwrap_or_default();
+    // Word 0 is the test, word k + 1 the k-th argument.
+    let word = problem.arg.map_or(0, |k| k + 1);
+    let column = columns.get(word).or(columns.last()).copied().unwrap_or(1);
+    let hint = problem
+        .suggestion
+        .as_ref()
+        .map(|s| format!(" (did you mean {s}?)"))
+        .unwrap_or_default();
+    let expected = match problem.arg {
+        None => format!("a unixperf test name (see 'unixperf -list') or 'NAME: command'{hint}"),
+        Some(_) => format!("{}{hint}", problem.expected),
+    };
+    Err(ParseError {
+        file: file.to_string(),
+        line: line_no,
+        column,
+        expected,
+        found: problem.found,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,12 +223,31 @@ mod tests {
         assert_eq!(t[2].argv[2..], ["-loop", "10"]);
         let e = plan(&list("forkwait\nforkwiat\n"), Some(exe)).unwrap_err().to_string();
         assert!(e.starts_with("tl:2:1: expected a unixperf test name"), "{e}");
+        assert!(e.contains("(did you mean forkwait?)"), "{e}");
         let e = plan(&list("forkwait\n"), None).unwrap_err().to_string();
         assert!(e.contains("no unixperf program was found"), "{e}");
         assert!(
             plan(&list("x: true\n"), None).is_ok(),
             "external commands need no unixperf"
         );
+    }
+
+    #[test]
+    fn options_are_checked_by_unixperf_itself() {
+        let exe = Some(Path::new("/usr/bin/unixperf"));
+        let e = plan(&list("getpid\n  pipeping1 -lop 1000\n"), exe)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("tl:2:13: expected "), "{e}");
+        assert!(
+            e.contains("(did you mean -loop?)") && e.contains("found \"-lop\""),
+            "{e}"
+        );
+        let e = plan(&list("forkwait -loop x\n"), exe).unwrap_err().to_string();
+        assert!(e.starts_with("tl:1:16: expected "), "{e}");
+        let e = plan(&list("forkwait -loop\n"), exe).unwrap_err().to_string();
+        assert!(e.starts_with("tl:1:"), "{e}");
+        assert!(plan(&list("forkwait -loop 10 -repeat 2\nhackbench -groups 2\n"), exe).is_ok());
     }
 
     #[test]
