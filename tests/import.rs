@@ -390,9 +390,10 @@ fn perf_script_fixtures_compare() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["run1"]["event"], "cpu-clock");
-    assert!((v["run1"]["period_sec"].as_f64().unwrap() - 0.00025).abs() < 1e-12);
+    assert_eq!(v["measure"]["unit"], "sec");
+    assert!((v["run1"]["period"].as_f64().unwrap() - 250000.0).abs() < 1e-6, "ns");
     // 12 samples of 0.25 ms, one of them in libc's `read`.
-    assert!((v["run1"]["cpu_sec"].as_f64().unwrap() - 0.003).abs() < 1e-9);
+    assert!((v["run1"]["cpu"].as_f64().unwrap() - 0.003).abs() < 1e-9);
     let rows = v["rows"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["function"] == "read [libc.so.6]"), "{rows:?}");
 }

@@ -77,7 +77,7 @@ fn a_short_run_writes_a_consistent_directory() {
         let s = summary(&p);
         // Parsing already checked that per-CPU function sums equal each CPU's total.
         assert_eq!(s.cpus as usize, upcmp::host::online_cpus().len());
-        assert!((s.cpu_sec + s.idle_sec + s.lost_sec - s.elapsed_sec).abs() < 1e-9);
+        assert!((s.cpu + s.idle + s.lost - s.elapsed_sec).abs() < 1e-9);
         assert_eq!(
             p.cpus.iter().map(|c| c.lost).sum::<u64>(),
             0,
@@ -90,7 +90,7 @@ fn a_short_run_writes_a_consistent_directory() {
             }
         }
         // The sampled busy time agrees with /proc/stat within tick noise, or says so.
-        let sampled: f64 = s.cpu_sec;
+        let sampled: f64 = s.cpu;
         let procstat: f64 = p.cpus.iter().map(|c| c.procstat_busy_sec.unwrap()).sum();
         let agree =
             (sampled - procstat).abs() <= (0.05 * sampled.max(procstat)).max(3.0 * (procstat * 100.0).sqrt() / 100.0);
@@ -117,7 +117,7 @@ fn a_short_run_writes_a_consistent_directory() {
     let again = upcmp::analyse::profile::rebuild(&dir, &syms, &idle, upcmp::model::UserBy::Comm).unwrap();
     assert_eq!(again, original);
     let none = upcmp::analyse::profile::rebuild(&dir, &syms, &IdleSet::new(vec![]), Default::default()).unwrap();
-    assert!(summary(&none).cpu_sec >= summary(&original).cpu_sec);
+    assert!(summary(&none).cpu >= summary(&original).cpu);
 
     // The syscall-heavy test: the entry path and the handler on top of the kernel time.
     let p = profile(&run, "getpid");
@@ -174,7 +174,7 @@ fn check_spin(test_dir: &Path, p: &upcmp::model::Profile, copies: f64) {
         "sampled {spin} s vs charged {charged} s"
     );
     let s = summary(p);
-    let others = s.cpu_sec - spin;
+    let others = s.cpu - spin;
     if others < 0.1 * s.wall_sec {
         // Copies start and end a little apart, so they overlap for less than the wall time.
         let expect = copies * s.wall_sec;
@@ -198,7 +198,7 @@ fn spin_sec(p: &upcmp::model::Profile) -> f64 {
         .filter(|f| f.name == "user:upcmpspin")
         .map(|f| f.total())
         .sum::<u64>() as f64
-        * p.period_sec
+        * p.period_sec().unwrap()
 }
 
 #[test]

@@ -22,6 +22,8 @@ fn the_fixture_call_graph_is_golden() {
     let opts = StackOptions {
         max_stack: 127,
         user_by: UserBy::Comm,
+        // The fixture's samples.gz (version 1) carries no periods: its prfout's 1 ms.
+        default_period: 1_000_000,
     };
     let p = read_stacks(&dir, &syms, opts).unwrap();
     let tmp = tempdir();

@@ -1,9 +1,9 @@
 //! Records of `samples.gz` (after decompression), one per line; see `docs/format.md`.
 //!
 //! ```text
-//! upcmp-samples 1
+//! upcmp-samples 2
 //! c 4242 4242 unixperf
-//! s 81234567890 1 4242 4242 k ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
+//! s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
 //! f 4243 4242 4243 4242
 //! l 1 3
 //! t 0
@@ -13,13 +13,17 @@ use crate::{LineRef, NomError, ParseError};
 use nom::branch::alt;
 use nom::bytes::complete::tag;
 use nom::character::complete::{hex_digit1, space1, u32 as dec_u32, u64 as dec_u64};
-use nom::combinator::{map, map_res, rest, value};
+use nom::combinator::{map, map_res, opt, rest, value};
 use nom::multi::many0;
 use nom::sequence::preceded;
 use nom::Parser;
 
-/// The first line of a samples stream.
-pub const HEADER: &str = "upcmp-samples 1";
+/// The first line of a samples stream this version writes. Version 2 adds each sample's
+/// period (`@N`, in the event's unit); version 1 streams (no periods) are read too.
+pub const HEADER: &str = "upcmp-samples 2";
+
+/// The first line of a version 1 stream.
+pub const HEADER_V1: &str = "upcmp-samples 1";
 
 /// The processor mode a sample was taken in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,6 +69,9 @@ pub struct Sample {
     pub tid: u32,
     /// Processor mode.
     pub mode: Mode,
+    /// The sample's period, in the event's unit (ns for time events); `None` in a
+    /// version 1 stream, where every sample stands for the profile's period.
+    pub period: Option<u64>,
     /// Program counter.
     pub pc: u64,
     /// Call chain, innermost first, with perf's context markers kept (empty when stacks
@@ -127,7 +134,7 @@ fn mode(i: &str) -> nom::IResult<&str, Mode, NomError<'_>> {
     .parse(i)
 }
 
-// s 81234567890 1 4242 4242 k ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
+// s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
 fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
     map(
         preceded(
@@ -138,17 +145,19 @@ fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
                 preceded(space1, dec_u32),
                 preceded(space1, dec_u32),
                 preceded(space1, mode),
+                opt(preceded((space1, tag("@")), dec_u64)),
                 preceded(space1, hex),
                 many0(preceded(space1, hex)),
             ),
         ),
-        |(time_ns, cpu, pid, tid, mode, pc, callchain)| {
+        |(time_ns, cpu, pid, tid, mode, period, pc, callchain)| {
             Record::Sample(Sample {
                 time_ns,
                 cpu,
                 pid,
                 tid,
                 mode,
+                period,
                 pc,
                 callchain,
             })
@@ -188,7 +197,7 @@ pub fn parse_record(line: &str, file: &str, number: usize) -> Result<Record, Par
         Some(b's') => l.parse_all(
             line,
             sample,
-            "'s TIME CPU PID TID MODE PC [CALLCHAIN...]' (hex PCs, MODE k/u/h/gk/gu/?)",
+            "'s TIME CPU PID TID MODE [@PERIOD] PC [CALLCHAIN...]' (hex PCs, MODE k/u/h/gk/gu/?)",
         ),
         Some(b'c') => l.parse_all(line, comm, "'c PID TID COMM'"),
         Some(b'l') => l.parse_all(
@@ -226,9 +235,9 @@ pub fn parse_record(line: &str, file: &str, number: usize) -> Result<Record, Par
     }
 }
 
-/// Checks the first line of a samples stream.
+/// Checks the first line of a samples stream (either version).
 pub fn check_header(line: &str, file: &str) -> Result<(), ParseError> {
-    if line.trim_end() == HEADER {
+    if line.trim_end() == HEADER || line.trim_end() == HEADER_V1 {
         Ok(())
     } else {
         Err(ParseError::at(
@@ -248,16 +257,23 @@ mod tests {
     #[test]
     fn every_kind_of_record() {
         let s = parse_record("s 5 1 10 11 gk ffffffff81000010 1 2", "f", 2).unwrap();
+        let want = Sample {
+            time_ns: 5,
+            cpu: 1,
+            pid: 10,
+            tid: 11,
+            mode: Mode::GuestKernel,
+            period: None,
+            pc: 0xffffffff81000010,
+            callchain: vec![1, 2],
+        };
+        assert_eq!(s, Record::Sample(want.clone()));
+        let s = parse_record("s 5 1 10 11 gk @250000 ffffffff81000010 1 2", "f", 2).unwrap();
         assert_eq!(
             s,
             Record::Sample(Sample {
-                time_ns: 5,
-                cpu: 1,
-                pid: 10,
-                tid: 11,
-                mode: Mode::GuestKernel,
-                pc: 0xffffffff81000010,
-                callchain: vec![1, 2]
+                period: Some(250000),
+                ..want
             })
         );
         assert_eq!(
@@ -290,7 +306,8 @@ mod tests {
         assert_eq!((e.line, e.column), (9, 15));
         assert!(parse_record("x", "f", 1).is_err());
         assert!(parse_record("s 5 1 10", "f", 1).is_err());
-        assert!(check_header("upcmp-samples 2", "f").is_err());
+        assert!(check_header("upcmp-samples 3", "f").is_err());
         assert!(check_header(HEADER, "f").is_ok());
+        assert!(check_header(HEADER_V1, "f").is_ok());
     }
 }

@@ -17,13 +17,16 @@ pub fn rebuild(
 ) -> Result<Profile, StoreError> {
     let old = prfout::read(&test_dir.join(prfout::PRFOUT_FILE))?;
     let cpus: Vec<u32> = old.cpus.iter().map(|c| c.cpu).collect();
-    let mut b = RecordProfiler::new(symbols, &cpus, user_by);
+    // A version 1 stream's samples carry no period: each weighs the profile's.
+    let mut b = RecordProfiler::new(symbols, &cpus, user_by, old.period.round() as u64);
     for_each_record(&test_dir.join("samples.gz"), |r| b.add(&r))?;
+    let period = old.fixed_period().then_some(old.period);
     let meta = ProfileMeta {
         test: old.test,
         command: old.command,
         event: old.event,
-        period_sec: old.period_sec,
+        unit: old.unit,
+        period,
         wall_sec: old.wall_sec,
     };
     let mut p = b.finish(meta, idle, old.warnings);

@@ -34,10 +34,32 @@ pub struct AnalyseOptions {
     pub run: String,
     /// The sampled event.
     pub event: String,
-    /// Seconds per sample.
+    /// Seconds one sample stands for (see [`seconds_per_sample`]).
     pub period_sec: f64,
     /// How stacks are built.
     pub stacks: StackOptions,
+}
+
+/// What one sample (of the mean period) stands for in seconds: the period of a time
+/// event; for another event, /proc/stat's busy time over the test divided among its
+/// non-idle samples, as the flat profile values it (docs/formulas.md).
+pub fn seconds_per_sample(p: &Profile) -> f64 {
+    if let Some(s) = p.period_sec() {
+        return s;
+    }
+    let idle = crate::model::IdleSet::new(p.idle_set.clone());
+    let busy_samples: u64 = p
+        .functions
+        .iter()
+        .filter(|f| !idle.contains(&f.name))
+        .map(|f| f.total())
+        .sum();
+    let busy_sec: f64 = p.cpus.iter().filter_map(|c| c.procstat_busy_sec).sum();
+    if busy_samples == 0 {
+        0.0
+    } else {
+        busy_sec / busy_samples as f64
+    }
 }
 
 /// Reads `dir/samples.gz` into a stack profile (memory: distinct stacks, not samples).
@@ -101,13 +123,14 @@ pub fn analyse_test(
     let stacks = StackOptions {
         max_stack: kernel_max_stack(),
         user_by,
+        default_period: profile.period.round() as u64,
     };
     let p = read_stacks(dir, symbols, stacks)?;
     let o = AnalyseOptions {
         test: profile.test.clone(),
         run: run.to_string(),
         event: profile.event.clone(),
-        period_sec: profile.period_sec,
+        period_sec: seconds_per_sample(profile),
         stacks,
     };
     Ok(write_analysis(dir, &p, &o)?)
@@ -124,13 +147,17 @@ pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result
         .unwrap_or(Path::new("."));
     let symbols = KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz"))?;
     let profile = prfout::read(&test_dir.join(prfout::PRFOUT_FILE))?;
-    let stacks = StackOptions { max_stack, user_by };
+    let stacks = StackOptions {
+        max_stack,
+        user_by,
+        default_period: profile.period.round() as u64,
+    };
     let p = read_stacks(test_dir, &symbols, stacks)?;
     let o = AnalyseOptions {
         test: profile.test.clone(),
         run: run.display().to_string(),
         event: profile.event.clone(),
-        period_sec: profile.period_sec,
+        period_sec: seconds_per_sample(&profile),
         stacks,
     };
     Ok(write_analysis(test_dir, &p, &o)?)

@@ -261,12 +261,18 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
         None => None,
     };
     let mut marker = start_outdir(opts, &p)?;
+    let every = match p.samplers.fixed_period() {
+        Some(ns) => format!("every {:.3} ms", ns as f64 * 1e-6),
+        None => format!(
+            "{} times a second (the kernel adjusts the period)",
+            opts.sampler.frequency_hz
+        ),
+    };
     let _ = writeln!(
         out,
-        "uprun: sampling {} CPUs with {} every {:.3} ms; output in {}",
+        "uprun: sampling {} CPUs with {} {every}; output in {}",
         p.cpus.len(),
         p.samplers.event_name(),
-        p.samplers.period_sec() * 1000.0,
         opts.outdir.display()
     );
 

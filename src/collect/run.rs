@@ -10,6 +10,7 @@ use crate::host::check::check_machine;
 use crate::host::tuning::{drop_caches, TuningError};
 use crate::host::{clock_ticks, current_comms};
 use crate::model::mode::Record;
+use crate::model::profile::Unit;
 use crate::model::{IdleSet, Profile, ProfileMeta, RecordProfiler, UserBy};
 use crate::store::outdir::{Status, TestStatus};
 use crate::store::procstat::{self, ProcstatRow};
@@ -127,21 +128,27 @@ fn cross_check(profile: &mut Profile, idle: &IdleSet, before: &[CpuStat], after:
         }
         let busy = (a.busy().saturating_sub(b.busy())) as f64 / hz;
         cpu.procstat_busy_sec = Some(busy);
-        let sampled: u64 = profile
-            .functions
-            .iter()
-            .filter(|f| !idle.contains(&f.name))
-            .map(|f| f.per_cpu[k])
-            .sum();
+        // The samples tell busy time only when their weights are time.
+        let sampled = (profile.unit == Unit::Nanoseconds).then(|| {
+            let ns: u64 = profile
+                .functions
+                .iter()
+                .filter(|f| !idle.contains(&f.name))
+                .map(|f| f.weight_per_cpu[k])
+                .sum();
+            ns as f64 * 1e-9
+        });
         rows.push(ProcstatRow {
             cpu: cpu.cpu,
-            sampled_busy_sec: sampled as f64 * profile.period_sec,
+            sampled_busy_sec: sampled,
             procstat_busy_sec: busy,
             ticks,
         });
     }
     for r in &rows {
-        let (sampled, busy) = (r.sampled_busy_sec, r.procstat_busy_sec);
+        let (Some(sampled), busy) = (r.sampled_busy_sec, r.procstat_busy_sec) else {
+            continue;
+        };
         let larger = sampled.max(busy);
         // /proc/stat's busy time is itself sampled, at every tick: n ticks carry an error
         // of about sqrt(n), so a short test is only flagged beyond three of those.
@@ -306,7 +313,7 @@ pub fn run_test(
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     let mut rec = Recorder {
-        profile: RecordProfiler::new(ctx.symbols, ctx.cpus, ctx.user_by),
+        profile: RecordProfiler::new(ctx.symbols, ctx.cpus, ctx.user_by, samplers.fixed_period().unwrap_or(1)),
         samples: SamplesWriter::create(&dir.join("samples.gz"))?,
         batch: Vec::new(),
         write_error: None,
@@ -335,7 +342,8 @@ pub fn run_test(
         test: t.dir.clone(),
         command: Some(t.argv.join(" ")),
         event: samplers.event_name().to_string(),
-        period_sec: samplers.period_sec(),
+        unit: Unit::of_event(samplers.event_name()),
+        period: samplers.fixed_period().map(|p| p as f64),
         wall_sec: ended.wall_sec,
     };
     let profile = write_profile(dir, rec.profile, meta, ctx, check.warnings(), &before, &after)?;

@@ -8,6 +8,7 @@ pub mod imported;
 pub mod runs;
 pub mod stacks;
 pub mod stats;
+pub mod value;
 
 use crate::model::profile::module;
 use crate::model::{IdleSet, Profile};
@@ -15,6 +16,7 @@ use polars::prelude::*;
 use serde::Serialize;
 
 pub use stats::{Method, Significance};
+pub use value::{Basis, Measure};
 
 /// The cutoff when none is given, as the original: a function is listed when it holds at
 /// least 0.5% of its run's CPU time.
@@ -50,23 +52,27 @@ impl CompareOptions {
     }
 }
 
-/// The "Profiling Summary" numbers of one run, summed over all CPUs.
+/// The "Profiling Summary" numbers of one run, summed over all CPUs. Values are in the
+/// comparison's [`Measure`]; with a time measure, Idle = Elapsed - CPU - Lost.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProfileSummary {
     /// Sampled CPUs.
     pub cpus: u32,
-    /// Wall time x CPUs.
+    /// Wall time x CPUs, in seconds.
     pub elapsed_sec: f64,
-    /// Elapsed - CPU - Lost.
-    pub idle_sec: f64,
-    /// Samples outside the idle set x period.
-    pub cpu_sec: f64,
-    /// Lost samples x period.
-    pub lost_sec: f64,
-    /// Wall-clock length of the sampled interval.
+    /// Idle: Elapsed - CPU - Lost with a time measure, else the idle functions' count.
+    pub idle: f64,
+    /// The functions outside the idle set: CPU time, or the event's count.
+    pub cpu: f64,
+    /// The samples the kernel reported lost, valued as the others.
+    pub lost: f64,
+    /// Wall-clock length of the sampled interval, in seconds.
     pub wall_sec: f64,
-    /// Seconds per sample.
-    pub period_sec: f64,
+    /// What one sample stands for, in the profile's unit (ns or events): the sampling
+    /// period, or the mean period.
+    pub period: f64,
+    /// Whether every sample weighs the same period.
+    pub fixed_period: bool,
     /// Sampling event.
     pub event: String,
     /// The idle functions used.
@@ -75,63 +81,75 @@ pub struct ProfileSummary {
     pub idle_samples: u64,
     /// Repetitions averaged (1 for a single run).
     pub repetitions: usize,
-    /// Standard deviation of the CPU time over the repetitions, % of the mean.
+    /// Standard deviation of the CPU value over the repetitions, % of the mean.
     pub cpu_sd_pct: f64,
-    /// Each repetition's CPU time, in order.
-    pub cpu_sec_per_repetition: Vec<f64>,
+    /// Each repetition's CPU value, in order.
+    pub cpu_per_repetition: Vec<f64>,
 }
 
 impl ProfileSummary {
-    /// Computes the summary of `p` with the idle set `idle`.
-    pub fn of(p: &Profile, idle: &IdleSet) -> Self {
+    /// The summary of `p` valued as `v` (see [`value::value`]).
+    fn of_valued(p: &Profile, v: &value::Valued, idle: &IdleSet) -> Self {
         let cpus = p.cpus.len() as u32;
-        let mut busy: u64 = 0;
-        let mut idle_samples: u64 = 0;
-        for f in &p.functions {
-            if idle.contains(&f.name) {
-                idle_samples += f.total();
-            } else {
-                busy += f.total();
-            }
-        }
-        let lost: u64 = p.cpus.iter().map(|c| c.lost).sum();
         let elapsed_sec = p.wall_sec * f64::from(cpus);
-        let cpu_sec = busy as f64 * p.period_sec;
-        let lost_sec = lost as f64 * p.period_sec;
+        let idle_value = match v.basis {
+            Basis::SampledTime | Basis::BusyTime => {
+                let i = elapsed_sec - v.busy - v.lost;
+                // Below half a sample it is rounding, not idle time (nor a negative one).
+                let half_sample = 0.5 * p.period_sec().unwrap_or(0.0);
+                if i.abs() < half_sample {
+                    0.0
+                } else {
+                    i
+                }
+            }
+            Basis::EventCount | Basis::Share => v.idle,
+        };
         ProfileSummary {
             cpus,
             elapsed_sec,
-            idle_sec: elapsed_sec - cpu_sec - lost_sec,
-            cpu_sec,
-            lost_sec,
+            idle: idle_value,
+            cpu: v.busy,
+            lost: v.lost,
             wall_sec: p.wall_sec,
-            period_sec: p.period_sec,
+            period: p.period,
+            fixed_period: p.fixed_period(),
             event: p.event.clone(),
             idle_set: idle.names().to_vec(),
-            idle_samples,
+            idle_samples: v.idle_samples,
             repetitions: 1,
             cpu_sd_pct: 0.0,
-            cpu_sec_per_repetition: vec![cpu_sec],
+            cpu_per_repetition: vec![v.busy],
         }
     }
 
+    /// Computes the summary of `p` with the idle set `idle`, on its own basis.
+    pub fn of(p: &Profile, idle: &IdleSet) -> Self {
+        Self::of_valued(p, &value::value(p, idle), idle)
+    }
+
     /// The mean summary of several repetitions (at least one).
-    pub fn of_set(ps: &[Profile], idle: &IdleSet) -> Self {
-        let all: Vec<ProfileSummary> = ps.iter().map(|p| Self::of(p, idle)).collect();
+    fn mean_of(all: Vec<ProfileSummary>) -> Self {
         let avg = |f: fn(&ProfileSummary) -> f64| stats::mean(&all.iter().map(f).collect::<Vec<_>>());
-        let cpu: Vec<f64> = all.iter().map(|s| s.cpu_sec).collect();
+        let cpu: Vec<f64> = all.iter().map(|s| s.cpu).collect();
         ProfileSummary {
             elapsed_sec: avg(|s| s.elapsed_sec),
-            idle_sec: avg(|s| s.idle_sec),
-            cpu_sec: avg(|s| s.cpu_sec),
-            lost_sec: avg(|s| s.lost_sec),
+            idle: avg(|s| s.idle),
+            cpu: avg(|s| s.cpu),
+            lost: avg(|s| s.lost),
             wall_sec: avg(|s| s.wall_sec),
             idle_samples: all.iter().map(|s| s.idle_samples).sum::<u64>() / all.len() as u64,
             repetitions: all.len(),
+            fixed_period: all.iter().all(|s| s.fixed_period),
             cpu_sd_pct: stats::stddev_pct(&cpu),
-            cpu_sec_per_repetition: cpu,
+            cpu_per_repetition: cpu,
             ..all[0].clone()
         }
+    }
+
+    /// The mean summary of several repetitions (at least one), each on its own basis.
+    pub fn of_set(ps: &[Profile], idle: &IdleSet) -> Self {
+        Self::mean_of(ps.iter().map(|p| Self::of(p, idle)).collect())
     }
 }
 
@@ -140,12 +158,12 @@ impl ProfileSummary {
 pub struct FunctionDelta {
     /// Display name: the function, with `[module]` after it for kernel modules.
     pub function: String,
-    /// Seconds in run 1 (None: absent there).
-    pub run1_sec: Option<f64>,
-    /// Seconds in run 2 (None: absent there).
-    pub run2_sec: Option<f64>,
+    /// Its value in run 1 (None: absent there), in the comparison's measure.
+    pub run1: Option<f64>,
+    /// Its value in run 2 (None: absent there).
+    pub run2: Option<f64>,
     /// Run2 - Run1, absent counting as 0.
-    pub delta_sec: f64,
+    pub delta: f64,
     /// (Run2 - Run1) as a percentage of run 1's CPU time.
     pub delta_pct_of_run1_cpu: f64,
     /// Share of its run's CPU time, run 1 (%).
@@ -166,6 +184,11 @@ pub struct FunctionDelta {
 /// The comparison of two profiles.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileComparison {
+    /// The unit of every value.
+    pub measure: Measure,
+    /// Things the reader must know before reading the numbers (runs that cannot be put in
+    /// one unit).
+    pub warnings: Vec<String>,
     /// Run 1's summary.
     pub run1: ProfileSummary,
     /// Run 2's summary.
@@ -187,8 +210,8 @@ impl ProfileComparison {
 
     /// The smallest change of total CPU time the data resolve, % of run 1's CPU time.
     pub fn resolvable_pct(&self) -> f64 {
-        if self.run1.cpu_sec > 0.0 {
-            100.0 * self.cpu_noise.ci95 / self.run1.cpu_sec
+        if self.run1.cpu > 0.0 {
+            100.0 * self.cpu_noise.ci95 / self.run1.cpu
         } else {
             0.0
         }
@@ -211,33 +234,38 @@ pub fn display_name(name: &str, module: &str) -> String {
     }
 }
 
-/// One side's non-idle functions: each one's seconds in every repetition (0 where it
-/// is absent) and its samples over all repetitions. Rows with the same display name (as
-/// in a hand-made prfout) are summed.
+/// One side's non-idle functions: each one's value in every repetition (0 where it is
+/// absent), the variance of its mean under the sampling model, and its samples over all
+/// repetitions.
 struct SideFunctions {
     names: Vec<String>,
-    per_rep_sec: Vec<Vec<f64>>,
+    per_rep: Vec<Vec<f64>>,
+    mean_var: Vec<f64>,
     samples: Vec<u64>,
 }
 
-fn side_functions(ps: &[Profile], idle: &IdleSet) -> SideFunctions {
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+fn side_functions(vals: &[value::Valued]) -> SideFunctions {
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut side = SideFunctions {
         names: Vec::new(),
-        per_rep_sec: Vec::new(),
+        per_rep: Vec::new(),
+        mean_var: Vec::new(),
         samples: Vec::new(),
     };
-    for (r, p) in ps.iter().enumerate() {
-        for f in p.functions.iter().filter(|f| !idle.contains(&f.name)) {
-            let name = display_name(&f.name, &f.module);
-            let i = *index.entry(name.clone()).or_insert_with(|| {
-                side.names.push(name);
-                side.per_rep_sec.push(vec![0.0; ps.len()]);
+    let k = vals.len() as f64;
+    for (r, v) in vals.iter().enumerate() {
+        for (name, &(x, var, n)) in &v.functions {
+            let i = *index.entry(name.as_str()).or_insert_with(|| {
+                side.names.push(name.clone());
+                side.per_rep.push(vec![0.0; vals.len()]);
+                side.mean_var.push(0.0);
                 side.samples.push(0);
                 side.names.len() - 1
             });
-            side.per_rep_sec[i][r] += f.total() as f64 * p.period_sec;
-            side.samples[i] += f.total();
+            side.per_rep[i][r] += x;
+            // The mean of k repetitions: its variance is the sum of theirs over k².
+            side.mean_var[i] += var / (k * k);
+            side.samples[i] += n;
         }
     }
     side
@@ -245,7 +273,7 @@ fn side_functions(ps: &[Profile], idle: &IdleSet) -> SideFunctions {
 
 /// A side's functions as a DataFrame: function, mean seconds, row index into the side.
 fn side_frame(side: &SideFunctions, mean_col: &str, index_col: &str) -> PolarsResult<DataFrame> {
-    let means: Vec<f64> = side.per_rep_sec.iter().map(|v| stats::mean(v)).collect();
+    let means: Vec<f64> = side.per_rep.iter().map(|v| stats::mean(v)).collect();
     let idx: Vec<u32> = (0..side.names.len() as u32).collect();
     DataFrame::new(
         side.names.len(),
@@ -262,12 +290,84 @@ pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> Po
     compare_profile_sets(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)
 }
 
-fn noise_of(a: &[f64], b: &[f64], n1: u64, p1: f64, n2: u64, p2: f64) -> Significance {
+/// The test of a difference of two sides' values: Welch's t-test with repetitions on
+/// both sides, else the sampling error of the means, `var1` and `var2`.
+fn noise_of(a: &[f64], b: &[f64], var1: f64, var2: f64) -> Significance {
     stats::welch(a, b).unwrap_or_else(|| {
-        // Mean over k repetitions of Poisson counts: each sample weighs period / k.
-        let (k1, k2) = (a.len().max(1) as f64, b.len().max(1) as f64);
-        stats::sampling(n1 as f64, p1 / k1, n2 as f64, p2 / k2)
+        // As Poisson counts of an effective sample size n = mean² / var, each sample worth
+        // var / mean: n·p is the mean and n·p² the variance.
+        let effective = |mean: f64, var: f64| {
+            if mean == 0.0 || var == 0.0 {
+                (0.0, 0.0)
+            } else {
+                (mean * mean / var, var / mean)
+            }
+        };
+        let (n1, p1) = effective(stats::mean(a), var1);
+        let (n2, p2) = effective(stats::mean(b), var2);
+        stats::sampling(n1, p1, n2, p2)
     })
+}
+
+/// The measure both sides are valued in, with a warning when there is none in common.
+fn common_measure(s1: &[Profile], s2: &[Profile], v1: &[value::Valued]) -> (Measure, Vec<String>) {
+    let (b1, b2) = (v1[0].basis, value::basis_of(&s2[0]));
+    let (e1, e2) = (&s1[0].event, &s2[0].event);
+    let time = |b| matches!(b, Basis::SampledTime | Basis::BusyTime);
+    if time(b1) && time(b2) {
+        let mut w = Vec::new();
+        if e1 != e2 {
+            w.push(format!(
+                "the runs sampled different events ('{e1}' vs '{e2}'); both are measured in time"
+            ));
+        }
+        return (Measure::seconds(b1), w);
+    }
+    if b1 == Basis::EventCount && b2 == Basis::EventCount && e1 == e2 {
+        return (Measure::events(e1, v1[0].busy), Vec::new());
+    }
+    let unit = |b: Basis, e: &str| {
+        if time(b) {
+            "seconds".to_string()
+        } else {
+            format!("counts of {e}")
+        }
+    };
+    (
+        Measure {
+            basis: Basis::Share,
+            unit: "%".into(),
+            scale: 1.0,
+        },
+        vec![format!(
+            "the runs are measured in different units ({} vs {}): values are each run's % of its total, \
+             and no ratio of values is given",
+            unit(b1, e1),
+            unit(b2, e2)
+        )],
+    )
+}
+
+/// Each side's values in the common measure: as they are, or as % of their run's total.
+fn in_measure(vals: Vec<value::Valued>, m: &Measure) -> Vec<value::Valued> {
+    if m.basis != Basis::Share {
+        return vals;
+    }
+    vals.into_iter()
+        .map(|mut v| {
+            let s = if v.busy > 0.0 { 100.0 / v.busy } else { 0.0 };
+            for x in v.functions.values_mut() {
+                x.0 *= s;
+                x.1 *= s * s;
+            }
+            v.busy *= s;
+            v.busy_var *= s * s;
+            v.idle *= s;
+            v.lost *= s;
+            v.basis = Basis::Share;
+            v
+        })
+        .collect()
 }
 
 /// The functions of both sides joined by name (polars outer join), with their mean
@@ -363,26 +463,37 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
             .unwrap_or_else(|| IdleSet::new(s[0].idle_set.clone()))
     };
     let (idle1, idle2) = (idle_of(s1), idle_of(s2));
-    let run1 = ProfileSummary::of_set(s1, &idle1);
-    let run2 = ProfileSummary::of_set(s2, &idle2);
-    let (side1, side2) = (side_functions(s1, &idle1), side_functions(s2, &idle2));
-    let (period1, period2) = (s1[0].period_sec, s2[0].period_sec);
-    let j = join_sides(&side1, &side2, run1.cpu_sec, run2.cpu_sec, opts.cutoff_pct)?;
+    let v1: Vec<value::Valued> = s1.iter().map(|p| value::value(p, &idle1)).collect();
+    let v2: Vec<value::Valued> = s2.iter().map(|p| value::value(p, &idle2)).collect();
+    let (measure, warnings) = common_measure(s1, s2, &v1);
+    let (v1, v2) = (in_measure(v1, &measure), in_measure(v2, &measure));
+    let summary = |s: &[Profile], v: &[value::Valued], idle: &IdleSet| {
+        ProfileSummary::mean_of(
+            s.iter()
+                .zip(v)
+                .map(|(p, v)| ProfileSummary::of_valued(p, v, idle))
+                .collect(),
+        )
+    };
+    let run1 = summary(s1, &v1, &idle1);
+    let run2 = summary(s2, &v2, &idle2);
+    let (side1, side2) = (side_functions(&v1), side_functions(&v2));
+    let j = join_sides(&side1, &side2, run1.cpu, run2.cpu, opts.cutoff_pct)?;
 
     let zeros1 = vec![0.0; s1.len()];
     let zeros2 = vec![0.0; s2.len()];
     let rows = (0..j.function.len())
         .map(|i| {
-            let v1 = j.i1[i].map_or(&zeros1, |k| &side1.per_rep_sec[k as usize]);
-            let v2 = j.i2[i].map_or(&zeros2, |k| &side2.per_rep_sec[k as usize]);
-            let n1 = j.i1[i].map_or(0, |k| side1.samples[k as usize]);
-            let n2 = j.i2[i].map_or(0, |k| side2.samples[k as usize]);
-            let noise = noise_of(v1, v2, n1, period1, n2, period2);
+            let v1 = j.i1[i].map_or(&zeros1, |k| &side1.per_rep[k as usize]);
+            let v2 = j.i2[i].map_or(&zeros2, |k| &side2.per_rep[k as usize]);
+            let var1 = j.i1[i].map_or(0.0, |k| side1.mean_var[k as usize]);
+            let var2 = j.i2[i].map_or(0.0, |k| side2.mean_var[k as usize]);
+            let noise = noise_of(v1, v2, var1, var2);
             FunctionDelta {
                 function: j.function[i].clone(),
-                run1_sec: j.t1[i],
-                run2_sec: j.t2[i],
-                delta_sec: j.delta[i].unwrap_or(0.0),
+                run1: j.t1[i],
+                run2: j.t2[i],
+                delta: j.delta[i].unwrap_or(0.0),
                 delta_pct_of_run1_cpu: j.delta_pct[i].unwrap_or(0.0),
                 run1_pct_of_cpu: j.share1[i].unwrap_or(0.0),
                 run2_pct_of_cpu: j.share2[i].unwrap_or(0.0),
@@ -394,10 +505,12 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
         })
         .collect();
 
-    let (cpu1, cpu2) = (&run1.cpu_sec_per_repetition, &run2.cpu_sec_per_repetition);
-    let busy = |ss: &[f64], period: f64| (ss.iter().sum::<f64>() / period).round() as u64;
-    let cpu_noise = noise_of(cpu1, cpu2, busy(cpu1, period1), period1, busy(cpu2, period2), period2);
+    let (cpu1, cpu2) = (&run1.cpu_per_repetition, &run2.cpu_per_repetition);
+    let mean_var = |v: &[value::Valued]| v.iter().map(|x| x.busy_var).sum::<f64>() / (v.len() * v.len()) as f64;
+    let cpu_noise = noise_of(cpu1, cpu2, mean_var(&v1), mean_var(&v2));
     Ok(ProfileComparison {
+        measure,
+        warnings,
         run1,
         run2,
         cutoff_pct: opts.cutoff_pct,
@@ -442,9 +555,9 @@ mod tests {
         let s = ProfileSummary::of(&p, &IdleSet::new(p.idle_set.clone()));
         assert_eq!(s.cpus, 1);
         assert!((s.elapsed_sec - 10.0).abs() < 1e-12);
-        assert!((s.cpu_sec - 4.0).abs() < 1e-12);
-        assert!((s.lost_sec - 0.2).abs() < 1e-12);
-        assert!((s.idle_sec - 5.8).abs() < 1e-12);
+        assert!((s.cpu - 4.0).abs() < 1e-12);
+        assert!((s.lost - 0.2).abs() < 1e-12);
+        assert!((s.idle - 5.8).abs() < 1e-12);
         assert_eq!(s.idle_samples, 500);
     }
 
@@ -471,10 +584,10 @@ mod tests {
         let names: Vec<&str> = c.rows.iter().map(|r| r.function.as_str()).collect();
         assert_eq!(names, ["c", "m [ext4]", "a", "b"]);
         let r = &c.rows[0];
-        assert_eq!((r.run1_sec, r.run2_sec), (None, Some(2.0)));
+        assert_eq!((r.run1, r.run2), (None, Some(2.0)));
         assert!((r.delta_pct_of_run1_cpu - 50.0).abs() < 1e-9);
         let a = &c.rows[2];
-        assert!((a.delta_sec + 0.5).abs() < 1e-9);
+        assert!((a.delta + 0.5).abs() < 1e-9);
         assert!((a.delta_pct_of_run1_cpu + 12.5).abs() < 1e-9);
         // Single runs: the sampling error, 10 ms x sqrt(300 + 250) = 0.2345 s; a 0.5 s
         // drop is 2.13 standard errors: significant at 95%.
@@ -482,8 +595,8 @@ mod tests {
         assert!((a.noise.ci95 - stats::Z_CRIT * 0.01 * 550f64.sqrt()).abs() < 1e-9);
         assert!(a.noise.significant);
         let b = &c.rows[3];
-        assert_eq!(b.run2_sec, None);
-        assert!((b.delta_sec + 1.0).abs() < 1e-9);
+        assert_eq!(b.run2, None);
+        assert!((b.delta + 1.0).abs() < 1e-9);
         // m: 0.01 s of run 2's 4.51 s CPU = 0.22 % < 1 % cutoff; the others are above.
         assert!(!c.rows[1].listed);
         assert_eq!(c.listed().count(), 3);
@@ -508,10 +621,10 @@ mod tests {
         let s2 = side([350, 360, 340], [110, 90, 100]);
         let c = compare_profile_sets(&s1, &s2, &CompareOptions::default()).unwrap();
         assert_eq!(c.run1.repetitions, 3);
-        assert!((c.run1.cpu_sec - 4.0).abs() < 1e-9);
+        assert!((c.run1.cpu - 4.0).abs() < 1e-9);
         let a = c.rows.iter().find(|r| r.function == "a").unwrap();
         assert_eq!(a.noise.method, Method::Welch);
-        assert!((a.delta_sec - 0.5).abs() < 1e-9);
+        assert!((a.delta - 0.5).abs() < 1e-9);
         assert!((a.run1_sd_pct - 100.0 * 0.1 / 3.0).abs() < 1e-9);
         assert!(a.noise.significant);
         let b = c.rows.iter().find(|r| r.function == "b").unwrap();
@@ -529,7 +642,7 @@ mod tests {
         let p = profile(10.0, 0, &[("kernel", "a", 300), ("kernel", "idle", 500)]);
         let opts = CompareOptions::new(0.5, Some(IdleSet::new(vec!["a".into()])));
         let c = compare_profiles(&p, &p, &opts).unwrap();
-        assert!((c.run1.cpu_sec - 5.0).abs() < 1e-9);
+        assert!((c.run1.cpu - 5.0).abs() < 1e-9);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].function, "idle");
     }

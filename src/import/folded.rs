@@ -6,7 +6,7 @@
 //! `_[k]` annotation is kernel code; others are counted under the module `user`.
 
 use super::{test_name, ImportError, ImportOptions, Imported, StackCollector, DEFAULT_PERIOD_SEC};
-use crate::model::profile::module;
+use crate::model::profile::{module, Unit};
 use crate::model::{IdleSet, ProfileBuilder, ProfileMeta};
 use std::io::BufRead;
 use std::path::Path;
@@ -29,9 +29,9 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
     let mut stacks = StackCollector::new(opts.stacks);
     for_each_stack(input, name, |s| {
         let (module, f) = annotated(s.leaf());
-        counts.add(0, module, f, s.count);
+        counts.add(0, module, f, s.count, s.count, s.count as f64);
         // The stacks already start at the command (as folded by stackcollapse-perf).
-        stacks.add(None, s.frames().map(|f| annotated(f).1), s.count);
+        stacks.add(None, s.frames().map(|f| annotated(f).1), s.count, s.count);
     })?;
     let samples = counts.samples();
     if samples == 0 {
@@ -45,11 +45,14 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
         "folded stacks carry no time or CPU: one CPU, {} ms per sample, elapsed = samples x period",
         period_sec * 1e3
     )];
+    let period = period_sec * 1e9;
+    counts.weigh_by_count(period);
     let meta = ProfileMeta {
         test: test_name(path),
         command: None,
         event: "folded".into(),
-        period_sec,
+        unit: Unit::Nanoseconds,
+        period: Some(period),
         wall_sec: samples as f64 * period_sec,
     };
     Ok(Imported {

@@ -13,8 +13,8 @@ pub mod perf_data;
 pub mod script;
 
 use crate::model::mode::is_kernel_address;
-use crate::model::profile::module;
-use crate::model::{Profile, StackProfile};
+use crate::model::profile::{module, Unit};
+use crate::model::{IdleSet, Profile, ProfileBuilder, ProfileMeta, StackProfile};
 use crate::store::{prfout, StoreError};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -216,30 +216,30 @@ impl StackCollector {
         self.profile.is_some()
     }
 
-    /// Adds `count` samples of the stack `root`, then `frames` (root first).
-    pub(crate) fn add<'f>(&mut self, root: Option<&str>, frames: impl Iterator<Item = &'f str>, count: u64) {
+    /// Adds `count` samples weighing `weight` of the stack `root`, then `frames` (root
+    /// first).
+    pub(crate) fn add<'f>(
+        &mut self,
+        root: Option<&str>,
+        frames: impl Iterator<Item = &'f str>,
+        count: u64,
+        weight: u64,
+    ) {
         let Some(p) = &mut self.profile else { return };
         self.frames.clear();
         self.frames.extend(root.map(|r| p.intern(r)));
         let own = self.frames.len();
         self.frames.extend(frames.map(|f| p.intern(f)));
         self.chains |= self.frames.len() > own + 1;
-        p.add_stack(&self.frames, count);
+        p.add_weighted(&self.frames, count, weight);
     }
 
     /// Adds the stacks `other` collected (a piece of the same input read apart).
     pub(crate) fn merge(&mut self, other: StackCollector) {
         self.chains |= other.chains;
-        let (Some(p), Some(o)) = (&mut self.profile, other.profile) else {
-            return;
-        };
-        for (stack, count) in o.stacks() {
-            self.frames.clear();
-            self.frames.extend(stack.iter().map(|&f| p.intern(o.name(f))));
-            p.add_stack(&self.frames, count);
+        if let (Some(p), Some(o)) = (&mut self.profile, other.profile) {
+            p.merge(&o);
         }
-        p.truncated += o.truncated;
-        p.lost += o.lost;
     }
 
     /// The stacks, when some sample had a call chain.
@@ -336,6 +336,7 @@ pub(crate) struct SampleTimes {
     last: u64,
     period_sum: u128,
     with_period: u64,
+    without_period: u64,
 }
 
 impl Default for SampleTimes {
@@ -345,14 +346,19 @@ impl Default for SampleTimes {
             last: 0,
             period_sum: 0,
             with_period: 0,
+            without_period: 0,
         }
     }
 }
 
-/// A profile's time basis: what one sample stands for and the wall time covered.
+/// What a profile's samples weigh and the wall time they cover.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct TimeBasis {
-    pub(crate) period_sec: f64,
+pub(crate) struct Basis {
+    /// What the weights count.
+    pub(crate) unit: Unit,
+    /// Every sample weighs this, in `unit`, instead of its own period (none carried one,
+    /// or the user said what a sample stands for); `None`: each weighs its period.
+    pub(crate) weigh_by_count: Option<f64>,
     pub(crate) wall_sec: f64,
 }
 
@@ -363,9 +369,12 @@ impl SampleTimes {
             self.first = self.first.min(t);
             self.last = self.last.max(t);
         }
-        if let Some(p) = period {
-            self.period_sum += u128::from(p);
-            self.with_period += 1;
+        match period {
+            Some(p) => {
+                self.period_sum += u128::from(p);
+                self.with_period += 1;
+            }
+            None => self.without_period += 1,
         }
     }
 
@@ -375,60 +384,89 @@ impl SampleTimes {
         self.last = self.last.max(o.last);
         self.period_sum += o.period_sum;
         self.with_period += o.with_period;
+        self.without_period += o.without_period;
     }
 
     fn range_sec(&self) -> Option<f64> {
         (self.first <= self.last).then(|| (self.last - self.first) as f64 * 1e-9)
     }
 
-    /// The time one sample stands for, and the wall time:
-    /// - the user's `override_sec`, when given;
-    /// - for the time events `cpu-clock` and `task-clock`, the samples' own period in
-    ///   nanoseconds (their mean when it varies), else the `declared` one (the recording's
-    ///   sampling setting);
-    /// - otherwise the time range x CPUs / samples, with a warning; without sample times,
-    ///   1 ms with a warning.
+    /// What the samples weigh, by one rule for every importer:
+    /// - the user's `override_sec` when given: every sample stands for that much time;
+    /// - the samples' own periods when every sample carries one (perf report's weights),
+    ///   in nanoseconds for the time events `cpu-clock` and `task-clock`, else in the
+    ///   event's own unit;
+    /// - otherwise every sample weighs the same: the `declared` period (the recording's
+    ///   sampling setting, in the event's unit); for a time event without one, the time
+    ///   range x CPUs / samples, or 1 ms without sample times; for other events, one
+    ///   event. Each of these says so in a warning.
     ///
-    /// The wall time is the time range plus one period (the first sample stands for the
-    /// period before it), or samples x period / CPUs without sample times.
-    pub(crate) fn derive(
+    /// The wall time is the time range plus one sample's share of it (the first sample
+    /// stands for the time before it), or samples x period / CPUs without sample times.
+    pub(crate) fn basis(
         &self,
         event: &str,
         override_sec: Option<f64>,
         declared: Option<f64>,
-        samples: u64,
         cpus: usize,
         warnings: &mut Vec<String>,
-    ) -> TimeBasis {
+    ) -> Basis {
         let cpus = cpus.max(1) as f64;
+        let samples = (self.with_period + self.without_period).max(1) as f64;
         let range = self.range_sec();
-        let period_sec = match override_sec {
-            Some(p) => p,
-            None if self.with_period > 0 && is_time_event(event) => {
-                self.period_sum as f64 / self.with_period as f64 * 1e-9
+        let unit = Unit::of_event(event);
+        let time = unit == Unit::Nanoseconds;
+        let (unit, fixed) = if let Some(s) = override_sec {
+            (Unit::Nanoseconds, Some(s * 1e9))
+        } else if self.without_period == 0 && self.with_period > 0 {
+            (unit, None)
+        } else {
+            if self.with_period > 0 {
+                warnings.push(format!(
+                    "{} of {} samples carry no period: every sample is weighed the same",
+                    self.without_period,
+                    self.with_period + self.without_period
+                ));
             }
-            None if is_time_event(event) && declared.is_some() => declared.unwrap_or_default(),
-            None => match range.filter(|r| *r > 0.0) {
-                Some(r) => {
+            let p = match (declared, range.filter(|r| *r > 0.0)) {
+                (Some(d), _) => d,
+                (None, Some(r)) if time => {
                     warnings.push(format!(
-                        "{event} is not a time event, or its samples carry no period: one sample is \
-                         taken as the time range x CPUs / samples"
+                        "{event} samples carry no period: one sample is taken as the time range x CPUs / samples"
                     ));
-                    r * cpus / samples.max(1) as f64
+                    r * cpus / samples * 1e9
                 }
-                None => {
+                (None, None) if time => {
                     warnings.push(
                         "no sample times or periods: one sample is taken as 1 ms unless a period is given".into(),
                     );
-                    DEFAULT_PERIOD_SEC
+                    DEFAULT_PERIOD_SEC * 1e9
                 }
-            },
+                (None, _) => {
+                    warnings.push(format!(
+                        "{event} samples carry no period: each counts as one event (print the period, e.g. perf script -F +period)"
+                    ));
+                    1.0
+                }
+            };
+            (unit, Some(p))
         };
-        let wall_sec = match range {
-            Some(r) => r + period_sec,
-            None => samples as f64 * period_sec / cpus,
+        let mean = fixed.unwrap_or(if self.with_period > 0 {
+            self.period_sum as f64 / self.with_period as f64
+        } else {
+            1.0
+        });
+        let wall_sec = match (range, unit) {
+            (Some(r), Unit::Nanoseconds) => r + mean * 1e-9,
+            (Some(r), Unit::Events) => r + r * cpus / samples,
+            (None, Unit::Nanoseconds) => samples * mean * 1e-9 / cpus,
+            (None, Unit::Events) => 0.0,
         };
-        TimeBasis { period_sec, wall_sec }
+        Basis {
+            unit,
+            weigh_by_count: fixed,
+            wall_sec,
+        }
     }
 }
 
@@ -436,16 +474,36 @@ impl SampleTimes {
 /// seed's 1 ms.
 pub const DEFAULT_PERIOD_SEC: f64 = 0.001;
 
+impl Basis {
+    /// The profile of `counts`, weighed as this basis says.
+    pub(crate) fn finish(
+        &self,
+        mut counts: ProfileBuilder,
+        test: String,
+        command: Option<String>,
+        event: String,
+        warnings: Vec<String>,
+    ) -> Profile {
+        if let Some(p) = self.weigh_by_count {
+            counts.weigh_by_count(p);
+        }
+        let meta = ProfileMeta {
+            test,
+            command,
+            event,
+            unit: self.unit,
+            period: self.weigh_by_count,
+            wall_sec: self.wall_sec,
+        };
+        counts.finish(meta, &IdleSet::linux_default(), warnings)
+    }
+}
+
 /// The name a profile read from `path` gets as its test: the file name.
 pub(crate) fn test_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "stdin".into())
-}
-
-/// Whether an event counts time in nanoseconds per unit of period.
-pub(crate) fn is_time_event(event: &str) -> bool {
-    matches!(event, "cpu-clock" | "task-clock")
 }
 
 #[cfg(test)]

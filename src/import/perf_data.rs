@@ -13,7 +13,7 @@ use super::{test_name, ImportError, ImportOptions, Imported, SampleTimes, StackC
 use crate::host::running_kernel_build_id;
 use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_MAX};
 use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
-use crate::model::{IdleSet, ProfileBuilder, ProfileMeta};
+use crate::model::ProfileBuilder;
 use crate::symbols::{buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, UserSymbols, UserSymbolsMissing};
 use linux_perf_data::linux_perf_event_reader::{
     CpuMode, EventRecord, Mmap2FileId, RawDataU64, SampleRecord, SamplingPolicy,
@@ -262,8 +262,8 @@ struct Header {
     /// records), and its name.
     event_index: usize,
     event: String,
-    /// The period its attribute declares, in seconds, for a time event.
-    declared_period_sec: Option<f64>,
+    /// The fixed period its attribute declares, in the event's unit.
+    declared_period: Option<f64>,
     other_events: bool,
     kernel_build_id: Option<Vec<u8>>,
     release: Option<String>,
@@ -287,16 +287,16 @@ fn read_header(path: &Path, perf_file: &linux_perf_data::PerfFile) -> Result<Hea
         .name()
         .map(|n| n.split(':').next().unwrap_or(n).to_string())
         .unwrap_or_else(|| "cpu-clock".into());
-    let declared_period_sec = match attrs[event_index].attributes().sampling_policy {
-        SamplingPolicy::Period(n) => Some(n.get() as f64 * 1e-9),
-        SamplingPolicy::Frequency(f) if f > 0 => Some(1.0 / f as f64),
+    // A fixed period is what every sample weighs; a frequency says nothing of that.
+    let declared_period = match attrs[event_index].attributes().sampling_policy {
+        SamplingPolicy::Period(n) => Some(n.get() as f64),
         _ => None,
     };
     let build_ids = perf_file.build_ids().map_err(perf_err(path))?;
     Ok(Header {
         event_index,
         event,
-        declared_period_sec,
+        declared_period,
         other_events: attrs.len() > 1,
         kernel_build_id: build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone()),
         release: perf_file.os_release().map_err(perf_err(path))?.map(str::to_string),
@@ -356,9 +356,11 @@ impl Reader<'_> {
     fn sample(&mut self, s: &SampleRecord<'_>) {
         let cpu = s.cpu.unwrap_or(0);
         self.times.sample(s.timestamp, s.period);
+        // Without its own period a sample weighs one here; the basis reweighs them all.
+        let period = s.period.unwrap_or(1);
         let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
         if let (true, Some(chain)) = (self.stacks.wanted(), &s.callchain) {
-            self.chain(chain, mode, pid, s.tid.unwrap_or(-1));
+            self.chain(chain, mode, pid, s.tid.unwrap_or(-1), period);
         }
         let user = match mode {
             Mode::User => match self.maps.resolve(pid, ip) {
@@ -370,10 +372,10 @@ impl Reader<'_> {
             },
             _ => (module::USER, UNKNOWN_FUNCTION),
         };
-        self.profile.add_sample(cpu, mode, ip, self.symbols, user);
+        self.profile.add_sample(cpu, (mode, ip, period), self.symbols, user);
     }
 
-    fn chain(&mut self, chain: &RawDataU64<'_>, mut mode: Mode, pid: i32, tid: i32) {
+    fn chain(&mut self, chain: &RawDataU64<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
         self.chain_names.clear();
         for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
             if addr >= PERF_CONTEXT_MAX {
@@ -389,7 +391,7 @@ impl Reader<'_> {
             });
         }
         let comm = self.comms.get(&tid).map(String::as_str).unwrap_or(UNKNOWN_FUNCTION);
-        self.stacks.add(Some(comm), self.chain_names.rev(), 1);
+        self.stacks.add(Some(comm), self.chain_names.rev(), 1, period);
     }
 
     /// The warnings the reading leaves: symbols not found, samples left out.
@@ -476,23 +478,15 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> 
     }
     let mut warnings: Vec<String> = symbols_note.into_iter().collect();
     warnings.extend(r.warnings(&h.event, h.other_events));
-    let time = r.times.derive(
+    let basis = r.times.basis(
         &h.event,
         opts.period_sec,
-        h.declared_period_sec,
-        samples,
+        h.declared_period,
         r.profile.cpu_count(),
         &mut warnings,
     );
-    let meta = ProfileMeta {
-        test: test_name(path),
-        command: h.cmdline,
-        event: h.event,
-        period_sec: time.period_sec,
-        wall_sec: time.wall_sec,
-    };
     Ok(Imported {
-        profile: r.profile.finish(meta, &IdleSet::linux_default(), warnings),
+        profile: basis.finish(r.profile, test_name(path), h.cmdline, h.event, warnings),
         stacks: r.stacks.finish(),
     })
 }

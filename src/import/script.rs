@@ -3,7 +3,7 @@
 
 use super::{module_of_dso, test_name, ImportError, ImportOptions, Imported, SampleTimes, StackCollector};
 use crate::model::profile::{module, NO_IP_FUNCTION, UNKNOWN_FUNCTION};
-use crate::model::{IdleSet, ProfileBuilder, ProfileMeta};
+use crate::model::ProfileBuilder;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
@@ -35,18 +35,20 @@ impl EventTally {
 
     fn sample(&mut self, s: &Sample<'_>) {
         self.times.sample(s.time_ns, s.period);
+        // Without its own period a sample weighs one here; the basis reweighs them all.
+        let period = s.period.unwrap_or(1);
         let cpu = s.cpu.unwrap_or(0);
         self.max_cpu = self.max_cpu.max(s.cpu);
         match s.leaf() {
             Some(f) => {
                 let name = f.symbol.unwrap_or(UNKNOWN_FUNCTION);
-                self.counts.add(cpu, module_of_dso(f.dso, f.ip), name, 1);
+                self.counts.add_one(cpu, module_of_dso(f.dso, f.ip), name, period);
                 let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or(UNKNOWN_FUNCTION));
-                self.stacks.add(Some(s.comm), frames, 1);
+                self.stacks.add(Some(s.comm), frames, 1, period);
             }
             None => {
                 self.no_ip += 1;
-                self.counts.add(cpu, module::USER, NO_IP_FUNCTION, 1);
+                self.counts.add_one(cpu, module::USER, NO_IP_FUNCTION, period);
             }
         }
     }
@@ -247,24 +249,10 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
             "{no_ip} samples had no address or symbol (add -F ip,sym,dso to perf script)"
         ));
     }
-    let time = times.derive(
-        &event,
-        opts.period_sec,
-        None,
-        samples,
-        counts.cpu_count(),
-        &mut warnings,
-    );
-    let meta = ProfileMeta {
-        test: test_name(path),
-        command: None,
-        event,
-        period_sec: time.period_sec,
-        wall_sec: time.wall_sec,
-    };
+    let basis = times.basis(&event, opts.period_sec, None, counts.cpu_count(), &mut warnings);
     Ok(Imported {
         stacks: stacks.finish(),
-        profile: counts.finish(meta, &IdleSet::linux_default(), warnings),
+        profile: basis.finish(counts, test_name(path), None, event, warnings),
     })
 }
 
@@ -297,7 +285,7 @@ mod tests {
         .profile;
         assert_eq!(p.test, "script.txt");
         assert_eq!(p.event, "cpu-clock");
-        assert!((p.period_sec - 0.00025).abs() < 1e-15);
+        assert_eq!((p.unit, p.period), (crate::model::profile::Unit::Nanoseconds, 250000.0));
         assert!((p.wall_sec - 0.00075).abs() < 1e-12, "{}", p.wall_sec);
         assert_eq!(p.cpus.len(), 2, "the page-fault sample's CPU is not counted");
         let names: Vec<(&str, &str, u64)> = p
@@ -340,14 +328,15 @@ mod tests {
             .events
             .into_iter()
             .map(|(k, e)| {
-                let meta = ProfileMeta {
+                let meta = crate::model::ProfileMeta {
                     test: "t".into(),
                     command: None,
                     event: k.clone(),
-                    period_sec: 0.001,
+                    unit: crate::model::profile::Unit::Nanoseconds,
+                    period: None,
                     wall_sec: 1.0,
                 };
-                let p = e.counts.finish(meta, &IdleSet::linux_default(), vec![]);
+                let p = e.counts.finish(meta, &crate::model::IdleSet::linux_default(), vec![]);
                 let rows = p
                     .functions
                     .iter()

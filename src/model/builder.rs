@@ -17,7 +17,8 @@ pub trait KernelResolver {
     fn resolve_kernel(&self, pc: u64) -> Option<(&str, Option<&str>)>;
 }
 
-/// Per-function, per-CPU sample counts, and the per-CPU totals.
+/// Per-function, per-CPU sample counts and weights, and the per-CPU totals. A sample
+/// weighs its period (in the profile's unit); sums saturate at 2^64 rather than wrap.
 ///
 /// The CPUs are either fixed up front ([`ProfileBuilder::with_cpus`]: a live run samples
 /// the CPUs online at its start, and a sample from another CPU is left out and counted)
@@ -27,8 +28,11 @@ pub struct ProfileBuilder {
     // Looked up once per sample: foldhash, not SipHash (no untrusted keys to defend against).
     index: HashMap<String, usize, foldhash::fast::RandomState>,
     keys: Vec<(String, String)>,
-    // counts[function][slot], slots in order of first appearance of their CPU.
+    // counts[function][slot] and weights[function][slot], slots in order of first
+    // appearance of their CPU; squares[function]: the sum of the squared weights.
     counts: Vec<Vec<u64>>,
+    weights: Vec<Vec<u64>>,
+    squares: Vec<f64>,
     slot_of_cpu: HashMap<u32, usize>,
     cpus: Vec<CpuTotals>,
     fixed_cpus: bool,
@@ -77,8 +81,9 @@ impl ProfileBuilder {
         self.column(cpu);
     }
 
-    /// Adds `n` samples of `module`'s `name` on `cpu`.
-    pub fn add(&mut self, cpu: u32, module: &str, name: &str, n: u64) {
+    /// Adds `n` samples of `module`'s `name` on `cpu`, weighing `weight` in all, whose
+    /// squares sum to `weight_sq`.
+    pub fn add(&mut self, cpu: u32, module: &str, name: &str, n: u64, weight: u64, weight_sq: f64) {
         let Some(slot) = self.column(cpu) else {
             self.foreign_cpu_samples += n;
             return;
@@ -94,48 +99,83 @@ impl ProfileBuilder {
                 self.index.insert(self.key.clone(), f);
                 self.keys.push((module.to_string(), name.to_string()));
                 self.counts.push(Vec::new());
+                self.weights.push(Vec::new());
+                self.squares.push(0.0);
                 f
             }
         };
-        let row = &mut self.counts[f];
+        let (row, wrow) = (&mut self.counts[f], &mut self.weights[f]);
         if row.len() <= slot {
             row.resize(slot + 1, 0);
+            wrow.resize(slot + 1, 0);
         }
-        row[slot] += n;
-        self.cpus[slot].samples += n;
-        self.samples += n;
+        row[slot] = row[slot].saturating_add(n);
+        wrow[slot] = wrow[slot].saturating_add(weight);
+        self.squares[f] += weight_sq;
+        let c = &mut self.cpus[slot];
+        c.samples = c.samples.saturating_add(n);
+        c.weight = c.weight.saturating_add(weight);
+        self.samples = self.samples.saturating_add(n);
     }
 
-    /// Counts one sample of a PC by the rule every source shares: a kernel PC is named by
-    /// `kernel` (`[unknown]` where no symbol covers it), a user PC is `user` (module,
-    /// function) as the caller names it, hypervisor and guest time are one function each,
-    /// and a sample of unknown mode is placed by its address.
+    /// Adds one sample of `module`'s `name` on `cpu`, of period `period`.
+    pub fn add_one(&mut self, cpu: u32, module: &str, name: &str, period: u64) {
+        let p = period as f64;
+        self.add(cpu, module, name, 1, period, p * p);
+    }
+
+    /// Counts one sample of a PC, of period `period`, by the rule every source shares: a
+    /// kernel PC is named by `kernel` (`[unknown]` where no symbol covers it), a user PC
+    /// is `user` (module, function) as the caller names it, hypervisor and guest time are
+    /// one function each, and a sample of unknown mode is placed by its address.
     pub fn add_sample<K: KernelResolver + ?Sized>(
         &mut self,
         cpu: u32,
-        mode: Mode,
-        pc: u64,
+        (mode, pc, period): (Mode, u64, u64),
         kernel: &K,
         user: (&str, &str),
     ) {
-        match mode {
+        let (m, name) = match mode {
             Mode::Kernel => match kernel.resolve_kernel(pc) {
-                Some((name, m)) => self.add(cpu, m.unwrap_or(module::KERNEL), name, 1),
-                None => self.add(cpu, module::KERNEL, UNKNOWN_FUNCTION, 1),
+                Some((name, m)) => (m.unwrap_or(module::KERNEL), name),
+                None => (module::KERNEL, UNKNOWN_FUNCTION),
             },
-            Mode::User => self.add(cpu, user.0, user.1, 1),
-            Mode::Hypervisor => self.add(cpu, module::HYPERVISOR, HYPERVISOR_FUNCTION, 1),
-            Mode::GuestKernel | Mode::GuestUser => self.add(cpu, module::GUEST, GUEST_FUNCTION, 1),
-            Mode::Unknown if is_kernel_address(pc) => self.add(cpu, module::KERNEL, UNKNOWN_MODE_FUNCTION, 1),
-            Mode::Unknown => self.add(cpu, module::USER, UNKNOWN_MODE_FUNCTION, 1),
+            Mode::User => user,
+            Mode::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
+            Mode::GuestKernel | Mode::GuestUser => (module::GUEST, GUEST_FUNCTION),
+            Mode::Unknown if is_kernel_address(pc) => (module::KERNEL, UNKNOWN_MODE_FUNCTION),
+            Mode::Unknown => (module::USER, UNKNOWN_MODE_FUNCTION),
+        };
+        self.add_one(cpu, m, name, period);
+    }
+
+    /// Makes every sample weigh `period` (its own period was not known).
+    pub fn weigh_by_count(&mut self, period: f64) {
+        let weigh = |n: u64| (n as f64 * period).round() as u64;
+        for (f, row) in self.counts.iter().enumerate() {
+            self.weights[f] = row.iter().map(|&n| weigh(n)).collect();
+            self.squares[f] = row.iter().sum::<u64>() as f64 * period * period;
+        }
+        for (slot, c) in self.cpus.iter_mut().enumerate() {
+            c.weight = self.weights.iter().filter_map(|w| w.get(slot)).sum();
         }
     }
 
     /// Adds everything `other` counted (a piece of the same input read apart).
     pub fn merge(&mut self, other: ProfileBuilder) {
-        for ((module, name), row) in other.keys.iter().zip(&other.counts) {
+        for (f, (module, name)) in other.keys.iter().enumerate() {
+            let (row, wrow) = (&other.counts[f], &other.weights[f]);
+            // The squares are the function's, not a CPU's: they go with its first column.
+            let mut sq = other.squares[f];
             for (slot, &n) in row.iter().enumerate().filter(|(_, &n)| n > 0) {
-                self.add(other.cpus[slot].cpu, module, name, n);
+                self.add(
+                    other.cpus[slot].cpu,
+                    module,
+                    name,
+                    n,
+                    wrow[slot],
+                    std::mem::take(&mut sq),
+                );
             }
         }
         for c in &other.cpus {
@@ -166,6 +206,11 @@ impl ProfileBuilder {
         self.samples
     }
 
+    /// Their summed weight.
+    pub fn weight(&self) -> u64 {
+        self.cpus.iter().fold(0u64, |s, c| s.saturating_add(c.weight))
+    }
+
     /// CPUs with a column.
     pub fn cpu_count(&self) -> usize {
         self.cpus.len()
@@ -179,14 +224,17 @@ impl ProfileBuilder {
         if !self.fixed_cpus {
             order.sort_by_key(|&s| self.cpus[s].cpu);
         }
+        let column = |row: &[u64]| -> Vec<u64> { order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect() };
         let functions = self
             .keys
             .into_iter()
-            .zip(self.counts)
-            .map(|((module, name), row)| FunctionSamples {
+            .enumerate()
+            .map(|(f, (module, name))| FunctionSamples {
                 module,
                 name,
-                per_cpu: order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect(),
+                per_cpu: column(&self.counts[f]),
+                weight_per_cpu: column(&self.weights[f]),
+                weight_sq: self.squares[f],
             })
             .collect();
         if self.foreign_cpu_samples > 0 {
@@ -204,6 +252,8 @@ impl ProfileBuilder {
 /// PCs named by the kernel's symbols, user time as `user` or `user:COMM`.
 pub struct RecordProfiler<'a, K: ?Sized> {
     kernel: &'a K,
+    /// The period of a sample that does not carry its own (a version 1 stream).
+    default_period: u64,
     user_by: UserBy,
     threads: ThreadNames,
     profile: ProfileBuilder,
@@ -211,10 +261,12 @@ pub struct RecordProfiler<'a, K: ?Sized> {
 }
 
 impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
-    /// A profiler of the CPUs `cpus` (column order), resolving kernel PCs with `kernel`.
-    pub fn new(kernel: &'a K, cpus: &[u32], user_by: UserBy) -> Self {
+    /// A profiler of the CPUs `cpus` (column order), resolving kernel PCs with `kernel`;
+    /// a sample without its own period weighs `default_period`.
+    pub fn new(kernel: &'a K, cpus: &[u32], user_by: UserBy, default_period: u64) -> Self {
         RecordProfiler {
             kernel,
+            default_period,
             user_by,
             threads: ThreadNames::default(),
             profile: ProfileBuilder::with_cpus(cpus),
@@ -233,7 +285,9 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
                     self.user_name.push_str(USER_FUNCTION);
                 }
                 let user = (module::USER, self.user_name.as_str());
-                self.profile.add_sample(s.cpu, s.mode, s.pc, self.kernel, user);
+                let period = s.period.unwrap_or(self.default_period);
+                self.profile
+                    .add_sample(s.cpu, (s.mode, s.pc, period), self.kernel, user);
             }
             Record::Lost { cpu, count } => self.profile.lost(*cpu, *count),
             Record::Throttle { cpu } => self.profile.throttled(*cpu),
@@ -271,7 +325,8 @@ mod tests {
             test: "t".into(),
             command: None,
             event: "cpu-clock".into(),
-            period_sec: 0.001,
+            unit: crate::model::profile::Unit::Nanoseconds,
+            period: Some(1e6),
             wall_sec: 1.0,
         }
     }
@@ -283,6 +338,7 @@ mod tests {
             pid: tid,
             tid,
             mode,
+            period: None,
             pc,
             callchain: vec![],
         })
@@ -290,7 +346,7 @@ mod tests {
 
     #[test]
     fn records_count_per_function_and_cpu() {
-        let mut b = RecordProfiler::new(&Table, &[0, 2], UserBy::Comm);
+        let mut b = RecordProfiler::new(&Table, &[0, 2], UserBy::Comm, 1_000_000);
         for r in [
             Record::Comm {
                 pid: 10,
@@ -348,9 +404,9 @@ mod tests {
     #[test]
     fn found_cpus_come_in_numeric_order() {
         let mut c = ProfileBuilder::new();
-        c.add(3, "kernel", "a", 2);
-        c.add(1, "kernel", "b", 5);
-        c.add(3, "kernel", "b", 1);
+        c.add(3, "kernel", "a", 2, 20, 200.0);
+        c.add(1, "kernel", "b", 5, 50, 500.0);
+        c.add(3, "kernel", "b", 1, 10, 100.0);
         c.ensure_cpu(0);
         c.lost(1, 4);
         let p = c.finish(meta(), &IdleSet::linux_default(), vec![]);
@@ -358,6 +414,8 @@ mod tests {
         assert_eq!(p.cpus[1].lost, 4);
         assert_eq!(p.functions[0].name, "b");
         assert_eq!(p.functions[0].per_cpu, [0, 5, 1]);
+        assert_eq!(p.functions[0].weight_per_cpu, [0, 50, 10]);
+        assert_eq!(p.functions[0].weight_sq, 600.0);
         assert_eq!(p.functions[1].per_cpu, [0, 0, 2]);
         assert_eq!(p.cpus[2].samples, 3);
     }
@@ -366,13 +424,13 @@ mod tests {
     fn one_naming_rule_for_every_mode() {
         let mut b = ProfileBuilder::new();
         let user = ("libc.so.6", "memcpy");
-        b.add_sample(0, Mode::Kernel, 0xffffffff81000001, &Table, user);
-        b.add_sample(0, Mode::Kernel, 0xffffffff8f000000, &Table, user);
-        b.add_sample(0, Mode::User, 0x1000, &Table, user);
-        b.add_sample(0, Mode::Hypervisor, 0, &Table, user);
-        b.add_sample(0, Mode::GuestUser, 0, &Table, user);
-        b.add_sample(0, Mode::Unknown, 0xffffffff81000001, &Table, user);
-        b.add_sample(0, Mode::Unknown, 0x1000, &Table, user);
+        b.add_sample(0, (Mode::Kernel, 0xffffffff81000001, 1), &Table, user);
+        b.add_sample(0, (Mode::Kernel, 0xffffffff8f000000, 1), &Table, user);
+        b.add_sample(0, (Mode::User, 0x1000, 1), &Table, user);
+        b.add_sample(0, (Mode::Hypervisor, 0, 1), &Table, user);
+        b.add_sample(0, (Mode::GuestUser, 0, 1), &Table, user);
+        b.add_sample(0, (Mode::Unknown, 0xffffffff81000001, 1), &Table, user);
+        b.add_sample(0, (Mode::Unknown, 0x1000, 1), &Table, user);
         let p = b.finish(meta(), &IdleSet::new(vec![]), vec![]);
         let mut rows: Vec<(&str, &str)> = p
             .functions
@@ -397,12 +455,14 @@ mod tests {
     #[test]
     fn merged_pieces_add_up() {
         let (mut a, mut b) = (ProfileBuilder::new(), ProfileBuilder::new());
-        a.add(0, "kernel", "x", 2);
-        b.add(1, "kernel", "x", 3);
+        a.add(0, "kernel", "x", 2, 2, 2.0);
+        b.add(1, "kernel", "x", 3, 6, 12.0);
         b.lost(1, 7);
         a.merge(b);
         let p = a.finish(meta(), &IdleSet::new(vec![]), vec![]);
         assert_eq!(p.functions[0].per_cpu, [2, 3]);
+        assert_eq!(p.functions[0].weight_per_cpu, [2, 6]);
+        assert_eq!(p.functions[0].weight_sq, 14.0);
         assert_eq!(p.cpus[1].lost, 7);
     }
 }

@@ -45,12 +45,21 @@ impl FrameKind {
     }
 }
 
-/// Samples per distinct stack, frames interned.
+/// Weight per distinct stack, frames interned.
+///
+/// Every sample weighs its period; a stack's value, as folded lines and call graphs show
+/// it, is its weight in samples of the profile's mean period ("sample equivalents"):
+/// exactly its samples when the period is fixed, and weighted as perf weighs them when
+/// the period varies.
 #[derive(Debug, Clone, Default)]
 pub struct StackProfile {
     names: Vec<String>,
     ids: HashMap<String, u32>,
     stacks: HashMap<Box<[u32]>, u64>,
+    /// The stacks' summed weight.
+    weight: u64,
+    /// Samples per unit of weight, when fixed by the profile this one was taken from.
+    scale: Option<f64>,
     /// Samples counted.
     pub samples: u64,
     /// Samples whose call chain reached the depth limit (rooted at [`TRUNCATED_FRAME`]).
@@ -81,23 +90,68 @@ impl StackProfile {
         &self.names[id as usize]
     }
 
-    /// Adds `count` samples of the stack `frames` (root first).
+    /// Adds `count` samples of the stack `frames` (root first), each weighing one.
     pub fn add_stack(&mut self, frames: &[u32], count: u64) {
+        self.add_weighted(frames, count, count);
+    }
+
+    /// Adds `count` samples of the stack `frames` (root first) weighing `weight` in all.
+    pub fn add_weighted(&mut self, frames: &[u32], count: u64, weight: u64) {
         if frames.is_empty() || count == 0 {
             return;
         }
-        self.samples += count;
+        self.samples = self.samples.saturating_add(count);
+        self.weight = self.weight.saturating_add(weight);
         match self.stacks.get_mut(frames) {
-            Some(c) => *c += count,
+            Some(w) => *w = w.saturating_add(weight),
             None => {
-                self.stacks.insert(frames.into(), count);
+                self.stacks.insert(frames.into(), weight);
             }
         }
     }
 
-    /// The distinct stacks and their samples, in no particular order.
+    /// Adds every stack of `other` (a piece of the same input read apart).
+    pub fn merge(&mut self, other: &StackProfile) {
+        let mut frames = Vec::new();
+        for (stack, w) in other.weighted_stacks() {
+            frames.clear();
+            frames.extend(stack.iter().map(|&f| self.intern(other.name(f))));
+            match self.stacks.get_mut(&frames[..]) {
+                Some(x) => *x = x.saturating_add(w),
+                None => {
+                    self.stacks.insert(frames.as_slice().into(), w);
+                }
+            }
+        }
+        self.samples = self.samples.saturating_add(other.samples);
+        self.weight = self.weight.saturating_add(other.weight);
+        self.truncated += other.truncated;
+        self.lost += other.lost;
+    }
+
+    /// Samples per unit of weight.
+    fn per_weight(&self) -> f64 {
+        self.scale.unwrap_or(if self.weight == 0 {
+            1.0
+        } else {
+            self.samples as f64 / self.weight as f64
+        })
+    }
+
+    /// The distinct stacks and their values (sample equivalents), in no particular order.
     pub fn stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
-        self.stacks.iter().map(|(s, &c)| (&s[..], c))
+        let scale = self.per_weight();
+        // Where every sample weighs one, weights are values: no rounding at all.
+        let exact = scale == 1.0;
+        self.stacks.iter().map(move |(s, &w)| {
+            let value = if exact { w } else { (w as f64 * scale).round() as u64 };
+            (&s[..], value)
+        })
+    }
+
+    /// The distinct stacks and their raw weights (the sampled event's unit).
+    pub fn weighted_stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
+        self.stacks.iter().map(|(s, &w)| (&s[..], w))
     }
 
     /// The folded line of a stack without its count: `root;...;leaf`.
@@ -201,17 +255,20 @@ impl StackProfile {
     /// The same profile without the stacks whose leaf is an idle function: what is left
     /// is CPU time, as upcmp counts it.
     pub fn without_idle(&self, idle: &IdleSet) -> StackProfile {
+        let scale = self.per_weight();
         let mut p = StackProfile {
             names: self.names.clone(),
             ids: self.ids.clone(),
             truncated: 0,
             lost: self.lost,
+            scale: Some(scale),
             ..Default::default()
         };
-        for (s, c) in self.stacks() {
+        for (s, w) in self.weighted_stacks() {
             let leaf = self.name(*s.last().expect("stacks are not empty"));
             if !idle.contains(leaf) {
-                p.add_stack(s, c);
+                let c = (w as f64 * scale).round() as u64;
+                p.add_weighted(s, c, w);
                 if self.name(s[0]) == TRUNCATED_FRAME {
                     p.truncated += c;
                 }
@@ -228,6 +285,8 @@ pub struct StackOptions {
     pub max_stack: usize,
     /// How the user-space node is named, as uprun's `--user-by`.
     pub user_by: UserBy,
+    /// The weight of a sample that does not carry its period (a version 1 stream).
+    pub default_period: u64,
 }
 
 impl Default for StackOptions {
@@ -235,6 +294,7 @@ impl Default for StackOptions {
         StackOptions {
             max_stack: DEFAULT_MAX_STACK,
             user_by: UserBy::Single,
+            default_period: 1,
         }
     }
 }
@@ -329,7 +389,8 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
             self.profile.truncated += 1;
         }
         frames.reverse();
-        self.profile.add_stack(&frames, 1);
+        let period = s.period.unwrap_or(self.opts.default_period);
+        self.profile.add_weighted(&frames, 1, period);
         self.scratch = frames;
     }
 
@@ -388,6 +449,7 @@ mod tests {
             pid: 7,
             tid: 7,
             mode,
+            period: None,
             pc,
             callchain,
         })
@@ -401,6 +463,7 @@ mod tests {
             StackOptions {
                 max_stack: 6,
                 user_by: UserBy::Comm,
+                default_period: 1,
             },
         );
         b.add(&Record::Comm {

@@ -2,12 +2,12 @@
 //! also feed the Parquet writer.
 
 use crate::compare::runs::{RunComparison, TestOutcome};
-use crate::compare::{ratio, Method, ProfileComparison};
+use crate::compare::{ratio, Basis, Method, ProfileComparison};
 use std::io::{self, Write};
 
 /// The CSV header.
 pub const CSV_HEADER: &str =
-    "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,run1_sd_pct,run2_sd_pct,noise_method,ci95,p_value,significant,listed";
+    "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,run1_sd_pct,run2_sd_pct,noise_method,ci95,p_value,significant,listed,unit";
 
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -66,6 +66,9 @@ pub struct Row<'a> {
     pub significant: Option<bool>,
     /// Whether the text report lists the function (above the cutoff).
     pub listed: Option<bool>,
+    /// The unit of run1, run2 and delta: `sec`, `/sec` (a rate), the sampled event's
+    /// name for its counts, `%` for shares; empty for counts of CPUs and repetitions.
+    pub unit: &'a str,
 }
 
 impl<'a> Row<'a> {
@@ -88,6 +91,7 @@ impl<'a> Row<'a> {
             p_value: None,
             significant: None,
             listed: None,
+            unit: "",
         }
     }
 }
@@ -111,6 +115,7 @@ pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
                 ci95: n.map(|n| n.ci95),
                 p_value: n.map(|n| n.p_value),
                 significant: n.map(|n| n.significant),
+                unit: &b.unit,
                 ..Row::new(&t.name, "bench", &b.description)
             });
         }
@@ -122,13 +127,18 @@ pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
 /// One profile comparison's summary and function rows, with `test` as their test.
 pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut Vec<Row<'a>>) {
     let (a, c) = (&profile.run1, &profile.run2);
+    // Values are written unscaled: seconds, an event's count, or a share.
+    let unit = match profile.measure.basis {
+        Basis::EventCount => a.event.as_str(),
+        _ => profile.measure.unit.as_str(),
+    };
     let summary = [
         ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
         ("repetitions", a.repetitions as f64, c.repetitions as f64),
         ("elapsed", a.elapsed_sec, c.elapsed_sec),
-        ("idle", a.idle_sec, c.idle_sec),
-        ("cpu", a.cpu_sec, c.cpu_sec),
-        ("lost", a.lost_sec, c.lost_sec),
+        ("idle", a.idle, c.idle),
+        ("cpu", a.cpu, c.cpu),
+        ("lost", a.lost, c.lost),
     ];
     for (k, x, y) in summary {
         let mut row = Row {
@@ -136,6 +146,11 @@ pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             run2: Some(y),
             delta: Some(y - x),
             ratio: ratio(x, y),
+            unit: match k {
+                "cpus" | "repetitions" => "",
+                "elapsed" => "sec",
+                _ => unit,
+            },
             ..Row::new(test, "summary", k)
         };
         if k == "cpu" {
@@ -151,9 +166,9 @@ pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
     }
     for f in &profile.rows {
         out.push(Row {
-            run1: f.run1_sec,
-            run2: f.run2_sec,
-            delta: Some(f.delta_sec),
+            run1: f.run1,
+            run2: f.run2,
+            delta: Some(f.delta),
             delta_pct_of_run1_cpu: Some(f.delta_pct_of_run1_cpu),
             run1_pct_of_cpu: Some(f.run1_pct_of_cpu),
             run2_pct_of_cpu: Some(f.run2_pct_of_cpu),
@@ -164,6 +179,7 @@ pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             p_value: Some(f.noise.p_value),
             significant: Some(f.noise.significant),
             listed: Some(f.listed),
+            unit,
             ..Row::new(test, "function", &f.function)
         });
     }
@@ -175,7 +191,7 @@ fn write_rows(rows: &[Row<'_>], out: &mut dyn Write) -> io::Result<()> {
     for r in rows {
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             field(r.test),
             r.kind,
             field(r.name),
@@ -192,7 +208,8 @@ fn write_rows(rows: &[Row<'_>], out: &mut dyn Write) -> io::Result<()> {
             num(r.ci95),
             num(r.p_value),
             flag(r.significant),
-            flag(r.listed)
+            flag(r.listed),
+            field(r.unit)
         )?;
     }
     Ok(())

@@ -37,6 +37,13 @@ pub fn fmt_ratio(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
 }
 
+/// Seconds as milliseconds with up to six decimals and no trailing zeros (`1`, `0.25`).
+pub fn msec(period_sec: f64) -> String {
+    let ms = period_sec * 1000.0;
+    let s = format!("{ms:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn no_negative_zero(s: String) -> String {
     match s.strip_prefix('-') {
         Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),

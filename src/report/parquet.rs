@@ -38,6 +38,7 @@ pub fn frame<'r>(rows: &[Row<'r>]) -> PolarsResult<DataFrame> {
             number("p_value", &|r| r.p_value),
             flag("significant", &|r| r.significant),
             flag("listed", &|r| r.listed),
+            text("unit", &|r| (!r.unit.is_empty()).then_some(r.unit)),
         ],
     )
 }

@@ -1,10 +1,10 @@
 //! The text report, in the layout of the original upcmp (seed 001's example).
 
-use super::{fmt_pct, fmt_ratio, fmt_sec};
+use super::{fmt_pct, fmt_ratio, fmt_sec, msec};
 use crate::compare::bench::{resolvable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::Method;
-use crate::compare::{ratio, ProfileComparison};
+use crate::compare::{ratio, Basis, Measure, ProfileComparison, ProfileSummary};
 use crate::model::DEFAULT_IDLE_FUNCTIONS;
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
@@ -104,12 +104,14 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
 /// Sections 2 and 3: the profiling summary and the per-function table, with notes.
 pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (a, b) = (&c.run1, &c.run2);
+    let m = &c.measure;
+    let unit = format!("({})", m.unit);
     let mut t = Table::new();
     t.set_format(plain_format());
     t.set_titles(Row::new(vec![
         left("Profiling Summary\nSum of all cpus"),
-        right("Run1\n(sec)"),
-        right("Run2\n(sec)"),
+        right(format!("Run1\n{unit}")),
+        right(format!("Run2\n{unit}")),
         right("R2/R1\n"),
     ]));
     t.add_row(Row::new(vec![
@@ -127,19 +129,28 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
             right(""),
         ]));
     }
-    let mut line = |name: &str, x: f64, y: f64| {
+    // Runs in different units have no ratio of values.
+    let comparable = m.basis != Basis::Share;
+    let mut line = |name: &str, x: f64, y: f64, scale: f64| {
+        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
         t.add_row(Row::new(vec![
             left(name),
-            right(format!("    {}", fmt_sec(x))),
-            right(format!("    {}", fmt_sec(y))),
-            right(format!("    {}", fmt_ratio(ratio(x, y)))),
+            right(format!("    {}", fmt_sec(x / scale))),
+            right(format!("    {}", fmt_sec(y / scale))),
+            right(format!("    {r}")),
         ]));
     };
-    line("Elapsed time", a.elapsed_sec, b.elapsed_sec);
-    line("Idle time", a.idle_sec, b.idle_sec);
-    line("CPU time", a.cpu_sec, b.cpu_sec);
-    if a.lost_sec > 0.0 || b.lost_sec > 0.0 {
-        line("Lost samples", a.lost_sec, b.lost_sec);
+    if m.is_time() {
+        line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0);
+        line("Idle time", a.idle, b.idle, 1.0);
+        line("CPU time", a.cpu, b.cpu, 1.0);
+    } else {
+        line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0);
+        line("Idle functions", a.idle, b.idle, m.scale);
+        line("Other functions", a.cpu, b.cpu, m.scale);
+    }
+    if a.lost > 0.0 || b.lost > 0.0 {
+        line("Lost samples", a.lost, b.lost, m.scale);
     }
     print_table(&t, out)?;
     writeln!(out)?;
@@ -148,33 +159,34 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     t.set_format(plain_format());
     let mut titles = vec![
         left(format!("CPU Time Analysis\nFunction (cutoff={:.2}%)", c.cutoff_pct)),
-        right("Run1\n(sec)"),
+        right(format!("Run1\n{unit}")),
     ];
     if repeated {
         titles.push(right("\n sd%"));
     }
-    titles.push(right("Run2\n(sec)"));
+    titles.push(right(format!("Run2\n{unit}")));
     if repeated {
         titles.push(right("\n sd%"));
     }
     titles.extend([
-        right("R2-R1\n(sec)"),
+        right(format!("R2-R1\n{unit}")),
         right("R2-R1/total R1 CPU\n(%)"),
         left("\n 95% test"),
     ]);
     t.set_titles(Row::new(titles));
-    let opt = |x: Option<f64>| x.map(fmt_sec).unwrap_or_default();
+    let value = |x: f64| fmt_sec(x / m.scale);
+    let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
-        let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1_sec)))];
+        let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1)))];
         if repeated {
             cells.push(right(format!(" {:.1}", r.run1_sd_pct)));
         }
-        cells.push(right(format!("  {}", opt(r.run2_sec))));
+        cells.push(right(format!("  {}", opt(r.run2))));
         if repeated {
             cells.push(right(format!(" {:.1}", r.run2_sd_pct)));
         }
         cells.extend([
-            right(format!("  {}", fmt_sec(r.delta_sec))),
+            right(format!("  {}", value(r.delta))),
             right(format!("  {}", fmt_pct(r.delta_pct_of_run1_cpu))),
             left(format!(" {}", noise_word(r.noise.significant))),
         ]);
@@ -191,30 +203,50 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     render_notes(c, out)
 }
 
-fn msec(period_sec: f64) -> String {
-    let ms = period_sec * 1000.0;
-    let s = format!("{ms:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+/// How one run's samples were taken and weighed, for the notes.
+fn sampling(s: &ProfileSummary, m: &Measure) -> String {
+    let period = |s: &ProfileSummary| match m.basis {
+        Basis::SampledTime => format!("{} msec", msec(s.period * 1e-9)),
+        _ => format!("{:.0} {}", s.period, s.event),
+    };
+    match (m.basis, s.fixed_period) {
+        (Basis::SampledTime, true) => format!("{} profiling sample rate ({})", period(s), s.event),
+        (_, true) => format!("{} sampled every {}", s.event, period(s)),
+        (_, false) => format!(
+            "{} sampled at a varying period (mean {}); every sample weighs its period",
+            s.event,
+            period(s)
+        ),
+    }
 }
 
 fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (a, b) = (&c.run1, &c.run2);
-    if a.period_sec == b.period_sec && a.event == b.event {
-        writeln!(
-            out,
-            "Notes: {} msec profiling sample rate ({}).",
-            msec(a.period_sec),
-            a.event
-        )?;
+    let m = &c.measure;
+    let (sa, sb) = (sampling(a, m), sampling(b, m));
+    if sa == sb {
+        writeln!(out, "Notes: {sa}.")?;
     } else {
-        writeln!(
+        writeln!(out, "Notes: run 1: {sa}; run 2: {sb}.")?;
+    }
+    match m.basis {
+        Basis::BusyTime => writeln!(
             out,
-            "Notes: {} msec ({}) in run 1, {} msec ({}) in run 2 profiling sample rate.",
-            msec(a.period_sec),
-            a.event,
-            msec(b.period_sec),
-            b.event
-        )?;
+            "Time: each function's share of its CPU's {} outside idle functions x that CPU's busy time \
+             from /proc/stat (docs/formulas.md).",
+            a.event
+        )?,
+        Basis::EventCount => writeln!(
+            out,
+            "Values are counts of {} in {}; a recording does not say how busy each CPU was, so they are \
+             not turned into time.",
+            a.event, m.unit
+        )?,
+        Basis::Share => writeln!(
+            out,
+            "Values are each run's % of its own total: the runs were measured in different units."
+        )?,
+        Basis::SampledTime => {}
     }
     let quoted = |set: &[String]| {
         if set
@@ -227,7 +259,9 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
             set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
         }
     };
-    writeln!(out, "Idle time calculated as elapsed - CPU time - lost samples.")?;
+    if m.is_time() {
+        writeln!(out, "Idle time calculated as elapsed - CPU time - lost samples.")?;
+    }
     match c.method() {
         Method::SamplingError => writeln!(
             out,

@@ -11,13 +11,15 @@ pub const PROFILE_FOLDED: &str = "profile.folded";
 
 /// Writes every function of `p` (idle ones too: the reader decides) as a one- or
 /// two-frame stack: kernel modules and hypervisor/guest time under their module's
-/// frame, the rest on their own. Counts are samples over all CPUs.
+/// frame, the rest on their own. Counts are the function's weight over all CPUs in
+/// samples of the profile's period: its samples when the period is fixed.
 pub fn write_profile(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     for f in &p.functions {
         let name = f.name.replace(';', ":");
+        let count = (f.weight() as f64 / p.period).round() as u64;
         match f.module.as_str() {
-            module::KERNEL | module::USER => writeln!(out, "{name} {}", f.total())?,
-            m => writeln!(out, "[{m}];{name} {}", f.total())?,
+            module::KERNEL | module::USER => writeln!(out, "{name} {count}")?,
+            m => writeln!(out, "[{m}];{name} {count}")?,
         }
     }
     Ok(())
@@ -33,13 +35,16 @@ mod tests {
         let f = |m: &str, n: &str, c: Vec<u64>| FunctionSamples {
             module: m.into(),
             name: n.into(),
+            weight_per_cpu: c.iter().map(|n| n * 1_000_000).collect(),
+            weight_sq: c.iter().sum::<u64>() as f64 * 1e12,
             per_cpu: c,
         };
         let p = Profile {
             test: "t".into(),
             command: None,
             event: "cpu-clock".into(),
-            period_sec: 0.001,
+            unit: crate::model::profile::Unit::Nanoseconds,
+            period: 1e6,
             wall_sec: 1.0,
             idle_set: vec![],
             cpus: vec![],

@@ -12,8 +12,8 @@ pub const PROCSTAT_FILE: &str = "procstat";
 pub struct ProcstatRow {
     /// The CPU.
     pub cpu: u32,
-    /// Busy time the samples saw (non-idle samples × period).
-    pub sampled_busy_sec: f64,
+    /// Busy time the samples saw (the non-idle samples' periods), for a time event.
+    pub sampled_busy_sec: Option<f64>,
     /// Busy time /proc/stat saw.
     pub procstat_busy_sec: f64,
     /// The deltas of user, nice, system, idle, iowait, irq, softirq, steal, in ticks.
@@ -28,12 +28,12 @@ pub fn write(dir: &Path, rows: &[ProcstatRow], ticks_per_sec: f64) -> Result<(),
     );
     for r in rows {
         let ticks: Vec<String> = r.ticks.iter().map(u64::to_string).collect();
+        let sampled = r.sampled_busy_sec.map_or("-".to_string(), |x| format!("{x:.3}"));
         let _ = writeln!(
             s,
-            "cpu{} {} | {:.3} {:.3}",
+            "cpu{} {} | {sampled} {:.3}",
             r.cpu,
             ticks.join(" "),
-            r.sampled_busy_sec,
             r.procstat_busy_sec
         );
     }

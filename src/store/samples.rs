@@ -32,16 +32,11 @@ impl SamplesWriter {
         let o = &mut self.out;
         let res = match r {
             Record::Sample(s) => {
-                let mut res = write!(
-                    o,
-                    "s {} {} {} {} {} {:x}",
-                    s.time_ns,
-                    s.cpu,
-                    s.pid,
-                    s.tid,
-                    s.mode.code(),
-                    s.pc
-                );
+                let mut res = write!(o, "s {} {} {} {} {}", s.time_ns, s.cpu, s.pid, s.tid, s.mode.code());
+                if let Some(p) = s.period {
+                    res = res.and_then(|_| write!(o, " @{p}"));
+                }
+                res = res.and_then(|_| write!(o, " {:x}", s.pc));
                 for pc in &s.callchain {
                     res = res.and_then(|_| write!(o, " {pc:x}"));
                 }
@@ -103,6 +98,7 @@ mod tests {
                 pid: 1,
                 tid: 1,
                 mode: Mode::Kernel,
+                period: Some(1_000_000),
                 pc: 0xffffffff81000000,
                 callchain: vec![0xfffffffffffffe00, 0x10],
             }),

@@ -6,23 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use upcmp::app::uprun::{RunOutcome, UprunError, UprunOptions};
 use upcmp::collect::run::RunError;
-use upcmp::collect::sampler::EventChoice;
+use upcmp::collect::sampler::{EventChoice, EVENTS};
 use upcmp::collect::KernelImage;
 use upcmp::exit::EXIT_INTERRUPTED;
 use upcmp::host::tuning::TuningError;
 use upcmp::model::{IdleSet, UserBy};
 use upcmp::store::outdir::Status;
 use upcmp::symbols::SymbolError;
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Event {
-    /// cycles where the machine counts them, else cpu-clock
-    Auto,
-    /// the software timer (works in VMs)
-    CpuClock,
-    /// the hardware cycle counter
-    Cycles,
-}
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum UserNaming {
@@ -49,9 +39,12 @@ pub struct RunArgs {
     /// Samples per second on each CPU, e.g. --freq 4000.
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub freq: u64,
-    /// The sampled event.
-    #[arg(long, value_enum, default_value_t = Event::Auto)]
-    pub event: Event,
+    /// The sampled event: `auto` (cycles where the machine counts them, else
+    /// cpu-clock), or an event by perf's name, e.g. --event cpu-clock, --event
+    /// instructions, --event page-faults. Time events (cpu-clock, task-clock) are sampled
+    /// at a fixed period; the others at --freq, each sample weighing its period.
+    #[arg(long, default_value = "auto", value_name = "EVENT", value_parser = event_names())]
+    pub event: String,
     /// Idle functions (comma-separated), replacing the Linux default set, e.g.
     /// --idle-symbols do_idle,default_idle.
     #[arg(long, value_name = "LIST")]
@@ -91,6 +84,12 @@ pub struct RunArgs {
     pub export_folded: bool,
 }
 
+/// `auto` and every event name uprun knows, for clap's check and completions.
+fn event_names() -> clap::builder::PossibleValuesParser {
+    let names = std::iter::once("auto").chain(EVENTS.iter().map(|(n, _)| *n));
+    clap::builder::PossibleValuesParser::new(names)
+}
+
 impl RunArgs {
     /// The library's options for `vmlinux`, `outdir` and `parallelism` with these flags.
     pub fn options(&self, vmlinux: &str, outdir: PathBuf, parallelism: u32) -> UprunOptions {
@@ -98,11 +97,7 @@ impl RunArgs {
         o.parallelism = parallelism;
         o.test_list = self.test_list.clone();
         o.sampler.frequency_hz = self.freq;
-        o.sampler.event = match self.event {
-            Event::Auto => EventChoice::Auto,
-            Event::CpuClock => EventChoice::CpuClock,
-            Event::Cycles => EventChoice::Cycles,
-        };
+        o.sampler.event = EventChoice::parse(&self.event).expect("clap checks the name");
         if let Some(list) = &self.idle_symbols {
             o.idle = IdleSet::parse_list(list);
         }
