@@ -24,6 +24,8 @@ mod counts;
 mod dist;
 mod family;
 mod power;
+#[cfg(test)]
+mod simulation;
 mod spread;
 
 pub use counts::{exact_conditional_p, multinomial_count_var, share_se, SampledTime, ShareCount};
