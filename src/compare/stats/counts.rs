@@ -1,5 +1,5 @@
 //! The sampling error of profile rows: a function's time or a frame's share, from its
-//! sample counts (docs/formulas.md, "Noise: the sampling error").
+//! sample counts (docs/formulas.md, "One run a side: the sampling error").
 
 use super::dist::{binomial_lower, binomial_upper, normal_two_sided_p};
 use super::{mean, NoiseTest, NotTested, Tested, Verdict, EXACT_BELOW};

@@ -42,7 +42,7 @@ pub const ALPHA: f64 = 0.05;
 /// The two-sided normal quantile for [`ALPHA`].
 pub const Z_CRIT: f64 = dist::Z_975;
 /// Sampling tests use the exact conditional test when the two sides' summed counts are
-/// below this, the normal approximation from here on (docs/formulas.md, "Small counts").
+/// below this, the normal approximation from here on (docs/formulas.md, "One run a side").
 pub const EXACT_BELOW: u64 = 1000;
 
 /// Which test produced a p-value.
