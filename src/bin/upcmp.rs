@@ -15,6 +15,7 @@ use upcmp::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use upcmp::compare::{resolve_cutoff, CompareOptions, IdleSet};
 use upcmp::exit::{run, EXIT_BAD_INPUT};
 use upcmp::import;
+use upcmp::report::html::{self, HtmlOptions};
 use upcmp::report::{machine, stackcmp, text};
 use upcmp::store::outdir::{publish_dir, RESULTS_MARKER};
 
@@ -61,6 +62,12 @@ struct Args {
     /// recordings with call chains (perf record -g) also get a differential flame graph.
     #[arg(long)]
     perf: bool,
+    /// Do not write RESULTS_DIR/results.html (the report as one self-contained page).
+    #[arg(long)]
+    no_html: bool,
+    /// Open RESULTS_DIR/results.html with xdg-open when a display exists.
+    #[arg(long, conflicts_with = "no_html")]
+    open: bool,
     /// Format of the report on standard output (the files written are the same), e.g.
     /// --format markdown.
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
@@ -137,6 +144,12 @@ fn main() -> ExitCode {
             upcmp::report::parquet::write(&machine::rows(&cmp), &mut parquet)?;
             files.push(("results.parquet", parquet));
         }
+        if !a.no_html {
+            let mut page = Vec::new();
+            let opts = HtmlOptions::new(a.hide_noise);
+            html::render(&cmp, stacks.as_ref(), &stack_files, &opts, &mut page)?;
+            files.push(("results.html", page));
+        }
         files.extend(stack_files.iter().map(|(n, b)| (n.as_str(), b.clone())));
         publish_dir(results_dir, RESULTS_MARKER, &files)
             .with_context(|| format!("writing results to {}", results_dir.display()))?;
@@ -158,9 +171,43 @@ fn main() -> ExitCode {
         } else {
             ""
         };
-        eprintln!("upcmp: results written to {d}/results, {d}/results.csv{parquet} and {d}/results.json");
+        let page = if a.no_html {
+            String::new()
+        } else {
+            format!(", {d}/results.html")
+        };
+        eprintln!("upcmp: results written to {d}/results{page}, {d}/results.csv{parquet} and {d}/results.json");
+        if a.open {
+            open_page(&results_dir.join("results.html"));
+        }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Opens `page` in the desktop's browser when there is a display; otherwise says where
+/// it is. The results are written either way, so this never fails the command.
+fn open_page(page: &std::path::Path) {
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if !display {
+        eprintln!(
+            "upcmp: no display (DISPLAY and WAYLAND_DISPLAY unset): open {} in a browser",
+            page.display()
+        );
+        return;
+    }
+    let null = std::process::Stdio::null;
+    match std::process::Command::new("xdg-open")
+        .arg(page)
+        .stdin(null())
+        .stdout(null())
+        .stderr(null())
+        .spawn()
+    {
+        Ok(_) => eprintln!("upcmp: opening {} with xdg-open", page.display()),
+        Err(e) => eprintln!("upcmp: cannot run xdg-open ({e}): open {} in a browser", page.display()),
+    }
 }
 
 #[cfg(test)]
@@ -180,5 +227,8 @@ mod tests {
         assert!(a.perf);
         assert_eq!(a.format, cli::FormatArg::Csv);
         assert!(Args::try_parse_from(["upcmp", "--generate", "fish"]).is_ok());
+        let a = Args::parse_from(["upcmp", "a", "b", "r", "--open"]);
+        assert!(a.open && !a.no_html);
+        assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--open", "--no-html"]).is_err());
     }
 }
