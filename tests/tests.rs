@@ -1,6 +1,7 @@
 //! The integration tests: one binary, modules by topic.
 
 mod helpers;
+mod html;
 mod import;
 mod noise;
 mod shell;
