@@ -96,7 +96,7 @@ pub fn render(
                     "Written by upcmp " (crate::TOOL_VERSION) " beside results, results.csv and results.json, "
                     "which carry the same numbers. This page loads nothing from the network."
                 }
-                script #upcmp-data type="application/json" { (PreEscaped(data)) }
+                script #upcmp-data type="application/json" { (PreEscaped(&data)) }
                 @for (k, svg) in flames.iter().enumerate() {
                     script.flame-svg id={ "flame-" (k) } type="application/json" {
                         (PreEscaped(script_safe_json(svg)?))
@@ -148,29 +148,43 @@ impl Write for ScriptSafe {
 
 /// The data the page's script reads: the comparison as `results.json` has it, except
 /// that each test's function rows are moved to `function_rows` as arrays under one list
-/// of keys (10^5 rows would otherwise repeat every field name 10^5 times).
+/// of keys (10^5 rows would otherwise repeat every field name 10^5 times). The rows are
+/// written one by one, never held as JSON values all at once.
 fn page_data(cmp: &RunComparison, opts: &HtmlOptions) -> io::Result<String> {
     let mut stripped = cmp.clone();
-    let mut tables = Vec::new();
+    let mut rows = Vec::new();
     for t in &mut stripped.tests {
-        tables.push(match &mut t.outcome {
-            TestOutcome::Compared { profile, .. } => Some(row_table(&std::mem::take(&mut profile.rows))?),
+        rows.push(match &mut t.outcome {
+            TestOutcome::Compared { profile, .. } => Some(std::mem::take(&mut profile.rows)),
             TestOutcome::OnlyIn { .. } => None,
         });
     }
-    let data = serde_json::json!({
-        "schema": DATA_SCHEMA,
-        "hide_noise": opts.hide_noise,
-        "comparison": stripped,
-        "function_rows": tables,
-    });
-    script_safe_json(&data)
+    let mut w = ScriptSafe(Vec::new());
+    write!(
+        w,
+        "{{\"schema\":{DATA_SCHEMA},\"hide_noise\":{},\"comparison\":",
+        opts.hide_noise
+    )?;
+    serde_json::to_writer(&mut w, &stripped).map_err(io::Error::other)?;
+    w.write_all(b",\"function_rows\":[")?;
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        match r {
+            Some(r) => write_row_table(r, &mut w)?,
+            None => w.write_all(b"null")?,
+        }
+    }
+    w.write_all(b"]}")?;
+    String::from_utf8(w.0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-/// Rows as `{"keys": [...], "rows": [[...], ...]}`, nested objects flattened to dotted
-/// keys (`noise.p_value`). Keys come from the rows themselves, so a field added to
-/// [`FunctionDelta`] reaches the page without a change here.
-fn row_table(rows: &[FunctionDelta]) -> io::Result<serde_json::Value> {
+/// Writes rows as `{"rows": [[...], ...], "keys": [...]}`, nested objects flattened to
+/// dotted keys (`noise.p_value`). Keys come from the rows themselves, so a field added
+/// to [`FunctionDelta`] reaches the page without a change here; a key first seen in a
+/// later row is appended, and the rows before it are shorter (the page reads null).
+fn write_row_table(rows: &[FunctionDelta], mut w: impl Write) -> io::Result<()> {
     use serde_json::Value;
     fn flatten(prefix: &str, v: Value, out: &mut Vec<(String, Value)>) {
         match v {
@@ -185,12 +199,13 @@ fn row_table(rows: &[FunctionDelta]) -> io::Result<serde_json::Value> {
     }
     let mut keys: Vec<String> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
-        let mut fields = Vec::new();
+    w.write_all(b"{\"rows\":[")?;
+    let mut fields = Vec::new();
+    for (n, r) in rows.iter().enumerate() {
+        fields.clear();
         flatten("", serde_json::to_value(r).map_err(io::Error::other)?, &mut fields);
         let mut row = vec![Value::Null; keys.len()];
-        for (k, v) in fields {
+        for (k, v) in fields.drain(..) {
             let i = *index.entry(k.clone()).or_insert_with(|| {
                 keys.push(k);
                 keys.len() - 1
@@ -200,9 +215,14 @@ fn row_table(rows: &[FunctionDelta]) -> io::Result<serde_json::Value> {
             }
             row[i] = v;
         }
-        out.push(Value::Array(row));
+        if n > 0 {
+            w.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut w, &row).map_err(io::Error::other)?;
     }
-    Ok(serde_json::json!({ "keys": keys, "rows": out }))
+    w.write_all(b"],\"keys\":")?;
+    serde_json::to_writer(&mut w, &keys).map_err(io::Error::other)?;
+    w.write_all(b"}")
 }
 
 fn header(cmp: &RunComparison) -> Markup {
@@ -726,7 +746,9 @@ mod tests {
             noise: crate::compare::stats::sampling(150.0, 0.01, 0.0, 0.01),
             listed: true,
         };
-        let t = row_table(&[row.clone(), row]).unwrap();
+        let mut json = Vec::new();
+        write_row_table(&[row.clone(), row], &mut json).unwrap();
+        let t: serde_json::Value = serde_json::from_slice(&json).unwrap();
         let keys: Vec<&str> = t["keys"]
             .as_array()
             .unwrap()

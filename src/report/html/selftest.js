@@ -3,12 +3,60 @@
 // filters, searches and zooms each flame graph) and writes what its DOM showed at each
 // step as JSON into <pre id="upcmp-selftest">. tests/html.rs reads that from
 // chromium --dump-dom and checks it against results.csv; this script judges nothing.
+// As results.html#timing it writes how long each table took to show every row, sort,
+// filter and scroll into <pre id="upcmp-timing"> (benches/html_open.sh).
 (function () {
   "use strict";
+  var P = window.upcmp.page;
+
+  function write(id, report) {
+    var pre = document.createElement("pre");
+    pre.id = id;
+    pre.hidden = true;
+    pre.textContent = JSON.stringify(report);
+    document.body.appendChild(pre);
+  }
+
+  // Milliseconds of `step`, layout of the table included.
+  function timed(ft, step) {
+    var t0 = performance.now();
+    step();
+    ft.scroller.getBoundingClientRect();
+    ft.body.offsetHeight;
+    return Math.round(performance.now() - t0);
+  }
+
+  if (location.hash === "#timing") {
+    window.addEventListener("load", function () {
+      write("upcmp-timing", {
+        ready_ms: Number(document.body.dataset.readyMs),
+        tables: P.tables.map(function (ft) {
+          return {
+            rows: ft.t.length,
+            show_all_ms: timed(ft, function () {
+              ft.below.click();
+            }),
+            sort_ms: timed(ft, function () {
+              ft.headers[1].click();
+            }),
+            scroll_ms: timed(ft, function () {
+              ft.scroller.scrollTop = ft.scroller.scrollHeight / 2;
+              ft.render();
+            }),
+            filter_ms: timed(ft, function () {
+              ft.filter.value = "9";
+              ft.filter.dispatchEvent(new Event("input"));
+            }),
+            shown: ft.order.length
+          };
+        })
+      });
+    });
+    return;
+  }
   if (location.hash !== "#selftest") {
     return;
   }
-  var P = window.upcmp.page;
   var MAX_ROWS = 5000; // rows read per view
 
   function cells(tr) {
@@ -115,11 +163,7 @@
       flames: P.flames.map(flameReport)
     };
     report.errors = window.upcmpErrors.slice();
-    var pre = document.createElement("pre");
-    pre.id = "upcmp-selftest";
-    pre.hidden = true;
-    pre.textContent = JSON.stringify(report);
-    document.body.appendChild(pre);
+    write("upcmp-selftest", report);
   }
 
   // Waits for the flame graphs (and inferno's own start-up timer) before reading.
