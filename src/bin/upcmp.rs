@@ -25,7 +25,7 @@ use upcmp::store::outdir::{publish_dir, RESULTS_MARKER};
 #[command(
     name = "upcmp",
     version,
-    after_help = "Examples:\n  upcmp before after 1vs2            # report in 1vs2/results, also printed\n  upcmp before after 1vs2 1          # list functions with at least 1% of CPU time\n  upcmp before after 1vs2 --idle-symbols do_idle,default_idle\n  upcmp --perf before.data after.data 1vs2   # two perf record files (or perf script, folded)\n  upcmp before after 1vs2 --format markdown -q"
+    after_help = "Examples:\n  upcmp before after 1vs2            # report in 1vs2/results, also printed\n  upcmp before after 1vs2 1          # list functions with at least 1% of CPU time\n  upcmp before after 1vs2 --idle-symbols do_idle,default_idle\n  upcmp --perf before.data after.data 1vs2   # two perf record files (or perf script, folded)\n  upcmp before after 1vs2 --format markdown -q\n  upcmp before after 1vs2 --open     # and show 1vs2/results.html in the browser"
 )]
 struct Args {
     /// The first run (the base), as written by uprun; with --perf, a perf.data file,
@@ -35,7 +35,7 @@ struct Args {
     /// The second run (the change).
     #[arg(required_unless_present = "generate")]
     outdir2: Option<PathBuf>,
-    /// Where results, results.csv and results.json go (and results.parquet, when built
+    /// Where results, results.html, results.csv and results.json go (and results.parquet, when built
     /// with the parquet feature). An existing one (made by upcmp) becomes RESULTS_DIR.old;
     /// a directory upcmp did not make is never touched.
     #[arg(required_unless_present = "generate")]
