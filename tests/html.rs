@@ -524,6 +524,67 @@ fn flame_graph_zooms_and_searches_inside_the_page() {
     );
 }
 
+/// Two upsrun runs of two tests each, made of the forkwait profiles and the call graph
+/// fixture's stacks; in run 2 one path of each test grows tenfold.
+fn upsrun_fixture(dir: &Path) {
+    let stacks = fs::read_to_string(testdata("upsrun/callgraph/expected.stacks.folded")).unwrap();
+    let grown = |path: &str| -> String {
+        stacks
+            .lines()
+            .map(|l| match l.rsplit_once(' ') {
+                Some((p, n)) if p.ends_with(path) => format!("{p} {}\n", n.parse::<u64>().unwrap() * 10),
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    };
+    for (run, k) in [("outdir1", 1), ("outdir2", 2)] {
+        let to = dir.join(run);
+        copy_tree(&testdata(&format!("forkwait/{run}")), &to);
+        copy_tree(&to.join("forkwait"), &to.join("second"));
+        let marker = fs::read_to_string(to.join("upcmp-run")).unwrap();
+        fs::write(to.join("upcmp-run"), format!("{marker}kind: upsrun\n")).unwrap();
+        fs::write(to.join("test_list"), "forkwait\nsecond: true\n").unwrap();
+        let (a, b) = if k == 1 {
+            (stacks.clone(), stacks.clone())
+        } else {
+            (grown(";walk;walk;walk"), grown(";vfs_read;copy_page"))
+        };
+        fs::write(to.join("forkwait/stacks.folded"), a).unwrap();
+        fs::write(to.join("second/stacks.folded"), b).unwrap();
+    }
+}
+
+#[test]
+fn upsrun_runs_get_a_flame_graph_per_test_that_zoom_apart() {
+    let tmp = tempdir();
+    upsrun_fixture(tmp.path());
+    let page = upcmp(tmp.path(), &["outdir1", "outdir2", "-q", "r"]);
+    for t in ["forkwait", "second"] {
+        assert!(tmp.path().join(format!("r/{t}.flamediff.svg")).is_file());
+    }
+    let Some(b) = browser() else { return };
+    let r = open(b, &page);
+    assert_no_errors(&r);
+    let flames = r.selftest["flames"].as_array().unwrap();
+    assert_eq!(flames.len(), 2);
+    for (f, grew) in flames.iter().zip(["walk (", "copy_page ("]) {
+        assert_eq!(f["loaded"], true, "{f}");
+        assert!(
+            strings(&f["titles"]).iter().any(|t| t.starts_with(grew)),
+            "{grew} in {f}"
+        );
+        assert_eq!(f["search_matched"], "Matched: 100%");
+        assert_eq!(f["zoomed"], true);
+        assert_eq!(f["others_zoomed"], 0, "zooming one graph zoomed another: {f}");
+        assert_eq!(f["unzoomed"], true);
+    }
+    assert_ne!(flames[0]["titles"], flames[1]["titles"]);
+    let csv = fs::read_to_string(tmp.path().join("r/results.csv")).unwrap();
+    for (i, t) in ["forkwait", "second"].iter().enumerate() {
+        assert_table_matches_csv(&r.selftest["tables"][i], &csv_functions(&csv, t), 0.5);
+    }
+}
+
 #[test]
 fn hostile_function_names_are_text() {
     let tmp = tempdir();

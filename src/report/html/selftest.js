@@ -144,6 +144,11 @@
       out.zoomed_to = title(target);
       out.zoomed = !doc.getElementById("unzoom").classList.contains("hide");
       out.hidden_after_zoom = doc.querySelectorAll("#frames > g.hide").length;
+      // Each graph is a document of its own: zooming this one leaves the others whole.
+      out.others_zoomed = P.flames.filter(function (f) {
+        var other = f !== host && f.querySelector("iframe");
+        return other && !other.contentDocument.getElementById("unzoom").classList.contains("hide");
+      }).length;
       doc.getElementById("unzoom").dispatchEvent(new MouseEvent("click", { bubbles: true }));
       out.unzoomed = doc.getElementById("unzoom").classList.contains("hide");
     }
