@@ -454,7 +454,7 @@ fn test_section(i: usize, t: &TestComparison, stacks: Option<&TestStacks>, flame
                 TestOutcome::OnlyIn { run, dir } => {
                     p { "Only in run " (run) " (" code { (dir.display()) } "): nothing to compare." }
                 }
-                TestOutcome::Compared { upout1, upout2, repetitions1, repetitions2, bench, profile, notes } => {
+                TestOutcome::Compared { upout1, upout2, repetitions1, repetitions2, bench, profile, notes, .. } => {
                     p.runs {
                         "1: " code { (upout1.display()) }
                         @if *repetitions1 > 1 { " (" (repetitions1) " repetitions)" }
