@@ -7,6 +7,7 @@ use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
+use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{publish_dir, RESULTS_MARKER};
 use crate::store::run::load_run;
@@ -43,6 +44,8 @@ pub struct UpcmpOptions {
     pub results_dir: PathBuf,
     /// How they are compared.
     pub compare: CompareOptions,
+    /// Also write `results.html`, the comparison as one self-contained page.
+    pub html: bool,
 }
 
 /// Why upcmp stopped.
@@ -157,6 +160,12 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         let mut parquet = Vec::new();
         crate::report::parquet::write(&export::rows(&cmp), &mut parquet)?;
         files.push(("results.parquet".to_string(), parquet));
+    }
+    if opts.html {
+        let mut page = Vec::new();
+        let html_opts = HtmlOptions::new(opts.compare.hide_noise);
+        html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, &mut page)?;
+        files.push(("results.html".to_string(), page));
     }
     files.extend(stack_files);
     publish_dir(&opts.results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
