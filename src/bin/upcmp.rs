@@ -38,9 +38,10 @@ struct Args {
     results_dir: Option<PathBuf>,
     /// List a function when its time is at least this % of its run's CPU time in either
     /// run (same as --cutoff; default 0.5).
+    #[arg(value_parser = cli::percent, value_name = "CUTOFF%")]
     cutoff_pct: Option<f64>,
     /// The cutoff, as an option: e.g. --cutoff 1.
-    #[arg(long = "cutoff", value_name = "PCT")]
+    #[arg(long = "cutoff", value_name = "PCT", value_parser = cli::percent)]
     cutoff_opt: Option<f64>,
     /// Replace the runs' idle sets with these functions (comma-separated), e.g.
     /// --idle-symbols do_idle,default_idle.
@@ -174,6 +175,9 @@ mod tests {
         Args::command().debug_assert();
         generate::assert_documented(Args::command());
         let a = Args::parse_from(["upcmp", "a", "b", "r", "1"]);
+        assert_eq!(a.cutoff_pct, Some(1.0));
+        // The synopsis writes `[cutoff%]`: the sign is allowed.
+        let a = Args::parse_from(["upcmp", "a", "b", "r", "1%"]);
         assert_eq!(a.cutoff_pct, Some(1.0));
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--cutoff", "2", "--idle-symbols", "x"]);
         assert_eq!(a.cutoff_opt, Some(2.0));

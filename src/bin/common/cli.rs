@@ -117,6 +117,14 @@ pub fn colorize_text(report: &str) -> String {
     out
 }
 
+/// A percentage as the synopsis writes it, with or without its sign: `1`, `1%`, `0.5%`.
+pub fn percent(s: &str) -> Result<f64, String> {
+    s.strip_suffix('%')
+        .unwrap_or(s)
+        .parse::<f64>()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 1 or 1%)"))
+}
+
 /// The cutoff from the original's positional `cutoff%` or `--cutoff` (they must agree
 /// when both are given); the default when neither is.
 pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> anyhow::Result<f64> {
@@ -162,5 +170,8 @@ mod cli_tests {
         assert_eq!(ok(Some(101.0), None), None);
         assert_eq!(ok(Some(-1.0), None), None);
         assert_eq!(ok(None, None), Some(0.5));
+        assert_eq!(percent("1%"), Ok(1.0));
+        assert_eq!(percent("0.5"), Ok(0.5));
+        assert!(percent("1%%").is_err() && percent("x").is_err());
     }
 }
