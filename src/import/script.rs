@@ -53,9 +53,15 @@ impl EventTally {
                 if self.stacks.wanted() {
                     self.names.clear();
                     for f in &s.frames {
-                        let m = module_of_dso(f.dso, f.ip);
-                        let kernel_module = is_kernel_address(f.ip) && m != module::KERNEL;
-                        self.names.push(&m, frame_function(f), kernel_module);
+                        let name = frame_function(f);
+                        // Most frames are named alone; only these carry their module.
+                        let kernel_module = is_kernel_address(f.ip) && f.dso.is_some_and(|d| d != "[kernel.kallsyms]");
+                        if name == UNKNOWN_FUNCTION || kernel_module {
+                            let m = module_of_dso(f.dso, f.ip);
+                            self.names.push(&m, name, kernel_module && m != module::KERNEL);
+                        } else {
+                            self.names.push(module::USER, name, false);
+                        }
                     }
                     self.stacks.add(Some(s.comm), self.names.rev(), 1, period);
                 }

@@ -2,7 +2,7 @@
 //! debug file, perf's build-id cache, or the file itself), or a JIT's perf map; names
 //! demangled as perf prints them.
 
-use super::{buildid_dir, elf_build_id, hex, load_perf_map, ElfSymbols, RangeNames};
+use super::{buildid_dir, hex, load_perf_map, ElfSymbols, RangeNames};
 use std::path::{Path, PathBuf};
 
 /// Where a DSO's function names come from.
@@ -44,11 +44,14 @@ fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols,
     let recorded = build_id.filter(|id| !id.is_empty());
     // A recording that names no build-id for the file (pipe mode writes none): the file at
     // its path is taken for the recorded one, as perf takes it, and its build-id finds
-    // its separate debug file.
-    let on_disk = match recorded {
-        None if local.is_absolute() => elf_build_id(local).ok().flatten(),
+    // its separate debug file. It is read once, here, not again below.
+    let mut local_syms = match recorded {
+        None if local.is_absolute() => Some(ElfSymbols::from_file(local)),
         _ => None,
     };
+    let on_disk = local_syms
+        .as_ref()
+        .and_then(|s| s.as_ref().ok()?.build_id().map(<[u8]>::to_vec));
     let build_id = recorded.or(on_disk.as_deref());
     let mut candidates = Vec::new();
     if let Some(id) = build_id {
@@ -69,7 +72,14 @@ fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols,
     let mut found: Vec<ElfSymbols> = Vec::new();
     let full = |s: &ElfSymbols| s.from_symtab() && !s.is_empty();
     for p in candidates {
-        let Ok(syms) = ElfSymbols::from_file(&p) else {
+        let read = match local_syms.take() {
+            Some(loaded) if p == local => loaded,
+            other => {
+                local_syms = other;
+                ElfSymbols::from_file(&p)
+            }
+        };
+        let Ok(syms) = read else {
             continue;
         };
         match (build_id, syms.build_id()) {
@@ -119,6 +129,12 @@ pub fn demangle(name: &str) -> Option<String> {
 /// and a legacy Rust name's hash (`rs::spin::h5a1d81fd52a4894a` → `rs::spin`). Other
 /// names (C, the kernel's) are returned as they are.
 pub fn function_name(name: &str) -> &str {
+    // Most names end otherwise, and perf's own (`[unknown]`) start with a bracket: they are
+    // returned at once (this runs for every frame).
+    let plain = !name.ends_with([')', ']', 't', 'e', '&']) && !name.ends_with(|c: char| c.is_ascii_hexdigit());
+    if plain || name.starts_with('[') {
+        return name;
+    }
     if let Some(base) = without_rust_hash(name) {
         return base;
     }
