@@ -75,6 +75,11 @@ pub struct ImportArgs {
     /// stacks: 0.001 by default), e.g. --period-sec 0.00025.
     #[arg(long, value_name = "SEC")]
     pub period_sec: Option<f64>,
+    /// The event to compare when a recording has several (perf record -e
+    /// cpu-clock,page-faults); the first one by default, as perf report shows first. E.g.
+    /// --event page-faults.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
 }
 
 impl ImportArgs {
@@ -86,6 +91,7 @@ impl ImportArgs {
             self.vmlinux.clone(),
             self.period_sec,
         )
+        .with_event(self.event.clone())
     }
 }
 
