@@ -1043,9 +1043,22 @@ fn user_only_recordings_need_no_kernel_symbols() {
 
     // From another machine, with no build-id cache: the user-only recording needs nothing
     // of its kernel; one with kernel samples asks for that kernel's symbols.
+    // dd spends its time in read(2) and write(2): kernel samples for certain, where a short
+    // spin may take none.
     perf_record_any(
         d.path(),
-        &["-e", "cpu-clock", "-o", "k.data", "--", "./spin", "10000000"],
+        &[
+            "-e",
+            "cpu-clock",
+            "-o",
+            "k.data",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64",
+            "count=3000000",
+        ],
     );
     let home = d.path().join("home");
     std::fs::create_dir(&home).unwrap();
