@@ -8,7 +8,7 @@ use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{publish_dir, RESULTS_MARKER};
+use crate::store::outdir::{publish_dir, Moved, RESULTS_MARKER};
 use crate::store::run::load_run;
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
@@ -87,6 +87,8 @@ pub struct UpcmpOutput {
     pub report: Vec<u8>,
     /// The files written into the results directory, marker aside.
     pub files: Vec<String>,
+    /// The earlier results directories moved aside (none is ever deleted).
+    pub moved: Vec<Moved>,
 }
 
 fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError> {
@@ -159,7 +161,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         files.push(("results.parquet".to_string(), parquet));
     }
     files.extend(stack_files);
-    publish_dir(&opts.results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
+    let moved = publish_dir(&opts.results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
         path: opts.results_dir.clone(),
         source,
     })?;
@@ -167,5 +169,6 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         comparison: cmp,
         report,
         files: files.into_iter().map(|(n, _)| n).collect(),
+        moved,
     })
 }

@@ -226,8 +226,15 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
 }
 
 /// Creates the output directory with its marker, `system`, `test_list` and `kallsyms.gz`.
-fn start_outdir(opts: &UprunOptions, p: &Prepared) -> Result<RunMarker, UprunError> {
-    rotate_and_create(&opts.outdir, RUN_MARKER)?;
+fn start_outdir(opts: &UprunOptions, p: &Prepared, out: &mut dyn Write) -> Result<RunMarker, UprunError> {
+    for m in rotate_and_create(&opts.outdir, RUN_MARKER)? {
+        let _ = writeln!(
+            out,
+            "uprun: kept the earlier run: moved {} to {}",
+            m.from.display(),
+            m.to.display()
+        );
+    }
     let mut marker = RunMarker::start(opts.command_line.clone());
     marker.runs = opts.runs;
     if opts.stacks {
@@ -260,7 +267,7 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
         Some(g) => Some(GovernorGuard(set_governor(g)?)),
         None => None,
     };
-    let mut marker = start_outdir(opts, &p)?;
+    let mut marker = start_outdir(opts, &p, out)?;
     let every = match p.samplers.fixed_period() {
         Some(ns) => format!("every {:.3} ms", ns as f64 * 1e-6),
         None => format!(

@@ -112,6 +112,13 @@ fn main() -> ExitCode {
             }
             std::io::stdout().write_all(&text)?;
         }
+        for m in &out.moved {
+            eprintln!(
+                "upcmp: kept the earlier results: moved {} to {}",
+                m.from.display(),
+                m.to.display()
+            );
+        }
         let d = results_dir.display();
         let parquet = if cfg!(feature = "parquet") {
             ", results.parquet"

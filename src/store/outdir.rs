@@ -179,33 +179,80 @@ impl RunMarker {
     }
 }
 
-/// Makes `path` a fresh, empty directory for a new run or results, as the original
-/// tools did: an existing `path` becomes `path.old`, after an older `path.old` is
-/// removed. Only directories that carry `marker` are ever moved or removed.
-pub fn rotate_and_create(path: &Path, marker: &'static str) -> Result<(), StoreError> {
-    rotate_away(path, marker)?;
-    std::fs::create_dir_all(path).map_err(io_err(path))
+/// One directory moved aside by a rotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moved {
+    /// Where it was.
+    pub from: PathBuf,
+    /// Where it is now.
+    pub to: PathBuf,
 }
 
-/// Moves an existing `path` (ours: it carries `marker`) to `path.old`, removing an
-/// older `path.old` (also ours) first. Nothing happens when `path` does not exist.
-pub fn rotate_away(path: &Path, marker: &'static str) -> Result<(), StoreError> {
+/// Makes `path` a fresh, empty directory for a new run or results, as the original
+/// tools did: an existing `path` becomes `path.old`, and earlier generations move one
+/// further (`path.old` to `path.old.2`, ...). Nothing is ever deleted, and only
+/// directories that carry `marker` are moved. Returns what moved where.
+pub fn rotate_and_create(path: &Path, marker: &'static str) -> Result<Vec<Moved>, StoreError> {
+    let moved = rotate_away(path, marker)?;
+    std::fs::create_dir_all(path).map_err(io_err(path))?;
+    Ok(moved)
+}
+
+/// Moves an existing `path` (ours: it carries `marker`) to `path.old`, after moving each
+/// earlier generation (`path.old`, `path.old.2`, ..., as far as they follow each other
+/// without a gap; all ours) one further. Nothing is deleted, so a baseline run survives
+/// any number of new runs under its name. Nothing happens when `path` does not exist.
+pub fn rotate_away(path: &Path, marker: &'static str) -> Result<Vec<Moved>, StoreError> {
     check_rotatable(path, marker)?;
-    if path.symlink_metadata().is_ok() {
-        let old = old_path(path);
-        if old.symlink_metadata().is_ok() {
-            std::fs::remove_dir_all(&old).map_err(io_err(&old))?;
-        }
-        std::fs::rename(path, &old).map_err(io_err(path))?;
+    let mut moved = Vec::new();
+    if path.symlink_metadata().is_err() {
+        return Ok(moved);
     }
-    Ok(())
+    let generations = old_generations(path);
+    for k in (1..=generations.len()).rev() {
+        let (from, to) = (old_path_n(path, k), old_path_n(path, k + 1));
+        rename_new(&from, &to)?;
+        moved.push(Moved { from, to });
+    }
+    let to = old_path(path);
+    rename_new(path, &to)?;
+    moved.push(Moved {
+        from: path.to_path_buf(),
+        to,
+    });
+    moved.reverse();
+    Ok(moved)
+}
+
+/// Renames `from` to `to`, which must not exist: a rotation never replaces anything.
+fn rename_new(from: &Path, to: &Path) -> Result<(), StoreError> {
+    if to.symlink_metadata().is_ok() {
+        return Err(StoreError::Io {
+            path: to.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+        });
+    }
+    std::fs::rename(from, to).map_err(io_err(from))
+}
+
+/// The existing generations of `path`: `path.old`, `path.old.2`, ... up to the first
+/// that does not exist.
+fn old_generations(path: &Path) -> Vec<PathBuf> {
+    (1..)
+        .map(|k| old_path_n(path, k))
+        .take_while(|p| p.symlink_metadata().is_ok())
+        .collect()
 }
 
 /// Publishes a directory whole: writes `files` (name, contents) and the `marker` into
-/// a temporary sibling, then moves an existing `path` to `path.old` (see
-/// [`rotate_away`]) and renames the sibling to `path`. A failure part-way leaves no
-/// half-written `path`.
-pub fn publish_dir<N: AsRef<str>>(path: &Path, marker: &'static str, files: &[(N, Vec<u8>)]) -> Result<(), StoreError> {
+/// a temporary sibling, then moves an existing `path` aside (see [`rotate_away`]) and
+/// renames the sibling to `path`. A failure part-way leaves no half-written `path`.
+/// Returns what the rotation moved.
+pub fn publish_dir<N: AsRef<str>>(
+    path: &Path,
+    marker: &'static str,
+    files: &[(N, Vec<u8>)],
+) -> Result<Vec<Moved>, StoreError> {
     check_rotatable(path, marker)?;
     let mut tmp_name = path.as_os_str().to_os_string();
     tmp_name.push(format!(".tmp-{}", std::process::id()));
@@ -213,7 +260,7 @@ pub fn publish_dir<N: AsRef<str>>(path: &Path, marker: &'static str, files: &[(N
     let result = (|| {
         std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
         let mark = format!(
-            "# Written by upcmp {}; upcmp may move or replace this directory.\n",
+            "# Written by upcmp {}; upcmp may move this directory aside (never deletes it).\n",
             crate::TOOL_VERSION
         );
         std::fs::write(tmp.join(marker), mark).map_err(io_err(&tmp))?;
@@ -221,8 +268,9 @@ pub fn publish_dir<N: AsRef<str>>(path: &Path, marker: &'static str, files: &[(N
             let p = tmp.join(name.as_ref());
             std::fs::write(&p, bytes).map_err(io_err(&p))?;
         }
-        rotate_away(path, marker)?;
-        std::fs::rename(&tmp, path).map_err(io_err(path))
+        let moved = rotate_away(path, marker)?;
+        std::fs::rename(&tmp, path).map_err(io_err(path))?;
+        Ok(moved)
     })();
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -231,27 +279,32 @@ pub fn publish_dir<N: AsRef<str>>(path: &Path, marker: &'static str, files: &[(N
 }
 
 /// Checks, without changing anything, that [`rotate_and_create`] would succeed as far
-/// as ownership goes, so a run can refuse before it starts any work.
+/// as ownership goes, so a run can refuse before it starts any work: `path` and every
+/// generation that would move must carry `marker`.
 pub fn check_rotatable(path: &Path, marker: &'static str) -> Result<(), StoreError> {
-    if path.symlink_metadata().is_ok() {
-        if !path.join(marker).is_file() || path.is_symlink() {
-            return Err(StoreError::NotOurs {
-                path: path.to_path_buf(),
-                marker,
-            });
-        }
-        let old = old_path(path);
-        if old.symlink_metadata().is_ok() && (!old.join(marker).is_file() || old.is_symlink()) {
-            return Err(StoreError::NotOurs { path: old, marker });
+    if path.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    for dir in std::iter::once(path.to_path_buf()).chain(old_generations(path)) {
+        if !dir.join(marker).is_file() || dir.is_symlink() {
+            return Err(StoreError::NotOurs { path: dir, marker });
         }
     }
     Ok(())
 }
 
-/// `path` with `.old` appended to its last component.
+/// `path` with `.old` appended to its last component: where [`rotate_away`] moves it.
 pub fn old_path(path: &Path) -> PathBuf {
+    old_path_n(path, 1)
+}
+
+/// Generation `k` of `path`: `path.old` for 1, `path.old.K` after.
+pub fn old_path_n(path: &Path, k: usize) -> PathBuf {
     let mut s = path.as_os_str().to_os_string();
     s.push(".old");
+    if k > 1 {
+        s.push(format!(".{k}"));
+    }
     PathBuf::from(s)
 }
 
@@ -407,21 +460,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rotation_moves_only_our_directories() {
+    fn rotation_keeps_every_generation_and_moves_only_ours() {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
-        rotate_and_create(&out, RUN_MARKER).unwrap();
+        assert!(rotate_and_create(&out, RUN_MARKER).unwrap().is_empty());
         assert!(out.is_dir());
-        // Ours (marked): rotated to .old, and a second time the older .old goes.
-        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
-        std::fs::write(out.join("first"), "1").unwrap();
-        rotate_and_create(&out, RUN_MARKER).unwrap();
-        assert!(old_path(&out).join("first").is_file());
-        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
-        std::fs::write(out.join("second"), "2").unwrap();
-        rotate_and_create(&out, RUN_MARKER).unwrap();
-        assert!(old_path(&out).join("second").is_file());
-        assert!(!old_path(&out).join("first").exists());
+        // Ours (marked): each new run pushes the earlier ones one generation further.
+        for k in 1..=3 {
+            std::fs::write(out.join(RUN_MARKER), "x").unwrap();
+            std::fs::write(out.join("run"), k.to_string()).unwrap();
+            let moved = rotate_and_create(&out, RUN_MARKER).unwrap();
+            assert_eq!(moved.len(), k, "{moved:?}");
+            assert_eq!(
+                (moved[0].from.clone(), moved[0].to.clone()),
+                (out.clone(), old_path(&out))
+            );
+        }
+        let run_in = |p: PathBuf| std::fs::read_to_string(p.join("run")).unwrap();
+        assert_eq!(run_in(old_path(&out)), "3");
+        assert_eq!(run_in(old_path_n(&out, 2)), "2");
+        assert_eq!(run_in(old_path_n(&out, 3)), "1", "the first run, a baseline, is kept");
+        assert!(!old_path_n(&out, 4).exists());
         // Not ours: refused, untouched.
         let mine = tmp.path().join("home");
         std::fs::create_dir(&mine).unwrap();
@@ -430,14 +489,12 @@ mod tests {
         assert!(e.to_string().contains("will not move or delete it"), "{e}");
         assert!(check_rotatable(&mine, RUN_MARKER).is_err());
         assert_eq!(std::fs::read_to_string(mine.join("thesis.tex")).unwrap(), "data");
-        // Ours, but its .old is not: refused before anything moves.
+        // Ours, but a generation that would move is not: refused before anything moves.
         std::fs::write(out.join(RUN_MARKER), "x").unwrap();
-        std::fs::remove_dir_all(old_path(&out)).unwrap();
-        std::fs::create_dir(old_path(&out)).unwrap();
-        std::fs::write(old_path(&out).join("keep"), "k").unwrap();
-        assert!(rotate_and_create(&out, RUN_MARKER).is_err());
-        assert!(old_path(&out).join("keep").is_file());
-        assert!(out.join(RUN_MARKER).is_file());
+        std::fs::remove_file(old_path_n(&out, 2).join(RUN_MARKER)).unwrap();
+        let e = rotate_and_create(&out, RUN_MARKER).unwrap_err();
+        assert!(e.to_string().contains("out.old.2: exists but has no upcmp-run"), "{e}");
+        assert!(out.join(RUN_MARKER).is_file() && old_path_n(&out, 3).is_dir());
     }
 
     #[test]
