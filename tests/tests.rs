@@ -2,6 +2,7 @@
 
 mod architecture;
 mod hackbench_helpers;
+mod hostile;
 mod import;
 mod noise;
 mod shell;

@@ -10,6 +10,7 @@
 
 pub mod folded;
 pub mod perf_data;
+pub mod perf_header;
 pub mod script;
 
 use crate::model::mode::is_kernel_address;
@@ -106,7 +107,7 @@ impl InputFormat {
             return Ok(InputFormat::Prfout);
         }
         let mut head = Vec::with_capacity(4096);
-        std::fs::File::open(path)
+        open_input(path)
             .and_then(|f| f.take(4096).read_to_end(&mut head))
             .map_err(ImportError::io(path))?;
         Ok(Self::detect_bytes(&head))
@@ -129,6 +130,12 @@ impl InputFormat {
             _ => InputFormat::PerfScript,
         }
     }
+}
+
+/// Opens an input file: a regular file only, so a FIFO cannot block and a device cannot
+/// be read without end (standard input, `-`, is the way to pipe text in).
+pub(crate) fn open_input(path: &Path) -> std::io::Result<std::fs::File> {
+    crate::fsio::open_regular(path, crate::fsio::Links::Follow)
 }
 
 fn prfout_magic() -> &'static str {
@@ -283,7 +290,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
         }
         InputFormat::PerfData => perf_data::read(path, opts),
         InputFormat::PerfScript | InputFormat::Folded => {
-            let f = std::fs::File::open(path).map_err(ImportError::io(path))?;
+            let f = open_input(path).map_err(ImportError::io(path))?;
             let input = BufReader::with_capacity(1 << 16, f);
             read_text(format, input, &path.display().to_string(), path, opts)
         }

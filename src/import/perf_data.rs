@@ -426,7 +426,11 @@ const PROT_EXEC: u32 = 4;
 
 /// Reads a perf.data file.
 pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let file = std::fs::File::open(path).map_err(ImportError::io(path))?;
+    let file = super::perf_header::open_checked(path)?;
+    super::perf_header::contained(path, || read_checked(path, file, opts))
+}
+
+fn read_checked(path: &Path, file: std::fs::File, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let reader = std::io::BufReader::with_capacity(1 << 16, file);
     let PerfFileReader {
         mut perf_file,
