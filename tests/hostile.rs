@@ -1,15 +1,17 @@
 //! Hostile and broken input (docs/security.md): no crash, no hang, no leak, nothing lost.
 //! Each test is a case a review reproduced on a release build before it was fixed.
 
-use crate::util::{stderr, tempdir, testdata};
+use crate::util::{run_in, stderr, tempdir, testdata};
 use std::fs;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
+const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
 
 /// What a child did: its output and its peak memory (from wait4).
 struct Ran {
@@ -80,6 +82,199 @@ fn run_limited(cwd: &Path, bin: &str, args: &[&str], timeout: Duration, max_memo
     }
 }
 
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The two fixture runs in `dir`.
+fn fixture_runs(dir: &Path) {
+    for run in ["outdir1", "outdir2"] {
+        copy_tree(&testdata(&format!("forkwait/{run}")), &dir.join(run));
+    }
+}
+
+/// A file holding a line no error message may ever show.
+fn secret(dir: &Path) -> PathBuf {
+    let s = dir.join("shadow");
+    fs::write(&s, "root:$6$SECRETHASH$x:19000:0:99999:7:::\n").unwrap();
+    s
+}
+
+// ---------------------------------------------------------------------------------------
+// Links, FIFOs and devices
+
+#[test]
+fn files_of_a_run_reached_through_links_are_neither_read_nor_quoted() {
+    for (file, expect) in [
+        ("test_list", "outdir1/test_list: a symbolic link, which is not followed"),
+        ("system", "outdir1/system: a symbolic link"),
+        ("forkwait/prfout", "outdir1/forkwait/prfout: a symbolic link"),
+        ("forkwait/upout", "outdir1/forkwait/upout: a symbolic link"),
+        ("upcmp-run", "outdir1/upcmp-run: a symbolic link"),
+    ] {
+        let tmp = tempdir();
+        fixture_runs(tmp.path());
+        let target = tmp.path().join("outdir1").join(file);
+        fs::remove_file(&target).unwrap();
+        std::os::unix::fs::symlink(secret(tmp.path()), &target).unwrap();
+        let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(!err.contains("SECRET") && !err.contains("root:"), "{file}: {err}");
+        assert!(err.contains(expect), "{file}: {err}");
+    }
+    // A test directory that is a link.
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    let test = tmp.path().join("outdir1/forkwait");
+    fs::rename(&test, tmp.path().join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("elsewhere"), &test).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("outdir1/forkwait: not a directory (a symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_input_named_through_a_link_is_read_but_never_quoted() {
+    let tmp = tempdir();
+    std::os::unix::fs::symlink(secret(tmp.path()), tmp.path().join("in.txt")).unwrap();
+    let a = testdata("import/a.folded");
+    let out = run_in(
+        tmp.path(),
+        PRFCMP,
+        &["in.txt", a.to_str().unwrap(), "--input-format", "prfout"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("in.txt:1:"), "the place is said: {err}");
+    assert!(
+        err.contains("(not quoted: the file is reached through a symbolic link)"),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET"), "{err}");
+}
+
+/// A FIFO with no writer at `p`.
+fn fifo(p: &Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn fifos_and_devices_where_files_belong_are_refused_at_once() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    let t = Duration::from_secs(20);
+    // A run's file as a FIFO used to hang upcmp forever.
+    let system = tmp.path().join("outdir1/system");
+    fs::remove_file(&system).unwrap();
+    fifo(&system);
+    let r = run_limited(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"], t, None);
+    assert_eq!(r.out.status.code(), Some(2));
+    assert!(
+        stderr(&r.out).contains("outdir1/system: a FIFO, not a regular file"),
+        "{}",
+        stderr(&r.out)
+    );
+    // Recordings and profiles named on the command line.
+    fifo(&tmp.path().join("pipe"));
+    let a = testdata("import/a.folded");
+    let a = a.to_str().unwrap();
+    for (input, kind) in [("pipe", "a FIFO"), ("/dev/zero", "a character device")] {
+        for format in [
+            None,
+            Some("perf-script"),
+            Some("folded"),
+            Some("perf-data"),
+            Some("prfout"),
+        ] {
+            let mut args = vec![input, a];
+            if let Some(f) = format {
+                args.extend(["--input-format", f]);
+            }
+            let r = run_limited(tmp.path(), PRFCMP, &args, t, Some(2));
+            assert_eq!(r.out.status.code(), Some(2), "{args:?}: {}", stderr(&r.out));
+            assert!(stderr(&r.out).contains(kind), "{args:?}: {}", stderr(&r.out));
+        }
+    }
+    // A test list, checked before anything runs (no perf needed to get there).
+    for list in ["pipe", "/dev/zero"] {
+        let r = run_limited(tmp.path(), UPRUN, &["auto", "out", "--test-list", list], t, Some(2));
+        assert_eq!(r.out.status.code(), Some(2), "{list}: {}", stderr(&r.out));
+        assert!(stderr(&r.out).contains("not a regular file"), "{}", stderr(&r.out));
+        assert!(!tmp.path().join("out").exists());
+    }
+}
+
+#[test]
+fn a_mapping_or_perf_map_naming_a_device_reads_nothing() {
+    use upcmp::symbols::{load_perf_map, load_user_symbols};
+    let t0 = Instant::now();
+    for path in [&b"/dev/random"[..], b"/dev/zero", b"/proc/self/fd/0"] {
+        assert!(
+            load_user_symbols(path, None).is_err(),
+            "{}",
+            String::from_utf8_lossy(path)
+        );
+    }
+    // A JIT map linked to /dev/zero, and one a foreign user owns.
+    let tmp = tempdir();
+    let map = tmp.path().join("perf-1.map");
+    std::os::unix::fs::symlink("/dev/zero", &map).unwrap();
+    assert!(load_perf_map(&map).is_none());
+    let foreign = tmp.path().join("perf-2.map");
+    fs::write(&foreign, "1000 10 jitted\n").unwrap();
+    assert!(load_perf_map(&foreign).is_some(), "our own map is read");
+    if crate::util::is_root() {
+        std::os::unix::fs::chown(&foreign, Some(65534), None).unwrap();
+        assert!(
+            load_perf_map(&foreign).is_none(),
+            "as perf: another user's map is ignored"
+        );
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_samples_stream_without_newlines_stops_at_one_line() {
+    use flate2::write::GzEncoder;
+    use std::io::Write;
+    let tmp = tempdir();
+    let p = tmp.path().join("samples.gz");
+    // 4 MiB of compressed zeros expand to 4 GiB; this one to 64 MiB, without a newline.
+    let mut e = GzEncoder::new(fs::File::create(&p).unwrap(), flate2::Compression::fast());
+    writeln!(e, "upcmp-samples 1").unwrap();
+    let zeros = vec![b'0'; 1 << 20];
+    for _ in 0..64 {
+        e.write_all(&zeros).unwrap();
+    }
+    e.finish().unwrap();
+    let t0 = Instant::now();
+    let err = upcmp::store::samples::for_each_record(&p, |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("samples.gz:2:1: expected a record of at most 4 MiB"),
+        "{err}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+// ---------------------------------------------------------------------------------------
+// Resources: memory in proportion to the input
+
 #[test]
 fn a_huge_cpu_number_costs_nothing() {
     // One 115-byte line made prfcmp allocate 7.7 GB and abort after 47 s.
@@ -101,6 +296,38 @@ fn a_huge_cpu_number_costs_nothing() {
     assert!(code == Some(0) || code == Some(2), "{code:?}: {}", stderr(&r.out));
     assert!(r.max_rss_mb < 300.0, "{} MB", r.max_rss_mb);
 }
+
+#[test]
+fn a_very_long_name_costs_memory_in_proportion() {
+    // A 100 MB name made upcmp abort on a 4.7 GB allocation; 1 MB cost 113 MB.
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    let p = tmp.path().join("outdir1/forkwait/prfout");
+    let long = "x".repeat(20 << 20);
+    let text = fs::read_to_string(&p)
+        .unwrap()
+        .replace("[kernel] bcopy\n", &format!("[kernel] {long}\n"));
+    fs::write(&p, text).unwrap();
+    let r = run_limited(
+        tmp.path(),
+        UPCMP,
+        &["outdir1", "outdir2", "res", "-q"],
+        Duration::from_secs(60),
+        Some(4),
+    );
+    assert!(r.out.status.success(), "{}", stderr(&r.out));
+    // The input is read (20 MB) and parsed (a copy): not 47 copies.
+    assert!(r.max_rss_mb < 250.0, "{} MB", r.max_rss_mb);
+    let report = fs::read_to_string(tmp.path().join("res/results")).unwrap();
+    assert!(
+        report.contains("1 names longer than 4096 bytes were cut to that length"),
+        "the cut is said"
+    );
+    assert!(report.len() < 1 << 20, "{} bytes of report", report.len());
+}
+
+// ---------------------------------------------------------------------------------------
+// perf.data headers that lie
 
 /// Mutants of a perf.data file, made by a fixed recipe: every header field, every feature
 /// section's offset and size, the counts inside the sections, record sizes, and random
@@ -235,4 +462,37 @@ fn perf_data_headers_that_lie_give_errors_not_crashes() {
         mutants.len(),
         failures.join("\n")
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs: what a broken run says
+
+#[test]
+fn repetitions_that_sampled_other_cpus_are_refused() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    let test = tmp.path().join("outdir1/forkwait");
+    let p = upcmp::store::prfout::read(&test.join("prfout")).unwrap();
+    // A second repetition of the same test on one CPU only.
+    let mut one = p.clone();
+    one.cpus.truncate(1);
+    for f in &mut one.functions {
+        f.per_cpu.truncate(1);
+        f.weight_per_cpu.truncate(1);
+    }
+    one.functions.retain(|f| f.per_cpu[0] > 0);
+    for (rep, prof) in [("r1", &p), ("r2", &one)] {
+        fs::create_dir(test.join(rep)).unwrap();
+        upcmp::store::prfout::write_file(prof, &test.join(rep).join("prfout")).unwrap();
+        fs::copy(test.join("upout"), test.join(rep).join("upout")).unwrap();
+    }
+    fs::remove_file(test.join("prfout")).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("outdir1/forkwait/r2/prfout: expected the CPUs of the other repetitions"),
+        "{err}"
+    );
+    assert!(err.contains("found \"0\""), "{err}");
 }

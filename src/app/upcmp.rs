@@ -94,7 +94,7 @@ pub struct UpcmpOutput {
 fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError> {
     import(path, opts).map_err(|source| UpcmpError::Import {
         path: path.to_path_buf(),
-        source,
+        source: super::unquoted_import(source, path),
     })
 }
 

@@ -56,7 +56,8 @@ pub fn load_kernel_symbols(
             found
         }
         KernelImage::Path(p) => {
-            std::fs::File::open(p).map_err(|source| SymbolError::Io {
+            // Refused at once when it is no regular file (/dev/zero would be read forever).
+            crate::fsio::open_regular(p, crate::fsio::Links::Follow).map_err(|source| SymbolError::Io {
                 path: p.clone(),
                 source,
             })?;

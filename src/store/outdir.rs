@@ -328,15 +328,38 @@ pub fn test_dir_names(tests: &[TestLine]) -> Vec<String> {
 
 /// The directories holding one test's repetitions: the test directory itself when it
 /// has a `prfout` (one run, and every format-1 directory), else `r1`, `r2`, … in order,
-/// as far as they have a `prfout`.
-pub fn repetition_dirs(test_dir: &Path) -> Vec<PathBuf> {
-    if test_dir.join(PRFOUT_FILE).is_file() {
-        return vec![test_dir.to_path_buf()];
+/// as far as they have a `prfout`; none when the test directory does not exist. A
+/// directory of the run that is a symbolic link is an error: it is not followed.
+pub fn repetition_dirs(test_dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let exists = |p: &Path| p.symlink_metadata().is_ok();
+    let real_dir = |d: &Path| -> Result<bool, StoreError> {
+        match d.symlink_metadata() {
+            Err(_) => Ok(false),
+            Ok(m) if m.file_type().is_dir() => Ok(true),
+            Ok(_) => Err(StoreError::Io {
+                path: d.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "not a directory (a symbolic link is not followed inside a run; docs/security.md)",
+                ),
+            }),
+        }
+    };
+    if !real_dir(test_dir)? {
+        return Ok(Vec::new());
     }
-    (1..)
-        .map(|k| test_dir.join(repetition_name(k)))
-        .take_while(|d| d.join(PRFOUT_FILE).is_file())
-        .collect()
+    if exists(&test_dir.join(PRFOUT_FILE)) {
+        return Ok(vec![test_dir.to_path_buf()]);
+    }
+    let mut reps = Vec::new();
+    for k in 1.. {
+        let d = test_dir.join(repetition_name(k));
+        if !real_dir(&d)? || !exists(&d.join(PRFOUT_FILE)) {
+            break;
+        }
+        reps.push(d);
+    }
+    Ok(reps)
 }
 
 /// The directory name of repetition `k` (1-based).
