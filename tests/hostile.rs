@@ -1,7 +1,7 @@
 //! Hostile and broken input (docs/security.md): no crash, no hang, no leak, nothing lost.
 //! Each test is a case a review reproduced on a release build before it was fixed.
 
-use crate::util::{run_in, stderr, tempdir, testdata};
+use crate::util::{perf_usable, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -495,4 +495,100 @@ fn repetitions_that_sampled_other_cpus_are_refused() {
         "{err}"
     );
     assert!(err.contains("found \"0\""), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs for real (perf_event, root)
+
+fn uprun_in(dir: &Path, list: &str, outdir: &str, extra: &[&str]) -> Output {
+    fs::write(dir.join("test_list"), list).unwrap();
+    let mut args = vec!["auto", outdir];
+    args.extend_from_slice(extra);
+    run_in(dir, UPRUN, &args)
+}
+
+/// Processes whose command line contains `tag`.
+fn running(tag: &str) -> Vec<String> {
+    let out = Command::new("pgrep").args(["-a", "-f", tag]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("pgrep"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_process_a_test_starts_ends_with_it() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    let tag = |k: u32| format!("sleep 1000.{}{k}", std::process::id());
+    // A daemon (its own session) and a plain background child, left behind by a test
+    // that ends at once.
+    let list = format!("d: setsid {} & {} & exit 0\n", tag(1), tag(2));
+    let out = uprun_in(tmp.path(), &list, "run", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        running(&tag(1)).is_empty() && running(&tag(2)).is_empty(),
+        "{:?}",
+        running(&tag(1))
+    );
+    let warn = stdout(&out);
+    assert!(
+        warn.contains("uprun: warning: d: 2 processes of the test still ran when it ended, and were killed"),
+        "{warn}"
+    );
+    let prfout = fs::read_to_string(tmp.path().join("run/d/prfout")).unwrap();
+    assert!(prfout.contains("warning 2 processes of the test still ran"), "{prfout}");
+
+    // SIGINT while the test runs: the daemon goes too.
+    fs::write(
+        tmp.path().join("test_list"),
+        format!("long: setsid {} & exec sleep 60\n", tag(3)),
+    )
+    .unwrap();
+    let started = |run: &str| {
+        let t0 = Instant::now();
+        while running(&tag(3)).is_empty() || !tmp.path().join(run).join("long/upout").exists() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the test never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let child = Command::new(UPRUN)
+        .args(["auto", "int"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    started("int");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(running(&tag(3)).is_empty(), "{:?}", running(&tag(3)));
+
+    // kill -9 of uprun: its direct children die with it; the daemon is ended by the next
+    // uprun, which says so; and upcmp says the run died.
+    let mut child = Command::new(UPRUN)
+        .args(["auto", "killed"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    started("killed");
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(!running(&tag(3)).is_empty(), "the daemon outlives a killed uprun");
+    let out = uprun_in(tmp.path(), "t: true\n", "next", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("uprun: ended ") && said.contains(&format!("that uprun (pid {}), since killed", child.id())),
+        "{said}"
+    );
+    assert!(said.contains("(sleep)"), "{said}");
+    assert!(running(&tag(3)).is_empty(), "{:?}", running(&tag(3)));
 }

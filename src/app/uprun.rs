@@ -2,6 +2,7 @@
 //! the output directory of `docs/format.md` (upsrun adds each test's stack analysis).
 
 use crate::analyse::stacks::{analyse_test, AnalyseError};
+use crate::collect::group::reap_orphans;
 use crate::collect::plan::{find_unixperf, plan, PlanError, PlannedTest, TestList};
 use crate::collect::run::{run_test, RunError, TestContext};
 use crate::collect::sampler::{CpuSamplers, SamplerConfig, SamplerError};
@@ -255,6 +256,9 @@ fn start_outdir(opts: &UprunOptions, p: &Prepared, out: &mut dyn Write) -> Resul
 /// directory is touched: the list, the kernel image, the permission to sample.
 pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, UprunError> {
     let mut p = prepare(opts, out)?;
+    for line in reap_orphans() {
+        let _ = writeln!(out, "uprun: {line}");
+    }
     // Machine settings for the run; the guards put them back however the run ends.
     let _features = if opts.features.is_empty() {
         None
@@ -292,6 +296,7 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
         pre: opts.pre.as_deref(),
         drop_caches: opts.drop_caches,
         export_folded: opts.export_folded,
+        child_umask: crate::fsio::current_umask(),
     };
     let mut outcome = RunOutcome {
         status: Status::Completed,

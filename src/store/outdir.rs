@@ -94,6 +94,47 @@ pub struct RunMarker {
     pub kind: RunKind,
 }
 
+/// A process, told apart from any later one with the same pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writer {
+    /// Its pid.
+    pub pid: u32,
+    /// When it started, in clock ticks after boot (`/proc/PID/stat`, field 22).
+    pub start_ticks: u64,
+    /// The boot it ran in (`/proc/sys/kernel/random/boot_id`).
+    pub boot_id: String,
+}
+
+impl Writer {
+    /// This process, when /proc tells.
+    pub fn current() -> Option<Self> {
+        let pid = std::process::id();
+        Some(Writer {
+            pid,
+            start_ticks: start_ticks(pid)?,
+            boot_id: boot_id()?,
+        })
+    }
+
+    /// Whether the process still runs: same boot, and its pid names a process that
+    /// started at the same tick.
+    pub fn is_running(&self) -> bool {
+        boot_id().as_deref() == Some(self.boot_id.as_str()) && start_ticks(self.pid) == Some(self.start_ticks)
+    }
+}
+
+fn boot_id() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(text.trim().to_string())
+}
+
+/// Field 22 of `/proc/PID/stat`, counted after the command name, which may hold spaces.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 impl RunMarker {
     /// A marker for a run starting now.
     pub fn start(command: String) -> Self {
