@@ -4,6 +4,7 @@
 use crate::util::{perf_usable, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -101,11 +102,212 @@ fn fixture_runs(dir: &Path) {
     }
 }
 
+fn mode(p: &Path) -> u32 {
+    fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
 /// A file holding a line no error message may ever show.
 fn secret(dir: &Path) -> PathBuf {
     let s = dir.join("shadow");
     fs::write(&s, "root:$6$SECRETHASH$x:19000:0:99999:7:::\n").unwrap();
     s
+}
+
+// ---------------------------------------------------------------------------------------
+// Rotation and the results directory
+
+#[test]
+fn rotation_never_deletes_earlier_results() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    for _ in 0..3 {
+        let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res", "-q"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res", "-q"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("upcmp: kept the earlier results: moved res to res.old\n"),
+        "{err}"
+    );
+    assert!(err.contains("moved res.old.2 to res.old.3\n"), "{err}");
+    for d in ["res", "res.old", "res.old.2", "res.old.3"] {
+        assert!(tmp.path().join(d).join("results").is_file(), "{d}");
+    }
+}
+
+#[test]
+fn results_never_go_through_a_link_planted_at_the_temporary_name() {
+    // The temporary sibling used to be RESULTS_DIR.tmp-PID: another user could place a
+    // link there and receive root's results (then the link was renamed into place).
+    let tmp = tempdir();
+    let victim = tmp.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    let res = tmp.path().join("res");
+    let planted = tmp.path().join(format!("res.tmp-{}", std::process::id()));
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let files = [("results", b"report".to_vec())];
+    upcmp::store::outdir::publish_dir(&res, upcmp::store::outdir::RESULTS_MARKER, &files).unwrap();
+    assert_eq!(
+        fs::read_dir(&victim).unwrap().count(),
+        0,
+        "nothing lands in the link's target"
+    );
+    assert!(!fs::symlink_metadata(&res).unwrap().file_type().is_symlink());
+    assert_eq!(fs::read(res.join("results")).unwrap(), b"report");
+    assert!(
+        fs::symlink_metadata(&planted).unwrap().file_type().is_symlink(),
+        "left alone"
+    );
+}
+
+#[test]
+fn a_link_as_the_directory_or_its_marker_is_never_ours() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    // A foreign directory with a marker of its own, reached through a link named RESULTS_DIR.
+    let victim = tmp.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    fs::write(victim.join("upcmp-results"), "").unwrap();
+    fs::write(victim.join("data"), "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, tmp.path().join("res")).unwrap();
+    // A directory whose marker is a link to a file elsewhere.
+    let fake = tmp.path().join("fake");
+    fs::create_dir(&fake).unwrap();
+    fs::write(fake.join("data"), "keep").unwrap();
+    std::os::unix::fs::symlink(victim.join("upcmp-results"), fake.join("upcmp-results")).unwrap();
+    for target in ["res", "fake"] {
+        let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", target, "-q"]);
+        assert_eq!(out.status.code(), Some(2), "{target}: {}", stderr(&out));
+        assert!(stderr(&out).contains("will not move or delete it"), "{}", stderr(&out));
+        assert!(
+            !tmp.path().join(format!("{target}.old")).exists(),
+            "{target} was rotated"
+        );
+    }
+    assert_eq!(fs::read_to_string(victim.join("data")).unwrap(), "keep");
+    assert_eq!(fs::read_to_string(fake.join("data")).unwrap(), "keep");
+    // The same for an earlier generation that would move.
+    assert!(run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "ok", "-q"])
+        .status
+        .success());
+    std::os::unix::fs::symlink(&victim, tmp.path().join("ok.old")).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "ok", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ok.old: exists but has no upcmp-results"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fs::read_dir(&victim).unwrap().count(), 2);
+}
+
+#[test]
+fn a_parent_every_user_may_write_is_refused_unless_insisted() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    let shared = tmp.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "shared/res", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("shared/res: its directory shared may be written by every user"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-world-writable-parent"), "{err}");
+    assert!(!shared.join("res").exists());
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &[
+            "outdir1",
+            "outdir2",
+            "shared/res",
+            "-q",
+            "--allow-world-writable-parent",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // With the sticky bit (as /tmp), nobody may replace another's entries: allowed.
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "shared/res2", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_trailing_slash_changes_nothing() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    let out = run_in(tmp.path(), UPCMP, &["outdir1/", "outdir2/", "newres/", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("results written to newres/results,"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(tmp.path().join("newres/results").is_file());
+    let names: Vec<String> = fs::read_dir(tmp.path().join("newres"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains("tmp")), "{names:?}");
+    // The same command without the slash finds its own results and keeps them.
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "newres", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(tmp.path().join("newres.old/results").is_file());
+}
+
+#[test]
+fn two_upcmp_on_one_results_dir_never_mix() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    // Held by someone else: said at once, nothing touched.
+    let lock = upcmp::fsio::DirLock::try_lock(&tmp.path().join("res"))
+        .unwrap()
+        .unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("another upcmp is writing res (it holds res.lock)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!tmp.path().join("res").exists());
+    drop(lock);
+    // Eight at once: each writes whole results or says why not.
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            Command::new(UPCMP)
+                .args(["outdir1", "outdir2", "res", "-q"])
+                .current_dir(tmp.path())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut ok = 0;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        if out.status.success() {
+            ok += 1;
+        } else {
+            assert!(
+                stderr(&out).contains("another upcmp is writing res"),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
+    assert!(ok >= 1);
+    for e in fs::read_dir(tmp.path()).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if name.starts_with("res") {
+            assert!(!name.contains("tmp") && !name.ends_with(".lock"), "left behind: {name}");
+            assert!(tmp.path().join(&name).join("results.json").is_file(), "{name} is whole");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -465,7 +667,7 @@ fn perf_data_headers_that_lie_give_errors_not_crashes() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Runs: what a broken run says
+// Runs: what a died or broken run says
 
 #[test]
 fn repetitions_that_sampled_other_cpus_are_refused() {
@@ -497,6 +699,22 @@ fn repetitions_that_sampled_other_cpus_are_refused() {
     assert!(err.contains("found \"0\""), "{err}");
 }
 
+#[test]
+fn tests_named_like_the_files_of_a_run_are_refused_before_anything_runs() {
+    let tmp = tempdir();
+    for name in ["system", "upcmp-run", "test_list", "kallsyms.gz"] {
+        fs::write(tmp.path().join("list"), format!("ok: true\n{name}: true\n")).unwrap();
+        let out = run_in(tmp.path(), UPRUN, &["auto", "out", "--test-list", "list"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("list:2:1: expected a test name other than the files of a run"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!tmp.path().join("out").exists());
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Runs for real (perf_event, root)
 
@@ -505,6 +723,66 @@ fn uprun_in(dir: &Path, list: &str, outdir: &str, extra: &[&str]) -> Output {
     let mut args = vec!["auto", outdir];
     args.extend_from_slice(extra);
     run_in(dir, UPRUN, &args)
+}
+
+#[test]
+fn duplicate_test_names_never_overwrite_each_other() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    let out = uprun_in(tmp.path(), "a: echo one\na: echo two\na.2: echo three\n", "run", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let upout = |d: &str| fs::read_to_string(tmp.path().join("run").join(d).join("upout")).unwrap();
+    assert_eq!(
+        (upout("a"), upout("a.3"), upout("a.2")),
+        ("one\n".into(), "two\n".into(), "three\n".into())
+    );
+    let out = run_in(tmp.path(), UPCMP, &["run", "run", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    for t in ["a", "a.2", "a.3"] {
+        let title = format!(" {t} results ");
+        assert_eq!(report.matches(&title).count(), 1, "{t}: {report}");
+    }
+}
+
+#[test]
+fn a_run_is_private_unless_shared() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    // Under the usual umask 022, a run used to be readable by all (kernel addresses in
+    // samples.gz and kallsyms.gz).
+    let old = unsafe { libc::umask(0o022) };
+    let private = uprun_in(tmp.path(), "t: true\n", "run", &[]);
+    let shared = uprun_in(tmp.path(), "t: true\n", "pub", &["--share"]);
+    unsafe { libc::umask(old) };
+    assert!(
+        private.status.success() && shared.status.success(),
+        "{}",
+        stderr(&private)
+    );
+    for (run, dir_mode, file_mode) in [("run", 0o700, 0o600), ("pub", 0o755, 0o644)] {
+        let root = tmp.path().join(run);
+        assert_eq!(mode(&root), dir_mode, "{run}");
+        assert_eq!(mode(&root.join("t")), dir_mode, "{run}/t");
+        for f in [
+            "kallsyms.gz",
+            "upcmp-run",
+            "system",
+            "test_list",
+            "t/samples.gz",
+            "t/prfout",
+            "t/upout",
+            "t/status",
+        ] {
+            assert_eq!(mode(&root.join(f)), file_mode, "{run}/{f}");
+        }
+    }
 }
 
 /// Processes whose command line contains `tag`.

@@ -387,8 +387,10 @@ fn without_permission_the_message_says_why_and_how_to_fix_it() {
     }
     let tmp = tempdir();
     fs::write(tmp.path().join("test_list"), "x: true\n").unwrap();
+    // Writable by the unprivileged user, with the sticky bit (a parent every user may
+    // write without it is refused before anything else).
     let mut perm = fs::metadata(tmp.path()).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o777);
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o1777);
     fs::set_permissions(tmp.path(), perm).unwrap();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", UPRUN, "auto", "out"])

@@ -8,7 +8,7 @@ use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{publish_dir, Moved, RESULTS_MARKER};
+use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
 use crate::store::run::load_run;
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
@@ -43,6 +43,9 @@ pub struct UpcmpOptions {
     pub results_dir: PathBuf,
     /// How they are compared.
     pub compare: CompareOptions,
+    /// Write RESULTS_DIR even when its parent directory may be written by every user and
+    /// has no sticky bit.
+    pub allow_shared_parent: bool,
 }
 
 /// Why upcmp stopped.
@@ -89,6 +92,8 @@ pub struct UpcmpOutput {
     pub files: Vec<String>,
     /// The earlier results directories moved aside (none is ever deleted).
     pub moved: Vec<Moved>,
+    /// Where the results are (RESULTS_DIR without trailing slashes).
+    pub results_dir: PathBuf,
 }
 
 fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError> {
@@ -132,6 +137,13 @@ fn compare_recordings(
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
+    // First, so that a second upcmp writing the same directory stops at once.
+    let claim =
+        claim_dir(&opts.results_dir, "upcmp", opts.allow_shared_parent).map_err(|source| UpcmpError::Publish {
+            path: opts.results_dir.clone(),
+            source,
+        })?;
+    let results_dir = claim.path.as_path();
     let (cmp, stacks) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
         Inputs::Runs { dir1, dir2 } => {
@@ -147,7 +159,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     export::write_json(&cmp, &mut json)?;
     let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
     if let Some(s) = &stacks {
-        stackcmp::render_index(s, &stack_files, &opts.results_dir.display().to_string(), &mut report)?;
+        stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
     }
     let mut files = vec![
         ("results".to_string(), report.clone()),
@@ -161,8 +173,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         files.push(("results.parquet".to_string(), parquet));
     }
     files.extend(stack_files);
-    let moved = publish_dir(&opts.results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
-        path: opts.results_dir.clone(),
+    let moved = publish_dir(results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
+        path: results_dir.to_path_buf(),
         source,
     })?;
     Ok(UpcmpOutput {
@@ -170,5 +182,6 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         report,
         files: files.into_iter().map(|(n, _)| n).collect(),
         moved,
+        results_dir: results_dir.to_path_buf(),
     })
 }

@@ -62,6 +62,11 @@ struct Args {
     /// --format markdown.
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     format: cli::FormatArg,
+    /// Write RESULTS_DIR even when its directory may be written by every user and has no
+    /// sticky bit (anyone there could replace the results), e.g. a shared scratch
+    /// directory you trust.
+    #[arg(long)]
+    allow_world_writable_parent: bool,
     #[command(flatten)]
     import: cli::ImportArgs,
     /// Print shell completions or the man page and exit, e.g.
@@ -97,8 +102,9 @@ fn main() -> ExitCode {
         };
         let out = upcmp(&UpcmpOptions {
             inputs,
-            results_dir: results_dir.clone(),
+            results_dir,
             compare,
+            allow_shared_parent: a.allow_world_writable_parent,
         })
         .map_err(|e| cli::with_import_hint(e.into()))?;
         if !a.quiet {
@@ -119,7 +125,7 @@ fn main() -> ExitCode {
                 m.to.display()
             );
         }
-        let d = results_dir.display();
+        let d = out.results_dir.display();
         let parquet = if cfg!(feature = "parquet") {
             ", results.parquet"
         } else {

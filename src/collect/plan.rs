@@ -2,7 +2,7 @@
 //! anything runs.
 
 use crate::fsio::{self, Links};
-use crate::store::outdir::test_dir_names;
+use crate::store::outdir::{test_dir_names, RUN_FILES};
 use crate::store::unquoted;
 use std::path::{Path, PathBuf};
 use upcmp_parsers::test_list::{parse_test_list, TestLine, TestSpec};
@@ -139,6 +139,20 @@ fn plan_lines(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTes
     let name = list.name.as_str();
     let lines = parse_test_list(&list.text, name)?;
     let dirs = test_dir_names(&lines);
+    // A test named like a file of the run would collide with it half-way through the run.
+    if let Some((line, dir)) = lines.iter().zip(&dirs).find(|(_, d)| RUN_FILES.contains(&d.as_str())) {
+        return Err(ParseError {
+            file: name.to_string(),
+            line: line.line,
+            column: 1,
+            expected: format!(
+                "a test name other than the files of a run ({}); name the command 'NAME: command'",
+                RUN_FILES.join(", ")
+            ),
+            found: dir.clone(),
+        }
+        .into());
+    }
     let mut out = Vec::new();
     for (line, dir) in lines.into_iter().zip(dirs) {
         let (argv, shown_args) = match &line.spec {
@@ -266,6 +280,20 @@ mod tests {
         let e = plan(&list("forkwait -loop\n"), exe).unwrap_err().to_string();
         assert!(e.starts_with("tl:1:"), "{e}");
         assert!(plan(&list("forkwait -loop 10 -repeat 2\nhackbench -groups 2\n"), exe).is_ok());
+    }
+
+    #[test]
+    fn tests_named_like_the_files_of_a_run_are_refused() {
+        for reserved in RUN_FILES {
+            let e = plan(&list(&format!("x: true\n{reserved}: true\n")), None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("tl:2:1: expected a test name other than the files of a run"),
+                "{e}"
+            );
+            assert!(e.contains(&format!("found \"{reserved}\"")), "{e}");
+        }
     }
 
     #[test]

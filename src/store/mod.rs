@@ -43,6 +43,31 @@ pub enum StoreError {
         /// The marker file it lacks.
         marker: &'static str,
     },
+    /// Another process holds the lock of a directory being written.
+    #[error("another {tool} is writing {path} (it holds {path}.lock); wait for it to end, or choose another name")]
+    Locked {
+        /// The directory.
+        path: PathBuf,
+        /// The command that writes it (`uprun`, `upcmp`).
+        tool: &'static str,
+    },
+    /// The directory to write sits where every user may replace what is put there.
+    #[error(
+        "{path}: its directory {parent} may be written by every user and has no sticky bit, so anyone \
+         could replace what is written there; choose another place, or insist with --allow-world-writable-parent"
+    )]
+    SharedParent {
+        /// The directory to write.
+        path: PathBuf,
+        /// Its parent.
+        parent: PathBuf,
+    },
+    /// A path that names no directory of its own (`/`, `.`, `..`).
+    #[error("{path}: names no new directory; give a name such as results1")]
+    NoName {
+        /// The path.
+        path: PathBuf,
+    },
     /// A format version this build cannot read.
     #[error(
         "{path}: output-directory format {found}, but this upcmp reads formats 1 to {supported}; use the upcmp that wrote it"

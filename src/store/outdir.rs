@@ -2,7 +2,8 @@
 
 use super::prfout::PRFOUT_FILE;
 use super::{io_err, read_text, write_atomic, StoreError};
-use std::collections::HashMap;
+use crate::fsio;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use upcmp_parsers::keyvalue::{parse_key_values, KeyValues};
@@ -229,13 +230,52 @@ pub struct Moved {
     pub to: PathBuf,
 }
 
-/// Makes `path` a fresh, empty directory for a new run or results, as the original
-/// tools did: an existing `path` becomes `path.old`, and earlier generations move one
-/// further (`path.old` to `path.old.2`, ...). Nothing is ever deleted, and only
-/// directories that carry `marker` are moved. Returns what moved where.
-pub fn rotate_and_create(path: &Path, marker: &'static str) -> Result<Vec<Moved>, StoreError> {
+/// A directory claimed for writing: its cleaned path (no trailing slash) and the lock
+/// held while it is written.
+#[derive(Debug)]
+pub struct Claim {
+    /// The directory, cleaned of trailing slashes and `.` components.
+    pub path: PathBuf,
+    /// The lock beside it (`PATH.lock`), released when dropped.
+    pub lock: fsio::DirLock,
+}
+
+/// Claims the directory `path` for writing by `tool`: refuses a path that names no
+/// directory of its own, a parent directory every user may write that has no sticky bit
+/// (unless `allow_shared_parent`), and a directory another process is writing (the lock
+/// beside it).
+pub fn claim_dir(path: &Path, tool: &'static str, allow_shared_parent: bool) -> Result<Claim, StoreError> {
+    let path = fsio::clean(path);
+    if !matches!(path.components().next_back(), Some(std::path::Component::Normal(_))) {
+        return Err(StoreError::NoName { path });
+    }
+    if let (Some(parent), false) = (fsio::shared_parent(&path), allow_shared_parent) {
+        return Err(StoreError::SharedParent { path, parent });
+    }
+    match fsio::DirLock::try_lock(&path) {
+        Ok(Some(lock)) => Ok(Claim { path, lock }),
+        Ok(None) => Err(StoreError::Locked { path, tool }),
+        Err(source) => {
+            let mut lock = path.into_os_string();
+            lock.push(".lock");
+            Err(StoreError::Io {
+                path: lock.into(),
+                source,
+            })
+        }
+    }
+}
+
+/// Makes `path` a fresh, empty directory with `mode` (exactly, whatever the umask) for a
+/// new run, as the original tools did: an existing `path` becomes `path.old`, and earlier
+/// generations move one further (`path.old` to `path.old.2`, ...). Nothing is ever
+/// deleted, and only directories that carry `marker` are moved. Returns what moved where.
+pub fn rotate_and_create(path: &Path, marker: &'static str, mode: u32) -> Result<Vec<Moved>, StoreError> {
     let moved = rotate_away(path, marker)?;
-    std::fs::create_dir_all(path).map_err(io_err(path))?;
+    let parent = fsio::parent_of(path);
+    std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
+    // Never through a link, never into a directory someone else made in between.
+    fsio::create_dir(path, mode).map_err(io_err(path))?;
     Ok(moved)
 }
 
@@ -252,28 +292,17 @@ pub fn rotate_away(path: &Path, marker: &'static str) -> Result<Vec<Moved>, Stor
     let generations = old_generations(path);
     for k in (1..=generations.len()).rev() {
         let (from, to) = (old_path_n(path, k), old_path_n(path, k + 1));
-        rename_new(&from, &to)?;
+        fsio::rename_noreplace(&from, &to).map_err(io_err(&from))?;
         moved.push(Moved { from, to });
     }
     let to = old_path(path);
-    rename_new(path, &to)?;
+    fsio::rename_noreplace(path, &to).map_err(io_err(path))?;
     moved.push(Moved {
         from: path.to_path_buf(),
         to,
     });
     moved.reverse();
     Ok(moved)
-}
-
-/// Renames `from` to `to`, which must not exist: a rotation never replaces anything.
-fn rename_new(from: &Path, to: &Path) -> Result<(), StoreError> {
-    if to.symlink_metadata().is_ok() {
-        return Err(StoreError::Io {
-            path: to.to_path_buf(),
-            source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
-        });
-    }
-    std::fs::rename(from, to).map_err(io_err(from))
 }
 
 /// The existing generations of `path`: `path.old`, `path.old.2`, ... up to the first
@@ -286,31 +315,43 @@ fn old_generations(path: &Path) -> Vec<PathBuf> {
 }
 
 /// Publishes a directory whole: writes `files` (name, contents) and the `marker` into
-/// a temporary sibling, then moves an existing `path` aside (see [`rotate_away`]) and
-/// renames the sibling to `path`. A failure part-way leaves no half-written `path`.
-/// Returns what the rotation moved.
+/// a new temporary sibling (an unpredictable name, created exclusively with mode 0700, so
+/// nobody can have prepared it or a link under its name), then moves an existing `path`
+/// aside (see [`rotate_away`]) and renames the sibling to `path`, never onto anything that
+/// appeared there meanwhile. A failure part-way leaves no half-written `path`. The
+/// directory ends with the mode a new directory gets under the umask. Returns what the
+/// rotation moved.
 pub fn publish_dir<N: AsRef<str>>(
     path: &Path,
     marker: &'static str,
     files: &[(N, Vec<u8>)],
 ) -> Result<Vec<Moved>, StoreError> {
     check_rotatable(path, marker)?;
-    let mut tmp_name = path.as_os_str().to_os_string();
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp_name);
+    let tmp = fsio::create_temp_dir_beside(path).map_err(io_err(path))?;
     let result = (|| {
-        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
         let mark = format!(
             "# Written by upcmp {}; upcmp may move this directory aside (never deletes it).\n",
             crate::TOOL_VERSION
         );
-        std::fs::write(tmp.join(marker), mark).map_err(io_err(&tmp))?;
+        let write = |name: &str, bytes: &[u8]| {
+            let p = tmp.join(name);
+            // A name is one plain component: nothing is written outside the directory.
+            if !matches!(
+                Path::new(name).components().collect::<Vec<_>>()[..],
+                [std::path::Component::Normal(_)]
+            ) {
+                return Err(StoreError::NoName { path: p });
+            }
+            fsio::write_new(&p, bytes, 0o666).map_err(io_err(&p))
+        };
+        write(marker, mark.as_bytes())?;
         for (name, bytes) in files {
-            let p = tmp.join(name.as_ref());
-            std::fs::write(&p, bytes).map_err(io_err(&p))?;
+            write(name.as_ref(), bytes)?;
         }
+        let mode = 0o777 & !fsio::current_umask();
+        std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(io_err(&tmp))?;
         let moved = rotate_away(path, marker)?;
-        std::fs::rename(&tmp, path).map_err(io_err(path))?;
+        fsio::rename_noreplace(&tmp, path).map_err(io_err(path))?;
         Ok(moved)
     })();
     if result.is_err() {
@@ -327,11 +368,18 @@ pub fn check_rotatable(path: &Path, marker: &'static str) -> Result<(), StoreErr
         return Ok(());
     }
     for dir in std::iter::once(path.to_path_buf()).chain(old_generations(path)) {
-        if !dir.join(marker).is_file() || dir.is_symlink() {
+        if !is_ours(&dir, marker) {
             return Err(StoreError::NotOurs { path: dir, marker });
         }
     }
     Ok(())
+}
+
+/// Whether `dir` is a directory carrying `marker`, neither of them a symbolic link: a link
+/// (to a directory, or as the marker) would let anyone make a foreign directory look
+/// like ours.
+fn is_ours(dir: &Path, marker: &str) -> bool {
+    fsio::is_real_dir(dir) && fsio::is_real_file(&dir.join(marker))
 }
 
 /// `path` with `.old` appended to its last component: where [`rotate_away`] moves it.
@@ -349,19 +397,31 @@ pub fn old_path_n(path: &Path, k: usize) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Directory names for the tests of a list: the test's name, with `.2`, `.3`, … for
-/// the second and later lines of the same name.
+/// The files uprun writes at the top of a run directory, which no test may be named.
+pub const RUN_FILES: &[&str] = &[RUN_MARKER, "system", TEST_LIST_FILE, "kallsyms.gz"];
+
+/// Directory names for the tests of a list, unique by construction: the test's name for
+/// its first line; for a later line of the same name, `NAME.K` with the smallest K from 2
+/// that no line names itself and no earlier line got (so `a`, `a`, `a.2` give `a`, `a.3`,
+/// `a.2`).
 pub fn test_dir_names(tests: &[TestLine]) -> Vec<String> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut taken: HashSet<String> = tests.iter().map(|t| t.spec.name().to_string()).collect();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut next: HashMap<&str, usize> = HashMap::new();
     tests
         .iter()
         .map(|t| {
-            let n = seen.entry(t.spec.name()).or_insert(0);
-            *n += 1;
-            if *n == 1 {
-                t.spec.name().to_string()
-            } else {
-                format!("{}.{n}", t.spec.name())
+            let name = t.spec.name();
+            if seen.insert(name) {
+                return name.to_string();
+            }
+            let k = next.entry(name).or_insert(1);
+            loop {
+                *k += 1;
+                let candidate = format!("{name}.{k}");
+                if taken.insert(candidate.clone()) {
+                    return candidate;
+                }
             }
         })
         .collect()
@@ -527,13 +587,13 @@ mod tests {
     fn rotation_keeps_every_generation_and_moves_only_ours() {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
-        assert!(rotate_and_create(&out, RUN_MARKER).unwrap().is_empty());
+        assert!(rotate_and_create(&out, RUN_MARKER, 0o700).unwrap().is_empty());
         assert!(out.is_dir());
         // Ours (marked): each new run pushes the earlier ones one generation further.
         for k in 1..=3 {
             std::fs::write(out.join(RUN_MARKER), "x").unwrap();
             std::fs::write(out.join("run"), k.to_string()).unwrap();
-            let moved = rotate_and_create(&out, RUN_MARKER).unwrap();
+            let moved = rotate_and_create(&out, RUN_MARKER, 0o700).unwrap();
             assert_eq!(moved.len(), k, "{moved:?}");
             assert_eq!(
                 (moved[0].from.clone(), moved[0].to.clone()),
@@ -549,14 +609,14 @@ mod tests {
         let mine = tmp.path().join("home");
         std::fs::create_dir(&mine).unwrap();
         std::fs::write(mine.join("thesis.tex"), "data").unwrap();
-        let e = rotate_and_create(&mine, RUN_MARKER).unwrap_err();
+        let e = rotate_and_create(&mine, RUN_MARKER, 0o700).unwrap_err();
         assert!(e.to_string().contains("will not move or delete it"), "{e}");
         assert!(check_rotatable(&mine, RUN_MARKER).is_err());
         assert_eq!(std::fs::read_to_string(mine.join("thesis.tex")).unwrap(), "data");
         // Ours, but a generation that would move is not: refused before anything moves.
         std::fs::write(out.join(RUN_MARKER), "x").unwrap();
         std::fs::remove_file(old_path_n(&out, 2).join(RUN_MARKER)).unwrap();
-        let e = rotate_and_create(&out, RUN_MARKER).unwrap_err();
+        let e = rotate_and_create(&out, RUN_MARKER, 0o700).unwrap_err();
         assert!(e.to_string().contains("out.old.2: exists but has no upcmp-run"), "{e}");
         assert!(out.join(RUN_MARKER).is_file() && old_path_n(&out, 3).is_dir());
     }
@@ -565,6 +625,13 @@ mod tests {
     fn duplicate_tests_get_numbered_dirs() {
         let t = parse_test_list("forkwait\nx: true\nforkwait -loop 5\nforkwait\n", "t").unwrap();
         assert_eq!(test_dir_names(&t), ["forkwait", "x", "forkwait.2", "forkwait.3"]);
+        // A line naming itself like a later copy keeps its name; the copy moves on.
+        let t = parse_test_list("a: true\na: true\na.2: true\n", "t").unwrap();
+        assert_eq!(test_dir_names(&t), ["a", "a.3", "a.2"]);
+        let t = parse_test_list("a.2: true\na: true\na.2: true\na: true\na.3: true\n", "t").unwrap();
+        let names = test_dir_names(&t);
+        assert_eq!(names, ["a.2", "a", "a.2.2", "a.4", "a.3"]);
+        assert_eq!(names.iter().collect::<HashSet<_>>().len(), names.len());
     }
 
     #[test]
