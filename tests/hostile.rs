@@ -670,6 +670,41 @@ fn perf_data_headers_that_lie_give_errors_not_crashes() {
 // Runs: what a died or broken run says
 
 #[test]
+fn a_run_whose_writer_died_is_marked_so_and_missing_tests_are_named() {
+    let tmp = tempdir();
+    fixture_runs(tmp.path());
+    // A process that ran and is gone.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let marker = tmp.path().join("outdir1/upcmp-run");
+    let text = fs::read_to_string(&marker)
+        .unwrap()
+        .replace("status: completed", "status: running")
+        + &format!("writer: {pid} 12345 {}\n", boot.trim());
+    fs::write(&marker, text).unwrap();
+    // A test of its list that never ran.
+    let list = tmp.path().join("outdir1/test_list");
+    let list_text = fs::read_to_string(&list).unwrap() + "later: true\n";
+    fs::write(&list, list_text).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    assert!(
+        report.contains(&format!(
+            "run 1 (outdir1) failed: uprun (pid {pid}) ended without finishing the run"
+        )),
+        "{report}"
+    );
+    assert!(report.contains("run 1 (outdir1) has no profile of later"), "{report}");
+    // Said once for every later reader: the marker is rewritten.
+    let m = upcmp::store::outdir::RunMarker::read(&tmp.path().join("outdir1")).unwrap();
+    assert_eq!(m.status, upcmp::store::outdir::Status::Failed);
+    assert!(m.reason.unwrap().contains("ended without finishing"));
+}
+
+#[test]
 fn repetitions_that_sampled_other_cpus_are_refused() {
     let tmp = tempdir();
     fixture_runs(tmp.path());
@@ -869,4 +904,71 @@ fn every_process_a_test_starts_ends_with_it() {
     );
     assert!(said.contains("(sleep)"), "{said}");
     assert!(running(&tag(3)).is_empty(), "{:?}", running(&tag(3)));
+    let m = upcmp::store::outdir::Run::open(&tmp.path().join("killed"))
+        .unwrap()
+        .marker;
+    assert_eq!(m.status, upcmp::store::outdir::Status::Failed);
+    assert!(m.reason.unwrap().contains("ended without finishing the run"));
+}
+
+/// A tmpfs of `kib` KiB at a new directory; unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: PathBuf, kib: u64) -> Option<Tmpfs> {
+        fs::create_dir_all(&at).unwrap();
+        let ok = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={kib}k"),
+                "tmpfs",
+                at.to_str().unwrap(),
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Tmpfs(at))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_marks_the_run_failed_with_the_reason() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    // Room for the run's start (its kallsyms.gz is the largest part) but not for a test
+    // that samples for long.
+    let kallsyms = fs::read("/proc/kallsyms").unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &kallsyms).unwrap();
+    let need = gz.finish().unwrap().len() as u64 / 1024 + 256;
+    let Some(disk) = Tmpfs::mount(tmp.path().join("disk"), need) else {
+        panic!("cannot mount a tmpfs (root is needed)");
+    };
+    fs::write(
+        tmp.path().join("test_list"),
+        "spin: i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done\n",
+    )
+    .unwrap();
+    let run = disk.0.join("run");
+    let out = run_in(tmp.path(), UPRUN, &["auto", run.to_str().unwrap(), "--freq", "20000"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("No space left on device"), "{}", stderr(&out));
+    let m = upcmp::store::outdir::RunMarker::read(&run).unwrap();
+    assert_eq!(
+        m.status,
+        upcmp::store::outdir::Status::Failed,
+        "not left marked running"
+    );
+    assert!(m.reason.unwrap().contains("No space left on device"));
+    assert!(m.ended.is_some());
 }

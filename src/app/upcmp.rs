@@ -9,7 +9,7 @@ use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
-use crate::store::run::load_run;
+use crate::store::run::{load_run, StoredRun};
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
 
@@ -133,6 +133,33 @@ fn compare_recordings(
     Ok((cmp, stacks))
 }
 
+/// What the reader must know of runs that did not complete: why a run failed, and which
+/// tests have no profile (not run, or stopped before their profile was written), which
+/// the comparison otherwise leaves out without a word.
+fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (k, r) in runs.iter().enumerate() {
+        if let Some(reason) = &r.marker.reason {
+            notes.push(format!("run {} ({}) failed: {reason}", k + 1, r.dir.display()));
+        }
+        let missing: Vec<&str> = r
+            .tests
+            .iter()
+            .filter(|t| t.repetitions.is_empty())
+            .map(|t| t.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            notes.push(format!(
+                "run {} ({}) has no profile of {}: not run, or stopped before its profile was written",
+                k + 1,
+                r.dir.display(),
+                missing.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
 /// Compares, renders and publishes `RESULTS_DIR` whole: `results`, `results.csv`,
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
@@ -148,7 +175,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
         Inputs::Runs { dir1, dir2 } => {
             let (run1, run2) = (load_run(dir1)?, load_run(dir2)?);
-            let cmp = compare_runs(&run1, &run2, &opts.compare)?;
+            let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
+            cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());
             (cmp, stacks)
         }

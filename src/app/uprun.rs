@@ -299,7 +299,23 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     let mut marker = create_outdir(opts, &outdir, out)?;
     let result = run_tests(opts, &mut p, umask.previous(), out);
     drop(p.samplers);
-    let outcome = result?;
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            // A full disk, a file that cannot be written: the run says so, with the reason,
+            // instead of staying marked running.
+            marker.fail(&e.to_string());
+            match marker.write(&outdir) {
+                Ok(()) => {
+                    let _ = writeln!(out, "uprun: {} is marked failed", outdir.display());
+                }
+                Err(w) => {
+                    let _ = writeln!(out, "uprun: could not mark {} failed: {w}", outdir.display());
+                }
+            }
+            return Err(e);
+        }
+    };
     marker.ended = Some(now_utc());
     marker.status = outcome.status;
     marker.write(&outdir)?;

@@ -93,6 +93,11 @@ pub struct RunMarker {
     pub runs: u32,
     /// Which collector wrote it.
     pub kind: RunKind,
+    /// Why the run failed (`status: failed`): the error that stopped it.
+    pub reason: Option<String>,
+    /// The process writing the run, so a reader can tell a run still going from one whose
+    /// writer died without a word (`kill -9`, a crash, a reboot).
+    pub writer: Option<Writer>,
 }
 
 /// A process, told apart from any later one with the same pid.
@@ -122,6 +127,16 @@ impl Writer {
     pub fn is_running(&self) -> bool {
         boot_id().as_deref() == Some(self.boot_id.as_str()) && start_ticks(self.pid) == Some(self.start_ticks)
     }
+
+    fn parse(s: &str) -> Option<Self> {
+        let mut w = s.split_whitespace();
+        let (pid, start, boot) = (w.next()?, w.next()?, w.next()?);
+        Some(Writer {
+            pid: pid.parse().ok()?,
+            start_ticks: start.parse().ok()?,
+            boot_id: boot.to_string(),
+        })
+    }
 }
 
 fn boot_id() -> Option<String> {
@@ -148,7 +163,21 @@ impl RunMarker {
             status: Status::Running,
             runs: 1,
             kind: RunKind::Uprun,
+            reason: None,
+            writer: Writer::current(),
         }
+    }
+
+    /// The marker of a run that stopped on `error`: `status: failed`, with the reason.
+    pub fn fail(&mut self, error: &str) {
+        self.status = Status::Failed;
+        self.ended = Some(super::now_utc());
+        self.reason = Some(error.replace(['\n', '\r'], " "));
+    }
+
+    /// Whether the run is marked running but its writer no longer runs.
+    pub fn writer_died(&self) -> bool {
+        self.status == Status::Running && self.writer.as_ref().is_some_and(|w| !w.is_running())
     }
 
     /// Writes the marker into `dir` (atomically).
@@ -166,17 +195,28 @@ impl RunMarker {
             let _ = writeln!(s, "ended: {e}");
         }
         let _ = writeln!(s, "status: {}", self.status.as_str());
+        if let Some(r) = &self.reason {
+            let _ = writeln!(s, "reason: {r}");
+        }
         let _ = writeln!(s, "runs: {}", self.runs);
         if self.kind != RunKind::Uprun {
             let _ = writeln!(s, "kind: {}", self.kind.as_str());
         }
-        write_atomic(&dir.join(RUN_MARKER), s.as_bytes())
+        if let Some(w) = &self.writer {
+            let _ = writeln!(s, "writer: {} {} {}", w.pid, w.start_ticks, w.boot_id);
+        }
+        let path = dir.join(RUN_MARKER);
+        write_atomic(&path, s.as_bytes()).or_else(|e| {
+            // A full disk has no room for the temporary file: the marker is then rewritten
+            // in place, so a run is never left marked running for want of a few bytes.
+            fsio::overwrite_in_place(&path, s.as_bytes()).map_err(|_| e)
+        })
     }
 
     /// Reads and checks the marker of `dir`.
     pub fn read(dir: &Path) -> Result<Self, StoreError> {
         let path = dir.join(RUN_MARKER);
-        if !path.is_file() {
+        if path.symlink_metadata().is_err() {
             return Err(StoreError::NotARun {
                 path: dir.to_path_buf(),
                 marker: RUN_MARKER,
@@ -216,6 +256,13 @@ impl RunMarker {
                         upcmp_parsers::ParseError::whole(&path.display().to_string(), "kind: uprun or upsrun").into(),
                     )
                 }
+            },
+            reason: kv.get("reason").map(str::to_string),
+            writer: match kv.get("writer") {
+                None => None,
+                Some(w) => Some(Writer::parse(w).ok_or_else(|| {
+                    upcmp_parsers::ParseError::whole(&path.display().to_string(), "writer: PID START-TICKS BOOT-ID")
+                })?),
             },
         })
     }
@@ -373,6 +420,14 @@ pub fn check_rotatable(path: &Path, marker: &'static str) -> Result<(), StoreErr
         }
     }
     Ok(())
+}
+
+fn owned_by_us(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    path.symlink_metadata()
+        .is_ok_and(|m| m.uid() == me && m.file_type().is_file())
 }
 
 /// Whether `dir` is a directory carrying `marker`, neither of them a symbolic link: a link
@@ -561,7 +616,18 @@ impl Run {
                 source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
             });
         }
-        let marker = RunMarker::read(dir)?;
+        let mut marker = RunMarker::read(dir)?;
+        if marker.writer_died() {
+            let pid = marker.writer.as_ref().map_or(0, |w| w.pid);
+            marker.fail(&format!(
+                "uprun (pid {pid}) ended without finishing the run (killed, or the machine restarted)"
+            ));
+            // Said once for every later reader, when the marker is ours to rewrite: a
+            // reader never writes into another user's run.
+            if owned_by_us(&dir.join(RUN_MARKER)) {
+                let _ = marker.write(dir);
+            }
+        }
         let list = dir.join(TEST_LIST_FILE);
         let tests = parse_test_list(&read_text(&list)?, &list.display().to_string())?;
         let test_dirs = test_dir_names(&tests);
