@@ -34,8 +34,8 @@
 //!             functions 2\n1000 [kernel] bcopy\n500 [kernel] idle\nend\n";
 //! let p = parse(text, "a/prfout").unwrap();
 //! let cmp = compare_profiles(&p, &p, &CompareOptions::default()).unwrap();
-//! assert_eq!(cmp.run1.cpu_sec, 1.0); // bcopy's 1000 samples of 1 ms
-//! assert_eq!(cmp.run1.idle_sec, 1.0); // 2 s wall x 1 CPU - 1 s CPU
+//! assert_eq!(cmp.run1.cpu, 1.0); // bcopy's 1000 samples of 1 ms
+//! assert_eq!(cmp.run1.idle, 1.0); // 2 s wall x 1 CPU - 1 s CPU
 //! assert_eq!(cmp.rows[0].function, "bcopy");
 //! ```
 #![deny(missing_docs)]
