@@ -1,8 +1,10 @@
 //! The integration tests: one binary, modules by topic.
 
 mod architecture;
+mod events;
 mod hackbench_helpers;
 mod hostile;
+mod html;
 mod import;
 mod noise;
 mod shell;

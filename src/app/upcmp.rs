@@ -7,6 +7,7 @@ use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
+use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
 use crate::store::run::{load_run, StoredRun};
@@ -46,6 +47,8 @@ pub struct UpcmpOptions {
     /// Write RESULTS_DIR even when its parent directory may be written by every user and
     /// has no sticky bit.
     pub allow_shared_parent: bool,
+    /// Also write `results.html`, the comparison as one self-contained page.
+    pub html: bool,
 }
 
 /// Why upcmp stopped.
@@ -199,6 +202,12 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         let mut parquet = Vec::new();
         crate::report::parquet::write(&export::rows(&cmp), &mut parquet)?;
         files.push(("results.parquet".to_string(), parquet));
+    }
+    if opts.html {
+        let mut page = Vec::new();
+        let html_opts = HtmlOptions::new(opts.compare.hide_noise);
+        html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, &mut page)?;
+        files.push(("results.html".to_string(), page));
     }
     files.extend(stack_files);
     let moved = publish_dir(results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {

@@ -35,9 +35,10 @@ struct Args {
     profile2: Option<PathBuf>,
     /// List a function when its time is at least this % of its run's CPU time in either
     /// run (same as --cutoff; default 0.5), e.g. 1.
+    #[arg(value_parser = cli::percent, value_name = "CUTOFF%")]
     cutoff_pct: Option<f64>,
     /// The cutoff, as an option: e.g. --cutoff 1.
-    #[arg(long = "cutoff", value_name = "PCT")]
+    #[arg(long = "cutoff", value_name = "PCT", value_parser = cli::percent)]
     cutoff_opt: Option<f64>,
     /// Replace the profiles' idle sets with these functions (comma-separated), e.g.
     /// --idle-symbols do_idle,default_idle; --idle-symbols '' counts every function.

@@ -21,7 +21,7 @@ use upcmp::report::format::{render_runs, OutputFormat};
 #[command(
     name = "upcmp",
     version,
-    after_help = "Examples:\n  upcmp before after 1vs2            # report in 1vs2/results, also printed\n  upcmp before after 1vs2 1          # list functions with at least 1% of CPU time\n  upcmp before after 1vs2 --idle-symbols do_idle,default_idle\n  upcmp --perf before.data after.data 1vs2   # two perf record files (or perf script, folded)\n  upcmp before after 1vs2 --format markdown -q"
+    after_help = "Examples:\n  upcmp before after 1vs2            # report in 1vs2/results, also printed\n  upcmp before after 1vs2 1          # list functions with at least 1% of CPU time\n  upcmp before after 1vs2 --idle-symbols do_idle,default_idle\n  upcmp --perf before.data after.data 1vs2   # two perf record files (or perf script, folded)\n  upcmp before after 1vs2 --format markdown -q\n  upcmp before after 1vs2 --open     # and show 1vs2/results.html in the browser"
 )]
 struct Args {
     /// The first run (the base), as written by uprun; with --perf, a perf.data file,
@@ -31,16 +31,17 @@ struct Args {
     /// The second run (the change).
     #[arg(required_unless_present = "generate")]
     outdir2: Option<PathBuf>,
-    /// Where results, results.csv and results.json go (and results.parquet, when built
+    /// Where results, results.html, results.csv and results.json go (and results.parquet, when built
     /// with the parquet feature). An existing one (made by upcmp) becomes RESULTS_DIR.old;
     /// a directory upcmp did not make is never touched.
     #[arg(required_unless_present = "generate")]
     results_dir: Option<PathBuf>,
     /// List a function when its time is at least this % of its run's CPU time in either
     /// run (same as --cutoff; default 0.5).
+    #[arg(value_parser = cli::percent, value_name = "CUTOFF%")]
     cutoff_pct: Option<f64>,
     /// The cutoff, as an option: e.g. --cutoff 1.
-    #[arg(long = "cutoff", value_name = "PCT")]
+    #[arg(long = "cutoff", value_name = "PCT", value_parser = cli::percent)]
     cutoff_opt: Option<f64>,
     /// Replace the runs' idle sets with these functions (comma-separated), e.g.
     /// --idle-symbols do_idle,default_idle.
@@ -58,6 +59,12 @@ struct Args {
     /// recordings with call chains (perf record -g) also get a differential flame graph.
     #[arg(long)]
     perf: bool,
+    /// Do not write RESULTS_DIR/results.html (the report as one self-contained page).
+    #[arg(long)]
+    no_html: bool,
+    /// Open RESULTS_DIR/results.html with xdg-open when a display exists.
+    #[arg(long, conflicts_with = "no_html")]
+    open: bool,
     /// Format of the report on standard output (the files written are the same), e.g.
     /// --format markdown.
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
@@ -105,6 +112,7 @@ fn main() -> ExitCode {
             results_dir,
             compare,
             allow_shared_parent: a.allow_world_writable_parent,
+            html: !a.no_html,
         })
         .map_err(|e| cli::with_import_hint(e.into()))?;
         if !a.quiet {
@@ -131,9 +139,43 @@ fn main() -> ExitCode {
         } else {
             ""
         };
-        eprintln!("upcmp: results written to {d}/results, {d}/results.csv{parquet} and {d}/results.json");
+        let page = if a.no_html {
+            String::new()
+        } else {
+            format!(", {d}/results.html")
+        };
+        eprintln!("upcmp: results written to {d}/results{page}, {d}/results.csv{parquet} and {d}/results.json");
+        if a.open {
+            open_page(&out.results_dir.join("results.html"));
+        }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Opens `page` in the desktop's browser when there is a display; otherwise says where
+/// it is. The results are written either way, so this never fails the command.
+fn open_page(page: &std::path::Path) {
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if !display {
+        eprintln!(
+            "upcmp: no display (DISPLAY and WAYLAND_DISPLAY unset): open {} in a browser",
+            page.display()
+        );
+        return;
+    }
+    let null = std::process::Stdio::null;
+    match std::process::Command::new("xdg-open")
+        .arg(page)
+        .stdin(null())
+        .stdout(null())
+        .stderr(null())
+        .spawn()
+    {
+        Ok(_) => eprintln!("upcmp: opening {} with xdg-open", page.display()),
+        Err(e) => eprintln!("upcmp: cannot run xdg-open ({e}): open {} in a browser", page.display()),
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +189,9 @@ mod tests {
         generate::assert_documented(Args::command());
         let a = Args::parse_from(["upcmp", "a", "b", "r", "1"]);
         assert_eq!(a.cutoff_pct, Some(1.0));
+        // The synopsis writes `[cutoff%]`: the sign is allowed.
+        let a = Args::parse_from(["upcmp", "a", "b", "r", "1%"]);
+        assert_eq!(a.cutoff_pct, Some(1.0));
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--cutoff", "2", "--idle-symbols", "x"]);
         assert_eq!(a.cutoff_opt, Some(2.0));
         assert_eq!(a.idle_symbols.as_deref(), Some("x"));
@@ -154,5 +199,8 @@ mod tests {
         assert!(a.perf);
         assert_eq!(a.format, cli::FormatArg::Csv);
         assert!(Args::try_parse_from(["upcmp", "--generate", "fish"]).is_ok());
+        let a = Args::parse_from(["upcmp", "a", "b", "r", "--open"]);
+        assert!(a.open && !a.no_html);
+        assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--open", "--no-html"]).is_err());
     }
 }

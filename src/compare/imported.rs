@@ -37,6 +37,7 @@ pub fn compare_imported(
             p2.cpus.len()
         ));
     }
+    warnings.extend(profile.warnings.iter().cloned());
     let mut notes: Vec<String> = p1.warnings.iter().map(|w| format!("run 1: {w}")).collect();
     notes.extend(p2.warnings.iter().map(|w| format!("run 2: {w}")));
     let name = if p1.test == p2.test {

@@ -95,9 +95,14 @@ impl ProfileSummary {
         let idle_value = match v.basis {
             Basis::SampledTime | Basis::BusyTime => {
                 let i = elapsed_sec - v.busy - v.lost;
-                // Below half a sample it is rounding, not idle time (nor a negative one).
-                let half_sample = 0.5 * p.period_sec().unwrap_or(0.0);
-                if i.abs() < half_sample {
+                // Below the resolution of the busy time it is rounding, not idle time (nor a
+                // negative one): half a sample, or for /proc/stat's busy time a tick
+                // (USER_HZ = 100) of each CPU.
+                let resolution = match v.basis {
+                    Basis::BusyTime => 0.01 * f64::from(cpus),
+                    _ => 0.5 * p.period_sec().unwrap_or(0.0),
+                };
+                if i.abs() < resolution {
                     0.0
                 } else {
                     i

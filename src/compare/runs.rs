@@ -229,6 +229,10 @@ pub fn compare_runs(run1: &StoredRun, run2: &StoredRun, opts: &CompareOptions) -
             },
             (false, false) => continue,
         };
+        // What makes a test's numbers incomparable goes to the top of the report.
+        if let TestOutcome::Compared { profile, .. } = &outcome {
+            warnings.extend(profile.warnings.iter().map(|w| format!("{name}: {w}")));
+        }
         tests.push(TestComparison {
             name: name.to_string(),
             outcome,

@@ -14,10 +14,11 @@ pub mod perf_header;
 pub mod script;
 
 use crate::model::mode::is_kernel_address;
-use crate::model::profile::{module, Unit};
+use crate::model::profile::{module, Unit, UNKNOWN_FUNCTION};
 use crate::model::{IdleSet, Profile, ProfileBuilder, ProfileMeta, StackProfile};
 use crate::store::{prfout, StoreError};
-use std::io::{BufRead, BufReader, Read};
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
 use upcmp_parsers::ParseError;
 
@@ -57,6 +58,16 @@ pub enum ImportError {
         path: PathBuf,
         /// What was looked for.
         why: String,
+    },
+    /// The event asked for is not in the recording.
+    #[error("{}: no event {event}; the input has {available} (--event NAME picks one)", path.display())]
+    NoSuchEvent {
+        /// The input.
+        path: PathBuf,
+        /// The event asked for.
+        event: String,
+        /// The events it has.
+        available: String,
     },
     /// The input held no sample.
     #[error("{}: no samples{hint}", path.display())]
@@ -102,20 +113,22 @@ impl InputFormat {
     /// Guesses the format of `path` from its first bytes: a directory or a file starting
     /// `upcmp-prfout` is a prfout, `PERFILE2` is perf.data, text whose first line ends in a
     /// count after a `;`-joined stack is folded, and other text is perf script output.
+    /// The first line is read whole, however long.
     pub fn detect(path: &Path) -> Result<InputFormat, ImportError> {
         if path.is_dir() {
             return Ok(InputFormat::Prfout);
         }
-        let mut head = Vec::with_capacity(4096);
-        open_input(path)
-            .and_then(|f| f.take(4096).read_to_end(&mut head))
-            .map_err(ImportError::io(path))?;
+        let f = open_input(path).map_err(ImportError::io(path))?;
+        let mut head = Vec::new();
+        read_head(&mut BufReader::new(f), &mut head).map_err(ImportError::io(path))?;
         Ok(Self::detect_bytes(&head))
     }
 
-    /// [`InputFormat::detect`] on the first bytes of an input.
+    /// [`InputFormat::detect`] on the first bytes of an input, which must hold its first
+    /// line that is neither blank nor a `#` comment whole (as [`read_head`] reads them): a
+    /// line cut short reads as neither folded nor perf script.
     pub fn detect_bytes(head: &[u8]) -> InputFormat {
-        if head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") {
+        if is_perf_data(head) {
             return InputFormat::PerfData;
         }
         if head.starts_with(prfout_magic().as_bytes()) {
@@ -136,6 +149,46 @@ impl InputFormat {
 /// be read without end (standard input, `-`, is the way to pipe text in).
 pub(crate) fn open_input(path: &Path) -> std::io::Result<std::fs::File> {
     crate::fsio::open_regular(path, crate::fsio::Links::Follow)
+}
+
+/// Whether `head` starts with perf.data's magic, in either byte order.
+fn is_perf_data(head: &[u8]) -> bool {
+    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
+}
+
+/// Reads the start of `input` into `head`, enough to tell its format: the 8 bytes of a
+/// binary magic, or every line up to and including the first that is neither blank nor a
+/// `#` comment (whole: the format is decided on whole lines, so a folded stack of
+/// thousands of frames is still seen to end in its count). What is read stays in `head`;
+/// the input continues after it.
+pub fn read_head(input: &mut impl BufRead, head: &mut Vec<u8>) -> std::io::Result<()> {
+    // perf.data has no line structure: look for its magic before reading lines.
+    while head.len() < 8 {
+        let avail = input.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(());
+        }
+        let n = avail.len().min(8 - head.len());
+        head.extend_from_slice(&avail[..n]);
+        input.consume(n);
+    }
+    if is_perf_data(head) {
+        return Ok(());
+    }
+    let mut start = 0;
+    loop {
+        if let Some(nl) = head[start..].iter().position(|&b| b == b'\n') {
+            let line = &head[start..start + nl];
+            if !line.trim_ascii().is_empty() && !line.starts_with(b"#") {
+                return Ok(());
+            }
+            start += nl + 1;
+            continue;
+        }
+        if input.read_until(b'\n', head)? == 0 {
+            return Ok(());
+        }
+    }
 }
 
 fn prfout_magic() -> &'static str {
@@ -163,6 +216,9 @@ pub struct ImportOptions {
     /// Also collect the call stacks (for differential flame graphs), when the input has
     /// call chains.
     pub stacks: bool,
+    /// The event to read from a recording of several (`cpu-clock`, or `cpu-clock:u` as
+    /// perf names it); the first one when None, as `perf report` shows it first.
+    pub event: Option<String>,
 }
 
 impl ImportOptions {
@@ -179,12 +235,19 @@ impl ImportOptions {
             vmlinux,
             period_sec,
             stacks: false,
+            event: None,
         }
     }
 
     /// The same options, collecting call stacks or not.
     pub fn with_stacks(mut self, stacks: bool) -> Self {
         self.stacks = stacks;
+        self
+    }
+
+    /// The same options, reading `event` (None: the first).
+    pub fn with_event(mut self, event: Option<String>) -> Self {
+        self.event = event;
         self
     }
 }
@@ -266,11 +329,13 @@ pub fn read_profile(path: &Path, opts: &ImportOptions) -> Result<Profile, Import
 /// standard input.
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     if path == Path::new("-") {
-        let stdin = std::io::stdin().lock();
-        let mut input = BufReader::with_capacity(1 << 16, stdin);
-        let head = input.fill_buf().map_err(ImportError::io(path))?.to_vec();
+        let mut stdin = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+        let mut head = Vec::new();
+        read_head(&mut stdin, &mut head).map_err(ImportError::io(path))?;
         let format = opts.format.unwrap_or_else(|| InputFormat::detect_bytes(&head));
-        return read_text(format, input, "(standard input)", path, opts);
+        // What was read to tell the format is read again by the importer.
+        let input = Cursor::new(head).chain(stdin);
+        return read_stream(format, input, "(standard input)", path, opts);
     }
     let format = match opts.format {
         Some(f) => f,
@@ -292,12 +357,13 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
         InputFormat::PerfScript | InputFormat::Folded => {
             let f = open_input(path).map_err(ImportError::io(path))?;
             let input = BufReader::with_capacity(1 << 16, f);
-            read_text(format, input, &path.display().to_string(), path, opts)
+            read_stream(format, input, &path.display().to_string(), path, opts)
         }
     }
 }
 
-fn read_text(
+/// Reads an input that is read once, front to back (standard input, or a text file).
+fn read_stream(
     format: InputFormat,
     input: impl BufRead,
     name: &str,
@@ -307,31 +373,141 @@ fn read_text(
     match format {
         InputFormat::Folded => folded::read(input, name, path, opts),
         InputFormat::PerfScript => script::read(input, name, path, opts),
-        InputFormat::PerfData | InputFormat::Prfout => Err(ImportError::NoSamples {
+        InputFormat::PerfData => perf_header::contained(path, || perf_data::read_pipe(input, path, opts)),
+        InputFormat::Prfout => Err(ImportError::NoSamples {
             path: path.to_path_buf(),
-            hint: " (perf.data and prfout are read from files, not standard input)",
+            hint: " (a prfout is read from its file, not standard input)",
         }),
     }
 }
 
 /// The module of a perf DSO name, as the live collector names modules: `kernel` for the
-/// kernel image, the module's name for a kernel module (`[ext4]` at a kernel address),
-/// the file name for user code (`libc.so.6`), and the bracketed name of perf's special
-/// maps (`[vdso]` → `vdso`).
-pub fn module_of_dso(dso: Option<&str>, ip: u64) -> &str {
+/// kernel image (`[kernel.kallsyms]`, or the vmlinux file perf read its symbols from), the
+/// module's name for a kernel module (`[ext4]`, or its `.ko` file: `nf-nat.ko.xz` is
+/// `nf_nat`, as the kernel names it), the file name for user code (`libc.so.6`), and the
+/// bracketed name of perf's special maps (`[vdso]` → `vdso`).
+pub fn module_of_dso(dso: Option<&str>, ip: u64) -> Cow<'_, str> {
     let Some(dso) = dso else {
-        return if is_kernel_address(ip) {
+        return Cow::Borrowed(if is_kernel_address(ip) {
             module::KERNEL
         } else {
             module::USER
-        };
+        });
     };
-    match dso {
+    let file = dso.rsplit('/').next().unwrap_or(dso);
+    Cow::Borrowed(match dso {
         "[kernel.kallsyms]" | "[kernel.vmlinux]" | "[guest.kernel.kallsyms]" => module::KERNEL,
         d if d.starts_with('[') && d.ends_with(']') => &d[1..d.len() - 1],
         d if d.starts_with("[kernel.kallsyms]") => module::KERNEL,
-        d => d.rsplit('/').next().unwrap_or(d),
+        _ if is_kernel_address(ip) && file.starts_with("vmlinux") => module::KERNEL,
+        _ if is_kernel_address(ip) => match kernel_module_file(file) {
+            Some(m) if m.contains('-') => return Cow::Owned(m.replace('-', "_")),
+            Some(m) => m,
+            None => file,
+        },
+        _ => file,
+    })
+}
+
+/// The module name of a kernel module's file name: `ext4.ko`, `ext4.ko.xz` → `ext4`.
+fn kernel_module_file(file: &str) -> Option<&str> {
+    [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext))
+        .filter(|m| !m.is_empty())
+}
+
+/// The name of a call-stack frame: the function as the flat profile names it, with the
+/// module where the name alone would merge what differs. An unresolved frame keeps its
+/// DSO (`[unknown] [libjvm.so]`, as the flat profile shows it) and a kernel module's
+/// function its module (`ext4_file_write_iter [ext4]`, as a live run's stacks); user
+/// functions and the core kernel's are their bare names, as `perf script` folds them.
+pub(crate) fn push_frame_name(out: &mut String, module: &str, name: &str, kernel_module: bool) {
+    out.push_str(name);
+    let keep_module = match module {
+        module::KERNEL | module::USER => false,
+        _ => kernel_module || name == UNKNOWN_FUNCTION,
+    };
+    if keep_module {
+        out.push_str(" [");
+        out.push_str(module);
+        out.push(']');
     }
+}
+
+/// A call chain's frame names in one reused buffer: no allocation per frame.
+#[derive(Default)]
+pub(crate) struct FrameNames {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl FrameNames {
+    pub(crate) fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    /// Adds the next frame, named by [`push_frame_name`].
+    pub(crate) fn push(&mut self, module: &str, name: &str, kernel_module: bool) {
+        push_frame_name(&mut self.text, module, name, kernel_module);
+        self.ends.push(self.text.len());
+    }
+
+    /// The names, last pushed first.
+    pub(crate) fn rev(&self) -> impl Iterator<Item = &str> {
+        (0..self.ends.len()).rev().map(|k| {
+            let start = if k == 0 { 0 } else { self.ends[k - 1] };
+            &self.text[start..self.ends[k]]
+        })
+    }
+}
+
+/// An event's name without perf's modifiers: `cpu-clock:u` → `cpu-clock`; a tracepoint
+/// keeps its subsystem (`sched:sched_switch`).
+pub(crate) fn bare_event_name(name: &str) -> &str {
+    match name.rsplit_once(':') {
+        Some((bare, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => bare,
+        _ => name,
+    }
+}
+
+/// Which of an input's events to read (an index into `events`, the names in the input's
+/// order): the one `wanted` names, as perf names it with or without its modifiers
+/// (`cpu-clock` finds `cpu-clock:u`), else the first.
+pub(crate) fn choose_event(events: &[&str], wanted: Option<&str>, path: &Path) -> Result<usize, ImportError> {
+    let Some(w) = wanted else { return Ok(0) };
+    events
+        .iter()
+        .position(|n| *n == w)
+        .or_else(|| events.iter().position(|n| bare_event_name(n) == bare_event_name(w)))
+        .ok_or_else(|| ImportError::NoSuchEvent {
+            path: path.to_path_buf(),
+            event: w.to_string(),
+            available: if events.is_empty() {
+                "no event".into()
+            } else {
+                events.join(", ")
+            },
+        })
+}
+
+/// The note that lists the events of an input that were left out: `events` are (name,
+/// samples), `chosen` the one read.
+pub(crate) fn other_events_note(events: &[(&str, u64)], chosen: usize) -> Option<String> {
+    let others: Vec<String> = events
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| k != chosen)
+        .map(|(_, (n, s))| format!("{n} ({s} samples)"))
+        .collect();
+    (!others.is_empty()).then(|| {
+        format!(
+            "{} samples are read; the input also has {}: --event NAME reads another",
+            events[chosen].0,
+            others.join(", ")
+        )
+    })
 }
 
 /// What the samples of an input say about time: the range of their timestamps and the
@@ -545,5 +721,75 @@ mod tests {
         assert_eq!(module_of_dso(Some("[vdso]"), 0x7fff0000), "vdso");
         assert_eq!(module_of_dso(None, k), "kernel");
         assert_eq!(module_of_dso(None, 0x400000), "user");
+        // The files perf read the kernel's symbols from, when it found them.
+        assert_eq!(
+            module_of_dso(Some("/usr/lib/debug/boot/vmlinux-6.1.0-28-amd64"), k),
+            "kernel"
+        );
+        assert_eq!(
+            module_of_dso(Some("/lib/modules/6.1.0/kernel/fs/ext4/ext4.ko"), k),
+            "ext4"
+        );
+        assert_eq!(
+            module_of_dso(Some("/lib/modules/6.1.0/kernel/nf-nat.ko.xz"), k),
+            "nf_nat"
+        );
+        // A user file that only looks like one.
+        assert_eq!(module_of_dso(Some("/home/me/vmlinux-tools"), 0x1000), "vmlinux-tools");
+    }
+
+    #[test]
+    fn the_format_is_told_from_whole_lines() {
+        // A folded stack of 2000 frames: its first line is far longer than any buffer.
+        let deep: Vec<String> = (0..2000).map(|i| format!("frame_{i}")).collect();
+        let text = format!("\n{} 7\nb;c 3\n", deep.join(";"));
+        assert!(text.len() > 20_000);
+        let mut input = std::io::BufReader::with_capacity(64, text.as_bytes());
+        let mut head = Vec::new();
+        read_head(&mut input, &mut head).unwrap();
+        assert_eq!(
+            head.len(),
+            text.find("\nb;c").unwrap() + 1,
+            "the first line, whole, and no more"
+        );
+        assert_eq!(InputFormat::detect_bytes(&head), InputFormat::Folded);
+        // What was read is read again: nothing is lost.
+        let mut rest = Vec::new();
+        Cursor::new(head).chain(input).read_to_end(&mut rest).unwrap();
+        assert_eq!(rest, text.as_bytes());
+        // perf.data: the magic alone is read.
+        let mut head = Vec::new();
+        read_head(&mut &b"PERFILE2\x10\0\0\0\0\0\0\0\n"[..], &mut head).unwrap();
+        assert_eq!(head, b"PERFILE2");
+        // Comments and a short input.
+        let mut head = Vec::new();
+        read_head(&mut &b"# c\n#\n a 1 [000] 1.0: 1 cpu-clock:\n"[..], &mut head).unwrap();
+        assert_eq!(InputFormat::detect_bytes(&head), InputFormat::PerfScript);
+        let mut head = Vec::new();
+        read_head(&mut &b"ab"[..], &mut head).unwrap();
+        assert_eq!(head, b"ab");
+    }
+
+    #[test]
+    fn events_are_chosen_by_name_with_or_without_modifiers() {
+        let path = Path::new("r.data");
+        let events = ["cpu-clock:u", "page-faults", "sched:sched_switch"];
+        assert_eq!(choose_event(&events, None, path).unwrap(), 0);
+        assert_eq!(choose_event(&events, Some("cpu-clock"), path).unwrap(), 0);
+        assert_eq!(choose_event(&events, Some("page-faults:u"), path).unwrap(), 1);
+        assert_eq!(choose_event(&events, Some("sched:sched_switch"), path).unwrap(), 2);
+        let e = choose_event(&events, Some("sched"), path).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("no event sched; the input has cpu-clock:u, page-faults"),
+            "{e}"
+        );
+        assert_eq!(bare_event_name("cycles:ppp"), "cycles");
+        assert_eq!(bare_event_name("sched:sched_switch"), "sched:sched_switch");
+        assert_eq!(other_events_note(&[("cpu-clock", 5)], 0), None);
+        assert_eq!(
+            other_events_note(&[("cpu-clock", 5), ("page-faults", 2)], 1).unwrap(),
+            "page-faults samples are read; the input also has cpu-clock (5 samples): --event NAME reads another"
+        );
     }
 }

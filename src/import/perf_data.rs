@@ -1,55 +1,98 @@
-//! `perf.data` → [`Profile`], read with the `linux-perf-data` crate.
+//! `perf.data` → [`Profile`](crate::Profile), read with the `linux-perf-data` crate: files
+//! `perf record` wrote to a file or, in pipe mode (`perf record -o -`), to a stream, with
+//! or without compression (`-z`).
 //!
-//! Kernel PCs are named with [`KernelSymbols`], as in a live run. The symbols are, in
-//! order: `--vmlinux`/`--kallsyms` when given; the kallsyms perf saved in its build-id
-//! cache (`~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, or under `$PERF_BUILDID_DIR`);
-//! this machine's `/proc/kallsyms` when the file's kernel build-id is the running
-//! kernel's (or, without a build-id, its release is). User PCs are named from the ELF file
-//! behind their mapping (perf's build-id cache, a separate debug file, or the file itself
-//! when it is the recorded build), under the DSO's file name as module; `[unknown]` when
-//! no file or symbol is found.
+//! Kernel PCs are named with [`KernelSymbols`], as in a live run, loaded when the first
+//! kernel address needs them (a recording of user space alone needs none). The symbols
+//! are, in order: `--vmlinux`/`--kallsyms` when given; the kallsyms perf saved in its
+//! build-id cache (`~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, or under
+//! `$PERF_BUILDID_DIR`); this machine's `/proc/kallsyms` when the file's kernel build-id
+//! is the running kernel's (or, without a build-id, its release is). A kallsyms of
+//! another boot is moved to where the recording's `[kernel.kallsyms]_text` mapping put
+//! the kernel, as perf does. User PCs are named from the ELF file behind their mapping
+//! (perf's build-id cache, a separate debug file, or the file itself when it is the
+//! recorded build), under the DSO's file name as module; `[unknown]` when no file or
+//! symbol is found.
 
-use super::{test_name, ImportError, ImportOptions, Imported, SampleTimes, StackCollector};
+use super::{
+    bare_event_name, choose_event, other_events_note, test_name, FrameNames, ImportError, ImportOptions, Imported,
+    SampleTimes, StackCollector,
+};
 use crate::host::running_kernel_build_id;
-use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_MAX};
+use crate::model::builder::KernelResolver;
+use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
 use crate::model::ProfileBuilder;
 use crate::symbols::{buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, UserSymbols, UserSymbolsMissing};
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, EventRecord, Mmap2FileId, RawDataU64, SampleRecord, SamplingPolicy,
+    CpuMode, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawDataU64, SampleRecord, SamplingPolicy,
+    SoftwareCounterType,
 };
-use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
+use linux_perf_data::{AttributeDescription, DsoKey, PerfFileReader, PerfFileRecord};
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::path::Path;
+use std::io::{BufRead, Cursor, Read};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
+/// What the kernel's symbols are looked up by: the recording and its kernel.
+struct KernelSource<'o> {
+    path: PathBuf,
+    opts: &'o ImportOptions,
+    build_id: Option<Vec<u8>>,
+    release: Option<String>,
+}
+
+/// The kernel's symbols for `src`, moved to where the recording put the kernel (`text`:
+/// the symbol perf's `[kernel.kallsyms]_text` mapping names and its address then), and
+/// notes on where they came from.
 fn kernel_symbols(
-    path: &Path,
-    opts: &ImportOptions,
-    build_id: Option<&[u8]>,
-    release: Option<&str>,
-) -> Result<(KernelSymbols, Option<String>), ImportError> {
-    let kallsyms = |p: &Path| KernelSymbols::from_kallsyms_file(p);
-    let with_vmlinux = |k: KernelSymbols| -> Result<KernelSymbols, ImportError> {
-        match &opts.vmlinux {
-            // The recording's build-id, not the running kernel's, is what the ELF must match.
-            Some(v) => Ok(KernelSymbols::from_vmlinux(v, &k, build_id, false)?),
-            None => Ok(k),
+    src: &KernelSource<'_>,
+    text: Option<(&str, u64)>,
+) -> Result<(KernelSymbols, Vec<String>), ImportError> {
+    let (kallsyms, note) = kallsyms_of(src)?;
+    let mut k = KernelSymbols::from_kallsyms_file(&kallsyms)?;
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if let Some((name, at)) = text {
+        match k.relocate(name, at) {
+            Some(0) => {}
+            Some(shift) => notes.push(format!(
+                "the recording found the kernel {} bytes from where {} lists it (another boot): its \
+                 core-kernel symbols are moved by that, as perf moves them; kernel modules' are not",
+                signed_hex(shift),
+                kallsyms.display()
+            )),
+            None => notes.push(format!(
+                "{} has no {name} symbol to place the kernel by: its addresses are taken as recorded",
+                kallsyms.display()
+            )),
         }
+    }
+    let k = match &src.opts.vmlinux {
+        // The recording's build-id, not the running kernel's, is what the ELF must match.
+        Some(v) => KernelSymbols::from_vmlinux(v, &k, src.build_id.as_deref(), false)?,
+        None => k,
     };
-    if let Some(k) = &opts.kallsyms {
-        return Ok((with_vmlinux(kallsyms(k)?)?, None));
+    Ok((k, notes))
+}
+
+/// Which kallsyms names the recording's kernel, and a note when the choice is a guess.
+fn kallsyms_of(src: &KernelSource<'_>) -> Result<(PathBuf, Option<String>), ImportError> {
+    let (path, build_id, release) = (src.path.as_path(), src.build_id.as_deref(), src.release.as_deref());
+    if let Some(k) = &src.opts.kallsyms {
+        return Ok((k.clone(), None));
     }
     if let (Some(id), Some(dir)) = (build_id, buildid_dir()) {
         let cached = dir.join("[kernel.kallsyms]").join(hex(id)).join("kallsyms");
         if cached.is_file() {
-            return Ok((with_vmlinux(kallsyms(&cached)?)?, None));
+            return Ok((cached, None));
         }
     }
     let running = running_kernel_build_id();
     let this_release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
-    let proc = Path::new("/proc/kallsyms");
+    let proc = PathBuf::from("/proc/kallsyms");
     match (build_id, running.as_deref()) {
-        (Some(id), Some(r)) if id == r => Ok((with_vmlinux(kallsyms(proc)?)?, None)),
+        (Some(id), Some(r)) if id == r => Ok((proc, None)),
         (Some(id), _) => Err(ImportError::NoKernelSymbols {
             path: path.to_path_buf(),
             why: format!(
@@ -59,7 +102,7 @@ fn kernel_symbols(
             ),
         }),
         (None, _) if release.is_some() && release.map(str::trim) == this_release.as_deref().map(str::trim) => Ok((
-            with_vmlinux(kallsyms(proc)?)?,
+            proc,
             Some(
                 "the recording names no kernel build-id; /proc/kallsyms of this machine (same release) is used".into(),
             ),
@@ -68,6 +111,23 @@ fn kernel_symbols(
             path: path.to_path_buf(),
             why: "the recording names neither a kernel build-id nor this machine's kernel release".into(),
         }),
+    }
+}
+
+/// An address difference taken modulo 2^64, as a signed hexadecimal number: `-0x4000000`.
+fn signed_hex(d: u64) -> String {
+    match d as i64 {
+        n if n < 0 => format!("-{:#x}", n.unsigned_abs()),
+        n => format!("{n:#x}"),
+    }
+}
+
+/// No kernel symbols: what a recording without kernel samples is read with.
+struct NoKernel;
+
+impl KernelResolver for NoKernel {
+    fn resolve_kernel(&self, _pc: u64) -> Option<(&str, Option<&str>)> {
+        None
     }
 }
 
@@ -80,33 +140,6 @@ fn mode_of(m: CpuMode) -> Mode {
         CpuMode::GuestKernel => Mode::GuestKernel,
         CpuMode::GuestUser => Mode::GuestUser,
         _ => Mode::Unknown,
-    }
-}
-
-/// A call chain's frame names in one reused buffer: no allocation per frame.
-#[derive(Default)]
-struct Names {
-    text: String,
-    ends: Vec<usize>,
-}
-
-impl Names {
-    fn clear(&mut self) {
-        self.text.clear();
-        self.ends.clear();
-    }
-
-    fn push(&mut self, name: &str) {
-        self.text.push_str(name);
-        self.ends.push(self.text.len());
-    }
-
-    /// The names, last pushed first.
-    fn rev(&self) -> impl Iterator<Item = &str> {
-        (0..self.ends.len()).rev().map(|k| {
-            let start = if k == 0 { 0 } else { self.ends[k - 1] };
-            &self.text[start..self.ends[k]]
-        })
     }
 }
 
@@ -238,14 +271,18 @@ impl Maps {
     }
 }
 
-fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ {
+/// The error of the perf.data reader; `stops_at` says where the input ends, for one cut
+/// short.
+fn perf_err<'p>(
+    path: &'p Path,
+    stops_at: impl Fn() -> Option<u64> + 'p,
+) -> impl Fn(linux_perf_data::Error) -> ImportError + 'p {
     move |e| {
         let cut_short =
             matches!(&e, linux_perf_data::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof);
-        let reason = match std::fs::metadata(path) {
-            Ok(m) if cut_short => format!(
-                "it stops at byte {} in the middle of a header or record (truncated? perf record still running?)",
-                m.len()
+        let reason = match stops_at() {
+            Some(at) if cut_short => format!(
+                "it stops at byte {at} in the middle of a header or record (truncated? perf record still running?)"
             ),
             _ => e.to_string(),
         };
@@ -256,75 +293,153 @@ fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ 
     }
 }
 
-/// What the recording's header says: the event profiled and where it ran.
-struct Header {
-    /// The index of the first sampling event (perf adds `dummy` events for side-band
-    /// records), and its name.
-    event_index: usize,
-    event: String,
+/// One sampling event of a recording.
+struct Event {
+    /// Its index among the file's attributes.
+    index: usize,
+    /// As perf names it, modifiers included (`cpu-clock:u`).
+    name: String,
     /// The fixed period its attribute declares, in the event's unit.
     declared_period: Option<f64>,
-    other_events: bool,
+}
+
+/// What the recording's header says: the events profiled and where they ran.
+struct Header {
+    /// The sampling events, in the file's order (perf's `dummy` side-band events left out).
+    events: Vec<Event>,
+    /// The one read (into `events`).
+    chosen: usize,
     kernel_build_id: Option<Vec<u8>>,
     release: Option<String>,
     cmdline: Option<String>,
     online_cpus: Option<u32>,
 }
 
-fn read_header(path: &Path, perf_file: &linux_perf_data::PerfFile) -> Result<Header, ImportError> {
-    let attrs = perf_file.event_attributes();
-    let Some(event_index) = attrs.iter().position(|a| {
-        !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling)
-            && a.name() != Some("dummy:u")
-            && a.name() != Some("dummy")
-    }) else {
+/// An event's name as perf prints it; for a file that names none, the name of its type.
+fn event_name(a: &AttributeDescription) -> String {
+    if let Some(n) = a.name() {
+        return n.to_string();
+    }
+    use HardwareEventId as H;
+    use SoftwareCounterType as S;
+    let known = match a.attributes().type_ {
+        PerfEventType::Hardware(id, _) => match id {
+            H::CpuCycles => "cycles",
+            H::Instructions => "instructions",
+            H::CacheReferences => "cache-references",
+            H::CacheMisses => "cache-misses",
+            H::BranchInstructions => "branches",
+            H::BranchMisses => "branch-misses",
+            H::BusCycles => "bus-cycles",
+            H::StalledCyclesFrontend => "stalled-cycles-frontend",
+            H::StalledCyclesBackend => "stalled-cycles-backend",
+            H::RefCpuCycles => "ref-cycles",
+            _ => "unnamed-event",
+        },
+        PerfEventType::Software(t) => match t {
+            S::CpuClock => "cpu-clock",
+            S::TaskClock => "task-clock",
+            S::PageFaults => "page-faults",
+            S::ContextSwitches => "context-switches",
+            S::CpuMigrations => "cpu-migrations",
+            S::PageFaultsMin => "minor-faults",
+            S::PageFaultsMaj => "major-faults",
+            S::AlignmentFaults => "alignment-faults",
+            S::EmulationFaults => "emulation-faults",
+            S::Dummy => "dummy",
+            S::BpfOutput => "bpf-output",
+            S::CgroupSwitches => "cgroup-switches",
+            _ => "unnamed-event",
+        },
+        _ => "unnamed-event",
+    };
+    known.to_string()
+}
+
+fn read_header(
+    path: &Path,
+    perf_file: &linux_perf_data::PerfFile,
+    opts: &ImportOptions,
+) -> Result<Header, ImportError> {
+    let err = perf_err(path, || None);
+    let events: Vec<Event> = perf_file
+        .event_attributes()
+        .iter()
+        .enumerate()
+        .map(|(index, a)| (index, a, event_name(a)))
+        .filter(|(_, a, name)| {
+            !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling) && bare_event_name(name) != "dummy"
+        })
+        .map(|(index, a, name)| Event {
+            index,
+            name,
+            // A fixed period is what every sample weighs; a frequency says nothing of that.
+            declared_period: match a.attributes().sampling_policy {
+                SamplingPolicy::Period(n) => Some(n.get() as f64),
+                _ => None,
+            },
+        })
+        .collect();
+    if events.is_empty() {
         return Err(ImportError::NoSamples {
             path: path.to_path_buf(),
             hint: " (the recording has no sampling event)",
         });
-    };
-    let event = attrs[event_index]
-        .name()
-        .map(|n| n.split(':').next().unwrap_or(n).to_string())
-        .unwrap_or_else(|| "cpu-clock".into());
-    // A fixed period is what every sample weighs; a frequency says nothing of that.
-    let declared_period = match attrs[event_index].attributes().sampling_policy {
-        SamplingPolicy::Period(n) => Some(n.get() as f64),
-        _ => None,
-    };
-    let build_ids = perf_file.build_ids().map_err(perf_err(path))?;
+    }
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    let chosen = choose_event(&names, opts.event.as_deref(), path)?;
+    let build_ids = perf_file.build_ids().map_err(&err)?;
     Ok(Header {
-        event_index,
-        event,
-        declared_period,
-        other_events: attrs.len() > 1,
+        events,
+        chosen,
         kernel_build_id: build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone()),
-        release: perf_file.os_release().map_err(perf_err(path))?.map(str::to_string),
-        cmdline: perf_file.cmdline().map_err(perf_err(path))?.map(|c| c.join(" ")),
-        online_cpus: perf_file.nr_cpus().map_err(perf_err(path))?.map(|n| n.nr_cpus_online),
+        release: perf_file.os_release().map_err(&err)?.map(str::to_string),
+        cmdline: perf_file.cmdline().map_err(&err)?.map(|c| c.join(" ")),
+        online_cpus: perf_file.nr_cpus().map_err(&err)?.map(|n| n.nr_cpus_online),
     })
 }
 
 /// What reading the records builds.
-struct Reader<'s> {
+struct Reader<'o> {
     event_index: usize,
-    symbols: &'s KernelSymbols,
+    kernel_source: KernelSource<'o>,
+    /// Loaded when the first kernel address needs them.
+    kernel: Option<KernelSymbols>,
+    kernel_notes: Vec<String>,
+    /// perf's `[kernel.kallsyms]_text` mapping: the symbol it names and where the kernel
+    /// had it.
+    kernel_text: Option<(String, u64)>,
+    /// Kernel-mode samples, and those a kernel symbol covers.
+    kernel_samples: u64,
+    kernel_named: u64,
     maps: Maps,
     profile: ProfileBuilder,
     stacks: StackCollector,
     /// Thread id → command, for the stacks' root frame.
     comms: HashMap<i32, String>,
-    chain_names: Names,
+    chain_names: FrameNames,
     times: SampleTimes,
     user_unmapped: u64,
-    skipped: u64,
+    /// Samples per attribute index.
+    samples_by_attr: Vec<u64>,
 }
 
 impl Reader<'_> {
-    fn record(&mut self, attr_index: usize, record: EventRecord<'_>, cpu_of_record: impl FnOnce() -> Option<u32>) {
+    fn record(
+        &mut self,
+        attr_index: usize,
+        record: EventRecord<'_>,
+        cpu_of_record: impl FnOnce() -> Option<u32>,
+    ) -> Result<(), ImportError> {
         match record {
-            EventRecord::Sample(s) if attr_index == self.event_index => self.sample(&s),
-            EventRecord::Sample(_) => self.skipped += 1,
+            EventRecord::Sample(s) => {
+                if let Some(n) = self.samples_by_attr.get_mut(attr_index) {
+                    *n += 1;
+                }
+                if attr_index == self.event_index {
+                    self.sample(&s)?;
+                }
+            }
             EventRecord::Comm(c) => {
                 self.comms
                     .insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
@@ -334,6 +449,14 @@ impl Reader<'_> {
                 // A new thread or process has its parent's command until it sets its own.
                 if let Some(c) = self.comms.get(&f.ptid).cloned() {
                     self.comms.entry(f.tid).or_insert(c);
+                }
+            }
+            // `[kernel.kallsyms]_text`, at the address `_text` had: where the kernel was.
+            EventRecord::Mmap(m) if m.page_offset != 0 && m.path.as_slice().starts_with(b"[kernel.kallsyms]") => {
+                let path = m.path.as_slice();
+                let name = String::from_utf8_lossy(&path["[kernel.kallsyms]".len()..]).into_owned();
+                if !name.is_empty() {
+                    self.kernel_text = Some((name, m.page_offset));
                 }
             }
             EventRecord::Mmap(m) if m.is_executable => {
@@ -351,16 +474,41 @@ impl Reader<'_> {
             EventRecord::Lost(l) => self.profile.lost(cpu_of_record().unwrap_or(0), l.count),
             _ => {}
         }
+        Ok(())
     }
 
-    fn sample(&mut self, s: &SampleRecord<'_>) {
+    /// Loads the kernel's symbols, once.
+    fn load_kernel(&mut self) -> Result<(), ImportError> {
+        if self.kernel.is_none() {
+            let text = self.kernel_text.as_ref().map(|(n, a)| (n.as_str(), *a));
+            let (k, notes) = kernel_symbols(&self.kernel_source, text)?;
+            self.kernel = Some(k);
+            self.kernel_notes = notes;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, s: &SampleRecord<'_>) -> Result<(), ImportError> {
         let cpu = s.cpu.unwrap_or(0);
         self.times.sample(s.timestamp, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
         let period = s.period.unwrap_or(1);
         let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
-        if let (true, Some(chain)) = (self.stacks.wanted(), &s.callchain) {
+        let chain = s.callchain.as_ref().filter(|_| self.stacks.wanted());
+        let kernel_frames = chain.is_some_and(|c| (0..c.len()).any(|k| c.get(k) == Some(PERF_CONTEXT_KERNEL)));
+        if mode == Mode::Kernel || kernel_frames {
+            self.load_kernel()?;
+        }
+        if let Some(chain) = chain {
             self.chain(chain, mode, pid, s.tid.unwrap_or(-1), period);
+        }
+        let kernel: &dyn KernelResolver = match &self.kernel {
+            Some(k) => k,
+            None => &NoKernel,
+        };
+        if mode == Mode::Kernel {
+            self.kernel_samples += 1;
+            self.kernel_named += u64::from(kernel.resolve_kernel(ip).is_some());
         }
         let user = match mode {
             Mode::User => match self.maps.resolve(pid, ip) {
@@ -372,7 +520,8 @@ impl Reader<'_> {
             },
             _ => (module::USER, UNKNOWN_FUNCTION),
         };
-        self.profile.add_sample(cpu, (mode, ip, period), self.symbols, user);
+        self.profile.add_sample(cpu, (mode, ip, period), kernel, user);
+        Ok(())
     }
 
     fn chain(&mut self, chain: &RawDataU64<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
@@ -382,21 +531,37 @@ impl Reader<'_> {
                 mode = context_mode(addr, mode);
                 continue;
             }
-            self.chain_names.push(match mode {
-                Mode::Kernel => self.symbols.resolve(addr).map_or(UNKNOWN_FUNCTION, |(n, _)| n),
-                Mode::User => self.maps.resolve(pid, addr).map_or(UNKNOWN_FUNCTION, |(_, n)| n),
-                Mode::Hypervisor => HYPERVISOR_FUNCTION,
-                Mode::GuestKernel | Mode::GuestUser => GUEST_FUNCTION,
-                Mode::Unknown => UNKNOWN_MODE_FUNCTION,
-            });
+            let names = &mut self.chain_names;
+            match mode {
+                Mode::Kernel => match self.kernel.as_ref().and_then(|k| k.resolve(addr)) {
+                    Some((name, Some(m))) => names.push(m, name, true),
+                    Some((name, None)) => names.push(module::KERNEL, name, false),
+                    None => names.push(module::KERNEL, UNKNOWN_FUNCTION, false),
+                },
+                Mode::User => match self.maps.resolve(pid, addr) {
+                    Some((m, name)) => names.push(m, name, false),
+                    None => names.push(module::UNKNOWN, UNKNOWN_FUNCTION, false),
+                },
+                Mode::Hypervisor => names.push(module::HYPERVISOR, HYPERVISOR_FUNCTION, false),
+                Mode::GuestKernel | Mode::GuestUser => names.push(module::GUEST, GUEST_FUNCTION, false),
+                Mode::Unknown => names.push(module::USER, UNKNOWN_MODE_FUNCTION, false),
+            }
         }
         let comm = self.comms.get(&tid).map(String::as_str).unwrap_or(UNKNOWN_FUNCTION);
         self.stacks.add(Some(comm), self.chain_names.rev(), 1, period);
     }
 
     /// The warnings the reading leaves: symbols not found, samples left out.
-    fn warnings(&self, event: &str, other_events: bool) -> Vec<String> {
-        let mut warnings = Vec::new();
+    fn warnings(&self, h: &Header) -> Vec<String> {
+        let mut warnings = self.kernel_notes.clone();
+        if let (Some(k), true) = (&self.kernel, self.kernel_samples > 0 && self.kernel_named == 0) {
+            warnings.push(format!(
+                "none of the {} kernel samples falls in a function of {}: these are not the recorded kernel's \
+                 symbols (pass that kernel's kallsyms with --kallsyms)",
+                self.kernel_samples,
+                k.describe()
+            ));
+        }
         let other_build = self.maps.missing(UserSymbolsMissing::OtherBuild);
         if !other_build.is_empty() {
             warnings.push(format!(
@@ -411,12 +576,12 @@ impl Reader<'_> {
                 self.user_unmapped
             ));
         }
-        if other_events && self.skipped > 0 {
-            warnings.push(format!(
-                "{} samples of events other than {event} are left out",
-                self.skipped
-            ));
-        }
+        let events: Vec<(&str, u64)> = h
+            .events
+            .iter()
+            .map(|e| (e.name.as_str(), self.samples_by_attr.get(e.index).copied().unwrap_or(0)))
+            .collect();
+        warnings.extend(other_events_note(&events, h.chosen));
         warnings
     }
 }
@@ -424,36 +589,213 @@ impl Reader<'_> {
 /// `PROT_EXEC`: an executable mapping.
 const PROT_EXEC: u32 = 4;
 
-/// Reads a perf.data file.
+/// The size of pipe mode's header (magic and size), which a file's header is larger than.
+const PIPE_HEADER_SIZE: u64 = 16;
+
+/// The header size a perf.data magic is followed by, in the magic's byte order.
+fn header_size(head: &[u8]) -> Option<u64> {
+    let size: [u8; 8] = head.get(8..16)?.try_into().ok()?;
+    match head.get(..8)? {
+        b"PERFILE2" => Some(u64::from_le_bytes(size)),
+        b"2ELIFREP" => Some(u64::from_be_bytes(size)),
+        _ => None,
+    }
+}
+
+/// Reads a perf.data file, written to a file or in pipe mode.
 pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    // A regular file, its sizes and counts checked against its length (pipe mode too),
+    // then read with any panic of the reader made an error.
     let file = super::perf_header::open_checked(path)?;
     super::perf_header::contained(path, || read_checked(path, file, opts))
 }
 
 fn read_checked(path: &Path, file: std::fs::File, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let len = file.metadata().map(|m| m.len()).ok();
+    let mut input = std::io::BufReader::with_capacity(1 << 16, file);
+    let head = input.fill_buf().map_err(ImportError::io(path))?;
+    if header_size(head) == Some(PIPE_HEADER_SIZE) {
+        return read_pipe(input, path, opts);
+    }
+    let reader = PerfFileReader::parse_file(input).map_err(perf_err(path, || len))?;
+    read_records(reader, path, opts, || len, None)
+}
+
+/// Reads a perf.data stream in pipe mode (`perf record -o -`) from `input`, front to back.
+pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let mut head = Vec::with_capacity(PIPE_HEADER_SIZE as usize);
+    (&mut input)
+        .take(PIPE_HEADER_SIZE)
+        .read_to_end(&mut head)
+        .map_err(ImportError::io(path))?;
+    match header_size(&head) {
+        Some(PIPE_HEADER_SIZE) => {}
+        Some(_) => {
+            return Err(ImportError::PerfData {
+                path: path.to_path_buf(),
+                reason: "it is written as a file (perf record -o FILE), which is read from its path, not from a \
+                         stream; perf record -o - writes a stream"
+                    .into(),
+            })
+        }
+        None => {
+            return Err(ImportError::PerfData {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "it stops at byte {} in the middle of its header (truncated?)",
+                    head.len()
+                ),
+            })
+        }
+    }
+    let big_endian = head.starts_with(b"2ELIFREP");
+    let state = Rc::new(Cell::new(Framing::new(PIPE_HEADER_SIZE, big_endian)));
+    let framed = Framed {
+        inner: Cursor::new(head).chain(input),
+        state: Rc::clone(&state),
+    };
+    let at = || Some(state.get().pos);
+    let reader = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
+    read_records(reader, path, opts, at, Some(&*state))
+}
+
+/// Where a pipe-mode stream's records begin and end, followed as its bytes pass. The
+/// reader takes the end of the input for the end of the recording wherever it comes; this
+/// tells a stream cut inside a record (copied while `perf record` still wrote it) from a
+/// whole one.
+#[derive(Debug, Clone, Copy)]
+struct Framing {
+    /// Bytes passed.
+    pos: u64,
+    /// Where the current record ends (the next one's header starts).
+    record_end: u64,
+    /// The next record's header, as far as it has passed.
+    header: [u8; 8],
+    have: usize,
+    big_endian: bool,
+    /// Whether the input has ended.
+    ended: bool,
+    /// An AUXTRACE record carries data beyond its size: the framing is no longer known.
+    lost: bool,
+}
+
+/// `PERF_RECORD_AUXTRACE`, whose trace data follows the record outside its size.
+const PERF_RECORD_AUXTRACE: u32 = 71;
+
+impl Framing {
+    fn new(first_record: u64, big_endian: bool) -> Self {
+        Framing {
+            pos: 0,
+            record_end: first_record,
+            header: [0; 8],
+            have: 0,
+            big_endian,
+            ended: false,
+            lost: false,
+        }
+    }
+
+    /// Follows the bytes `data`, the next ones of the stream.
+    fn pass(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.lost {
+                self.pos += data.len() as u64;
+                return;
+            }
+            if self.pos < self.record_end {
+                let k = (self.record_end - self.pos).min(data.len() as u64) as usize;
+                self.pos += k as u64;
+                data = &data[k..];
+                continue;
+            }
+            // A record header: type (u32), misc (u16), size (u16, header included).
+            let k = (8 - self.have).min(data.len());
+            self.header[self.have..self.have + k].copy_from_slice(&data[..k]);
+            self.have += k;
+            self.pos += k as u64;
+            data = &data[k..];
+            if self.have == 8 {
+                let (ty, size) = if self.big_endian {
+                    (
+                        u32::from_be_bytes(self.header[..4].try_into().expect("4 bytes")),
+                        u16::from_be_bytes([self.header[6], self.header[7]]),
+                    )
+                } else {
+                    (
+                        u32::from_le_bytes(self.header[..4].try_into().expect("4 bytes")),
+                        u16::from_le_bytes([self.header[6], self.header[7]]),
+                    )
+                };
+                self.lost = ty == PERF_RECORD_AUXTRACE;
+                self.record_end = self.pos - 8 + u64::from(size.max(8));
+                self.have = 0;
+            }
+        }
+    }
+
+    /// Where the input stopped inside a record, if it did.
+    fn cut_at(&self) -> Option<u64> {
+        (self.ended && !self.lost && (self.have > 0 || self.pos < self.record_end)).then_some(self.pos)
+    }
+}
+
+/// A stream whose framing is followed ([`Framing`]).
+struct Framed<R> {
+    inner: R,
+    state: Rc<Cell<Framing>>,
+}
+
+impl<R: Read> Read for Framed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut s = self.state.get();
+        s.ended |= n == 0 && !buf.is_empty();
+        s.pass(&buf[..n]);
+        self.state.set(s);
+        Ok(n)
+    }
+}
+
+/// Reads the records of a recording opened by `reader`.
+fn read_records<R: Read>(
+    reader: PerfFileReader<R>,
+    path: &Path,
+    opts: &ImportOptions,
+    stops_at: impl Fn() -> Option<u64> + Copy,
+    framing: Option<&Cell<Framing>>,
+) -> Result<Imported, ImportError> {
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
-    } = PerfFileReader::parse_file(reader).map_err(perf_err(path))?;
-    let h = read_header(path, &perf_file)?;
-    let (symbols, symbols_note) = kernel_symbols(path, opts, h.kernel_build_id.as_deref(), h.release.as_deref())?;
+    } = reader;
+    let h = read_header(path, &perf_file, opts)?;
+    let event = &h.events[h.chosen];
     let mut r = Reader {
-        event_index: h.event_index,
-        symbols: &symbols,
+        event_index: event.index,
+        kernel_source: KernelSource {
+            path: path.to_path_buf(),
+            opts,
+            build_id: h.kernel_build_id.clone(),
+            release: h.release.clone(),
+        },
+        kernel: None,
+        kernel_notes: Vec::new(),
+        kernel_text: None,
+        kernel_samples: 0,
+        kernel_named: 0,
         maps: Maps::default(),
         profile: ProfileBuilder::new(),
         stacks: StackCollector::new(opts.stacks),
         comms: HashMap::new(),
-        chain_names: Names::default(),
+        chain_names: FrameNames::default(),
         times: SampleTimes::default(),
         user_unmapped: 0,
-        skipped: 0,
+        samples_by_attr: vec![0; perf_file.event_attributes().len()],
     };
     for c in 0..h.online_cpus.unwrap_or(0) {
         r.profile.ensure_cpu(c);
     }
-    for (key, info) in &perf_file.build_ids().map_err(perf_err(path))? {
+    for (key, info) in &perf_file.build_ids().map_err(perf_err(path, stops_at))? {
         match key {
             DsoKey::User { full_path, .. } => {
                 r.maps.header_ids.insert(full_path.clone(), info.build_id.clone());
@@ -466,31 +808,43 @@ fn read_checked(path: &Path, file: std::fs::File, opts: &ImportOptions) -> Resul
             _ => {}
         }
     }
-    while let Some(record) = record_iter.next_record(&mut perf_file).map_err(perf_err(path))? {
+    while let Some(record) = record_iter
+        .next_record(&mut perf_file)
+        .map_err(perf_err(path, stops_at))?
+    {
         let PerfFileRecord::EventRecord { attr_index, record } = record else {
             continue;
         };
-        let parsed = record.parse().map_err(|e| perf_err(path)(e.into()))?;
-        r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu));
+        let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
+        r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))?;
     }
-    let samples = r.profile.samples();
-    if samples == 0 {
-        return Err(ImportError::NoSamples {
+    if let Some(at) = framing.and_then(|f| f.get().cut_at()) {
+        return Err(ImportError::PerfData {
             path: path.to_path_buf(),
-            hint: " (the recording has no samples of its first event)",
+            reason: format!("it stops at byte {at} in the middle of a record (truncated? perf record still running?)"),
         });
     }
-    let mut warnings: Vec<String> = symbols_note.into_iter().collect();
-    warnings.extend(r.warnings(&h.event, h.other_events));
+    if r.profile.samples() == 0 {
+        return Err(ImportError::NoSamples {
+            path: path.to_path_buf(),
+            hint: if h.events.len() > 1 {
+                " of the event read (--event NAME picks another)"
+            } else {
+                " (the recording has no samples of its event)"
+            },
+        });
+    }
+    let mut warnings = r.warnings(&h);
+    let event_name = bare_event_name(&event.name).to_string();
     let basis = r.times.basis(
-        &h.event,
+        &event_name,
         opts.period_sec,
-        h.declared_period,
+        event.declared_period,
         r.profile.cpu_count(),
         &mut warnings,
     );
     Ok(Imported {
-        profile: basis.finish(r.profile, test_name(path), h.cmdline, h.event, warnings),
+        profile: basis.finish(r.profile, test_name(path), h.cmdline.clone(), event_name, warnings),
         stacks: r.stacks.finish(),
     })
 }

@@ -1,14 +1,20 @@
 //! `perf script` text → [`Profile`](crate::Profile): each sample counts for its innermost frame, named as
-//! perf named it, under the module of its DSO.
+//! perf report names it from the symbol table (without the C++ parameters or Rust hash
+//! some `perf script` builds print), under the module of its DSO.
 
-use super::{module_of_dso, test_name, ImportError, ImportOptions, Imported, SampleTimes, StackCollector};
+use super::{
+    bare_event_name, choose_event, module_of_dso, other_events_note, test_name, FrameNames, ImportError, ImportOptions,
+    Imported, SampleTimes, StackCollector,
+};
+use crate::model::mode::is_kernel_address;
 use crate::model::profile::{module, NO_IP_FUNCTION, UNKNOWN_FUNCTION};
 use crate::model::ProfileBuilder;
+use crate::symbols::function_name;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::{mpsc, Mutex};
-use upcmp_parsers::perf_script::{for_each_sample_from, piece_end, Chain, Sample};
+use upcmp_parsers::perf_script::{for_each_sample_from, piece_end, Chain, Frame, Sample};
 use upcmp_parsers::{ParseError, Position};
 
 /// What the samples of one event add up to.
@@ -16,6 +22,7 @@ use upcmp_parsers::{ParseError, Position};
 struct EventTally {
     counts: ProfileBuilder,
     stacks: StackCollector,
+    names: FrameNames,
     times: SampleTimes,
     max_cpu: Option<u32>,
     no_ip: u64,
@@ -41,10 +48,23 @@ impl EventTally {
         self.max_cpu = self.max_cpu.max(s.cpu);
         match s.leaf() {
             Some(f) => {
-                let name = f.symbol.unwrap_or(UNKNOWN_FUNCTION);
-                self.counts.add_one(cpu, module_of_dso(f.dso, f.ip), name, period);
-                let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or(UNKNOWN_FUNCTION));
-                self.stacks.add(Some(s.comm), frames, 1, period);
+                self.counts
+                    .add_one(cpu, &module_of_dso(f.dso, f.ip), frame_function(f), period);
+                if self.stacks.wanted() {
+                    self.names.clear();
+                    for f in &s.frames {
+                        let name = frame_function(f);
+                        // Most frames are named alone; only these carry their module.
+                        let kernel_module = is_kernel_address(f.ip) && f.dso.is_some_and(|d| d != "[kernel.kallsyms]");
+                        if name == UNKNOWN_FUNCTION || kernel_module {
+                            let m = module_of_dso(f.dso, f.ip);
+                            self.names.push(&m, name, kernel_module && m != module::KERNEL);
+                        } else {
+                            self.names.push(module::USER, name, false);
+                        }
+                    }
+                    self.stacks.add(Some(s.comm), self.names.rev(), 1, period);
+                }
             }
             None => {
                 self.no_ip += 1;
@@ -61,6 +81,21 @@ impl EventTally {
         self.no_ip += o.no_ip;
         self.first_seen = self.first_seen.min(o.first_seen);
     }
+}
+
+/// The function of a frame, as perf report names it from the symbol table.
+fn frame_function<'a>(f: &Frame<'a>) -> &'a str {
+    match f.symbol {
+        // A JIT's names are its own, not a demangler's.
+        Some(sym) if f.dso.is_some_and(is_jit_dso) => sym,
+        Some(sym) => function_name(sym),
+        None => UNKNOWN_FUNCTION,
+    }
+}
+
+/// Whether a DSO is a JIT's: its perf map (`/tmp/perf-PID.map`) or jitdump (`[JIT] tid N`).
+fn is_jit_dso(dso: &str) -> bool {
+    dso.starts_with("[JIT]") || (dso.starts_with("/tmp/perf-") && dso.ends_with(".map"))
 }
 
 /// The samples of an input (or of a piece of it), by event; samples that print no event
@@ -129,10 +164,11 @@ fn tally_in_pieces(
     path: &Path,
     stacks: bool,
     piece_bytes: usize,
+    start: Position,
 ) -> Result<Tally, ImportError> {
     let mut first = Vec::with_capacity(piece_bytes.min(PIECE_BYTES));
     if fill(&mut input, &mut first, piece_bytes, path)? {
-        return Ok(Tally::of_piece(&first, name, Position::default(), 0, stacks)?);
+        return Ok(Tally::of_piece(&first, name, start, 0, stacks)?);
     }
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Position, Vec<u8>)>(workers);
@@ -161,7 +197,7 @@ fn tally_in_pieces(
             Err(e) if error.as_ref().map_or(true, |(i, _)| index < *i) => error = Some((index, e)),
             Err(_) => {}
         };
-        let (mut at, mut index, mut buf, mut want) = (Position::default(), 0usize, first, piece_bytes);
+        let (mut at, mut index, mut buf, mut want) = (start, 0usize, first, piece_bytes);
         let read: Result<(), ImportError> = (|| loop {
             let ended = fill(&mut input, &mut buf, want, path)?;
             if ended && buf.is_empty() {
@@ -199,23 +235,56 @@ fn tally_in_pieces(
     })
 }
 
+/// The events `perf script --header` lists before the samples, in the recording's order
+/// (perf report's), read off the start of `input`, and where the samples start.
+///
+/// `# event : name = cpu-clock, , id = { 1942, 1943 }, type = 1, size = 128, ...`
+fn header_events(input: &mut impl BufRead, name: &str, path: &Path) -> Result<(Vec<String>, Position), ImportError> {
+    let (mut events, mut at, mut line) = (Vec::new(), Position::default(), Vec::new());
+    while input.fill_buf().map_err(ImportError::io(path))?.first() == Some(&b'#') {
+        line.clear();
+        let n = input.read_until(b'\n', &mut line).map_err(ImportError::io(path))?;
+        at.lines += 1;
+        at.bytes += n as u64;
+        let text = String::from_utf8_lossy(&line);
+        if line.last() != Some(&b'\n') {
+            let expected = format!(
+                "a newline: the input stops in the middle of line {} (truncated?)",
+                at.lines
+            );
+            return Err(ParseError::at(name, at.lines, &text, "", expected).into());
+        }
+        if let Some(rest) = text.strip_prefix("# event : name = ") {
+            let name = rest.split(',').next().unwrap_or(rest).trim();
+            events.push(bare_event_name(name).to_string());
+        }
+    }
+    Ok((events, at))
+}
+
 /// Reads perf script output from `input` (named `name` in errors).
-pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let mut tally = tally_in_pieces(input, name, path, opts.stacks, PIECE_BYTES)?;
-    // One event per profile: the input's first; samples that print no event count with it.
-    let event = tally
-        .events
-        .iter()
-        .filter(|(k, _)| !k.is_empty())
-        .min_by_key(|(_, e)| e.first_seen)
-        .map(|(k, _)| k.clone());
+pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let (listed, start) = header_events(&mut input, name, path)?;
+    let mut tally = tally_in_pieces(input, name, path, opts.stacks, PIECE_BYTES, start)?;
+    // One event per profile: the first unless --event names another, first in the order
+    // of the header when it lists them (perf report's), else of the samples. Samples that
+    // print no event count with it.
+    let mut events: Vec<(&String, &EventTally)> = tally.events.iter().filter(|(k, _)| !k.is_empty()).collect();
+    let listed_at = |k: &str| listed.iter().position(|l| l == k).unwrap_or(usize::MAX);
+    events.sort_by_key(|(k, e)| (listed_at(k), e.first_seen));
+    let names: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+    let (event, note) = match events.len() {
+        0 => (None, None),
+        _ => {
+            let chosen = choose_event(&names, opts.event.as_deref(), path)?;
+            let counts: Vec<(&str, u64)> = events.iter().map(|(k, e)| (k.as_str(), e.counts.samples())).collect();
+            (Some(events[chosen].0.clone()), other_events_note(&counts, chosen))
+        }
+    };
     let mut chosen = EventTally::new(opts.stacks, (0, 0));
-    let mut other_events = 0u64;
     for (k, e) in std::mem::take(&mut tally.events) {
         if k.is_empty() || Some(&k) == event.as_ref() {
             chosen.merge(e);
-        } else {
-            other_events += e.counts.samples();
         }
     }
     let EventTally {
@@ -239,12 +308,7 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
         counts.ensure_cpu(c);
     }
     let event = event.unwrap_or_else(|| "cpu-clock".to_string());
-    let mut warnings = Vec::new();
-    if other_events > 0 {
-        warnings.push(format!(
-            "{other_events} samples of events other than {event} are left out (select one with perf script --event)"
-        ));
-    }
+    let mut warnings: Vec<String> = note.into_iter().collect();
     if no_ip > 0 {
         warnings.push(format!(
             "{no_ip} samples had no address or symbol (add -F ip,sym,dso to perf script)"
@@ -302,7 +366,88 @@ mod tests {
                 ("libc.so.6", "memcpy", 1)
             ]
         );
-        assert!(p.warnings[0].starts_with("1 samples of events other than cpu-clock"));
+        assert_eq!(
+            p.warnings[0],
+            "cpu-clock samples are read; the input also has page-faults (1 samples): --event NAME reads another"
+        );
+        let opts = ImportOptions::default().with_event(Some("page-faults".into()));
+        let p = read(text.as_bytes(), "s", Path::new("s.txt"), &opts).unwrap().profile;
+        assert_eq!(
+            (p.event.as_str(), p.unit),
+            ("page-faults", crate::model::profile::Unit::Events)
+        );
+        assert_eq!(p.functions[0].name, "memcpy");
+        assert!(p.warnings[0].starts_with("page-faults samples are read; the input also has cpu-clock (3 samples)"));
+        // perf script --header lists the events in the recording's order: page-faults first.
+        let header = "# ========\n# event : name = page-faults, , id = { 3 }, type = 1\n\
+                      # event : name = cpu-clock:u, , id = { 4 }, type = 1\n# ========\n#\n";
+        let p = read(
+            format!("{header}{text}").as_bytes(),
+            "s",
+            Path::new("s.txt"),
+            &ImportOptions::default(),
+        )
+        .unwrap()
+        .profile;
+        assert_eq!(p.event, "page-faults");
+        let e = read(
+            format!("{header}{text}zz\n").as_bytes(),
+            "s",
+            Path::new("s.txt"),
+            &ImportOptions::default(),
+        )
+        .unwrap_err();
+        // Errors still name their line in the whole input, header included.
+        assert!(
+            e.to_string().starts_with("s:19:") && e.to_string().contains("sample header"),
+            "{e}"
+        );
+        let e = read(
+            &b"# event : name = x"[..],
+            "s",
+            Path::new("s.txt"),
+            &ImportOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("s:1:19: expected a newline"), "{e}");
+        let opts = ImportOptions::default().with_event(Some("cycles".into()));
+        let e = read(text.as_bytes(), "s", Path::new("s.txt"), &opts).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.txt: no event cycles; the input has cpu-clock, page-faults (--event NAME picks one)"
+        );
+    }
+
+    #[test]
+    fn frames_are_named_as_perf_report_and_the_flat_profile_name_them() {
+        // `perf script -v` of a C++ program: parameters; a JIT's name with a `;`; frames of
+        // a kernel module, of a vmlinux file, and unresolved ones.
+        let text = "java 7 [000] 1.000000: 250000 cpu-clock: \n\
+                    \tffffffffc0a01000 ext4_write+0x10 ([ext4])\n\
+                    \tffffffff81000010 do_syscall_64+0x1 (/usr/lib/debug/boot/vmlinux-6.1.0)\n\
+                    \t7f0000001000 [unknown] (/usr/lib/jvm/libjvm.so)\n\
+                    \t7f0000002000 Lfoo;.bar(I)V+0x5 (/tmp/perf-7.map)\n\
+                    \t401000 ns::work(std::vector<int, std::allocator<int> > const&) const+0x30 (/tmp/cpp)\n\
+                    \n\
+                    java 7 [000] 1.000250: 250000 cpu-clock: \n\
+                    \t401000 ns::work(std::vector<int, std::allocator<int> > const&) const+0x30 (/tmp/cpp)\n\
+                    \n";
+        let opts = ImportOptions::default().with_stacks(true);
+        let i = read(text.as_bytes(), "s", Path::new("s.txt"), &opts).unwrap();
+        let rows: Vec<(&str, &str)> = i
+            .profile
+            .functions
+            .iter()
+            .map(|f| (f.module.as_str(), f.name.as_str()))
+            .collect();
+        assert_eq!(rows, [("ext4", "ext4_write"), ("cpp", "ns::work")]);
+        assert_eq!(
+            i.stacks.unwrap().folded_lines(),
+            [
+                "java;ns::work 1",
+                "java;ns::work;Lfoo;.bar(I)V;[unknown] [libjvm.so];do_syscall_64;ext4_write [ext4] 1",
+            ]
+        );
     }
 
     /// A perf script text of `n` samples with call chains over 2 CPUs and 3 events.
@@ -356,9 +501,9 @@ mod tests {
         let text = synthetic(5000);
         let path = Path::new("s.txt");
         for stacks in [false, true] {
-            let whole = tally_in_pieces(text.as_bytes(), "s", path, stacks, usize::MAX).unwrap();
+            let whole = tally_in_pieces(text.as_bytes(), "s", path, stacks, usize::MAX, Position::default()).unwrap();
             // 300-byte pieces: thousands of them, cut at blank lines.
-            let pieces = tally_in_pieces(text.as_bytes(), "s", path, stacks, 300).unwrap();
+            let pieces = tally_in_pieces(text.as_bytes(), "s", path, stacks, 300, Position::default()).unwrap();
             let first = |t: &Tally| t.events["cpu-clock"].first_seen.min(t.events["page-faults"].first_seen);
             assert_eq!(first(&whole), (0, 0));
             assert_eq!(first(&pieces), (0, 0));
@@ -370,8 +515,8 @@ mod tests {
             .filter(|l| l.starts_with("dd "))
             .map(|l| format!("{l} ffffffff81000000 f ([kernel.kallsyms])\n"))
             .collect();
-        let whole = tally_in_pieces(flat.as_bytes(), "s", path, false, usize::MAX).unwrap();
-        let pieces = tally_in_pieces(flat.as_bytes(), "s", path, false, 256).unwrap();
+        let whole = tally_in_pieces(flat.as_bytes(), "s", path, false, usize::MAX, Position::default()).unwrap();
+        let pieces = tally_in_pieces(flat.as_bytes(), "s", path, false, 256, Position::default()).unwrap();
         assert_eq!(summary(whole), summary(pieces));
     }
 
@@ -382,9 +527,16 @@ mod tests {
         text += &synthetic(500);
         text += "garbage line\n";
         let line = 2000 * 4 + 2;
-        let e = tally_in_pieces(text.as_bytes(), "s", Path::new("s.txt"), false, 4096)
-            .err()
-            .unwrap();
+        let e = tally_in_pieces(
+            text.as_bytes(),
+            "s",
+            Path::new("s.txt"),
+            false,
+            4096,
+            Position::default(),
+        )
+        .err()
+        .unwrap();
         assert!(e.to_string().starts_with(&format!("s:{line}:2:")), "{e}");
     }
 

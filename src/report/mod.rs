@@ -1,10 +1,11 @@
-//! Pure renderers: the text report, CSV and JSON. Numbers come computed from
+//! Pure renderers: the text report, CSV and JSON, the HTML page. Numbers come computed from
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
 pub mod export;
 pub mod flame;
 pub mod format;
 pub mod gprof;
+pub mod html;
 pub mod markdown;
 #[cfg(feature = "parquet")]
 pub mod parquet;

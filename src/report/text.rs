@@ -203,19 +203,23 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     render_notes(c, out)
 }
 
-/// How one run's samples were taken and weighed, for the notes.
-fn sampling(s: &ProfileSummary, m: &Measure) -> String {
-    let period = |s: &ProfileSummary| match m.basis {
+/// A run's period, for the notes: milliseconds for time, else counts of the event.
+fn period_text(s: &ProfileSummary, m: &Measure) -> String {
+    match m.basis {
         Basis::SampledTime => format!("{} msec", msec(s.period * 1e-9)),
         _ => format!("{:.0} {}", s.period, s.event),
-    };
+    }
+}
+
+/// How one run's samples were taken and weighed, for the notes.
+fn sampling(s: &ProfileSummary, m: &Measure) -> String {
     match (m.basis, s.fixed_period) {
-        (Basis::SampledTime, true) => format!("{} profiling sample rate ({})", period(s), s.event),
-        (_, true) => format!("{} sampled every {}", s.event, period(s)),
+        (Basis::SampledTime, true) => format!("{} profiling sample rate ({})", period_text(s, m), s.event),
+        (_, true) => format!("{} sampled every {}", s.event, period_text(s, m)),
         (_, false) => format!(
             "{} sampled at a varying period (mean {}); every sample weighs its period",
             s.event,
-            period(s)
+            period_text(s, m)
         ),
     }
 }
@@ -226,6 +230,14 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (sa, sb) = (sampling(a, m), sampling(b, m));
     if sa == sb {
         writeln!(out, "Notes: {sa}.")?;
+    } else if a.event == b.event && !a.fixed_period && !b.fixed_period {
+        writeln!(
+            out,
+            "Notes: {} sampled at a varying period (mean {} in run 1, {} in run 2); every sample weighs its period.",
+            a.event,
+            period_text(a, m),
+            period_text(b, m)
+        )?;
     } else {
         writeln!(out, "Notes: run 1: {sa}; run 2: {sb}.")?;
     }

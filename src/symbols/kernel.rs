@@ -41,6 +41,8 @@ pub struct KernelSymbols {
     /// The relocation reference, `_text` (else `_stext`), and its address as listed (before
     /// aliases are dropped): the KASLR offset is measured at this symbol.
     reloc_ref: Option<(&'static str, u64)>,
+    /// `_text` and `_stext` where listed: what a recording may place the kernel by.
+    anchors: Vec<(&'static str, u64)>,
     kaslr_offset: Option<u64>,
     pub(super) text_count: usize,
     module_text_count: usize,
@@ -298,6 +300,10 @@ impl KernelSymbols {
             (None, Some(a)) => Some(("_stext", a)),
             (None, None) => None,
         };
+        syms.anchors = [("_text", text_address), ("_stext", stext)]
+            .into_iter()
+            .filter_map(|(n, a)| Some((n, a?)))
+            .collect();
         Ok(syms)
     }
 
@@ -404,6 +410,7 @@ impl KernelSymbols {
         let core_range = kallsyms.core_range.clone();
         let mut syms = Self::finish(b, core_range, elf.display().to_string(), |_, _| true);
         syms.reloc_ref = kallsyms.reloc_ref;
+        syms.anchors = kallsyms.anchors.clone();
         syms.kaslr_offset = Some(offset);
         syms.from_kallsyms = kallsyms.origin.clone();
         Ok(syms)
@@ -423,6 +430,7 @@ impl KernelSymbols {
             modules: b.modules.clone(),
             core_range,
             reloc_ref: None,
+            anchors: Vec::new(),
             kaslr_offset: None,
             text_count: 0,
             module_text_count: 0,
@@ -483,6 +491,46 @@ impl KernelSymbols {
             .filter(|(_, e)| self.name_of(e) == name)
             .min_by_key(|(_, e)| e.module != CORE)
             .map(|(i, e)| self.starts[i]..e.end)
+    }
+
+    /// Moves the core kernel's symbols to where a recording found the kernel: there the
+    /// symbol `anchor` (`_text`, which perf's `[kernel.kallsyms]_text` mapping names) was
+    /// at `recorded`. A copy of kallsyms from another boot lists the kernel at another
+    /// KASLR offset; perf moves its symbols the same way (`kallsyms__delta`). Kernel
+    /// modules' symbols stay: modules are placed apart from the kernel, and a recording
+    /// does not say where that boot put them (perf does not move them either). Returns how
+    /// far the symbols moved, or `None` when they do not list `anchor`.
+    pub fn relocate(&mut self, anchor: &str, recorded: u64) -> Option<u64> {
+        let listed = self.anchors.iter().find(|(n, _)| *n == anchor)?.1;
+        let shift = recorded.wrapping_sub(listed);
+        if shift == 0 {
+            return Some(0);
+        }
+        let moved = |a: u64| a.wrapping_add(shift);
+        let mut order: Vec<(u64, Entry)> = self
+            .starts
+            .iter()
+            .zip(&self.entries)
+            .map(|(&start, &e)| match e.module {
+                CORE => (moved(start), Entry { end: moved(e.end), ..e }),
+                _ => (start, e),
+            })
+            .collect();
+        // Stable: symbols at one address keep their order.
+        order.sort_by_key(|(start, _)| *start);
+        (self.starts, self.entries) = order.into_iter().unzip();
+        if let Some(r) = &mut self.core_range {
+            // An open end (no `_etext` or `_edata` listed) stays open.
+            let end = if r.end == u64::MAX { r.end } else { moved(r.end) };
+            *r = moved(r.start)..end;
+        }
+        if let Some((_, a)) = &mut self.reloc_ref {
+            *a = moved(*a);
+        }
+        for (_, a) in &mut self.anchors {
+            *a = moved(*a);
+        }
+        Some(shift)
     }
 
     /// The KASLR offset applied to the vmlinux symbols (`None` for kallsyms symbols).
@@ -596,6 +644,36 @@ mod tests {
         );
         assert_eq!(k.resolve(0xffffffff822618aa), Some(("__pi_memcpy", None)));
         assert_eq!(k.resolve(0xffffffff8226189f), Some(("__pfx_memcpy", None)));
+    }
+
+    #[test]
+    fn another_boots_symbols_move_to_where_the_recording_found_the_kernel() {
+        let text = "ffffffff85000000 T _text\n\
+                    ffffffff85000100 T core_fn\n\
+                    ffffffff85000200 T _etext\n\
+                    ffffffffc0a01000 t ext4_a\t[ext4]\n";
+        let mut k = load(text);
+        // Recorded with the kernel 0x4000000 lower: core symbols follow, modules stay.
+        assert_eq!(
+            k.relocate("_text", 0xffffffff81000000),
+            Some(0u64.wrapping_sub(0x4000000))
+        );
+        assert_eq!(k.resolve(0xffffffff81000150), Some(("core_fn", None)));
+        assert_eq!(k.resolve(0xffffffff85000150), None);
+        assert_eq!(
+            k.resolve(0xffffffff81000200),
+            None,
+            "the kernel map ends at _etext, moved too"
+        );
+        assert_eq!(k.resolve(0xffffffffc0a01010), Some(("ext4_a", Some("ext4"))));
+        assert_eq!(k.reloc_ref, Some(("_text", 0xffffffff81000000)));
+        // Placed again at the same address: nothing moves.
+        assert_eq!(k.relocate("_text", 0xffffffff81000000), Some(0));
+        // Moved above the modules' addresses, the order of lookups still holds.
+        assert!(k.relocate("_text", 0xffffffffd0000000).is_some());
+        assert_eq!(k.resolve(0xffffffffd0000150), Some(("core_fn", None)));
+        assert_eq!(k.resolve(0xffffffffc0a01010), Some(("ext4_a", Some("ext4"))));
+        assert_eq!(k.relocate("_sdata", 0), None);
     }
 
     #[test]

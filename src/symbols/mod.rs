@@ -10,7 +10,7 @@ mod user;
 pub use elf::{elf_build_id, ElfSymbols};
 pub use kernel::KernelSymbols;
 pub use ranges::{load_perf_map, RangeNames};
-pub use user::{demangle, load_user_symbols, UserSymbols, UserSymbolsMissing};
+pub use user::{demangle, function_name, load_user_symbols, UserSymbols, UserSymbolsMissing};
 
 use crate::model::builder::KernelResolver;
 use std::path::{Path, PathBuf};

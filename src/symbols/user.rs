@@ -38,9 +38,21 @@ pub fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<UserSym
 /// first with a `.dynsym`), as perf chooses: the separate debug file
 /// (`/usr/lib/debug/.build-id/ab/cdef….debug`), perf's build-id cache
 /// (`~/.debug/.build-id/ab/cdef…/elf`), the file at its path. A file whose build-id is not
-/// the recorded one is never used.
+/// the recorded one is never used; without a recorded build-id, the file at its path gives
+/// it.
 fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols, UserSymbolsMissing> {
-    let build_id = build_id.filter(|id| !id.is_empty());
+    let recorded = build_id.filter(|id| !id.is_empty());
+    // A recording that names no build-id for the file (pipe mode writes none): the file at
+    // its path is taken for the recorded one, as perf takes it, and its build-id finds
+    // its separate debug file. It is read once, here, not again below.
+    let mut local_syms = match recorded {
+        None if local.is_absolute() => Some(ElfSymbols::from_file(local)),
+        _ => None,
+    };
+    let on_disk = local_syms
+        .as_ref()
+        .and_then(|s| s.as_ref().ok()?.build_id().map(<[u8]>::to_vec));
+    let build_id = recorded.or(on_disk.as_deref());
     let mut candidates = Vec::new();
     if let Some(id) = build_id {
         let h = hex(id);
@@ -60,7 +72,14 @@ fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols,
     let mut found: Vec<ElfSymbols> = Vec::new();
     let full = |s: &ElfSymbols| s.from_symtab() && !s.is_empty();
     for p in candidates {
-        let Ok(syms) = ElfSymbols::from_file(&p) else {
+        let read = match local_syms.take() {
+            Some(loaded) if p == local => loaded,
+            other => {
+                local_syms = other;
+                ElfSymbols::from_file(&p)
+            }
+        };
+        let Ok(syms) = read else {
             continue;
         };
         match (build_id, syms.build_id()) {
@@ -103,6 +122,68 @@ pub fn demangle(name: &str) -> Option<String> {
     None
 }
 
+/// A function's name as perf report prints it from a symbol table, from a demangled name
+/// that says more: C++ parameters, the qualifiers after them and GCC's clone suffixes
+/// (`ns::work(std::vector<int> const&, unsigned long) const [clone .isra.0]` →
+/// `ns::work`), which `perf script -v` and perf builds that demangle with libstdc++ print,
+/// and a legacy Rust name's hash (`rs::spin::h5a1d81fd52a4894a` → `rs::spin`). Other
+/// names (C, the kernel's) are returned as they are.
+pub fn function_name(name: &str) -> &str {
+    // Most names end otherwise, and perf's own (`[unknown]`) start with a bracket: they are
+    // returned at once (this runs for every frame).
+    let plain = !name.ends_with([')', ']', 't', 'e', '&']) && !name.ends_with(|c: char| c.is_ascii_hexdigit());
+    if plain || name.starts_with('[') {
+        return name;
+    }
+    if let Some(base) = without_rust_hash(name) {
+        return base;
+    }
+    let mut n = name;
+    while let Some(at) = n.strip_suffix(']').and_then(|b| b.rfind(" [clone .")) {
+        n = &n[..at];
+    }
+    let mut q = n;
+    while let Some(base) = [" const", " volatile", " &&", " &", " noexcept"]
+        .iter()
+        .find_map(|s| q.strip_suffix(s))
+    {
+        q = base;
+    }
+    if !q.ends_with(')') {
+        return n;
+    }
+    // The parameter list is the parenthesis that closes last, found by depth: parameters
+    // hold parentheses of their own (`f(void (*)(int))`).
+    let mut depth = 0usize;
+    for (at, c) in q.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    // `operator()` with no parameter list printed: the name itself.
+                    return if at == 0 || q[..at].ends_with("operator") {
+                        n
+                    } else {
+                        &q[..at]
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
+/// A legacy Rust name as some demanglers print it, with its hash as a last component
+/// (`rs::spin::h5a1d81fd52a4894a`): the name without it.
+fn without_rust_hash(name: &str) -> Option<&str> {
+    let at = name.len().checked_sub(19)?;
+    let (base, hash) = (name.get(..at)?, name.get(at..)?);
+    let digits = hash.strip_prefix("::h")?;
+    (!base.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit())).then_some(base)
+}
+
 /// A legacy Rust name ends in a 16-digit hash component: `…17h0123456789abcdefE`.
 fn is_legacy_rust(name: &str) -> bool {
     name.strip_suffix('E')
@@ -132,6 +213,48 @@ mod tests {
         // C and anything else stay as they are.
         assert_eq!(demangle("__GI___libc_write"), None);
         assert_eq!(demangle("_Zgarbage"), None);
+    }
+
+    #[test]
+    fn names_from_text_lose_what_perf_report_leaves_out() {
+        // As `perf script -v` prints them (perf 6.1, libiberty).
+        assert_eq!(
+            function_name("ns::work(std::vector<int, std::allocator<int> > const&, unsigned long)"),
+            "ns::work"
+        );
+        assert_eq!(
+            function_name("ns::Box<unsigned long>::spin(unsigned long, int) const"),
+            "ns::Box<unsigned long>::spin"
+        );
+        assert_eq!(function_name("foo(int) [clone .isra.0] [clone .cold]"), "foo");
+        assert_eq!(function_name("f(void (*)(int), char) volatile &&"), "f");
+        assert_eq!(
+            function_name("main::{lambda(int)#1}::operator()(int) const"),
+            "main::{lambda(int)#1}::operator()"
+        );
+        assert_eq!(
+            function_name("(anonymous namespace)::g(long)"),
+            "(anonymous namespace)::g"
+        );
+        assert_eq!(function_name("Foo::operator bool() const"), "Foo::operator bool");
+        // Already as perf report prints them: unchanged.
+        for same in [
+            "Foo::operator()",
+            "main::{lambda(int)#1}::operator()",
+            "std::vector<int, std::allocator<int> >::push_back",
+            "rs::inner::generic::<u32>",
+            "do_syscall_64",
+            "finish_task_switch.isra.0",
+            "[unknown]",
+            "(unbalanced",
+            "unbalanced)",
+        ] {
+            assert_eq!(function_name(same), same);
+        }
+        // A legacy Rust name's hash, as demanglers built on libiberty's print it.
+        assert_eq!(function_name("rs::spin_rust::h5a1d81fd52a4894a"), "rs::spin_rust");
+        assert_eq!(function_name("x::h5a1d81fd52a4894"), "x::h5a1d81fd52a4894");
+        assert_eq!(function_name("::h5a1d81fd52a4894a"), "::h5a1d81fd52a4894a");
     }
 
     #[test]

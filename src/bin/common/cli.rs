@@ -75,6 +75,11 @@ pub struct ImportArgs {
     /// stacks: 0.001 by default), e.g. --period-sec 0.00025.
     #[arg(long, value_name = "SEC")]
     pub period_sec: Option<f64>,
+    /// The event to compare when a recording has several (perf record -e
+    /// cpu-clock,page-faults); the first one by default, as perf report shows first. E.g.
+    /// --event page-faults.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
 }
 
 impl ImportArgs {
@@ -86,6 +91,7 @@ impl ImportArgs {
             self.vmlinux.clone(),
             self.period_sec,
         )
+        .with_event(self.event.clone())
     }
 }
 
@@ -115,6 +121,14 @@ pub fn colorize_text(report: &str) -> String {
         }
     }
     out
+}
+
+/// A percentage as the synopsis writes it, with or without its sign: `1`, `1%`, `0.5%`.
+pub fn percent(s: &str) -> Result<f64, String> {
+    s.strip_suffix('%')
+        .unwrap_or(s)
+        .parse::<f64>()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 1 or 1%)"))
 }
 
 /// The cutoff from the original's positional `cutoff%` or `--cutoff` (they must agree
@@ -162,5 +176,8 @@ mod cli_tests {
         assert_eq!(ok(Some(101.0), None), None);
         assert_eq!(ok(Some(-1.0), None), None);
         assert_eq!(ok(None, None), Some(0.5));
+        assert_eq!(percent("1%"), Ok(1.0));
+        assert_eq!(percent("0.5"), Ok(0.5));
+        assert!(percent("1%%").is_err() && percent("x").is_err());
     }
 }
