@@ -24,10 +24,22 @@ struct Ran {
 /// `max_memory_gb` of address space (an allocation past it fails, and aborts the child)
 /// when given.
 fn run_limited(cwd: &Path, bin: &str, args: &[&str], timeout: Duration, max_memory_gb: Option<u64>) -> Ran {
+    run_limited_with_input(cwd, bin, args, Stdio::null(), timeout, max_memory_gb)
+}
+
+/// [`run_limited`] with `stdin` as the standard input.
+fn run_limited_with_input(
+    cwd: &Path,
+    bin: &str,
+    args: &[&str],
+    stdin: Stdio,
+    timeout: Duration,
+    max_memory_gb: Option<u64>,
+) -> Ran {
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .current_dir(cwd)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(gb) = max_memory_gb {
@@ -663,6 +675,52 @@ fn perf_data_headers_that_lie_give_errors_not_crashes() {
         failures.len(),
         mutants.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn a_pipe_mode_stream_that_lies_gives_an_error_not_a_crash() {
+    // perf record -o - | prfcmp - ...: no length to check against, so each record is
+    // checked as it passes. An EVENT_DESC feature record announcing 2^32 - 1 events made
+    // the reader ask for hundreds of GB.
+    let le16 = |v: u16| v.to_le_bytes().to_vec();
+    let record = |kind: u32, body: &[u8]| {
+        let mut r = kind.to_le_bytes().to_vec();
+        r.extend(le16(0));
+        r.extend(le16(8 + body.len() as u16));
+        r.extend_from_slice(body);
+        r
+    };
+    let mut stream = b"PERFILE2".to_vec();
+    stream.extend_from_slice(&16u64.to_le_bytes());
+    // PERF_RECORD_HEADER_ATTR: a 64-byte perf_event_attr (type 1, size 64), one id.
+    let mut attr = vec![0u8; 64];
+    attr[..4].copy_from_slice(&1u32.to_le_bytes());
+    attr[4..8].copy_from_slice(&64u32.to_le_bytes());
+    attr.extend_from_slice(&7u64.to_le_bytes());
+    stream.extend(record(64, &attr));
+    // PERF_RECORD_HEADER_FEATURE 12 (EVENT_DESC): 2^32 - 1 events of 136 bytes, in 8 bytes.
+    let mut desc = 12u64.to_le_bytes().to_vec();
+    desc.extend_from_slice(&u32::MAX.to_le_bytes());
+    desc.extend_from_slice(&136u32.to_le_bytes());
+    stream.extend(record(80, &desc));
+    let tmp = tempdir();
+    let input = tmp.path().join("stream");
+    fs::write(&input, &stream).unwrap();
+    let a = testdata("import/a.folded");
+    let r = run_limited_with_input(
+        tmp.path(),
+        PRFCMP,
+        &["-", a.to_str().unwrap()],
+        Stdio::from(fs::File::open(&input).unwrap()),
+        Duration::from_secs(30),
+        Some(2),
+    );
+    assert_eq!(r.out.status.code(), Some(2), "{}", stderr(&r.out));
+    assert!(
+        stderr(&r.out).contains("4294967295 events do not fit in 0 bytes (feature record at byte 96)"),
+        "{}",
+        stderr(&r.out)
     );
 }
 

@@ -653,6 +653,7 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     let framed = Framed {
         inner: Cursor::new(head).chain(input),
         state: Rc::clone(&state),
+        check: super::perf_header::StreamCheck::new(big_endian),
     };
     let at = || Some(state.get().pos);
     let reader = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
@@ -743,11 +744,16 @@ impl Framing {
 struct Framed<R> {
     inner: R,
     state: Rc<Cell<Framing>>,
+    /// What a stream may not announce, refused before the reader parses it.
+    check: super::perf_header::StreamCheck,
 }
 
 impl<R: Read> Read for Framed<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
+        self.check
+            .pass(&buf[..n])
+            .map_err(|r| std::io::Error::new(std::io::ErrorKind::InvalidData, r.0))?;
         let mut s = self.state.get();
         s.ended |= n == 0 && !buf.is_empty();
         s.pass(&buf[..n]);

@@ -416,6 +416,118 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
     Ok(())
 }
 
+/// The largest AUXTRACE trace a stream may announce: the reader allocates it whole, and a
+/// stream has no length to check it against (an Intel PT AUX area is a few MiB).
+pub const AUX_STREAM_CAP: u64 = 1 << 30;
+
+/// Follows a pipe-mode stream (`perf record -o -`) record by record as its bytes pass, and
+/// refuses, before the reader parses them, what a file's length would have refused: a
+/// feature record whose counts do not fit in it, an AUXTRACE record announcing more than
+/// [`AUX_STREAM_CAP`] of trace.
+#[derive(Debug, Clone)]
+pub struct StreamCheck {
+    e: Endian,
+    /// Bytes passed.
+    pos: u64,
+    /// Where the current record (with its trace) ends.
+    record_end: u64,
+    header: [u8; 8],
+    have: usize,
+    kind: u32,
+    /// Where the current record started, for messages.
+    record_start: u64,
+    /// The body bytes kept of the current record, and how many are wanted.
+    body: Vec<u8>,
+    want: usize,
+}
+
+impl StreamCheck {
+    /// A check of a stream whose 16-byte header has not passed yet.
+    pub fn new(big_endian: bool) -> Self {
+        StreamCheck {
+            e: if big_endian { Endian::Big } else { Endian::Little },
+            pos: 0,
+            record_end: PIPE_HEADER_SIZE,
+            header: [0; 8],
+            have: 0,
+            kind: 0,
+            record_start: 0,
+            body: Vec::new(),
+            want: 0,
+        }
+    }
+
+    /// Follows `data`, the next bytes of the stream.
+    pub fn pass(&mut self, mut data: &[u8]) -> Result<(), Refused> {
+        while !data.is_empty() {
+            if self.pos < self.record_end {
+                let k = (self.record_end - self.pos).min(data.len() as u64) as usize;
+                let keep = (self.want - self.body.len()).min(k);
+                self.body.extend_from_slice(&data[..keep]);
+                self.pos += k as u64;
+                data = &data[k..];
+                if self.want > 0 && self.body.len() == self.want {
+                    self.want = 0;
+                    self.record_complete()?;
+                }
+                continue;
+            }
+            let k = (8 - self.have).min(data.len());
+            self.header[self.have..self.have + k].copy_from_slice(&data[..k]);
+            self.have += k;
+            self.pos += k as u64;
+            data = &data[k..];
+            if self.have < 8 {
+                continue;
+            }
+            self.have = 0;
+            self.record_start = self.pos - 8;
+            self.kind = self.e.u32(&self.header[..4]);
+            let size = u64::from(self.e.u16(&self.header[6..8]));
+            if size < 8 {
+                return refuse(format!(
+                    "the record at byte {} has a size of {size}, less than its header",
+                    self.record_start
+                ));
+            }
+            self.record_end = self.record_start + size;
+            self.body.clear();
+            let body = (size - 8) as usize;
+            self.want = match self.kind {
+                PERF_RECORD_HEADER_FEATURE => body,
+                PERF_RECORD_AUXTRACE => body.min(8),
+                _ => 0,
+            };
+        }
+        Ok(())
+    }
+
+    fn record_complete(&mut self) -> Result<(), Refused> {
+        let at = self.record_start;
+        if self.body.len() < 8 {
+            return Ok(());
+        }
+        let first = self.e.u64(&self.body[..8]);
+        match self.kind {
+            PERF_RECORD_HEADER_FEATURE => match u32::try_from(first) {
+                Ok(feature) => check_feature(feature, &self.body[8..], self.e)
+                    .map_err(|Refused(why)| Refused(format!("{why} (feature record at byte {at})"))),
+                Err(_) => Ok(()),
+            },
+            PERF_RECORD_AUXTRACE if first > AUX_STREAM_CAP => refuse(format!(
+                "the AUXTRACE record at byte {at} announces {first} bytes of trace, more than the {} a stream may carry",
+                crate::fsio::human_bytes(AUX_STREAM_CAP)
+            )),
+            // The trace follows the record, outside its size.
+            PERF_RECORD_AUXTRACE => {
+                self.record_end += first;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,6 +605,56 @@ mod tests {
             cmd.extend_from_slice(w.as_bytes());
         }
         assert!(check_feature(HEADER_CMDLINE, &cmd, e).is_ok());
+    }
+
+    /// A record of `kind` with `body`, little-endian.
+    fn record(kind: u32, body: &[u8]) -> Vec<u8> {
+        let mut r = kind.to_le_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&(8 + body.len() as u16).to_le_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    #[test]
+    fn a_stream_is_checked_as_it_passes() {
+        let mut stream = b"PERFILE2".to_vec();
+        stream.extend_from_slice(&16u64.to_le_bytes());
+        // An AUXTRACE record with 3 bytes of trace after it, then a sound feature record.
+        let mut aux = 3u64.to_le_bytes().to_vec();
+        aux.extend_from_slice(&[0; 32]);
+        stream.extend(record(PERF_RECORD_AUXTRACE, &aux));
+        stream.extend_from_slice(b"xyz");
+        let mut cpus = u64::from(HEADER_NRCPUS).to_le_bytes().to_vec();
+        cpus.extend_from_slice(&[2, 0, 0, 0, 2, 0, 0, 0]);
+        stream.extend(record(PERF_RECORD_HEADER_FEATURE, &cpus));
+        // Fed a byte at a time, or whole: the same verdict.
+        let mut c = StreamCheck::new(false);
+        for b in &stream {
+            c.pass(std::slice::from_ref(b)).unwrap();
+        }
+        StreamCheck::new(false).pass(&stream).unwrap();
+        // 2^32 - 1 events announced in a feature record of 8 bytes.
+        let mut desc = u64::from(HEADER_EVENT_DESC).to_le_bytes().to_vec();
+        desc.extend_from_slice(&u32::MAX.to_le_bytes());
+        desc.extend_from_slice(&136u32.to_le_bytes());
+        let mut bad = stream.clone();
+        let at = bad.len();
+        bad.extend(record(PERF_RECORD_HEADER_FEATURE, &desc));
+        let e = StreamCheck::new(false).pass(&bad).unwrap_err().0;
+        assert!(
+            e.contains(&format!(
+                "4294967295 events do not fit in 0 bytes (feature record at byte {at})"
+            )),
+            "{e}"
+        );
+        // A trace of 1 TiB announced.
+        let mut huge = (1u64 << 40).to_le_bytes().to_vec();
+        huge.extend_from_slice(&[0; 32]);
+        let mut bad = stream;
+        bad.extend(record(PERF_RECORD_AUXTRACE, &huge));
+        let e = StreamCheck::new(false).pass(&bad).unwrap_err().0;
+        assert!(e.contains("announces 1099511627776 bytes of trace"), "{e}");
     }
 
     #[test]
