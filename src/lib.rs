@@ -15,7 +15,7 @@
 //!
 //! | layer | modules | what they own |
 //! |---|---|---|
-//! | 0 | [`model`] | profiles, the one profile builder, idle set, stacks, call graph: data, no I/O |
+//! | 0 | [`model`], [`fsio`] | profiles, the one profile builder, idle set, stacks, call graph: data, no I/O; files opened and written safely |
 //! | 1 | [`symbols`], [`host`], [`store`] | symbol tables; facts about this machine; the output-directory format |
 //! | 2 | [`collect`], [`import`], [`compare`] | sampling and running tests; perf's files → model; model → comparison |
 //! | 3 | [`report`] | pure renderers |
@@ -34,8 +34,8 @@
 //!             functions 2\n1000 [kernel] bcopy\n500 [kernel] idle\nend\n";
 //! let p = parse(text, "a/prfout").unwrap();
 //! let cmp = compare_profiles(&p, &p, &CompareOptions::default()).unwrap();
-//! assert_eq!(cmp.run1.cpu_sec, 1.0); // bcopy's 1000 samples of 1 ms
-//! assert_eq!(cmp.run1.idle_sec, 1.0); // 2 s wall x 1 CPU - 1 s CPU
+//! assert_eq!(cmp.run1.cpu, 1.0); // bcopy's 1000 samples of 1 ms
+//! assert_eq!(cmp.run1.idle, 1.0); // 2 s wall x 1 CPU - 1 s CPU
 //! assert_eq!(cmp.rows[0].function, "bcopy");
 //! ```
 #![deny(missing_docs)]
@@ -45,6 +45,7 @@ pub mod app;
 pub mod collect;
 pub mod compare;
 pub mod exit;
+pub mod fsio;
 pub mod helpers;
 pub mod host;
 pub mod import;
@@ -61,7 +62,7 @@ pub use upcmp_parsers::ParseError;
 /// The layers of the house, lowest first: a module may use only modules of lower layers
 /// (the test `the_house_has_one_way_layers` checks every `use crate::` against it).
 pub const LAYERS: &[&[&str]] = &[
-    &["model"],
+    &["model", "fsio"],
     &["symbols", "host", "store"],
     &["collect", "import", "compare"],
     &["report"],

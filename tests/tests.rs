@@ -3,6 +3,7 @@
 mod architecture;
 mod events;
 mod hackbench_helpers;
+mod hostile;
 mod html;
 mod import;
 mod noise;

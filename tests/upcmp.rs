@@ -161,6 +161,14 @@ fn results_dir_rotation_never_touches_foreign_directories() {
         tmp.path().join("res.old/results").is_file(),
         "the first results became res.old"
     );
+    // A third run keeps both earlier ones, and says what moved where.
+    let out = run_in(tmp.path(), UPCMP, &args);
+    assert!(
+        stderr(&out).contains("upcmp: kept the earlier results: moved res.old to res.old.2\n"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(tmp.path().join("res.old.2/results").is_file());
     // A directory of the user's own is refused and left as it was.
     fs::create_dir(tmp.path().join("mine")).unwrap();
     fs::write(tmp.path().join("mine/notes"), "keep").unwrap();

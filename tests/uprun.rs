@@ -344,7 +344,7 @@ fn bad_input_is_refused_before_anything_runs() {
 }
 
 #[test]
-fn rotation_keeps_one_old_run() {
+fn rotation_never_deletes_a_run() {
     if !perf_usable(true) || !unixperf_built() {
         return;
     }
@@ -353,11 +353,22 @@ fn rotation_keeps_one_old_run() {
     for k in 0..3 {
         let out = uprun(tmp.path(), &format!("t{k}: true\n"), "out", &[]);
         assert!(out.status.success(), "{}", stderr(&out));
+        if k == 2 {
+            // The terminal says what moved where.
+            let text = stdout(&out);
+            assert!(
+                text.contains("uprun: kept the earlier run: moved out to out.old\n"),
+                "{text}"
+            );
+            assert!(text.contains("moved out.old to out.old.2\n"), "{text}");
+        }
     }
+    // The first run (the baseline) survives two more runs under its name.
     assert!(tmp.path().join("out/t2").is_dir());
     assert!(tmp.path().join("out.old/t1").is_dir());
+    assert!(tmp.path().join("out.old.2/t0").is_dir());
     let entries: Vec<PathBuf> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(entries.len(), 3, "out, out.old, test_list: {entries:?}");
+    assert_eq!(entries.len(), 4, "out, out.old, out.old.2, test_list: {entries:?}");
 }
 
 #[test]
@@ -376,8 +387,10 @@ fn without_permission_the_message_says_why_and_how_to_fix_it() {
     }
     let tmp = tempdir();
     fs::write(tmp.path().join("test_list"), "x: true\n").unwrap();
+    // Writable by the unprivileged user, with the sticky bit (a parent every user may
+    // write without it is refused before anything else).
     let mut perm = fs::metadata(tmp.path()).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o777);
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o1777);
     fs::set_permissions(tmp.path(), perm).unwrap();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", UPRUN, "auto", "out"])

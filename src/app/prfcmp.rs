@@ -45,7 +45,7 @@ pub fn prfcmp(
         read_profile(path, import).map_err(|source| PrfcmpError::Import {
             which,
             path: path.to_path_buf(),
-            source,
+            source: super::unquoted_import(source, path),
         })
     };
     let profile1 = read(1, path1)?;

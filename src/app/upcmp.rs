@@ -9,8 +9,8 @@ use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{publish_dir, RESULTS_MARKER};
-use crate::store::run::load_run;
+use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
+use crate::store::run::{load_run, StoredRun};
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
 
@@ -44,6 +44,9 @@ pub struct UpcmpOptions {
     pub results_dir: PathBuf,
     /// How they are compared.
     pub compare: CompareOptions,
+    /// Write RESULTS_DIR even when its parent directory may be written by every user and
+    /// has no sticky bit.
+    pub allow_shared_parent: bool,
     /// Also write `results.html`, the comparison as one self-contained page.
     pub html: bool,
 }
@@ -90,12 +93,16 @@ pub struct UpcmpOutput {
     pub report: Vec<u8>,
     /// The files written into the results directory, marker aside.
     pub files: Vec<String>,
+    /// The earlier results directories moved aside (none is ever deleted).
+    pub moved: Vec<Moved>,
+    /// Where the results are (RESULTS_DIR without trailing slashes).
+    pub results_dir: PathBuf,
 }
 
 fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError> {
     import(path, opts).map_err(|source| UpcmpError::Import {
         path: path.to_path_buf(),
-        source,
+        source: super::unquoted_import(source, path),
     })
 }
 
@@ -129,15 +136,50 @@ fn compare_recordings(
     Ok((cmp, stacks))
 }
 
+/// What the reader must know of runs that did not complete: why a run failed, and which
+/// tests have no profile (not run, or stopped before their profile was written), which
+/// the comparison otherwise leaves out without a word.
+fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (k, r) in runs.iter().enumerate() {
+        if let Some(reason) = &r.marker.reason {
+            notes.push(format!("run {} ({}) failed: {reason}", k + 1, r.dir.display()));
+        }
+        let missing: Vec<&str> = r
+            .tests
+            .iter()
+            .filter(|t| t.repetitions.is_empty())
+            .map(|t| t.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            notes.push(format!(
+                "run {} ({}) has no profile of {}: not run, or stopped before its profile was written",
+                k + 1,
+                r.dir.display(),
+                missing.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
 /// Compares, renders and publishes `RESULTS_DIR` whole: `results`, `results.csv`,
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
+    // First, so that a second upcmp writing the same directory stops at once.
+    let claim =
+        claim_dir(&opts.results_dir, "upcmp", opts.allow_shared_parent).map_err(|source| UpcmpError::Publish {
+            path: opts.results_dir.clone(),
+            source,
+        })?;
+    let results_dir = claim.path.as_path();
     let (cmp, stacks) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
         Inputs::Runs { dir1, dir2 } => {
             let (run1, run2) = (load_run(dir1)?, load_run(dir2)?);
-            let cmp = compare_runs(&run1, &run2, &opts.compare)?;
+            let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
+            cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());
             (cmp, stacks)
         }
@@ -148,7 +190,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     export::write_json(&cmp, &mut json)?;
     let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
     if let Some(s) = &stacks {
-        stackcmp::render_index(s, &stack_files, &opts.results_dir.display().to_string(), &mut report)?;
+        stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
     }
     let mut files = vec![
         ("results".to_string(), report.clone()),
@@ -168,13 +210,15 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         files.push(("results.html".to_string(), page));
     }
     files.extend(stack_files);
-    publish_dir(&opts.results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
-        path: opts.results_dir.clone(),
+    let moved = publish_dir(results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
+        path: results_dir.to_path_buf(),
         source,
     })?;
     Ok(UpcmpOutput {
         comparison: cmp,
         report,
         files: files.into_iter().map(|(n, _)| n).collect(),
+        moved,
+        results_dir: results_dir.to_path_buf(),
     })
 }

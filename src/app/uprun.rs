@@ -2,17 +2,19 @@
 //! the output directory of `docs/format.md` (upsrun adds each test's stack analysis).
 
 use crate::analyse::stacks::{analyse_test, AnalyseError};
+use crate::collect::group::reap_orphans;
 use crate::collect::plan::{find_unixperf, plan, PlanError, PlannedTest, TestList};
 use crate::collect::run::{run_test, RunError, TestContext};
 use crate::collect::sampler::{CpuSamplers, SamplerConfig, SamplerError};
 use crate::collect::signals::interrupted;
 use crate::collect::{load_kernel_symbols, KernelImage};
+use crate::fsio::Umask;
 use crate::host::sched_features::{set_features, FeatError, Restore};
 use crate::host::tuning::{check_drop_caches, set_governor, GovernorRestore, TuningError};
 use crate::host::{online_cpus, system};
 use crate::model::{IdleSet, UserBy};
 use crate::store::outdir::{
-    check_rotatable, repetition_name, rotate_and_create, RunKind, RunMarker, Status, RUN_MARKER,
+    check_rotatable, claim_dir, repetition_name, rotate_and_create, Claim, RunKind, RunMarker, Status, RUN_MARKER,
 };
 use crate::store::{now_utc, write_atomic, StoreError};
 use crate::symbols::{KernelSymbols, SymbolError};
@@ -61,6 +63,13 @@ pub struct UprunOptions {
     pub stacks: bool,
     /// Also write each test's profile as folded stacks (`profile.folded`) for other tools.
     pub export_folded: bool,
+    /// Let every user read the run (directories 0755, files 0644). By default a run is
+    /// private to its writer (0700 and 0600, as perf writes perf.data): its raw samples and
+    /// kernel symbol table give away the kernel's addresses (`docs/security.md`).
+    pub share: bool,
+    /// Write OUTDIR even when its parent directory may be written by every user and has no
+    /// sticky bit.
+    pub allow_shared_parent: bool,
 }
 
 impl UprunOptions {
@@ -84,6 +93,8 @@ impl UprunOptions {
             set_governor: None,
             stacks: false,
             export_folded: false,
+            share: false,
+            allow_shared_parent: false,
         }
     }
 }
@@ -180,8 +191,9 @@ fn save_kallsyms(outdir: &Path) -> Result<(), UprunError> {
 }
 
 /// Everything checked before the output directory is touched: the options, the list,
-/// the permission to sample, the kernel image, the directory's ownership.
+/// the permission to sample, the kernel image, the directory's ownership and lock.
 struct Prepared {
+    claim: Claim,
     list: TestList,
     tests: Vec<PlannedTest>,
     cpus: Vec<u32>,
@@ -200,6 +212,7 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
             what: "the number of repetitions",
         });
     }
+    let claim = claim_dir(&opts.outdir, "uprun", opts.allow_shared_parent)?;
     let list = TestList::load(opts.test_list.as_deref())?;
     let unixperf = opts.unixperf.clone().or_else(find_unixperf);
     let tests = plan(&list, unixperf.as_deref())?;
@@ -212,11 +225,12 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
     sampler.callchain |= opts.stacks;
     let samplers = CpuSamplers::open(&cpus, &sampler)?;
     let symbols = load_kernel_symbols(&opts.vmlinux, opts.force_vmlinux, out)?;
-    check_rotatable(&opts.outdir, RUN_MARKER)?;
+    check_rotatable(&claim.path, RUN_MARKER)?;
     if opts.drop_caches {
         check_drop_caches()?;
     }
     Ok(Prepared {
+        claim,
         list,
         tests,
         cpus,
@@ -225,29 +239,47 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
     })
 }
 
-/// Creates the output directory with its marker, `system`, `test_list` and `kallsyms.gz`.
-fn start_outdir(opts: &UprunOptions, p: &Prepared) -> Result<RunMarker, UprunError> {
-    rotate_and_create(&opts.outdir, RUN_MARKER)?;
+/// Creates the output directory with its marker; the marker is written first, so a
+/// failure after it can mark the run failed.
+fn create_outdir(opts: &UprunOptions, outdir: &Path, out: &mut dyn Write) -> Result<RunMarker, UprunError> {
+    let mode = if opts.share { 0o755 } else { 0o700 };
+    for m in rotate_and_create(outdir, RUN_MARKER, mode)? {
+        let _ = writeln!(
+            out,
+            "uprun: kept the earlier run: moved {} to {}",
+            m.from.display(),
+            m.to.display()
+        );
+    }
     let mut marker = RunMarker::start(opts.command_line.clone());
     marker.runs = opts.runs;
     if opts.stacks {
         marker.kind = RunKind::Upsrun;
     }
-    marker.write(&opts.outdir)?;
+    marker.write(outdir)?;
+    Ok(marker)
+}
+
+/// Writes the run's `system`, `test_list` and `kallsyms.gz`.
+fn describe_run(opts: &UprunOptions, p: &Prepared) -> Result<(), UprunError> {
+    let outdir = p.claim.path.as_path();
     let mut facts = system::describe(now_utc());
     facts.push(("sampling-event", p.samplers.event_name().to_string()));
     facts.push(("sampling-frequency-hz", opts.sampler.frequency_hz.to_string()));
     facts.push(("tool-version", format!("upcmp {}", crate::TOOL_VERSION)));
-    crate::store::system::write(&opts.outdir, &facts)?;
-    write_atomic(&opts.outdir.join("test_list"), p.list.text.as_bytes())?;
-    save_kallsyms(&opts.outdir)?;
-    Ok(marker)
+    crate::store::system::write(outdir, &facts)?;
+    write_atomic(&outdir.join("test_list"), p.list.text.as_bytes())?;
+    save_kallsyms(outdir)?;
+    Ok(())
 }
 
 /// Runs the whole list. Everything that can be checked is checked before the output
 /// directory is touched: the list, the kernel image, the permission to sample.
 pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, UprunError> {
     let mut p = prepare(opts, out)?;
+    for line in reap_orphans() {
+        let _ = writeln!(out, "uprun: {line}");
+    }
     // Machine settings for the run; the guards put them back however the run ends.
     let _features = if opts.features.is_empty() {
         None
@@ -260,7 +292,46 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
         Some(g) => Some(GovernorGuard(set_governor(g)?)),
         None => None,
     };
-    let mut marker = start_outdir(opts, &p)?;
+    // The run's files are private (or, with --share, readable by all) whatever the
+    // user's umask; the tests themselves get the user's.
+    let umask = Umask::set(if opts.share { 0o022 } else { 0o077 });
+    let outdir = p.claim.path.clone();
+    let mut marker = create_outdir(opts, &outdir, out)?;
+    let result = run_tests(opts, &mut p, umask.previous(), out);
+    drop(p.samplers);
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            // A full disk, a file that cannot be written: the run says so, with the reason,
+            // instead of staying marked running.
+            marker.fail(&e.to_string());
+            match marker.write(&outdir) {
+                Ok(()) => {
+                    let _ = writeln!(out, "uprun: {} is marked failed", outdir.display());
+                }
+                Err(w) => {
+                    let _ = writeln!(out, "uprun: could not mark {} failed: {w}", outdir.display());
+                }
+            }
+            return Err(e);
+        }
+    };
+    marker.ended = Some(now_utc());
+    marker.status = outcome.status;
+    marker.write(&outdir)?;
+    Ok(outcome)
+}
+
+/// Describes the run and runs every test of the list (each repetition), until the end or
+/// a signal.
+fn run_tests(
+    opts: &UprunOptions,
+    p: &mut Prepared,
+    child_umask: u32,
+    out: &mut dyn Write,
+) -> Result<RunOutcome, UprunError> {
+    let outdir = p.claim.path.clone();
+    describe_run(opts, p)?;
     let every = match p.samplers.fixed_period() {
         Some(ns) => format!("every {:.3} ms", ns as f64 * 1e-6),
         None => format!(
@@ -273,7 +344,7 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
         "uprun: sampling {} CPUs with {} {every}; output in {}",
         p.cpus.len(),
         p.samplers.event_name(),
-        opts.outdir.display()
+        outdir.display()
     );
 
     let ctx = TestContext {
@@ -285,6 +356,7 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
         pre: opts.pre.as_deref(),
         drop_caches: opts.drop_caches,
         export_folded: opts.export_folded,
+        child_umask,
     };
     let mut outcome = RunOutcome {
         status: Status::Completed,
@@ -297,17 +369,14 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
                 break 'tests;
             }
             let (dir, label) = if opts.runs == 1 {
-                (opts.outdir.join(&t.dir), t.dir.clone())
+                (outdir.join(&t.dir), t.dir.clone())
             } else {
                 let rep = repetition_name(k as usize);
-                (
-                    opts.outdir.join(&t.dir).join(&rep),
-                    format!("{} [{k}/{}]", t.dir, opts.runs),
-                )
+                (outdir.join(&t.dir).join(&rep), format!("{} [{k}/{}]", t.dir, opts.runs))
             };
             let rec = run_test(t, &dir, &label, &ctx, &mut p.samplers, out)?;
             if opts.stacks {
-                let run = opts.outdir.display().to_string();
+                let run = outdir.display().to_string();
                 for w in analyse_test(&dir, &p.symbols, &rec.profile, &run, opts.user_by)? {
                     let _ = writeln!(out, "upsrun: warning: {label}: {w}");
                 }
@@ -320,14 +389,10 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
             }
         }
     }
-    drop(p.samplers);
-    marker.ended = Some(now_utc());
-    marker.status = if interrupted() {
+    outcome.status = if interrupted() {
         Status::Interrupted
     } else {
         Status::Completed
     };
-    outcome.status = marker.status;
-    marker.write(&opts.outdir)?;
     Ok(outcome)
 }

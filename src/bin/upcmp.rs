@@ -69,6 +69,11 @@ struct Args {
     /// --format markdown.
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     format: cli::FormatArg,
+    /// Write RESULTS_DIR even when its directory may be written by every user and has no
+    /// sticky bit (anyone there could replace the results), e.g. a shared scratch
+    /// directory you trust.
+    #[arg(long)]
+    allow_world_writable_parent: bool,
     #[command(flatten)]
     import: cli::ImportArgs,
     /// Print shell completions or the man page and exit, e.g.
@@ -104,8 +109,9 @@ fn main() -> ExitCode {
         };
         let out = upcmp(&UpcmpOptions {
             inputs,
-            results_dir: results_dir.clone(),
+            results_dir,
             compare,
+            allow_shared_parent: a.allow_world_writable_parent,
             html: !a.no_html,
         })
         .map_err(|e| cli::with_import_hint(e.into()))?;
@@ -120,7 +126,14 @@ fn main() -> ExitCode {
             }
             std::io::stdout().write_all(&text)?;
         }
-        let d = results_dir.display();
+        for m in &out.moved {
+            eprintln!(
+                "upcmp: kept the earlier results: moved {} to {}",
+                m.from.display(),
+                m.to.display()
+            );
+        }
+        let d = out.results_dir.display();
         let parquet = if cfg!(feature = "parquet") {
             ", results.parquet"
         } else {
@@ -133,7 +146,7 @@ fn main() -> ExitCode {
         };
         eprintln!("upcmp: results written to {d}/results{page}, {d}/results.csv{parquet} and {d}/results.json");
         if a.open {
-            open_page(&results_dir.join("results.html"));
+            open_page(&out.results_dir.join("results.html"));
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -1,6 +1,7 @@
 //! Collection: perf_event sampling on every CPU and the execution of each test, written
 //! into the store (`crate::store`). Nothing here renders or compares.
 
+pub mod group;
 pub mod plan;
 pub mod prepare;
 pub mod run;
@@ -56,7 +57,8 @@ pub fn load_kernel_symbols(
             found
         }
         KernelImage::Path(p) => {
-            std::fs::File::open(p).map_err(|source| SymbolError::Io {
+            // Refused at once when it is no regular file (/dev/zero would be read forever).
+            crate::fsio::open_regular(p, crate::fsio::Links::Follow).map_err(|source| SymbolError::Io {
                 path: p.clone(),
                 source,
             })?;

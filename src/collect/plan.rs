@@ -1,10 +1,15 @@
 //! The test list: where it comes from, and each line made ready to run, all checked before
 //! anything runs.
 
-use crate::store::outdir::test_dir_names;
+use crate::fsio::{self, Links};
+use crate::store::outdir::{test_dir_names, RUN_FILES};
+use crate::store::unquoted;
 use std::path::{Path, PathBuf};
 use upcmp_parsers::test_list::{parse_test_list, TestLine, TestSpec};
 use upcmp_parsers::ParseError;
+
+/// The most a test list may hold.
+pub const TEST_LIST_CAP: u64 = 1 << 20;
 
 /// The options a unixperf line gets when it has none, as the original.
 pub const DEFAULT_UNIXPERF_ARGS: &[&str] = &["-loop", "200000", "-repeat", "2"];
@@ -62,6 +67,8 @@ pub struct TestList {
     pub name: String,
     /// Whether it is uprun's built-in list.
     pub builtin: bool,
+    /// Whether its file was reached through a symbolic link (errors then quote nothing).
+    pub through_link: bool,
 }
 
 impl TestList {
@@ -69,16 +76,18 @@ impl TestList {
     pub fn load(given: Option<&Path>) -> Result<Self, PlanError> {
         let path = match given {
             Some(p) => p.to_path_buf(),
-            None if Path::new("test_list").exists() => PathBuf::from("test_list"),
+            None if Path::new("test_list").symlink_metadata().is_ok() => PathBuf::from("test_list"),
             None => {
                 return Ok(TestList {
                     text: DEFAULT_TEST_LIST.to_string(),
                     name: "(built-in test list)".to_string(),
                     builtin: true,
+                    through_link: false,
                 })
             }
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| PlanError::Io {
+        // A regular file only (a FIFO would block, /dev/zero never end), of a sane size.
+        let text = fsio::read_text(&path, Links::Follow, TEST_LIST_CAP).map_err(|source| PlanError::Io {
             path: path.clone(),
             source,
         })?;
@@ -86,6 +95,7 @@ impl TestList {
             text,
             name: path.display().to_string(),
             builtin: false,
+            through_link: fsio::is_symlink(&path),
         })
     }
 }
@@ -119,9 +129,30 @@ pub struct PlannedTest {
 /// Parses and validates the whole list before anything runs: every unixperf test must
 /// exist (an unknown one is an error naming its line).
 pub fn plan(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTest>, PlanError> {
+    plan_lines(list, unixperf).map_err(|e| match e {
+        PlanError::Parse(p) => PlanError::Parse(unquoted(p, list.through_link)),
+        e => e,
+    })
+}
+
+fn plan_lines(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTest>, PlanError> {
     let name = list.name.as_str();
     let lines = parse_test_list(&list.text, name)?;
     let dirs = test_dir_names(&lines);
+    // A test named like a file of the run would collide with it half-way through the run.
+    if let Some((line, dir)) = lines.iter().zip(&dirs).find(|(_, d)| RUN_FILES.contains(&d.as_str())) {
+        return Err(ParseError {
+            file: name.to_string(),
+            line: line.line,
+            column: 1,
+            expected: format!(
+                "a test name other than the files of a run ({}); name the command 'NAME: command'",
+                RUN_FILES.join(", ")
+            ),
+            found: dir.clone(),
+        }
+        .into());
+    }
     let mut out = Vec::new();
     for (line, dir) in lines.into_iter().zip(dirs) {
         let (argv, shown_args) = match &line.spec {
@@ -207,6 +238,7 @@ mod tests {
             text: text.into(),
             name: "tl".into(),
             builtin: false,
+            through_link: false,
         }
     }
 
@@ -248,6 +280,20 @@ mod tests {
         let e = plan(&list("forkwait -loop\n"), exe).unwrap_err().to_string();
         assert!(e.starts_with("tl:1:"), "{e}");
         assert!(plan(&list("forkwait -loop 10 -repeat 2\nhackbench -groups 2\n"), exe).is_ok());
+    }
+
+    #[test]
+    fn tests_named_like_the_files_of_a_run_are_refused() {
+        for reserved in RUN_FILES {
+            let e = plan(&list(&format!("x: true\n{reserved}: true\n")), None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("tl:2:1: expected a test name other than the files of a run"),
+                "{e}"
+            );
+            assert!(e.contains(&format!("found \"{reserved}\"")), "{e}");
+        }
     }
 
     #[test]

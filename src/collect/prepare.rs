@@ -1,5 +1,6 @@
 //! Preparing a repetition: the `--pre` command, run untimed and unprofiled.
 
+use super::group::TestGroup;
 use std::fs::File;
 use std::process::{Command, ExitStatus, Stdio};
 
@@ -19,17 +20,14 @@ pub enum PreError {
     },
 }
 
-/// Runs `cmd` with /bin/sh; its output goes to `log`.
-pub fn run_pre(cmd: &str, log: &File) -> Result<(), PreError> {
+/// Runs `cmd` with /bin/sh in the test's `group`; its output goes to `log`.
+pub fn run_pre(cmd: &str, log: &File, group: &TestGroup) -> Result<(), PreError> {
     let out = log.try_clone().map_err(PreError::Spawn)?;
     let err = log.try_clone().map_err(PreError::Spawn)?;
-    let status = Command::new("/bin/sh")
-        .args(["-c", cmd])
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .status()
-        .map_err(PreError::Spawn)?;
+    let mut sh = Command::new("/bin/sh");
+    sh.args(["-c", cmd]).stdin(Stdio::null()).stdout(out).stderr(err);
+    group.prepare(&mut sh);
+    let status = sh.status().map_err(PreError::Spawn)?;
     if status.success() {
         Ok(())
     } else {

@@ -2,6 +2,7 @@
 //! store: `upout`, `checks`, `samples.gz`, `prfout`, `procstat`, `status` (and
 //! `profile.folded` when asked for). The run as a whole is the application's (uprun, upsrun).
 
+use super::group::TestGroup;
 use super::plan::PlannedTest;
 use super::prepare::{run_pre, PreError};
 use super::sampler::CpuSamplers;
@@ -75,6 +76,8 @@ pub struct TestContext<'a> {
     pub drop_caches: bool,
     /// Also write the profile as folded stacks.
     pub export_folded: bool,
+    /// The umask of the tests' processes (the user's; the run's own files have another).
+    pub child_umask: u32,
 }
 
 /// What one test left: its status and profile (both also written to its directory).
@@ -100,14 +103,6 @@ fn read_proc_stat() -> Result<Vec<CpuStat>, RunError> {
     let p = Path::new("/proc/stat");
     let text = std::fs::read_to_string(p).map_err(io_at(p))?;
     Ok(parse_proc_stat(&text, "/proc/stat")?)
-}
-
-fn kill_group(child: &Child, sig: libc::c_int) {
-    // Each copy leads its own process group, so its children go too.
-    // SAFETY: kill has no memory effects.
-    unsafe {
-        libc::kill(-(child.id() as libc::pid_t), sig);
-    }
 }
 
 /// Sets each CPU's /proc/stat busy time in `profile`, warns where the sampled busy time
@@ -202,19 +197,28 @@ struct Ended {
     wall_sec: f64,
 }
 
-/// Starts the copies of `t`, their output into `upout`.
-fn spawn_copies(t: &PlannedTest, copies: u32, upout: &File, upout_path: &Path) -> Result<Vec<Child>, RunError> {
+/// Starts the copies of `t` in `group`, their output into `upout`.
+fn spawn_copies(
+    t: &PlannedTest,
+    copies: u32,
+    upout: &File,
+    upout_path: &Path,
+    group: &TestGroup,
+) -> Result<Vec<Child>, RunError> {
     let mut children = Vec::new();
     for _ in 0..copies.max(1) {
         let stdout = upout.try_clone().map_err(io_at(upout_path))?;
         let stderr = upout.try_clone().map_err(io_at(upout_path))?;
-        let spawned = Command::new(&t.argv[0])
-            .args(&t.argv[1..])
+        let mut cmd = Command::new(&t.argv[0]);
+        // Each copy leads its own process group, away from the terminal's Ctrl-C, which
+        // uprun handles.
+        cmd.args(&t.argv[1..])
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
-            .process_group(0)
-            .spawn();
+            .process_group(0);
+        group.prepare(&mut cmd);
+        let spawned = cmd.spawn();
         match spawned {
             Ok(c) => children.push(c),
             Err(e) => {
@@ -226,12 +230,13 @@ fn spawn_copies(t: &PlannedTest, copies: u32, upout: &File, upout_path: &Path) -
     Ok(children)
 }
 
-/// Samples until every copy has ended (a signal ends them: SIGTERM, then SIGKILL after
-/// 3 s), draining the buffers every 20 ms.
+/// Samples until every copy has ended (a signal ends the test's whole group: SIGTERM,
+/// then SIGKILL after 3 s), draining the buffers every 20 ms.
 fn sample_until_done(
     mut children: Vec<Child>,
     copies: u32,
     dir_name: &str,
+    group: &TestGroup,
     rec: &mut Recorder,
     samplers: &mut CpuSamplers,
 ) -> Ended {
@@ -256,11 +261,9 @@ fn sample_until_done(
             match interrupt_at {
                 None => {
                     interrupt_at = Some(Instant::now());
-                    children.iter().for_each(|c| kill_group(c, libc::SIGTERM));
+                    group.signal(libc::SIGTERM);
                 }
-                Some(at) if at.elapsed() > Duration::from_secs(3) => {
-                    children.iter().for_each(|c| kill_group(c, libc::SIGKILL));
-                }
+                Some(at) if at.elapsed() > Duration::from_secs(3) => group.signal(libc::SIGKILL),
                 Some(_) => {}
             }
         }
@@ -297,9 +300,11 @@ pub fn run_test(
     let upout_path = dir.join(crate::store::run::UPOUT_FILE);
     let upout = File::create(&upout_path).map_err(io_at(&upout_path))?;
 
+    // Everything the test (and its preparation) starts, ended when it ends.
+    let group = TestGroup::new(ctx.child_umask);
     // Preparation, untimed and unprofiled.
     if let Some(cmd) = ctx.pre {
-        run_pre(cmd, &upout)?;
+        run_pre(cmd, &upout, &group)?;
     }
     if ctx.drop_caches {
         drop_caches()?;
@@ -329,9 +334,21 @@ pub fn run_test(
 
     let before = read_proc_stat()?;
     samplers.enable().map_err(io_at(Path::new("perf_event")))?;
-    let children = spawn_copies(t, ctx.copies, &upout, &upout_path)?;
-    let ended = sample_until_done(children, ctx.copies, &t.dir, &mut rec, samplers);
+    let children = spawn_copies(t, ctx.copies, &upout, &upout_path, &group)?;
+    let ended = sample_until_done(children, ctx.copies, &t.dir, &group, &mut rec, samplers);
     let after = read_proc_stat()?;
+    let mut warnings = check.warnings();
+    let survivors = group.end();
+    if !survivors.is_empty() {
+        let list: Vec<String> = survivors.iter().map(ToString::to_string).collect();
+        warnings.push(format!(
+            "{} process{} of the test still ran when it ended, and {} killed: {}",
+            survivors.len(),
+            if survivors.len() == 1 { "" } else { "es" },
+            if survivors.len() == 1 { "was" } else { "were" },
+            list.join(", ")
+        ));
+    }
     rec.drain(samplers);
     if let Some(e) = rec.write_error {
         return Err(e.into());
@@ -346,7 +363,7 @@ pub fn run_test(
         period: samplers.fixed_period().map(|p| p as f64),
         wall_sec: ended.wall_sec,
     };
-    let profile = write_profile(dir, rec.profile, meta, ctx, check.warnings(), &before, &after)?;
+    let profile = write_profile(dir, rec.profile, meta, ctx, warnings, &before, &after)?;
     let status = if ended.interrupted {
         Status::Interrupted
     } else if ended.exit_codes.iter().any(|&c| c != 0) || !ended.started_all {

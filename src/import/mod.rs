@@ -10,6 +10,7 @@
 
 pub mod folded;
 pub mod perf_data;
+pub mod perf_header;
 pub mod script;
 
 use crate::model::mode::is_kernel_address;
@@ -117,7 +118,7 @@ impl InputFormat {
         if path.is_dir() {
             return Ok(InputFormat::Prfout);
         }
-        let f = std::fs::File::open(path).map_err(ImportError::io(path))?;
+        let f = open_input(path).map_err(ImportError::io(path))?;
         let mut head = Vec::new();
         read_head(&mut BufReader::new(f), &mut head).map_err(ImportError::io(path))?;
         Ok(Self::detect_bytes(&head))
@@ -142,6 +143,12 @@ impl InputFormat {
             _ => InputFormat::PerfScript,
         }
     }
+}
+
+/// Opens an input file: a regular file only, so a FIFO cannot block and a device cannot
+/// be read without end (standard input, `-`, is the way to pipe text in).
+pub(crate) fn open_input(path: &Path) -> std::io::Result<std::fs::File> {
+    crate::fsio::open_regular(path, crate::fsio::Links::Follow)
 }
 
 /// Whether `head` starts with perf.data's magic, in either byte order.
@@ -348,7 +355,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
         }
         InputFormat::PerfData => perf_data::read(path, opts),
         InputFormat::PerfScript | InputFormat::Folded => {
-            let f = std::fs::File::open(path).map_err(ImportError::io(path))?;
+            let f = open_input(path).map_err(ImportError::io(path))?;
             let input = BufReader::with_capacity(1 << 16, f);
             read_stream(format, input, &path.display().to_string(), path, opts)
         }
@@ -366,7 +373,7 @@ fn read_stream(
     match format {
         InputFormat::Folded => folded::read(input, name, path, opts),
         InputFormat::PerfScript => script::read(input, name, path, opts),
-        InputFormat::PerfData => perf_data::read_pipe(input, path, opts),
+        InputFormat::PerfData => perf_header::contained(path, || perf_data::read_pipe(input, path, opts)),
         InputFormat::Prfout => Err(ImportError::NoSamples {
             path: path.to_path_buf(),
             hint: " (a prfout is read from its file, not standard input)",

@@ -604,7 +604,13 @@ fn header_size(head: &[u8]) -> Option<u64> {
 
 /// Reads a perf.data file, written to a file or in pipe mode.
 pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let file = std::fs::File::open(path).map_err(ImportError::io(path))?;
+    // A regular file, its sizes and counts checked against its length (pipe mode too),
+    // then read with any panic of the reader made an error.
+    let file = super::perf_header::open_checked(path)?;
+    super::perf_header::contained(path, || read_checked(path, file, opts))
+}
+
+fn read_checked(path: &Path, file: std::fs::File, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let len = file.metadata().map(|m| m.len()).ok();
     let mut input = std::io::BufReader::with_capacity(1 << 16, file);
     let head = input.fill_buf().map_err(ImportError::io(path))?;
@@ -647,6 +653,7 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     let framed = Framed {
         inner: Cursor::new(head).chain(input),
         state: Rc::clone(&state),
+        check: super::perf_header::StreamCheck::new(big_endian),
     };
     let at = || Some(state.get().pos);
     let reader = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
@@ -737,11 +744,16 @@ impl Framing {
 struct Framed<R> {
     inner: R,
     state: Rc<Cell<Framing>>,
+    /// What a stream may not announce, refused before the reader parses it.
+    check: super::perf_header::StreamCheck,
 }
 
 impl<R: Read> Read for Framed<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
+        self.check
+            .pass(&buf[..n])
+            .map_err(|r| std::io::Error::new(std::io::ErrorKind::InvalidData, r.0))?;
         let mut s = self.state.get();
         s.ended |= n == 0 && !buf.is_empty();
         s.pass(&buf[..n]);

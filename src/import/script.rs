@@ -302,8 +302,9 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
             hint: " (is this the output of `perf script`?)",
         });
     }
-    // CPUs with no sample (a CPU that never ran, or was never sampled) still count.
-    for c in 0..=max_cpu.unwrap_or(0) {
+    // CPUs with no sample (a CPU that never ran, or was never sampled) still count, up to
+    // Linux's most (8192): not a column per number a damaged line may name.
+    for c in 0..=max_cpu.unwrap_or(0).min(8191) {
         counts.ensure_cpu(c);
     }
     let event = event.unwrap_or_else(|| "cpu-clock".to_string());

@@ -1,7 +1,8 @@
 //! `TEST/prfout`: a profile written as text, and read back through the parser of
 //! `upcmp-parsers` (docs/format.md).
 
-use super::{io_err, read_text, StoreError};
+use super::{io_err, read_text_with, StoreError, PROFILE_CAP};
+use crate::fsio::Links;
 use crate::model::profile::Unit;
 use crate::model::{CpuTotals, FunctionSamples, Profile};
 use std::io::Write;
@@ -65,14 +66,78 @@ fn profile_of(f: Prfout) -> Profile {
     }
 }
 
-/// Parses a prfout text; `file` names it in errors.
-pub fn parse(text: &str, file: &str) -> Result<Profile, ParseError> {
-    parse_prfout(text, file).map(profile_of)
+/// The longest function or module name kept: longer names are cut (4 KiB holds any
+/// kernel symbol, whose limit is 512 bytes, and any path). A 100 MB name would otherwise
+/// cost gigabytes in the tables and reports made from it.
+pub const MAX_NAME_BYTES: usize = 4096;
+
+/// `s` cut to at most [`MAX_NAME_BYTES`] at a character boundary; whether it was cut.
+fn cut(s: &mut String) -> bool {
+    if s.len() <= MAX_NAME_BYTES {
+        return false;
+    }
+    let mut end = MAX_NAME_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    true
 }
 
-/// Reads and parses a prfout file.
+/// Cuts the names longer than [`MAX_NAME_BYTES`], merging the rows that become one, and
+/// says so in a warning.
+fn bound_names(p: &mut Profile) {
+    let mut cut_names = usize::from(cut(&mut p.test)) + p.command.as_mut().map_or(0, |c| usize::from(cut(c)));
+    cut_names += p.idle_set.iter_mut().map(|n| usize::from(cut(n))).sum::<usize>();
+    for f in &mut p.functions {
+        cut_names += usize::from(cut(&mut f.name)) + usize::from(cut(&mut f.module));
+    }
+    if cut_names == 0 {
+        return;
+    }
+    let mut merged: Vec<FunctionSamples> = Vec::with_capacity(p.functions.len());
+    let mut index = std::collections::HashMap::new();
+    for f in std::mem::take(&mut p.functions) {
+        match index.get(&(f.module.clone(), f.name.clone())) {
+            Some(&i) => {
+                let m: &mut FunctionSamples = &mut merged[i];
+                for (a, b) in m.per_cpu.iter_mut().zip(&f.per_cpu) {
+                    *a = a.saturating_add(*b);
+                }
+                for (a, b) in m.weight_per_cpu.iter_mut().zip(&f.weight_per_cpu) {
+                    *a = a.saturating_add(*b);
+                }
+                m.weight_sq += f.weight_sq;
+            }
+            None => {
+                index.insert((f.module.clone(), f.name.clone()), merged.len());
+                merged.push(f);
+            }
+        }
+    }
+    p.functions = merged;
+    p.warnings.push(format!(
+        "{cut_names} names longer than {MAX_NAME_BYTES} bytes were cut to that length"
+    ));
+}
+
+/// Parses a prfout text; `file` names it in errors. Names longer than
+/// [`MAX_NAME_BYTES`] are cut, with a warning.
+pub fn parse(text: &str, file: &str) -> Result<Profile, ParseError> {
+    parse_prfout(text, file).map(profile_of).map(|mut p| {
+        bound_names(&mut p);
+        p
+    })
+}
+
+/// Reads and parses a prfout file named by the user (a symbolic link is followed).
 pub fn read(path: &Path) -> Result<Profile, StoreError> {
-    let text = read_text(path)?;
+    read_with(path, Links::Follow)
+}
+
+/// Reads and parses a prfout file; inside a run directory `links` is [`Links::Refuse`].
+pub fn read_with(path: &Path, links: Links) -> Result<Profile, StoreError> {
+    let text = read_text_with(path, links, PROFILE_CAP)?;
     Ok(parse(&text, &path.display().to_string())?)
 }
 
@@ -196,6 +261,31 @@ mod tests {
         let text = String::from_utf8(buf).unwrap();
         assert_eq!(&parse(&text, "x").unwrap(), p, "{text}");
         text
+    }
+
+    #[test]
+    fn long_names_are_cut_and_merged() {
+        let mut p = profile(
+            Unit::Nanoseconds,
+            1e6,
+            [vec![4_000_000, 0], vec![1_000_000, 2_000_000]],
+            [4e12, 3e12],
+        );
+        p.functions[0].name = "é".repeat(MAX_NAME_BYTES) + "a";
+        p.functions[1].module = "kernel".into();
+        p.functions[1].name = "é".repeat(MAX_NAME_BYTES) + "b";
+        let mut buf = Vec::new();
+        write(&p, &mut buf).unwrap();
+        let back = parse(&String::from_utf8(buf).unwrap(), "x").unwrap();
+        assert_eq!(back.functions.len(), 1, "the two cut names are one row");
+        let f = &back.functions[0];
+        assert_eq!(f.name.len(), MAX_NAME_BYTES, "cut at a character boundary");
+        assert_eq!(f.per_cpu, [5, 2]);
+        assert!(back
+            .warnings
+            .last()
+            .unwrap()
+            .starts_with("2 names longer than 4096 bytes were cut"));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 use super::outdir::{repetition_dirs, Run, RunKind, RunMarker, TestStatus, STATUS_FILE};
 use super::prfout::{self, PRFOUT_FILE};
 use super::stacks::{has_stacks, read_folded};
-use super::{read_text, system, StoreError};
+use super::{read_text_with, system, StoreError, UPOUT_CAP};
+use crate::fsio::Links;
 use crate::model::{Profile, StackProfile};
 use std::path::{Path, PathBuf};
 use upcmp_parsers::keyvalue::KeyValues;
@@ -61,15 +62,16 @@ impl StoredRun {
 }
 
 fn read_repetition(dir: &Path) -> Result<StoredRepetition, StoreError> {
-    let profile = prfout::read(&dir.join(PRFOUT_FILE))?;
+    let profile = prfout::read_with(&dir.join(PRFOUT_FILE), Links::Refuse)?;
     let upout = dir.join(UPOUT_FILE);
-    let text = if upout.is_file() {
-        read_text(&upout)?
+    // Absent is allowed; anything else at that name (a link, a FIFO) is an error.
+    let text = if upout.symlink_metadata().is_ok() {
+        read_text_with(&upout, Links::Refuse, UPOUT_CAP)?
     } else {
         String::new()
     };
     let bench = parse_upout(&text, &upout.display().to_string())?;
-    let status = if dir.join(STATUS_FILE).is_file() {
+    let status = if dir.join(STATUS_FILE).symlink_metadata().is_ok() {
         Some(TestStatus::read(dir)?)
     } else {
         None
@@ -82,19 +84,51 @@ fn read_repetition(dir: &Path) -> Result<StoredRepetition, StoreError> {
     })
 }
 
+/// Repetitions are averaged CPU by CPU: they must have sampled the same CPUs.
+fn check_same_cpus(reps: &[StoredRepetition]) -> Result<(), StoreError> {
+    let cpus = |r: &StoredRepetition| {
+        r.profile
+            .cpus
+            .iter()
+            .map(|c| c.cpu.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let Some(first) = reps.first() else { return Ok(()) };
+    match reps.iter().find(|r| cpus(r) != cpus(first)) {
+        None => Ok(()),
+        Some(r) => Err(upcmp_parsers::ParseError {
+            file: r.dir.join(PRFOUT_FILE).display().to_string(),
+            line: 0,
+            column: 0,
+            expected: format!(
+                "the CPUs of the other repetitions of the test ({} in {}), which are averaged CPU by CPU",
+                cpus(first),
+                first.dir.join(PRFOUT_FILE).display()
+            ),
+            found: cpus(r),
+        }
+        .into()),
+    }
+}
+
 /// Reads the run in `dir` whole (see the module's documentation).
 pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
     let run = Run::open(dir)?;
     let system = system::read(dir)?;
     let mut tests = Vec::new();
     for name in &run.test_dirs {
-        let reps = run.test_dir(name).map(|d| repetition_dirs(&d)).unwrap_or_default();
+        let reps = match run.test_dir(name) {
+            Some(d) => repetition_dirs(&d)?,
+            None => Vec::new(),
+        };
         let stacks = if run.marker.kind == RunKind::Upsrun && has_stacks(&reps) {
             Some(read_folded(&reps)?)
         } else {
             None
         };
-        let repetitions = reps.iter().map(|d| read_repetition(d)).collect::<Result<_, _>>()?;
+        let repetitions: Vec<StoredRepetition> = reps.iter().map(|d| read_repetition(d)).collect::<Result<_, _>>()?;
+        check_same_cpus(&repetitions)?;
         tests.push(StoredTest {
             name: name.clone(),
             repetitions,

@@ -1,11 +1,12 @@
 //! `TEST/samples.gz`: the raw samples, gzip-compressed text (`docs/format.md`).
 
 use super::{io_err, StoreError};
+use crate::fsio::{self, Links};
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use upcmp_parsers::samples::{check_header, parse_record, Record, HEADER};
 
@@ -59,20 +60,95 @@ impl SamplesWriter {
     }
 }
 
-/// Reads a `samples.gz` record by record, in bounded memory.
+/// The longest record line read: a call chain of perf's deepest (`kernel.perf_event_max_stack`
+/// at its limit, 65535 frames of 17 bytes) fits.
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+
+/// The most text a `samples.gz` may expand to: 100 times its compressed size (the
+/// collector's text compresses about 5 times), and at least 256 MiB. A gzip bomb stops
+/// there with an error instead of running for minutes.
+pub fn max_text_bytes(compressed: u64) -> u64 {
+    compressed.saturating_mul(100).max(256 << 20)
+}
+
+/// Counts what passes through, and fails past a cap.
+struct Capped<R> {
+    inner: R,
+    read: u64,
+    cap: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.cap {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "expands to more than {} (100 times its compressed size): not samples uprun wrote",
+                    crate::fsio::human_bytes(self.cap)
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// Reads a `samples.gz` of a run record by record, in bounded memory: a regular file (no
+/// symbolic link), lines of at most [`MAX_LINE_BYTES`], at most [`max_text_bytes`] of text.
 pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> Result<(), StoreError> {
-    let file = File::open(path).map_err(io_err(path))?;
+    let file = fsio::open_regular(path, Links::Refuse).map_err(io_err(path))?;
+    let compressed = file.metadata().map_err(io_err(path))?.len();
     let name = path.display().to_string();
-    let reader = BufReader::new(GzDecoder::new(file));
-    let mut lines = reader.lines();
-    let first = match lines.next() {
-        Some(l) => l.map_err(io_err(path))?,
-        None => return Err(upcmp_parsers::ParseError::whole(&name, "a samples stream, but it is empty").into()),
-    };
-    check_header(&first, &name)?;
-    for (i, line) in lines.enumerate() {
-        let line = line.map_err(io_err(path))?;
-        f(parse_record(&line, &name, i + 2)?);
+    let mut reader = BufReader::new(Capped {
+        inner: GzDecoder::new(file),
+        read: 0,
+        cap: max_text_bytes(compressed),
+    });
+    let mut line = Vec::new();
+    let mut line_no = 0;
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(io_err(path))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if line.len() > MAX_LINE_BYTES {
+            return Err(upcmp_parsers::ParseError {
+                file: name,
+                line: line_no,
+                column: 1,
+                expected: format!(
+                    "a record of at most {} bytes",
+                    crate::fsio::human_bytes(MAX_LINE_BYTES as u64)
+                ),
+                found: "a longer line".into(),
+            }
+            .into());
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let text = std::str::from_utf8(&line).map_err(|e| upcmp_parsers::ParseError {
+            file: name.clone(),
+            line: line_no,
+            column: e.valid_up_to() + 1,
+            expected: "UTF-8 text".into(),
+            found: String::new(),
+        })?;
+        if line_no == 1 {
+            check_header(text, &name)?;
+        } else {
+            f(parse_record(text, &name, line_no)?);
+        }
+    }
+    if line_no == 0 {
+        return Err(upcmp_parsers::ParseError::whole(&name, "a samples stream, but it is empty").into());
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! The stack files of an upsrun test directory: `stacks.folded` (read back for
 //! comparisons), `prof.out` and `flame.svg` (written by the stack analysis).
 
-use super::{read_text, StoreError};
+use super::{read_text_with, StoreError, PROFILE_CAP};
+use crate::fsio::{self, Links};
 use crate::model::StackProfile;
 use std::path::{Path, PathBuf};
 
@@ -14,14 +15,14 @@ pub const FLAME_SVG: &str = "flame.svg";
 
 /// Whether every repetition directory of a test holds its folded stacks.
 pub fn has_stacks(reps: &[PathBuf]) -> bool {
-    !reps.is_empty() && reps.iter().all(|r| r.join(STACKS_FOLDED).is_file())
+    !reps.is_empty() && reps.iter().all(|r| fsio::is_real_file(&r.join(STACKS_FOLDED)))
 }
 
 /// The folded stacks of a test, summed over its repetitions (`RUN/TEST` or `RUN/TEST/rK`).
 pub fn read_folded(reps: &[PathBuf]) -> Result<StackProfile, StoreError> {
     let mut text = String::new();
     for d in reps {
-        text += &read_text(&d.join(STACKS_FOLDED))?;
+        text += &read_text_with(&d.join(STACKS_FOLDED), Links::Refuse, PROFILE_CAP)?;
     }
     let name = reps
         .first()

@@ -57,10 +57,7 @@ pub(super) fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<
 
 /// The GNU build-id of an ELF file; `None` if it has none.
 pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
-    let data = std::fs::read(path).map_err(|source| SymbolError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let data = super::read_elf_file(path)?;
     let file = parse_elf(path, &data)?;
     let id = file.build_id().map_err(|e| SymbolError::NotElf {
         path: path.to_path_buf(),
@@ -88,10 +85,7 @@ pub struct ElfSymbols {
 impl ElfSymbols {
     /// Reads `path`.
     pub fn from_file(path: &Path) -> Result<Self, SymbolError> {
-        let data = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let data = super::read_elf_file(path)?;
         Self::from_data(path, &data)
     }
 

@@ -13,8 +13,8 @@
 
 use super::elf::{code_symbol, parse_elf};
 use super::{hex, SymbolError};
+use crate::fsio::{self, Links};
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::ops::Range;
 use std::path::Path;
 
@@ -244,6 +244,10 @@ fn is_pseudo_module(module: &str) -> bool {
     module.starts_with("__builtin__")
 }
 
+/// The most text a kallsyms file may hold (a kernel with every module loaded lists about
+/// 20 MB).
+pub const KALLSYMS_CAP: u64 = 256 << 20;
+
 impl KernelSymbols {
     /// Text symbols from a kallsyms file (normally /proc/kallsyms). `origin` names it in
     /// errors and in [`describe`](Self::describe).
@@ -304,21 +308,28 @@ impl KernelSymbols {
     }
 
     /// Reads a kallsyms file (`.gz` files are decompressed) and loads its symbols.
+    /// A regular file only, of at most [`KALLSYMS_CAP`] bytes of text.
     pub fn from_kallsyms_file(path: &Path) -> Result<Self, SymbolError> {
         let io = |source| SymbolError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let mut text = String::new();
-        if path.extension().is_some_and(|e| e == "gz") {
-            let file = std::fs::File::open(path).map_err(io)?;
-            flate2::read::GzDecoder::new(file)
-                .read_to_string(&mut text)
-                .map_err(io)?;
+        // A regular file only, and at most KALLSYMS_CAP bytes of text, also once
+        // decompressed: /dev/zero or a gzip bomb stop there. (Not mmap: /proc files have
+        // no size.)
+        let file = fsio::open_regular(path, Links::Follow).map_err(io)?;
+        let bytes = if path.extension().is_some_and(|e| e == "gz") {
+            fsio::read_capped(flate2::read::GzDecoder::new(file), KALLSYMS_CAP)
         } else {
-            // read_to_string, not mmap: /proc files have no size.
-            text = std::fs::read_to_string(path).map_err(io)?;
+            fsio::read_capped(file, KALLSYMS_CAP)
         }
+        .map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+            ))
+        })?;
         Self::from_kallsyms_text(&text, &path.display().to_string())
     }
 
@@ -331,10 +342,7 @@ impl KernelSymbols {
         running_build_id: Option<&[u8]>,
         force: bool,
     ) -> Result<Self, SymbolError> {
-        let data = std::fs::read(elf).map_err(|source| SymbolError::Io {
-            path: elf.to_path_buf(),
-            source,
-        })?;
+        let data = super::read_elf_file(elf)?;
         let file = parse_elf(elf, &data)?;
         if let (Some(running), false) = (running_build_id, force) {
             match file.build_id().ok().flatten() {

@@ -1,5 +1,6 @@
 //! Names of address ranges: PLT entries and a JIT's `/tmp/perf-PID.map`.
 
+use crate::fsio::{self, Links};
 use std::path::Path;
 
 /// Names of address ranges that no symbol table holds (PLT entries, a JIT's code):
@@ -32,9 +33,22 @@ impl RangeNames {
     }
 }
 
+/// The most a perf map may hold.
+pub const PERF_MAP_CAP: u64 = 256 << 20;
+
 /// A JIT's symbol map (`/tmp/perf-PID.map`): every line that parses; `None` without one.
+/// As perf, only a regular file owned by root or by this user is read (anyone may place a
+/// file under that name in /tmp), of at most [`PERF_MAP_CAP`] bytes.
 pub fn load_perf_map(path: &Path) -> Option<RangeNames> {
-    let text = std::fs::read_to_string(path).ok()?;
+    use std::os::unix::fs::MetadataExt;
+    let file = fsio::open_regular(path, Links::Follow).ok()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let owner = file.metadata().ok()?.uid();
+    if owner != 0 && owner != me {
+        return None;
+    }
+    let text = String::from_utf8(fsio::read_capped(file, PERF_MAP_CAP).ok()?).ok()?;
     let name = path.display().to_string();
     let (entries, _bad) = upcmp_parsers::perf_map::read(&text, &name);
     Some(RangeNames::new(

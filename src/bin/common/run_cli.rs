@@ -82,6 +82,15 @@ pub struct RunArgs {
     /// spelled --export-perf-folded).
     #[arg(long, visible_alias = "export-perf-folded")]
     pub export_folded: bool,
+    /// Let every user read the run (directories 0755, files 0644). By default a run is
+    /// private (0700, files 0600, as perf writes perf.data), whatever the umask: its raw
+    /// samples and kernel symbol table give away kernel addresses (docs/security.md).
+    #[arg(long)]
+    pub share: bool,
+    /// Write OUTDIR even when its directory may be written by every user and has no sticky
+    /// bit (anyone there could replace the run), e.g. a shared scratch directory you trust.
+    #[arg(long)]
+    pub allow_world_writable_parent: bool,
 }
 
 /// `auto` and every event name uprun knows, for clap's check and completions.
@@ -110,6 +119,8 @@ impl RunArgs {
         o.features = self.features.clone();
         o.set_governor = self.set_governor.clone();
         o.export_folded = self.export_folded;
+        o.share = self.share;
+        o.allow_shared_parent = self.allow_world_writable_parent;
         o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         o
     }
