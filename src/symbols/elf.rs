@@ -55,12 +55,24 @@ pub(super) fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<
     Ok(file)
 }
 
-/// The GNU build-id of an ELF file; `None` if it has none.
-pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
-    let data = std::fs::read(path).map_err(|source| SymbolError::Io {
+/// The bytes of the file at `path`, mapped rather than read: a library of hundreds of
+/// megabytes (libLLVM) is read only where its headers and symbol tables are, instead of
+/// whole into memory.
+pub(super) fn map_file(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
+    let io = |source| SymbolError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    // SAFETY: the map is only read, and lives no longer than this import's use of it. A
+    // file truncated by another process while mapped would fault, as it would for perf,
+    // which maps the same files.
+    unsafe { memmap2::Mmap::map(&f) }.map_err(io)
+}
+
+/// The GNU build-id of an ELF file; `None` if it has none.
+pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
+    let data = map_file(path)?;
     let file = parse_elf(path, &data)?;
     let id = file.build_id().map_err(|e| SymbolError::NotElf {
         path: path.to_path_buf(),
@@ -88,10 +100,7 @@ pub struct ElfSymbols {
 impl ElfSymbols {
     /// Reads `path`.
     pub fn from_file(path: &Path) -> Result<Self, SymbolError> {
-        let data = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let data = map_file(path)?;
         Self::from_data(path, &data)
     }
 
