@@ -230,6 +230,11 @@ impl Maps {
         maps.insert(start, (end, pgoff, i));
     }
 
+    /// A process exited: its mappings go.
+    fn exit(&mut self, pid: i32) {
+        self.by_pid.remove(&pid);
+    }
+
     /// A forked process starts with its parent's mappings.
     fn fork(&mut self, parent: i32, child: i32) {
         if parent != child && !self.by_pid.contains_key(&child) {
@@ -487,6 +492,9 @@ impl Reader<'_> {
                     self.comms.entry(f.tid).or_insert(c);
                 }
             }
+            // A process that exited has no mappings: its pid may be given to another one,
+            // which starts with its own parent's (as perf replaces the thread).
+            EventRecord::Exit(e) if e.pid == e.tid => self.maps.exit(e.pid),
             // `[kernel.kallsyms]_text`, at the address `_text` had: where the kernel was.
             EventRecord::Mmap(m) if m.page_offset != 0 && m.path.as_slice().starts_with(b"[kernel.kallsyms]") => {
                 let path = m.path.as_slice();
@@ -975,5 +983,11 @@ mod tests {
         m.add(3, 0x1000, 0x1000, 0, b"/three", None);
         m.fork(1, 3);
         assert_eq!(at(&m, 3, 0x1800), Some(("/three".into(), 0)));
+        // A pid given again after its process exited: the new process has its own
+        // parent's mappings, not the dead one's (perf replaces the thread).
+        m.exit(3);
+        assert_eq!(at(&m, 3, 0x1800), None);
+        m.fork(1, 3);
+        assert_eq!(at(&m, 3, 0x1800), Some(("/old".into(), 0)));
     }
 }
