@@ -40,8 +40,8 @@ fi
 echo "tiny 1" > tiny.folded
 echo "tiny;stack 1" > tiny-stack.folded
 
-samples_a=$(perf report -i a.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $NF; exit}')
-samples_b=$(perf report -i b.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $NF; exit}')
+samples_a=$(perf report -i a.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+samples_b=$(perf report -i b.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
 echo "a.data: ${samples_a:-?} samples, $(du -h a.data | cut -f1); b.data: ${samples_b:-?} samples, $(du -h b.data | cut -f1); a.txt: $(du -h a.txt | cut -f1)"
 echo "binaries: $bin; $runs runs each, median (min-max), largest peak RSS"
 echo
