@@ -48,8 +48,13 @@ pub fn prfcmp(
             source: super::unquoted_import(source, path),
         })
     };
-    let profile1 = read(1, path1)?;
-    let profile2 = read(2, path2)?;
+    // The two imports are independent: each on its own core.
+    let (r1, r2) = std::thread::scope(|s| {
+        let second = s.spawn(|| read(2, path2));
+        (read(1, path1), second.join())
+    });
+    let profile1 = r1?;
+    let profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
     let comparison = compare_profiles(&profile1, &profile2, opts)?;
     Ok(Compared {
         profile1,

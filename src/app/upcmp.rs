@@ -115,8 +115,13 @@ fn compare_recordings(
     opts: &CompareOptions,
 ) -> Result<(RunComparison, Option<RunStacks>), UpcmpError> {
     let import_opts = import_opts.clone().with_stacks(true);
-    let i1 = import_one(path1, &import_opts)?;
-    let i2 = import_one(path2, &import_opts)?;
+    // The two imports are independent: each on its own core.
+    let (r1, r2) = std::thread::scope(|s| {
+        let second = s.spawn(|| import_one(path2, &import_opts));
+        (import_one(path1, &import_opts), second.join())
+    });
+    let i1 = r1?;
+    let i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
     let cmp = compare_imported(path1, &i1.profile, path2, &i2.profile, opts)?;
     let stacks = match (&i1.stacks, &i2.stacks) {
         (Some(s1), Some(s2)) => {

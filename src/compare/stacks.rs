@@ -92,12 +92,13 @@ impl StackDiff {
             samples: [before.samples, after.samples],
         };
         for (run, p) in [before, after].into_iter().enumerate() {
+            // Each name is interned once, not once per frame of every stack.
+            let ids: Vec<u32> = p.names().iter().map(|n| d.intern(n)).collect();
             for (s, c) in p.stacks() {
                 let mut node = 0;
                 d.nodes[0].inclusive[run] += c;
                 for &f in s {
-                    let id = d.intern(p.name(f));
-                    node = d.child(node, id);
+                    node = d.child(node, ids[f as usize]);
                     d.nodes[node].inclusive[run] += c;
                 }
                 d.nodes[node].leaf[run] += c;
@@ -250,22 +251,25 @@ pub struct FunctionChange {
 /// with their callers and callees.
 pub fn changed_functions(before: &CallGraph, after: &CallGraph, top: usize) -> Vec<FunctionChange> {
     let n = [before.samples, after.samples];
+    let (i1, i2) = (GraphIndex::of(before), GraphIndex::of(after));
     let mut names: Vec<&str> = before.names.iter().chain(&after.names).map(String::as_str).collect();
     names.sort_unstable();
     names.dedup();
-    let count = |g: &CallGraph, f: &str, v: &dyn Fn(&CallGraph, usize) -> u64| g.id(f).map_or(0, |i| v(g, i as usize));
+    let count = |g: &CallGraph, i: &GraphIndex, f: &str, v: &dyn Fn(&CallGraph, usize) -> u64| {
+        i.id(f).map_or(0, |i| v(g, i as usize))
+    };
     let mut out: Vec<FunctionChange> = names
         .into_iter()
         .filter_map(|f| {
             let total = |g: &CallGraph, i: usize| g.total_samples[i];
             let selfs = |g: &CallGraph, i: usize| g.self_samples[i];
-            let inclusive = ShareChange::of(count(before, f, &total), n[0], count(after, f, &total), n[1]);
+            let inclusive = ShareChange::of(count(before, &i1, f, &total), n[0], count(after, &i2, f, &total), n[1]);
             inclusive.significant().then(|| FunctionChange {
                 function: f.to_string(),
                 inclusive,
-                self_time: ShareChange::of(count(before, f, &selfs), n[0], count(after, f, &selfs), n[1]),
-                callers: arc_changes(before, after, f, true),
-                callees: arc_changes(before, after, f, false),
+                self_time: ShareChange::of(count(before, &i1, f, &selfs), n[0], count(after, &i2, f, &selfs), n[1]),
+                callers: arc_changes([(before, &i1), (after, &i2)], f, true),
+                callees: arc_changes([(before, &i1), (after, &i2)], f, false),
             })
         })
         .collect();
@@ -280,12 +284,46 @@ pub fn changed_functions(before: &CallGraph, after: &CallGraph, top: usize) -> V
     out
 }
 
-fn arc_changes(before: &CallGraph, after: &CallGraph, f: &str, callers: bool) -> Vec<ArcChange> {
+/// A call graph's ids by name and arcs by callee, built once: looking either up in the
+/// graph itself scans all its names or arcs, once per changed function.
+struct GraphIndex<'g> {
+    ids: HashMap<&'g str, u32, foldhash::fast::RandomState>,
+    /// (callee, caller, samples), sorted.
+    by_callee: Vec<(u32, u32, u64)>,
+}
+
+impl<'g> GraphIndex<'g> {
+    fn of(g: &'g CallGraph) -> Self {
+        let mut ids = HashMap::with_capacity_and_hasher(g.names.len(), Default::default());
+        // The first of equal names, as CallGraph::id finds it.
+        for (i, n) in g.names.iter().enumerate().rev() {
+            ids.insert(n.as_str(), i as u32);
+        }
+        let mut by_callee: Vec<(u32, u32, u64)> = g.arcs.iter().map(|(&(p, c), a)| (c, p, a.samples)).collect();
+        by_callee.sort_unstable();
+        GraphIndex { ids, by_callee }
+    }
+
+    fn id(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    /// The callers of `f` and their arcs' samples, as [`CallGraph::callers`] lists them.
+    fn callers(&self, f: u32) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let from = self.by_callee.partition_point(|&(c, _, _)| c < f);
+        self.by_callee[from..]
+            .iter()
+            .take_while(move |&&(c, _, _)| c == f)
+            .map(|&(_, p, s)| (p, s))
+    }
+}
+
+fn arc_changes(graphs: [(&CallGraph, &GraphIndex<'_>); 2], f: &str, callers: bool) -> Vec<ArcChange> {
     let mut arcs: HashMap<String, [u64; 2]> = HashMap::new();
-    for (run, g) in [before, after].into_iter().enumerate() {
-        let Some(id) = g.id(f) else { continue };
+    for (run, (g, index)) in graphs.into_iter().enumerate() {
+        let Some(id) = index.id(f) else { continue };
         let list: Vec<(u32, u64)> = if callers {
-            g.callers(id).map(|(o, a)| (o, a.samples)).collect()
+            index.callers(id).collect()
         } else {
             g.callees(id).map(|(o, a)| (o, a.samples)).collect()
         };
@@ -293,6 +331,7 @@ fn arc_changes(before: &CallGraph, after: &CallGraph, f: &str, callers: bool) ->
             arcs.entry(g.names[other as usize].clone()).or_default()[run] += samples;
         }
     }
+    let (before, after) = (graphs[0].0, graphs[1].0);
     let mut out: Vec<ArcChange> = arcs
         .into_iter()
         .map(|(function, [a1, a2])| ArcChange {

@@ -304,6 +304,22 @@ impl StackCollector {
         p.add_weighted(&self.frames, count, weight);
     }
 
+    /// The id of the frame called `name` (0 when stacks are not collected).
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        self.profile.as_mut().map_or(0, |p| p.intern(name))
+    }
+
+    /// [`add`](Self::add) with the frames interned: the root `root`, then `leaf_first`
+    /// from the last (outermost) to the first.
+    pub(crate) fn add_ids(&mut self, root: u32, leaf_first: &[u32], count: u64, weight: u64) {
+        let Some(p) = &mut self.profile else { return };
+        self.frames.clear();
+        self.frames.push(root);
+        self.frames.extend(leaf_first.iter().rev());
+        self.chains |= leaf_first.len() > 1;
+        p.add_weighted(&self.frames, count, weight);
+    }
+
     /// Adds the stacks `other` collected (a piece of the same input read apart).
     pub(crate) fn merge(&mut self, other: StackCollector) {
         self.chains |= other.chains;

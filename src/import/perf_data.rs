@@ -15,11 +15,11 @@
 //! symbol is found.
 
 use super::{
-    bare_event_name, choose_event, other_events_note, test_name, FrameNames, ImportError, ImportOptions, Imported,
+    bare_event_name, choose_event, other_events_note, push_frame_name, test_name, ImportError, ImportOptions, Imported,
     SampleTimes, StackCollector,
 };
 use crate::host::running_kernel_build_id;
-use crate::model::builder::KernelResolver;
+use crate::model::builder::{sample_function, KernelResolver};
 use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
 use crate::model::ProfileBuilder;
@@ -158,6 +158,17 @@ fn is_anon(path: &[u8]) -> bool {
     path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage")
 }
 
+/// A place in a DSO: its index and the offset (or address) its symbols are looked up by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Place {
+    dso: usize,
+    at: u64,
+}
+
+/// A map with a fast hasher, for the per-sample caches (no untrusted keys to defend
+/// against).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// The processes' executable mappings and the files behind them.
 #[derive(Default)]
 struct Maps {
@@ -219,6 +230,11 @@ impl Maps {
         maps.insert(start, (end, pgoff, i));
     }
 
+    /// A process exited: its mappings go.
+    fn exit(&mut self, pid: i32) {
+        self.by_pid.remove(&pid);
+    }
+
     /// A forked process starts with its parent's mappings.
     fn fork(&mut self, parent: i32, child: i32) {
         if parent != child && !self.by_pid.contains_key(&child) {
@@ -228,9 +244,11 @@ impl Maps {
         }
     }
 
-    /// The module and function of a user address of `pid`: `[unknown]` when no symbol
-    /// covers it; `None` when no mapping does.
-    fn resolve(&mut self, pid: i32, ip: u64) -> Option<(&str, &str)> {
+    /// Where a user address of `pid` is: its DSO and what names it there (the offset in
+    /// the file for an ELF file, the address itself for a JIT's perf map), loading the
+    /// DSO's symbols the first time; `None` when no mapping covers it. Equal places have
+    /// equal names, so an importer names each place once.
+    fn locate(&mut self, pid: i32, ip: u64) -> Option<Place> {
         let (&start, &(end, pgoff, i)) = self.by_pid.get(&pid)?.range(..=ip).next_back()?;
         if ip >= end {
             return None;
@@ -239,10 +257,21 @@ impl Maps {
         let symbols = dso
             .symbols
             .get_or_insert_with(|| load_user_symbols(&dso.path, dso.build_id.as_deref()));
-        let found = match symbols {
-            Ok(UserSymbols::Elf(syms)) => syms.resolve_offset(ip - start + pgoff),
-            Ok(UserSymbols::PerfMap(names)) => names.lookup(ip),
-            Err(_) => None,
+        let at = match symbols {
+            Ok(UserSymbols::PerfMap(_)) => ip,
+            _ => ip - start + pgoff,
+        };
+        Some(Place { dso: i, at })
+    }
+
+    /// The module and function at `place` (from [`locate`](Self::locate)): `[unknown]`
+    /// when no symbol covers it.
+    fn name(&mut self, place: Place) -> (&str, &str) {
+        let dso = &self.dsos[place.dso];
+        let found = match &dso.symbols {
+            Some(Ok(UserSymbols::Elf(syms))) => syms.resolve_offset(place.at),
+            Some(Ok(UserSymbols::PerfMap(names))) => names.lookup(place.at),
+            _ => None,
         };
         let name = match found {
             Some(raw) => {
@@ -254,7 +283,7 @@ impl Maps {
             }
             None => UNKNOWN_FUNCTION,
         };
-        Some((dso.module.as_str(), name))
+        (dso.module.as_str(), name)
     }
 
     /// DSOs that had samples but no symbols, by reason.
@@ -417,7 +446,17 @@ struct Reader<'o> {
     stacks: StackCollector,
     /// Thread id → command, for the stacks' root frame.
     comms: HashMap<i32, String>,
-    chain_names: FrameNames,
+    /// The function of each kernel address seen, and whether a symbol named it.
+    kernel_functions: FastMap<u64, (usize, bool)>,
+    /// The function of each user place seen.
+    user_functions: FastMap<Place, usize>,
+    /// The stack frame of each kernel address, user place and thread seen.
+    kernel_frames: FastMap<u64, u32>,
+    user_frames: FastMap<Place, u32>,
+    comm_frames: FastMap<i32, u32>,
+    /// A call chain's frames, leaf first, and a frame's name being made.
+    frame_ids: Vec<u32>,
+    frame_name: String,
     times: SampleTimes,
     user_unmapped: u64,
     /// Samples per attribute index.
@@ -443,14 +482,19 @@ impl Reader<'_> {
             EventRecord::Comm(c) => {
                 self.comms
                     .insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
+                self.comm_frames.remove(&c.tid);
             }
             EventRecord::Fork(f) => {
                 self.maps.fork(f.ppid, f.pid);
+                self.comm_frames.remove(&f.tid);
                 // A new thread or process has its parent's command until it sets its own.
                 if let Some(c) = self.comms.get(&f.ptid).cloned() {
                     self.comms.entry(f.tid).or_insert(c);
                 }
             }
+            // A process that exited has no mappings: its pid may be given to another one,
+            // which starts with its own parent's (as perf replaces the thread).
+            EventRecord::Exit(e) if e.pid == e.tid => self.maps.exit(e.pid),
             // `[kernel.kallsyms]_text`, at the address `_text` had: where the kernel was.
             EventRecord::Mmap(m) if m.page_offset != 0 && m.path.as_slice().starts_with(b"[kernel.kallsyms]") => {
                 let path = m.path.as_slice();
@@ -502,53 +546,118 @@ impl Reader<'_> {
         if let Some(chain) = chain {
             self.chain(chain, mode, pid, s.tid.unwrap_or(-1), period);
         }
-        let kernel: &dyn KernelResolver = match &self.kernel {
-            Some(k) => k,
-            None => &NoKernel,
-        };
-        if mode == Mode::Kernel {
-            self.kernel_samples += 1;
-            self.kernel_named += u64::from(kernel.resolve_kernel(ip).is_some());
-        }
-        let user = match mode {
-            Mode::User => match self.maps.resolve(pid, ip) {
-                Some(named) => named,
+        // Each distinct kernel address and user place is named once (by the rule of
+        // ProfileBuilder::add_sample), then counted by its function's index.
+        let f = match mode {
+            Mode::Kernel => {
+                self.kernel_samples += 1;
+                let (f, named) = match self.kernel_functions.get(&ip) {
+                    Some(&hit) => hit,
+                    None => {
+                        let kernel: &dyn KernelResolver = match &self.kernel {
+                            Some(k) => k,
+                            None => &NoKernel,
+                        };
+                        let named = kernel.resolve_kernel(ip).is_some();
+                        let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
+                        let f = self.profile.function(m, name);
+                        self.kernel_functions.insert(ip, (f, named));
+                        (f, named)
+                    }
+                };
+                self.kernel_named += u64::from(named);
+                f
+            }
+            Mode::User => match self.maps.locate(pid, ip) {
+                Some(place) => match self.user_functions.get(&place) {
+                    Some(&f) => f,
+                    None => {
+                        let (m, name) = self.maps.name(place);
+                        let f = self.profile.function(m, name);
+                        self.user_functions.insert(place, f);
+                        f
+                    }
+                },
                 None => {
                     self.user_unmapped += 1;
-                    (module::UNKNOWN, UNKNOWN_FUNCTION)
+                    self.profile.function(module::UNKNOWN, UNKNOWN_FUNCTION)
                 }
             },
-            _ => (module::USER, UNKNOWN_FUNCTION),
+            _ => {
+                let (m, name) = sample_function(mode, ip, &NoKernel, (module::USER, UNKNOWN_FUNCTION));
+                self.profile.function(m, name)
+            }
         };
-        self.profile.add_sample(cpu, (mode, ip, period), kernel, user);
+        let p = period as f64;
+        self.profile.add_to(cpu, f, 1, period, p * p);
         Ok(())
     }
 
+    /// Counts the call chain of a sample, each distinct address (user place) named once.
     fn chain(&mut self, chain: &RawDataU64<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
-        self.chain_names.clear();
+        self.frame_ids.clear();
         for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
             if addr >= PERF_CONTEXT_MAX {
                 mode = context_mode(addr, mode);
                 continue;
             }
-            let names = &mut self.chain_names;
-            match mode {
-                Mode::Kernel => match self.kernel.as_ref().and_then(|k| k.resolve(addr)) {
-                    Some((name, Some(m))) => names.push(m, name, true),
-                    Some((name, None)) => names.push(module::KERNEL, name, false),
-                    None => names.push(module::KERNEL, UNKNOWN_FUNCTION, false),
+            let name = &mut self.frame_name;
+            let id = match mode {
+                Mode::Kernel => match self.kernel_frames.get(&addr) {
+                    Some(&id) => id,
+                    None => {
+                        name.clear();
+                        match self.kernel.as_ref().and_then(|k| k.resolve(addr)) {
+                            Some((n, Some(m))) => push_frame_name(name, m, n, true),
+                            Some((n, None)) => push_frame_name(name, module::KERNEL, n, false),
+                            None => push_frame_name(name, module::KERNEL, UNKNOWN_FUNCTION, false),
+                        }
+                        let id = self.stacks.intern(name);
+                        self.kernel_frames.insert(addr, id);
+                        id
+                    }
                 },
-                Mode::User => match self.maps.resolve(pid, addr) {
-                    Some((m, name)) => names.push(m, name, false),
-                    None => names.push(module::UNKNOWN, UNKNOWN_FUNCTION, false),
+                Mode::User => match self.maps.locate(pid, addr) {
+                    Some(place) => match self.user_frames.get(&place) {
+                        Some(&id) => id,
+                        None => {
+                            name.clear();
+                            let (m, n) = self.maps.name(place);
+                            push_frame_name(name, m, n, false);
+                            let id = self.stacks.intern(name);
+                            self.user_frames.insert(place, id);
+                            id
+                        }
+                    },
+                    None => {
+                        name.clear();
+                        push_frame_name(name, module::UNKNOWN, UNKNOWN_FUNCTION, false);
+                        self.stacks.intern(name)
+                    }
                 },
-                Mode::Hypervisor => names.push(module::HYPERVISOR, HYPERVISOR_FUNCTION, false),
-                Mode::GuestKernel | Mode::GuestUser => names.push(module::GUEST, GUEST_FUNCTION, false),
-                Mode::Unknown => names.push(module::USER, UNKNOWN_MODE_FUNCTION, false),
-            }
+                Mode::Hypervisor | Mode::GuestKernel | Mode::GuestUser | Mode::Unknown => {
+                    let (m, n) = match mode {
+                        Mode::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
+                        Mode::Unknown => (module::USER, UNKNOWN_MODE_FUNCTION),
+                        _ => (module::GUEST, GUEST_FUNCTION),
+                    };
+                    name.clear();
+                    push_frame_name(name, m, n, false);
+                    self.stacks.intern(name)
+                }
+            };
+            self.frame_ids.push(id);
         }
-        let comm = self.comms.get(&tid).map(String::as_str).unwrap_or(UNKNOWN_FUNCTION);
-        self.stacks.add(Some(comm), self.chain_names.rev(), 1, period);
+        let root = match self.comm_frames.get(&tid) {
+            Some(&id) => id,
+            None => {
+                let comm = self.comms.get(&tid).map(String::as_str).unwrap_or(UNKNOWN_FUNCTION);
+                let id = self.stacks.intern(comm);
+                self.comm_frames.insert(tid, id);
+                id
+            }
+        };
+        self.stacks.add_ids(root, &self.frame_ids, 1, period);
     }
 
     /// The warnings the reading leaves: symbols not found, samples left out.
@@ -793,7 +902,13 @@ fn read_records<R: Read>(
         profile: ProfileBuilder::new(),
         stacks: StackCollector::new(opts.stacks),
         comms: HashMap::new(),
-        chain_names: FrameNames::default(),
+        kernel_functions: FastMap::default(),
+        user_functions: FastMap::default(),
+        kernel_frames: FastMap::default(),
+        user_frames: FastMap::default(),
+        comm_frames: FastMap::default(),
+        frame_ids: Vec::new(),
+        frame_name: String::new(),
         times: SampleTimes::default(),
         user_unmapped: 0,
         samples_by_attr: vec![0; perf_file.event_attributes().len()],
@@ -880,5 +995,11 @@ mod tests {
         m.add(3, 0x1000, 0x1000, 0, b"/three", None);
         m.fork(1, 3);
         assert_eq!(at(&m, 3, 0x1800), Some(("/three".into(), 0)));
+        // A pid given again after its process exited: the new process has its own
+        // parent's mappings, not the dead one's (perf replaces the thread).
+        m.exit(3);
+        assert_eq!(at(&m, 3, 0x1800), None);
+        m.fork(1, 3);
+        assert_eq!(at(&m, 3, 0x1800), Some(("/old".into(), 0)));
     }
 }

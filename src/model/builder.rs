@@ -88,11 +88,19 @@ impl ProfileBuilder {
             self.foreign_cpu_samples += n;
             return;
         };
+        let f = self.function(module, name);
+        self.add_at(slot, f, n, weight, weight_sq);
+    }
+
+    /// The index of `module`'s `name`, adding the function (with no samples) when new. An
+    /// importer that names each distinct address once keeps these, and counts each
+    /// sample with [`add_to`](Self::add_to) without naming or hashing it again.
+    pub fn function(&mut self, module: &str, name: &str) -> usize {
         self.key.clear();
         self.key.push_str(module);
         self.key.push('\0');
         self.key.push_str(name);
-        let f = match self.index.get(self.key.as_str()) {
+        match self.index.get(self.key.as_str()) {
             Some(&f) => f,
             None => {
                 let f = self.keys.len();
@@ -103,7 +111,18 @@ impl ProfileBuilder {
                 self.squares.push(0.0);
                 f
             }
-        };
+        }
+    }
+
+    /// [`add`](Self::add) for the function of index `f` (from [`function`](Self::function)).
+    pub fn add_to(&mut self, cpu: u32, f: usize, n: u64, weight: u64, weight_sq: f64) {
+        match self.column(cpu) {
+            Some(slot) => self.add_at(slot, f, n, weight, weight_sq),
+            None => self.foreign_cpu_samples += n,
+        }
+    }
+
+    fn add_at(&mut self, slot: usize, f: usize, n: u64, weight: u64, weight_sq: f64) {
         let (row, wrow) = (&mut self.counts[f], &mut self.weights[f]);
         if row.len() <= slot {
             row.resize(slot + 1, 0);
@@ -135,17 +154,7 @@ impl ProfileBuilder {
         kernel: &K,
         user: (&str, &str),
     ) {
-        let (m, name) = match mode {
-            Mode::Kernel => match kernel.resolve_kernel(pc) {
-                Some((name, m)) => (m.unwrap_or(module::KERNEL), name),
-                None => (module::KERNEL, UNKNOWN_FUNCTION),
-            },
-            Mode::User => user,
-            Mode::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
-            Mode::GuestKernel | Mode::GuestUser => (module::GUEST, GUEST_FUNCTION),
-            Mode::Unknown if is_kernel_address(pc) => (module::KERNEL, UNKNOWN_MODE_FUNCTION),
-            Mode::Unknown => (module::USER, UNKNOWN_MODE_FUNCTION),
-        };
+        let (m, name) = sample_function(mode, pc, kernel, user);
         self.add_one(cpu, m, name, period);
     }
 
@@ -245,6 +254,28 @@ impl ProfileBuilder {
         }
         let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
         meta.into_profile(idle, cpus, functions, warnings)
+    }
+}
+
+/// The (module, function) of a sampled PC, by the rule of [`ProfileBuilder::add_sample`]:
+/// it depends on the mode and the PC alone (and on `user`, which the caller names), so an
+/// importer may name each distinct address once.
+pub fn sample_function<'a, K: KernelResolver + ?Sized>(
+    mode: Mode,
+    pc: u64,
+    kernel: &'a K,
+    user: (&'a str, &'a str),
+) -> (&'a str, &'a str) {
+    match mode {
+        Mode::Kernel => match kernel.resolve_kernel(pc) {
+            Some((name, m)) => (m.unwrap_or(module::KERNEL), name),
+            None => (module::KERNEL, UNKNOWN_FUNCTION),
+        },
+        Mode::User => user,
+        Mode::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
+        Mode::GuestKernel | Mode::GuestUser => (module::GUEST, GUEST_FUNCTION),
+        Mode::Unknown if is_kernel_address(pc) => (module::KERNEL, UNKNOWN_MODE_FUNCTION),
+        Mode::Unknown => (module::USER, UNKNOWN_MODE_FUNCTION),
     }
 }
 

@@ -54,8 +54,9 @@ impl FrameKind {
 #[derive(Debug, Clone, Default)]
 pub struct StackProfile {
     names: Vec<String>,
-    ids: HashMap<String, u32>,
-    stacks: HashMap<Box<[u32]>, u64>,
+    // Looked up per frame and per sample: foldhash, not SipHash (no untrusted keys).
+    ids: HashMap<String, u32, foldhash::fast::RandomState>,
+    stacks: HashMap<Box<[u32]>, u64, foldhash::fast::RandomState>,
     /// The stacks' summed weight.
     weight: u64,
     /// Samples per unit of weight, when fixed by the profile this one was taken from.

@@ -55,9 +55,29 @@ pub(super) fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<
     Ok(file)
 }
 
+/// The bytes of the file at `path`, mapped rather than read: a library of hundreds of
+/// megabytes (libLLVM) is read only where its headers and symbol tables are, instead of
+/// whole into memory.
+pub(super) fn map_file(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // A regular file only, of at most ELF_CAP bytes: a mapping's path in a recording may
+    // name /dev/random or /proc/self/fd/0.
+    let f = crate::fsio::open_regular(path, crate::fsio::Links::Follow).map_err(io)?;
+    if f.metadata().map_err(io)?.len() > super::ELF_CAP {
+        return Err(io(crate::fsio::too_large(super::ELF_CAP)));
+    }
+    // SAFETY: the map is only read, and lives no longer than this import's use of it. A
+    // file truncated by another process while mapped would fault, as it would for perf,
+    // which maps the same files.
+    unsafe { memmap2::Mmap::map(&f) }.map_err(io)
+}
+
 /// The GNU build-id of an ELF file; `None` if it has none.
 pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
-    let data = super::read_elf_file(path)?;
+    let data = map_file(path)?;
     let file = parse_elf(path, &data)?;
     let id = file.build_id().map_err(|e| SymbolError::NotElf {
         path: path.to_path_buf(),
@@ -85,7 +105,7 @@ pub struct ElfSymbols {
 impl ElfSymbols {
     /// Reads `path`.
     pub fn from_file(path: &Path) -> Result<Self, SymbolError> {
-        let data = super::read_elf_file(path)?;
+        let data = map_file(path)?;
         Self::from_data(path, &data)
     }
 

@@ -342,7 +342,7 @@ impl KernelSymbols {
         running_build_id: Option<&[u8]>,
         force: bool,
     ) -> Result<Self, SymbolError> {
-        let data = super::read_elf_file(elf)?;
+        let data = super::elf::map_file(elf)?;
         let file = parse_elf(elf, &data)?;
         if let (Some(running), false) = (running_build_id, force) {
             match file.build_id().ok().flatten() {

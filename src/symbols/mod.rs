@@ -109,18 +109,9 @@ impl KernelResolver for KernelSymbols {
 
 pub(crate) use crate::model::to_hex as hex;
 
-/// The largest ELF file read (a vmlinux or a library with its debug information is a few
+/// The largest ELF file mapped (a vmlinux or a library with its debug information is a few
 /// hundred MB, the largest some GB).
 pub const ELF_CAP: u64 = 8 << 30;
-
-/// Reads an ELF file whole: a regular file only (a mapping's path may name /dev/random or
-/// /proc/self/fd/0 in a recording), of at most [`ELF_CAP`] bytes.
-pub(crate) fn read_elf_file(path: &Path) -> Result<Vec<u8>, SymbolError> {
-    crate::fsio::read_file(path, crate::fsio::Links::Follow, ELF_CAP).map_err(|source| SymbolError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
 
 /// perf's build-id cache directory: `$PERF_BUILDID_DIR`, else `~/.debug`.
 pub fn buildid_dir() -> Option<PathBuf> {
