@@ -435,3 +435,64 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{compare_profile_sets, CompareOptions};
+    use crate::model::Profile;
+    use crate::store::prfout::parse;
+
+    fn profile(a: u64, idle: u64) -> Profile {
+        let text = format!(
+            "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.01\ncpus 1\nwall-sec 10\nidle-set idle\n\
+             cpu 0 samples {} lost 0 throttled 0\nfunctions 2\n{a} [kernel] a\n{idle} [kernel] idle\nend\n",
+            a + idle
+        );
+        parse(&text, "t").unwrap()
+    }
+
+    fn notes(s1: &[Profile], s2: &[Profile]) -> String {
+        let c = compare_profile_sets(s1, s2, &CompareOptions::default()).unwrap();
+        let mut out = Vec::new();
+        render_profile(&c, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    // With repetitions the total CPU time gets its verdict and both thresholds; with
+    // one run a side, the statement that run-to-run noise was not measured instead of a
+    // threshold of sampling error (which is 0 for a run without idle samples).
+    #[test]
+    fn the_notes_say_what_the_data_resolve() {
+        let r = notes(
+            &[profile(300, 700), profile(310, 690), profile(290, 710)],
+            &[profile(350, 650), profile(360, 640), profile(340, 660)],
+        );
+        assert!(
+            r.contains("Noise: 3 and 3 repetitions; each function's change of CPU time is tested with Welch's t-test"),
+            "{r}"
+        );
+        assert!(
+            r.contains("marked at a false-discovery rate of 5% over the 1 tested functions"),
+            "{r}"
+        );
+        assert!(
+            r.contains("Total CPU time +16.67%: significant (Holm over the 1 benchmark values and CPU totals"),
+            "{r}"
+        );
+        assert!(
+            r.contains("An observed change below ") && r.contains("is detected 80% of the time."),
+            "{r}"
+        );
+        assert!(
+            r.lines().any(|l| l.starts_with("a ") && l.ends_with(" significant")),
+            "{r}"
+        );
+        let r = notes(&[profile(1000, 0)], &[profile(900, 0)]);
+        assert!(
+            r.contains("Total CPU time -10.00%: one run a side, so its run-to-run noise was not measured"),
+            "{r}"
+        );
+        assert!(!r.contains("An observed change below"), "{r}");
+    }
+}
