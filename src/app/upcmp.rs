@@ -133,7 +133,12 @@ fn compare_recordings(
             Some(RunStacks {
                 dir1: path1.to_path_buf(),
                 dir2: path2.to_path_buf(),
-                tests: vec![compare_stacks(test, s1, s2, &idle)],
+                tests: vec![compare_stacks(
+                    test,
+                    std::slice::from_ref(s1),
+                    std::slice::from_ref(s2),
+                    &idle,
+                )],
             })
         }
         _ => None,

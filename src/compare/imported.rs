@@ -4,7 +4,7 @@
 
 use super::bench::{compare_bench, wall_time_result};
 use super::runs::{RunComparison, TestComparison, TestOutcome};
-use super::{compare_profiles, CompareOptions};
+use super::{compare_sides, CompareOptions};
 use crate::model::Profile;
 use std::path::Path;
 
@@ -22,7 +22,7 @@ pub fn compare_imported(
         &[vec![wall_time_result(&command(p1), p1.wall_sec)]],
         &[vec![wall_time_result(&command(p1), p2.wall_sec)]],
     );
-    let profile = compare_profiles(p1, p2, opts)?;
+    let profile = compare_sides(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)?;
     let mut warnings = Vec::new();
     if p1.event != p2.event {
         warnings.push(format!(
@@ -45,7 +45,7 @@ pub fn compare_imported(
     } else {
         format!("{} vs {}", p1.test, p2.test)
     };
-    Ok(RunComparison {
+    let mut r = RunComparison {
         dir1: path1.to_path_buf(),
         dir2: path2.to_path_buf(),
         warnings,
@@ -62,5 +62,7 @@ pub fn compare_imported(
                 notes,
             },
         }],
-    })
+    };
+    r.adjust(opts);
+    Ok(r)
 }

@@ -12,10 +12,12 @@ pub mod value;
 
 use crate::model::profile::module;
 use crate::model::{IdleSet, Profile};
+use bench::BenchRow;
 use polars::prelude::*;
 use serde::Serialize;
+use stats::{Correction, Detectable, SampledTime, ShareCount};
 
-pub use stats::{Method, Significance};
+pub use stats::{Mark, Method, Significance};
 pub use value::{Basis, Measure};
 
 /// The cutoff when none is given, as the original: a function is listed when it holds at
@@ -31,7 +33,8 @@ pub struct CompareOptions {
     pub cutoff_pct: f64,
     /// Replaces each profile's own idle set when given.
     pub idle_override: Option<IdleSet>,
-    /// List only functions whose change is significant (beyond the noise).
+    /// List only functions whose change stands above the noise (marked significant, or
+    /// sampling only with one run a side), after the report's adjustment.
     pub hide_noise: bool,
 }
 
@@ -79,6 +82,9 @@ pub struct ProfileSummary {
     pub idle_set: Vec<String>,
     /// Samples in idle functions (shown for information; Idle is not derived from them).
     pub idle_samples: u64,
+    /// Times the kernel throttled sampling (over all CPUs, and all repetitions): the time
+    /// it did not sample counts as Idle.
+    pub throttled: u64,
     /// Repetitions averaged (1 for a single run).
     pub repetitions: usize,
     /// Standard deviation of the CPU value over the repetitions, % of the mean.
@@ -122,6 +128,7 @@ impl ProfileSummary {
             event: p.event.clone(),
             idle_set: idle.names().to_vec(),
             idle_samples: v.idle_samples,
+            throttled: p.cpus.iter().map(|c| c.throttled).sum(),
             repetitions: 1,
             cpu_sd_pct: 0.0,
             cpu_per_repetition: vec![v.busy],
@@ -144,6 +151,7 @@ impl ProfileSummary {
             lost: avg(|s| s.lost),
             wall_sec: avg(|s| s.wall_sec),
             idle_samples: all.iter().map(|s| s.idle_samples).sum::<u64>() / all.len() as u64,
+            throttled: all.iter().map(|s| s.throttled).sum(),
             repetitions: all.len(),
             fixed_period: all.iter().all(|s| s.fixed_period),
             cpu_sd_pct: stats::stddev_pct(&cpu),
@@ -179,11 +187,27 @@ pub struct FunctionDelta {
     pub run1_sd_pct: f64,
     /// Standard deviation over run 2's repetitions, % of its mean (0 with one run).
     pub run2_sd_pct: f64,
-    /// Whether the delta stands above the noise, and how that was decided.
+    /// The test of its time (the table's question: did its CPU time change?), adjusted
+    /// with every function row above the cutoff of the report.
     pub noise: Significance,
-    /// At or above the cutoff in either run (and significant, with `hide_noise`): shown
-    /// in the text report.
+    /// The test of its share of its run's CPU samples (the flame graph's question), in
+    /// percentage points, adjusted with the shares of the same rows.
+    pub share_noise: Significance,
+    /// At or above the cutoff in either run: in the report's families.
+    pub above_cutoff: bool,
+    /// Above the cutoff (and standing out, with `hide_noise`): shown in the text report.
     pub listed: bool,
+}
+
+/// The sizes of the families a comparison's rows were adjusted in, counted over the
+/// whole report (docs/formulas.md, "Families").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Families {
+    /// Tested function rows above the cutoff (Benjamini–Hochberg; their shares are a
+    /// second family of the same rows).
+    pub functions: usize,
+    /// Tested benchmark values and CPU totals (Holm).
+    pub headline: usize,
 }
 
 /// The comparison of two profiles.
@@ -202,9 +226,11 @@ pub struct ProfileComparison {
     pub cutoff_pct: f64,
     /// Every non-idle function of either run, sorted by delta (largest first).
     pub rows: Vec<FunctionDelta>,
-    /// The test of the total CPU time: its `ci95` is the smallest change of CPU time the
-    /// data can resolve.
+    /// The test of the total CPU time, adjusted with the report's benchmark values and
+    /// CPU totals.
     pub cpu_noise: Significance,
+    /// The families the rows were adjusted in.
+    pub families: Families,
 }
 
 impl ProfileComparison {
@@ -213,18 +239,19 @@ impl ProfileComparison {
         self.cpu_noise.method
     }
 
-    /// The smallest change of total CPU time the data resolve, % of run 1's CPU time.
-    pub fn resolvable_pct(&self) -> f64 {
-        if self.run1.cpu > 0.0 {
-            100.0 * self.cpu_noise.ci95 / self.run1.cpu
-        } else {
-            0.0
-        }
+    /// What the repetitions can resolve of the total CPU time, in % of run 1's: the
+    /// observed change below which it is not significant, and the true change detected
+    /// 80% of the time. None with one run a side (run-to-run noise not measured) or
+    /// without a test.
+    pub fn cpu_detectable_pct(&self) -> Option<Detectable> {
+        let d = self.cpu_noise.detectable.filter(|_| !self.cpu_noise.sampling_only)?;
+        (self.run1.cpu > 0.0).then(|| Detectable {
+            observed: 100.0 * d.observed / self.run1.cpu,
+            true_change_80: 100.0 * d.true_change_80 / self.run1.cpu,
+        })
     }
-}
 
-impl ProfileComparison {
-    /// The rows at or above the cutoff (and significant, with `hide_noise`).
+    /// The rows at or above the cutoff (and standing out, with `hide_noise`).
     pub fn listed(&self) -> impl Iterator<Item = &FunctionDelta> {
         self.rows.iter().filter(|r| r.listed)
     }
@@ -239,38 +266,53 @@ pub fn display_name(name: &str, module: &str) -> String {
     }
 }
 
-/// One side's non-idle functions: each one's value in every repetition (0 where it is
-/// absent), the variance of its mean under the sampling model, and its samples over all
-/// repetitions.
+/// One side's non-idle functions: each one's samples in every repetition (zero where it
+/// is absent) with that repetition's totals, as the time and share tests take them.
 struct SideFunctions {
     names: Vec<String>,
-    per_rep: Vec<Vec<f64>>,
-    mean_var: Vec<f64>,
-    samples: Vec<u64>,
+    times: Vec<Vec<SampledTime>>,
+    shares: Vec<Vec<ShareCount>>,
+}
+
+impl SideFunctions {
+    fn values(&self, i: usize) -> Vec<f64> {
+        self.times[i].iter().map(SampledTime::value).collect()
+    }
+}
+
+/// Repetition `v`'s totals with `samples` samples worth `weight` (variance `var`) of them.
+fn sampled(v: &value::Valued, samples: u64, weight: f64, var: f64) -> SampledTime {
+    SampledTime {
+        samples,
+        weight,
+        weight_sq: var,
+        run_samples: v.samples,
+        run_weight: v.total,
+        scale: 1.0,
+    }
 }
 
 fn side_functions(vals: &[value::Valued]) -> SideFunctions {
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut side = SideFunctions {
         names: Vec::new(),
-        per_rep: Vec::new(),
-        mean_var: Vec::new(),
-        samples: Vec::new(),
+        times: Vec::new(),
+        shares: Vec::new(),
     };
-    let k = vals.len() as f64;
+    let share = |v: &value::Valued, count| ShareCount {
+        count,
+        total: v.busy_samples,
+    };
     for (r, v) in vals.iter().enumerate() {
         for (name, &(x, var, n)) in &v.functions {
             let i = *index.entry(name.as_str()).or_insert_with(|| {
                 side.names.push(name.clone());
-                side.per_rep.push(vec![0.0; vals.len()]);
-                side.mean_var.push(0.0);
-                side.samples.push(0);
+                side.times.push(vals.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect());
+                side.shares.push(vals.iter().map(|v| share(v, 0)).collect());
                 side.names.len() - 1
             });
-            side.per_rep[i][r] += x;
-            // The mean of k repetitions: its variance is the sum of theirs over k².
-            side.mean_var[i] += var / (k * k);
-            side.samples[i] += n;
+            side.times[i][r] = sampled(v, n, x, var);
+            side.shares[i][r] = share(v, n);
         }
     }
     side
@@ -278,7 +320,7 @@ fn side_functions(vals: &[value::Valued]) -> SideFunctions {
 
 /// A side's functions as a DataFrame: function, mean seconds, row index into the side.
 fn side_frame(side: &SideFunctions, mean_col: &str, index_col: &str) -> PolarsResult<DataFrame> {
-    let means: Vec<f64> = side.per_rep.iter().map(|v| stats::mean(v)).collect();
+    let means: Vec<f64> = (0..side.names.len()).map(|i| stats::mean(&side.values(i))).collect();
     let idx: Vec<u32> = (0..side.names.len() as u32).collect();
     DataFrame::new(
         side.names.len(),
@@ -293,25 +335,6 @@ fn side_frame(side: &SideFunctions, mean_col: &str, index_col: &str) -> PolarsRe
 /// Compares two profiles (one run on each side).
 pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
     compare_profile_sets(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)
-}
-
-/// The test of a difference of two sides' values: Welch's t-test with repetitions on
-/// both sides, else the sampling error of the means, `var1` and `var2`.
-fn noise_of(a: &[f64], b: &[f64], var1: f64, var2: f64) -> Significance {
-    stats::welch(a, b).unwrap_or_else(|| {
-        // As Poisson counts of an effective sample size n = mean² / var, each sample worth
-        // var / mean: n·p is the mean and n·p² the variance.
-        let effective = |mean: f64, var: f64| {
-            if mean == 0.0 || var == 0.0 {
-                (0.0, 0.0)
-            } else {
-                (mean * mean / var, var / mean)
-            }
-        };
-        let (n1, p1) = effective(stats::mean(a), var1);
-        let (n2, p2) = effective(stats::mean(b), var2);
-        stats::sampling(n1, p1, n2, p2)
-    })
 }
 
 /// The measure both sides are valued in, with a warning when there is none in common.
@@ -459,8 +482,16 @@ fn join_sides(
 
 /// Compares two sides of one or more repetitions each: mean summaries, and every
 /// function's mean delta with its noise (polars outer join on the function name, deltas,
-/// cutoff filter, sort by delta).
+/// cutoff filter, sort by delta). The comparison is its own report: its rows are
+/// adjusted as families of their own (see [`adjust_report`]).
 pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+    let mut c = compare_sides(s1, s2, opts)?;
+    adjust_report(&mut [(&mut [][..], &mut c)], opts);
+    Ok(c)
+}
+
+/// [`compare_profile_sets`] before any adjustment: every row's verdict is in no family yet.
+fn compare_sides(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
     assert!(!s1.is_empty() && !s2.is_empty(), "each side has at least one profile");
     let idle_of = |s: &[Profile]| {
         opts.idle_override
@@ -470,7 +501,7 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
     let (idle1, idle2) = (idle_of(s1), idle_of(s2));
     let v1: Vec<value::Valued> = s1.iter().map(|p| value::value(p, &idle1)).collect();
     let v2: Vec<value::Valued> = s2.iter().map(|p| value::value(p, &idle2)).collect();
-    let (measure, warnings) = common_measure(s1, s2, &v1);
+    let (measure, mut warnings) = common_measure(s1, s2, &v1);
     let (v1, v2) = (in_measure(v1, &measure), in_measure(v2, &measure));
     let summary = |s: &[Profile], v: &[value::Valued], idle: &IdleSet| {
         ProfileSummary::mean_of(
@@ -482,37 +513,67 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
     };
     let run1 = summary(s1, &v1, &idle1);
     let run2 = summary(s2, &v2, &idle2);
+    for (k, s) in [(1, &run1), (2, &run2)] {
+        if s.throttled > 0 {
+            warnings.push(format!(
+                "run {k}: the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate); \
+                 the time it did not sample counts as Idle time, not CPU time",
+                s.throttled
+            ));
+        }
+    }
     let (side1, side2) = (side_functions(&v1), side_functions(&v2));
     let j = join_sides(&side1, &side2, run1.cpu, run2.cpu, opts.cutoff_pct)?;
+    let repeated = s1.len() > 1 || s2.len() > 1;
 
-    let zeros1 = vec![0.0; s1.len()];
-    let zeros2 = vec![0.0; s2.len()];
+    // A function absent from a side has no samples in any of its repetitions.
+    let absent_times = |v: &[value::Valued]| v.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect::<Vec<_>>();
+    let absent_shares = |v: &[value::Valued]| {
+        v.iter()
+            .map(|v| ShareCount {
+                count: 0,
+                total: v.busy_samples,
+            })
+            .collect::<Vec<_>>()
+    };
+    let (none_t1, none_t2) = (absent_times(&v1), absent_times(&v2));
+    let (none_s1, none_s2) = (absent_shares(&v1), absent_shares(&v2));
     let rows = (0..j.function.len())
         .map(|i| {
-            let v1 = j.i1[i].map_or(&zeros1, |k| &side1.per_rep[k as usize]);
-            let v2 = j.i2[i].map_or(&zeros2, |k| &side2.per_rep[k as usize]);
-            let var1 = j.i1[i].map_or(0.0, |k| side1.mean_var[k as usize]);
-            let var2 = j.i2[i].map_or(0.0, |k| side2.mean_var[k as usize]);
-            let noise = noise_of(v1, v2, var1, var2);
+            let (i1, i2) = (j.i1[i].map(|k| k as usize), j.i2[i].map(|k| k as usize));
+            let t1 = i1.map_or(&none_t1, |k| &side1.times[k]);
+            let t2 = i2.map_or(&none_t2, |k| &side2.times[k]);
+            let sh1 = i1.map_or(&none_s1, |k| &side1.shares[k]);
+            let sh2 = i2.map_or(&none_s2, |k| &side2.shares[k]);
+            let values = |t: &[SampledTime]| t.iter().map(SampledTime::value).collect::<Vec<_>>();
+            let delta = j.delta[i].unwrap_or(0.0);
+            let share_delta = j.share2[i].unwrap_or(0.0) - j.share1[i].unwrap_or(0.0);
             FunctionDelta {
                 function: j.function[i].clone(),
                 run1: j.t1[i],
                 run2: j.t2[i],
-                delta: j.delta[i].unwrap_or(0.0),
+                delta,
                 delta_pct_of_run1_cpu: j.delta_pct[i].unwrap_or(0.0),
                 run1_pct_of_cpu: j.share1[i].unwrap_or(0.0),
                 run2_pct_of_cpu: j.share2[i].unwrap_or(0.0),
-                run1_sd_pct: stats::stddev_pct(v1),
-                run2_sd_pct: stats::stddev_pct(v2),
-                noise,
-                listed: j.above[i] && (!opts.hide_noise || noise.significant),
+                run1_sd_pct: stats::stddev_pct(&values(t1)),
+                run2_sd_pct: stats::stddev_pct(&values(t2)),
+                noise: Significance::unadjusted(stats::time_test(t1, t2), delta, repeated),
+                // In percentage points, as the share columns.
+                share_noise: Significance::unadjusted(stats::share_test(sh1, sh2), share_delta / 100.0, repeated)
+                    .scaled(100.0),
+                above_cutoff: j.above[i],
+                listed: j.above[i],
             }
         })
         .collect();
 
-    let (cpu1, cpu2) = (&run1.cpu_per_repetition, &run2.cpu_per_repetition);
-    let mean_var = |v: &[value::Valued]| v.iter().map(|x| x.busy_var).sum::<f64>() / (v.len() * v.len()) as f64;
-    let cpu_noise = noise_of(cpu1, cpu2, mean_var(&v1), mean_var(&v2));
+    let cpu = |v: &[value::Valued]| {
+        v.iter()
+            .map(|v| sampled(v, v.busy_samples, v.busy, v.busy_var))
+            .collect::<Vec<_>>()
+    };
+    let cpu_noise = Significance::unadjusted(stats::time_test(&cpu(&v1), &cpu(&v2)), run2.cpu - run1.cpu, repeated);
     Ok(ProfileComparison {
         measure,
         warnings,
@@ -521,7 +582,42 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
         cutoff_pct: opts.cutoff_pct,
         rows,
         cpu_noise,
+        families: Families::default(),
     })
+}
+
+/// Adjusts the p-values of a report (its tests' benchmark rows and profile comparisons)
+/// as families fixed before testing, and lists the rows (docs/formulas.md, "Families"):
+///
+/// - every function row above the cutoff, over all tests: Benjamini–Hochberg (their
+///   times, and separately their shares);
+/// - benchmark values and total CPU times: Holm.
+///
+/// Rows that were not tested are in no family; `hide_noise` applies after the
+/// adjustment.
+pub fn adjust_report(tests: &mut [(&mut [BenchRow], &mut ProfileComparison)], opts: &CompareOptions) {
+    let mut times: Vec<&mut Significance> = Vec::new();
+    let mut shares: Vec<&mut Significance> = Vec::new();
+    let mut headline: Vec<&mut Significance> = Vec::new();
+    for (bench, profile) in tests.iter_mut() {
+        headline.extend(bench.iter_mut().filter_map(|b| b.noise.as_mut()));
+        headline.push(&mut profile.cpu_noise);
+        for r in profile.rows.iter_mut().filter(|r| r.above_cutoff) {
+            times.push(&mut r.noise);
+            shares.push(&mut r.share_noise);
+        }
+    }
+    let families = Families {
+        functions: stats::adjust_family(Correction::BenjaminiHochberg, &mut times),
+        headline: stats::adjust_family(Correction::Holm, &mut headline),
+    };
+    stats::adjust_family(Correction::BenjaminiHochberg, &mut shares);
+    for (_, profile) in tests.iter_mut() {
+        profile.families = families;
+        for r in &mut profile.rows {
+            r.listed = r.above_cutoff && (!opts.hide_noise || r.noise.stands_out());
+        }
+    }
 }
 
 /// `b / a`, or None when `a` is zero (a ratio to nothing is not a number to print).
@@ -534,10 +630,14 @@ mod tests {
     use super::*;
     use crate::store::prfout::parse;
 
-    fn profile(wall: f64, lost: u64, rows: &[(&str, &str, u64)]) -> Profile {
+    fn close(a: f64, b: f64, tol: f64) {
+        assert!((a - b).abs() <= tol * b.abs().max(1e-300), "{a} vs {b}");
+    }
+
+    fn profile_with(period: f64, wall: f64, lost: u64, throttled: u64, rows: &[(&str, &str, u64)]) -> Profile {
         let mut text = format!(
-            "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.01\ncpus 1\nwall-sec {wall}\nidle-set idle\n\
-             cpu 0 samples {} lost {lost} throttled 0\nfunctions {}\n",
+            "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec {period}\ncpus 1\nwall-sec {wall}\nidle-set idle\n\
+             cpu 0 samples {} lost {lost} throttled {throttled}\nfunctions {}\n",
             rows.iter().map(|r| r.2).sum::<u64>(),
             rows.len()
         );
@@ -546,6 +646,18 @@ mod tests {
         }
         text += "end\n";
         parse(&text, "t").unwrap()
+    }
+
+    fn profile(wall: f64, lost: u64, rows: &[(&str, &str, u64)]) -> Profile {
+        profile_with(0.01, wall, lost, 0, rows)
+    }
+
+    fn row<'a>(c: &'a ProfileComparison, f: &str) -> &'a FunctionDelta {
+        c.rows.iter().find(|r| r.function == f).unwrap()
+    }
+
+    fn all_listed() -> CompareOptions {
+        CompareOptions::new(0.0, None)
     }
 
     // Hand-worked: run 1 = 10 s wall, 1 CPU, period 10 ms; a=300, b=100, idle=500,
@@ -564,6 +676,7 @@ mod tests {
         assert!((s.lost - 0.2).abs() < 1e-12);
         assert!((s.idle - 5.8).abs() < 1e-12);
         assert_eq!(s.idle_samples, 500);
+        assert_eq!(s.throttled, 0);
     }
 
     // Run 2: a=250 (-0.5 s), b absent (-1 s), c=200 (new, +2 s), m=1 in module ext4.
@@ -594,17 +707,30 @@ mod tests {
         let a = &c.rows[2];
         assert!((a.delta + 0.5).abs() < 1e-9);
         assert!((a.delta_pct_of_run1_cpu + 12.5).abs() < 1e-9);
-        // Single runs: the sampling error, 10 ms x sqrt(300 + 250) = 0.2345 s; a 0.5 s
-        // drop is 2.13 standard errors: significant at 95%.
+        // Single runs: the sampling error only. a's 300 and 250 samples (550 < 1000) take
+        // the exact test, equal exposures (period 10 ms both): 2 P(X <= 250), X ~
+        // Binomial(550, 1/2) (scipy 1.17.1: 2*binom.cdf(250, 550, 0.5)).
         assert_eq!(a.noise.method, Method::SamplingError);
-        assert!((a.noise.ci95 - stats::Z_CRIT * 0.01 * 550f64.sqrt()).abs() < 1e-9);
-        assert!(a.noise.significant);
+        assert_eq!(a.noise.test, Some(stats::NoiseTest::ExactCounts));
+        close(a.noise.p_value.unwrap(), 0.036578745549102676, 1e-9);
+        // Its family: the three rows above the cutoff; c and b (200 and 100 samples
+        // against none) have far smaller p, so a's q = 3p/3 = p: below 5%, but only
+        // against the sampling error.
+        assert_eq!(c.families.functions, 3);
+        close(a.noise.q_value.unwrap(), a.noise.p_value.unwrap(), 1e-12);
+        assert_eq!(a.noise.verdict, Mark::SamplingOnly);
+        assert!(!a.noise.significant && a.noise.stands_out());
         let b = &c.rows[3];
         assert_eq!(b.run2, None);
         assert!((b.delta + 1.0).abs() < 1e-9);
         // m: 0.01 s of run 2's 4.51 s CPU = 0.22 % < 1 % cutoff; the others are above.
-        assert!(!c.rows[1].listed);
+        assert!(!c.rows[1].listed && !c.rows[1].above_cutoff);
+        assert_eq!(c.rows[1].noise.verdict, Mark::BelowCutoff);
+        assert_eq!(c.rows[1].noise.q_value, None);
         assert_eq!(c.listed().count(), 3);
+        // The CPU total with one run a side: sampling only, and nothing to resolve.
+        assert!(c.cpu_noise.sampling_only);
+        assert_eq!(c.cpu_detectable_pct(), None);
     }
 
     // Three repetitions a side: a = 3.0/3.1/2.9 s vs 3.5/3.6/3.4 s (significant),
@@ -627,19 +753,175 @@ mod tests {
         let c = compare_profile_sets(&s1, &s2, &CompareOptions::default()).unwrap();
         assert_eq!(c.run1.repetitions, 3);
         assert!((c.run1.cpu - 4.0).abs() < 1e-9);
-        let a = c.rows.iter().find(|r| r.function == "a").unwrap();
+        let a = row(&c, "a");
         assert_eq!(a.noise.method, Method::Welch);
         assert!((a.delta - 0.5).abs() < 1e-9);
         assert!((a.run1_sd_pct - 100.0 * 0.1 / 3.0).abs() < 1e-9);
-        assert!(a.noise.significant);
-        let b = c.rows.iter().find(|r| r.function == "b").unwrap();
-        assert!(!b.noise.significant);
+        // s = 0.1 s a side, below each side's sampling variance n p^2 (1 - n/N) (0.0120
+        // and 0.0127 s^2, the means over the repetitions), which floors it: se = 0.0908,
+        // t = 5.51, nu = 4.00; scipy 1.17.1: 2*t.sf(5.5093370831701085, 3.996544666033164).
+        assert_eq!(a.noise.test, Some(stats::NoiseTest::Welch));
+        close(a.noise.se.unwrap(), 0.09075502051370157, 1e-9);
+        close(a.noise.df.unwrap(), 3.996544666033164, 1e-9);
+        close(a.noise.p_value.unwrap(), 0.005308993324930965, 1e-6);
+        assert_eq!(a.noise.verdict, Mark::Significant);
+        assert_eq!(row(&c, "b").noise.verdict, Mark::Noise);
+        // With repetitions the total CPU time has thresholds: X = t_0.975 se, in %.
+        let d = c.cpu_detectable_pct().unwrap();
+        assert!(d.observed > 0.0 && d.true_change_80 > d.observed);
         let hide = CompareOptions {
             hide_noise: true,
             ..CompareOptions::default()
         };
         let c = compare_profile_sets(&s1, &s2, &hide).unwrap();
         assert_eq!(c.listed().map(|r| r.function.as_str()).collect::<Vec<_>>(), ["a"]);
+    }
+
+    // The issue's small counts: a function absent from run 1 with 4 samples in run 2
+    // had p = 0.0455 and was "significant"; the exact test gives 2 * 0.5^4 = 0.125
+    // (scipy 1.17.1: binomtest(4, 4, 0.5).pvalue).
+    #[test]
+    fn zero_against_four_samples_is_noise() {
+        let p1 = profile(10.0, 0, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let p2 = profile(
+            10.0,
+            0,
+            &[("kernel", "f", 100), ("kernel", "x", 4), ("kernel", "idle", 896)],
+        );
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let x = row(&c, "x");
+        close(x.noise.p_value.unwrap(), 0.125, 1e-12);
+        assert_eq!(x.noise.verdict, Mark::Noise);
+    }
+
+    // The issue's zero spread: a function absent in run 1, with 7 samples in each of 3
+    // repetitions of run 2, had p = 0 ("significant", "changes below 0.0% are within
+    // noise"). Floored by its sampling variance: t = 4.58, nu = 2, p = 0.0445 (scipy
+    // 1.17.1: 2*t.sf(4.582736093526138, 2)), with 100,000 samples a repetition.
+    #[test]
+    fn identical_repetitions_are_floored_not_exact() {
+        let p1 = profile_with(
+            0.001,
+            100.0,
+            0,
+            0,
+            &[("kernel", "f", 50_000), ("kernel", "idle", 50_000)],
+        );
+        let p2 = profile_with(
+            0.001,
+            100.0,
+            0,
+            0,
+            &[("kernel", "f", 50_000), ("kernel", "z", 7), ("kernel", "idle", 49_993)],
+        );
+        let c = compare_profile_sets(
+            &[p1.clone(), p1.clone(), p1],
+            &[p2.clone(), p2.clone(), p2],
+            &all_listed(),
+        )
+        .unwrap();
+        let z = row(&c, "z");
+        assert_eq!(z.noise.df, Some(2.0));
+        close(z.noise.p_value.unwrap(), 0.04446400593663997, 1e-9);
+        // f did not move at all: p = 1, not n/a.
+        assert_eq!(row(&c, "f").noise.p_value, Some(1.0));
+    }
+
+    // The issue's large functions, 10,000 samples a run: h 9,900 -> 9,800 and x 100 ->
+    // 200. h lost exactly what x gained; given the totals (multinomial) both have
+    // se = 1 ms x sqrt(99 + 196): h z = -5.82 (Poisson made it -0.71, noise).
+    #[test]
+    fn large_functions_are_multinomial() {
+        let p1 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "h", 9900), ("kernel", "x", 100)]);
+        let p2 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "h", 9800), ("kernel", "x", 200)]);
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let (h, x) = (row(&c, "h"), row(&c, "x"));
+        close(h.noise.se.unwrap(), 0.001 * 295f64.sqrt(), 1e-9);
+        close(
+            h.noise.p_value.unwrap(),
+            stats::normal_two_sided_p(100.0 / 295f64.sqrt()),
+            1e-9,
+        );
+        assert_eq!(h.noise.verdict, Mark::SamplingOnly);
+        assert_eq!(x.noise.verdict, Mark::SamplingOnly);
+    }
+
+    // The issue's two questions: 500 of 10,000 samples against 600 of 12,000 (1 ms): the
+    // time grew by 0.1 s (normal test, 1,100 samples: p = 0.0021), the share of CPU
+    // samples stayed at 5% (p = 1). The table marks the time; the share column (the
+    // flame graph's question) says noise.
+    #[test]
+    fn time_and_share_are_two_questions() {
+        let p1 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "f", 500), ("kernel", "g", 9500)]);
+        let p2 = profile_with(0.001, 12.0, 0, 0, &[("kernel", "f", 600), ("kernel", "g", 11_400)]);
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let f = row(&c, "f");
+        assert_eq!(f.noise.test, Some(stats::NoiseTest::NormalCounts));
+        // z = 0.1 / (1 ms x sqrt(500 x 0.95 + 600 x 0.95)); scipy 1.17.1:
+        // 2*norm.sf(0.1/(0.001*sqrt(1045))) = 0.0019...
+        close(
+            f.noise.p_value.unwrap(),
+            stats::normal_two_sided_p(0.1 / (0.001 * 1045f64.sqrt())),
+            1e-12,
+        );
+        assert!(f.noise.stands_out());
+        assert_eq!(f.share_noise.p_value, Some(1.0));
+        assert_eq!(f.share_noise.verdict, Mark::Noise);
+    }
+
+    // Families span the report: a row at p = 0.03 is marked alone, not beside a second
+    // test's row at p = 0.5 (BH: q = 2 x 0.03 / 1 = 0.06). --hide-noise then lists the
+    // row only when it stands out after the adjustment.
+    #[test]
+    fn families_span_the_tests_of_a_report() {
+        let sig = |p_value| {
+            Significance::unadjusted(
+                stats::Verdict::Tested(stats::Tested {
+                    test: stats::NoiseTest::Welch,
+                    delta: 1.0,
+                    se: 0.4,
+                    df: Some(4.0),
+                    p_value,
+                    sampling_only: false,
+                }),
+                1.0,
+                true,
+            )
+        };
+        let p = profile(10.0, 0, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let hide = CompareOptions {
+            hide_noise: true,
+            ..all_listed()
+        };
+        let mut one = compare_sides(std::slice::from_ref(&p), std::slice::from_ref(&p), &hide).unwrap();
+        let mut two = one.clone();
+        one.rows[0].noise = sig(0.03);
+        two.rows[0].noise = sig(0.5);
+        let mut alone = one.clone();
+        adjust_report(&mut [(&mut [][..], &mut alone)], &hide);
+        assert_eq!(alone.rows[0].noise.verdict, Mark::Significant);
+        assert!(alone.rows[0].listed);
+        adjust_report(&mut [(&mut [][..], &mut one), (&mut [][..], &mut two)], &hide);
+        close(one.rows[0].noise.q_value.unwrap(), 0.06, 1e-12);
+        assert_eq!(one.rows[0].noise.verdict, Mark::Noise);
+        assert!(!one.rows[0].listed);
+        assert_eq!((one.families.functions, two.families.functions), (2, 2));
+        // The two CPU totals (no change: p = 1) are the Holm family.
+        assert_eq!(one.families.headline, 2);
+    }
+
+    #[test]
+    fn throttled_sampling_is_counted_and_warned_about() {
+        let p1 = profile_with(0.01, 10.0, 0, 3, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let p2 = profile(10.0, 0, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        assert_eq!((c.run1.throttled, c.run2.throttled), (3, 0));
+        assert_eq!(c.warnings.len(), 1);
+        assert!(
+            c.warnings[0].starts_with("run 1: the kernel throttled sampling 3 times"),
+            "{:?}",
+            c.warnings
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Comparing two stored runs, test by test.
 
 use super::bench::{compare_bench, wall_time_result, BenchRow};
-use super::{compare_profile_sets, CompareOptions, ProfileComparison};
+use super::{adjust_report, compare_sides, CompareOptions, ProfileComparison};
 use crate::model::Profile;
 use crate::store::outdir::Status;
 use crate::store::run::{StoredRepetition, StoredRun, StoredTest};
@@ -181,7 +181,7 @@ fn compare_test(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Resu
         repetitions1: t1.repetitions.len(),
         repetitions2: t2.repetitions.len(),
         bench: compare_bench(&s1.bench, &s2.bench),
-        profile: Box::new(compare_profile_sets(&s1.profiles, &s2.profiles, opts)?),
+        profile: Box::new(compare_sides(&s1.profiles, &s2.profiles, opts)?),
         notes,
     })
 }
@@ -247,11 +247,29 @@ pub fn compare_runs(run1: &StoredRun, run2: &StoredRun, opts: &CompareOptions) -
             tests2: list(run2),
         });
     }
-    Ok(RunComparison {
+    let mut r = RunComparison {
         dir1: run1.dir.clone(),
         dir2: run2.dir.clone(),
         warnings,
         system_differences,
         tests,
-    })
+    };
+    r.adjust(opts);
+    Ok(r)
+}
+
+impl RunComparison {
+    /// Adjusts the p-values of every compared test together, as the report's families
+    /// ([`adjust_report`]), and lists the function rows.
+    pub(super) fn adjust(&mut self, opts: &CompareOptions) {
+        let mut parts: Vec<(&mut [BenchRow], &mut ProfileComparison)> = self
+            .tests
+            .iter_mut()
+            .filter_map(|t| match &mut t.outcome {
+                TestOutcome::Compared { bench, profile, .. } => Some((&mut bench[..], &mut **profile)),
+                TestOutcome::OnlyIn { .. } => None,
+            })
+            .collect();
+        adjust_report(&mut parts, opts);
+    }
 }

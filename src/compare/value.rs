@@ -90,6 +90,15 @@ pub struct Valued {
     pub lost: f64,
     /// Samples in idle functions.
     pub idle_samples: u64,
+    /// Samples outside idle functions.
+    pub busy_samples: u64,
+    /// Every sample of the run, idle functions included (the multinomial total of the
+    /// sampling tests).
+    pub samples: u64,
+    /// The value of every sample of the run: busy + idle, the idle functions valued at
+    /// the run's mean value per unit of weight when they have none of their own (busy
+    /// time from /proc/stat).
+    pub total: f64,
 }
 
 /// The basis a profile's values can be made on.
@@ -133,8 +142,14 @@ pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
         idle: 0.0,
         lost: 0.0,
         idle_samples: 0,
+        busy_samples: 0,
+        samples: 0,
+        total: 0.0,
     };
+    let (mut busy_weight, mut all_weight) = (0.0, 0.0);
     for f in &p.functions {
+        v.samples += f.total();
+        all_weight += f.weight() as f64;
         let x: f64 = f
             .weight_per_cpu
             .iter()
@@ -161,7 +176,14 @@ pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
         e.2 += f.total();
         v.busy += x;
         v.busy_var += var;
+        v.busy_samples += f.total();
+        busy_weight += w as f64;
     }
+    v.total = match basis {
+        Basis::BusyTime if busy_weight > 0.0 => v.busy * all_weight / busy_weight,
+        Basis::BusyTime => v.busy,
+        _ => v.busy + v.idle,
+    };
     v.lost = p
         .cpus
         .iter()
@@ -225,6 +247,10 @@ mod tests {
         assert!((v.functions["b"].0 - 2.5).abs() < 1e-12);
         assert!((v.busy - 4.0).abs() < 1e-12, "all of the busy time");
         assert_eq!(v.idle, 0.0, "idle functions get none of the busy time");
+        // Totals for the sampling tests: 5 samples, 4 of them busy; the idle function's
+        // 500 cycles valued at the run's 4 s per 8000 cycles: 4.25 s in all.
+        assert_eq!((v.samples, v.busy_samples), (5, 4));
+        assert!((v.total - 4.25).abs() < 1e-12);
         // a: 4000 cycles for 1.5 s; its squares 3000² + 1000² scale by (1.5/4000)².
         let want = (1.5f64 / 4000.0).powi(2) * 1e7;
         assert!((v.functions["a"].1 - want).abs() < 1e-15);
@@ -237,6 +263,7 @@ mod tests {
         assert_eq!(v.basis, Basis::SampledTime);
         assert!((v.functions["a"].0 - 4000e-9).abs() < 1e-18);
         assert!((v.idle - 500e-9).abs() < 1e-18);
+        assert!((v.total - 8500e-9).abs() < 1e-18);
         let p = profile(Unit::Events, [Some(1.0), None]);
         let v = value(&p, &IdleSet::new(p.idle_set.clone()));
         assert_eq!(v.basis, Basis::EventCount, "a CPU without /proc/stat: no time basis");

@@ -2,12 +2,14 @@
 //! of two runs coloured by the change of each frame's inclusive time.
 
 use crate::compare::stacks::StackDiff;
+use crate::compare::Mark;
 use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};
 
-/// Fill of a frame whose change is within the noise (inferno's colour for no change).
+/// Fill of a frame whose change is within the noise, or not tested (inferno's colour for
+/// no change).
 pub const NEUTRAL: Color = Color { r: 250, g: 250, b: 250 };
 
 fn hash(name: &str) -> u32 {
@@ -104,9 +106,9 @@ fn render_lines(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl
 
 /// The fill of a node in the differential graph: red when its inclusive share grew,
 /// blue when it shrank, deeper the larger the change relative to `max_delta`; neutral
-/// within the noise.
-pub fn change_color(delta_pct: f64, significant: bool, max_delta: f64) -> Color {
-    if !significant || delta_pct == 0.0 || max_delta <= 0.0 {
+/// unless the change stands out (after the graph's family adjustment).
+pub fn change_color(delta_pct: f64, stands_out: bool, max_delta: f64) -> Color {
+    if !stands_out || delta_pct == 0.0 || max_delta <= 0.0 {
         return NEUTRAL;
     }
     // Even the smallest real change stays visibly apart from the neutral fill.
@@ -149,22 +151,27 @@ pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>,
     let layout = d.layout(&lines);
     let max_delta = (1..d.nodes.len())
         .map(|n| d.change(n))
-        .filter(|c| c.significant())
+        .filter(|c| c.stands_out())
         .map(|c| c.delta_pct.abs())
         .fold(0.0, f64::max);
     let recoloured = recolour(&svg, |depth, start| {
         let n = *layout.get(&(depth, start))?;
         let c = d.change(n);
+        let verdict = match c.noise.verdict {
+            Mark::Significant => "",
+            Mark::SamplingOnly => ", beyond the sampling error (run-to-run noise not measured)",
+            Mark::Noise => ", within the noise",
+            Mark::NotTested | Mark::BelowCutoff => ", not tested",
+        };
         let title = format!(
-            "{} (inclusive {:.2}% → {:.2}% of CPU time, {:+.2} ± {:.2} points{})",
+            "{} (inclusive {:.2}% → {:.2}% of CPU time, {:+.2} ± {:.2} points{verdict})",
             d.node_name(n),
             c.pct1,
             c.pct2,
             c.delta_pct,
             c.error_pct,
-            if c.significant() { "" } else { ", within the noise" }
         );
-        Some((change_color(c.delta_pct, c.significant(), max_delta), title))
+        Some((change_color(c.delta_pct, c.stands_out(), max_delta), title))
     })?;
     if semicolons {
         return write_back(recoloured.as_bytes(), w);
@@ -272,7 +279,13 @@ mod tests {
     fn a_frame_name_with_a_semicolon_stays_one_frame() {
         let (p1, p2) = jvm_profiles();
         let mut svg = Vec::new();
-        render_differential(&StackDiff::new(&p1, &p2), "t", None, &mut svg).unwrap();
+        render_differential(
+            &StackDiff::new(std::slice::from_ref(&p1), std::slice::from_ref(&p2)),
+            "t",
+            None,
+            &mut svg,
+        )
+        .unwrap();
         let svg = String::from_utf8(svg).unwrap();
         let t = titles(&svg);
         // all, java, bar and baz: four frames, each with its own title.
@@ -306,6 +319,7 @@ mod tests {
         let p1 = StackProfile::from_folded("a;b 500\na;b;c 500\nz 1000\n", "1").unwrap();
         let p2 = StackProfile::from_folded("a;b 500\na;b;c 1000\nz 500\n", "2").unwrap();
         let mut svg = Vec::new();
+        let (p1, p2) = (vec![p1], vec![p2]);
         render_differential(&StackDiff::new(&p1, &p2), "t", None, &mut svg).unwrap();
         let svg = String::from_utf8(svg).unwrap();
         let fill_of = |name: &str| {

@@ -9,10 +9,11 @@
 //! Nothing is fetched: a Content-Security-Policy forbids every network request.
 
 use super::{fmt_pct, fmt_rate, fmt_ratio, fmt_sec, msec};
-use crate::compare::bench::{resolvable_pct, BenchRow};
+use crate::compare::bench::BenchRow;
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
-use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, TestStacks, NOISE_Z};
-use crate::compare::{ratio, Basis, FunctionDelta, Measure, Method, ProfileComparison, ProfileSummary};
+use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
+use crate::compare::stats::{Mark, Significance};
+use crate::compare::{ratio, Basis, FunctionDelta, Measure, ProfileComparison, ProfileSummary};
 use crate::model::DEFAULT_IDLE_FUNCTIONS;
 use crate::report::stackcmp::flame_file;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -256,11 +257,20 @@ fn header(cmp: &RunComparison) -> Markup {
     }
 }
 
-fn verdict(significant: bool) -> Markup {
-    html! {
-        @if significant { span.verdict.significant { "significant" } }
-        @else { span.verdict.noise { "noise" } }
-    }
+fn verdict(n: &Significance) -> Markup {
+    let class = match n.verdict {
+        Mark::Significant => "verdict significant",
+        Mark::SamplingOnly => "verdict sampling",
+        Mark::Noise => "verdict noise",
+        Mark::NotTested | Mark::BelowCutoff => "verdict untested",
+    };
+    html! { span class=(class) { (n.verdict.word()) } }
+}
+
+/// Beyond the noise as far as it was measured: significant, or beyond the sampling error
+/// of single runs.
+fn beyond(n: &Significance) -> bool {
+    matches!(n.verdict, Mark::Significant | Mark::SamplingOnly)
 }
 
 /// Which way a ratio is an improvement, for its colour.
@@ -424,7 +434,7 @@ fn digest(cmp: &RunComparison) -> Markup {
 }
 
 fn significant_listed(p: &ProfileComparison) -> usize {
-    p.listed().filter(|r| r.noise.significant).count()
+    p.listed().filter(|r| beyond(&r.noise)).count()
 }
 
 fn digest_bench(b: Option<&BenchRow>) -> Markup {
@@ -433,8 +443,8 @@ fn digest_bench(b: Option<&BenchRow>) -> Markup {
     };
     html! {
         td.num title=(b.description) { (fmt_ratio(b.speed_ratio)) "×" }
-        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.significant))) }
-        td { @match b.noise { Some(n) => (verdict(n.significant)), None => span.verdict.untested { "single run" } } }
+        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
+        td { @match b.noise { Some(n) => (verdict(&n)), None => span.verdict.untested { "single run" } } }
     }
 }
 
@@ -442,8 +452,8 @@ fn digest_cpu(p: &ProfileComparison) -> Markup {
     let r = ratio(p.run1.cpu, p.run2.cpu);
     html! {
         td.num { (fmt_ratio(r)) }
-        td { (ratio_bar(r, Better::Lower, !p.cpu_noise.significant)) }
-        td { (verdict(p.cpu_noise.significant)) }
+        td { (ratio_bar(r, Better::Lower, !beyond(&p.cpu_noise))) }
+        td { (verdict(&p.cpu_noise)) }
     }
 }
 
@@ -524,19 +534,17 @@ fn bench_table(rows: &[BenchRow]) -> Markup {
                         td.num { (bench_value(b, b.run2)) }
                         @if repeated { td.num { (format!("{:.1}", b.run2_sd_pct)) } }
                         td.num { (fmt_ratio(b.speed_ratio)) }
-                        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.significant))) }
+                        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
                         @if repeated {
-                            td { @match b.noise { Some(n) => (verdict(n.significant)), None => "n/a" } }
+                            td { @match b.noise { Some(n) => (verdict(&n)), None => "n/a" } }
                             td { (interval_plot(b)) }
                         }
                     }
                 }
             }
         }
-        @if let Some(pct) = resolvable_pct(rows) {
-            p.note {
-                "Benchmark changes below " (format!("{pct:.1}")) "% are within noise (95% confidence, Welch's t-test)."
-            }
+        @if let Some(line) = super::text::bench_noise_line(rows) {
+            p.note { (line) }
         }
     }
 }
@@ -558,7 +566,7 @@ fn summary_table(c: &ProfileComparison) -> Markup {
         }
     };
     let unit = format!("({})", m.unit);
-    let faint = !c.cpu_noise.significant;
+    let faint = !beyond(&c.cpu_noise);
     html! {
         table.summary {
             thead {
@@ -590,7 +598,7 @@ fn summary_table(c: &ProfileComparison) -> Markup {
             }
         }
         p.note {
-            "CPU time: " (verdict(c.cpu_noise.significant))
+            "CPU time: " (verdict(&c.cpu_noise))
             @if repeated {
                 " (sd " (format!("{:.1}", a.cpu_sd_pct)) "% and " (format!("{:.1}", b.cpu_sd_pct))
                 "% over the repetitions)"
@@ -648,18 +656,11 @@ fn profile_notes(c: &ProfileComparison) -> Markup {
             } @else {
                 li { "Values are in " (c.measure.unit) "." }
             }
-            @match c.method() {
-                Method::SamplingError => li {
-                    "Noise: one run on a side, so each delta is tested against the sampling error of its sample counts "
-                    "(Poisson, 95%). Run-to-run variation is not measured that way and is usually larger: repeat the "
-                    "runs (uprun --runs N)."
-                },
-                Method::Welch => li {
-                    "Noise: " (a.repetitions) " and " (b.repetitions) " repetitions; each delta is tested with Welch's "
-                    "t-test at 95% on the repetitions' times."
-                },
+            // The same notes as the text report: the test, its question and family, and what
+            // the data resolve of the total CPU time.
+            @for note in super::text::noise_notes(c) {
+                li { (note) }
             }
-            li { "Changes of total CPU time below " (fmt_pct(c.resolvable_pct())) "% are within noise." }
             @if a.idle_set == b.idle_set {
                 li { "Idle functions (not counted as CPU time, not listed): " (idle(&a.idle_set)) "." }
             } @else {
@@ -673,7 +674,7 @@ fn profile_notes(c: &ProfileComparison) -> Markup {
 fn share_cells(c: &ShareChange) -> Markup {
     html! {
         td.num { (fmt_pct(c.pct1)) } td.num { (fmt_pct(c.pct2)) }
-        td.num.significant[c.significant()] { (format!("{:+.2}", c.delta_pct)) } td.num { "±" (fmt_pct(c.error_pct)) }
+        td.num.significant[c.stands_out()] { (format!("{:+.2}", c.delta_pct)) } td.num { "±" (fmt_pct(c.error_pct)) }
     }
 }
 
@@ -705,7 +706,8 @@ fn stack_section(s: &TestStacks, flame: Option<usize>) -> Markup {
             }
             p.note {
                 "Width: run 2's samples; colour: the change of each frame's inclusive share of CPU time (red grew, "
-                "blue shrank, neutral within " (NOISE_Z) " standard errors). Click a frame to zoom, "
+                "blue shrank, neutral where the change does not stand out at a false-discovery rate of 5% over the "
+                "frames at or above " (FRAME_CUTOFF_PCT) "%). Click a frame to zoom, "
                 "Search (top right, or Ctrl-F inside the graph) to highlight."
             }
         } @else {
@@ -717,8 +719,8 @@ fn stack_section(s: &TestStacks, flame: Option<usize>) -> Markup {
         } @else {
             p.note {
                 "The functions whose inclusive CPU time changed most, and the arcs that carry it: percent of each "
-                "run's CPU samples (idle left out), R2−R1 in points ± one standard error (Poisson); bold beyond "
-                (NOISE_Z) " standard errors."
+                "run's CPU samples (idle left out), R2−R1 in points ± one standard error; bold where the change stands out at a false-discovery rate "
+                "of 5% (Benjamini-Hochberg over the frames at or above " (FRAME_CUTOFF_PCT) "%)."
             }
             table.callers {
                 thead { tr { th {} th.num { "R1%" } th.num { "R2%" } th.num { "R2−R1" } th.num { "error" } } }
@@ -759,6 +761,15 @@ mod tests {
         assert_eq!(back["a"], "</script><!-- <b>");
     }
 
+    fn significant() -> Significance {
+        use crate::compare::stats::{NotTested, Verdict};
+        Significance {
+            significant: true,
+            verdict: Mark::Significant,
+            ..Significance::unadjusted(Verdict::NotTested(NotTested::NoValues), -1.5, false)
+        }
+    }
+
     #[test]
     fn row_tables_flatten_nested_fields() {
         let row = FunctionDelta {
@@ -771,7 +782,9 @@ mod tests {
             run2_pct_of_cpu: 0.0,
             run1_sd_pct: 0.0,
             run2_sd_pct: 0.0,
-            noise: crate::compare::stats::sampling(150.0, 0.01, 0.0, 0.01),
+            noise: significant(),
+            share_noise: significant(),
+            above_cutoff: true,
             listed: true,
         };
         let mut json = Vec::new();
@@ -793,6 +806,7 @@ mod tests {
         assert_eq!(rows[1][at("function")], "f<int>");
         assert_eq!(rows[0][at("run2")], serde_json::Value::Null);
         assert_eq!(rows[0][at("noise.significant")], true);
+        assert_eq!(rows[0][at("noise.verdict")], "significant");
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     let (a, b) = (&c.run1, &c.run2);
     let m = &c.measure;
     let unit = cell(&m.unit);
+    for w in &c.warnings {
+        writeln!(out, "> **Note:** {}\n", cell(w))?;
+    }
     writeln!(
         out,
         "| Profiling Summary (sum of all CPUs) | Run1 ({unit}) | Run2 ({unit}) | R2/R1 |"
@@ -54,27 +57,32 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     writeln!(out)?;
     writeln!(
         out,
-        "| Function (cutoff {:.2}%) | Run1 ({unit}) | Run2 ({unit}) | R2-R1 ({unit}) | R2-R1 / total R1 CPU (%) |",
+        "| Function (cutoff {:.2}%) | Run1 ({unit}) | Run2 ({unit}) | R2-R1 ({unit}) | R2-R1 / total R1 CPU (%) | 95% test |",
         c.cutoff_pct
     )?;
-    writeln!(out, "|:--|--:|--:|--:|--:|")?;
+    writeln!(out, "|:--|--:|--:|--:|--:|:--|")?;
     let value = |x: f64| fmt_sec(x / m.scale);
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             cell(&r.function),
             opt(r.run1),
             opt(r.run2),
             value(r.delta),
-            fmt_pct(r.delta_pct_of_run1_cpu)
+            fmt_pct(r.delta_pct_of_run1_cpu),
+            r.noise.verdict.word()
         )?;
     }
-    let hidden = c.rows.len() - c.listed().count();
     writeln!(out)?;
-    if hidden > 0 {
-        writeln!(out, "{hidden} functions below the cutoff are not shown.")?;
+    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
+    let quiet = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
+    if below > 0 {
+        writeln!(out, "{below} functions below the cutoff are not shown.")?;
+    }
+    if quiet > 0 {
+        writeln!(out, "{quiet} functions within the noise are not shown.")?;
     }
     let per_sample = |s: &crate::compare::ProfileSummary| match m.basis {
         Basis::SampledTime => format!("{} ms", msec(s.period * 1e-9)),
@@ -91,7 +99,11 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
         cell(&a.event),
         per_sample(a),
         per_sample(b)
-    )
+    )?;
+    for line in super::text::noise_notes(c) {
+        writeln!(out, "\n{}", cell(&line))?;
+    }
+    Ok(())
 }
 
 /// A whole upcmp comparison: warnings, then per test its benchmark and profile tables.
@@ -131,18 +143,25 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                     writeln!(out)?;
                 }
                 if !bench.is_empty() {
-                    writeln!(out, "| Operation | Run1 | Run2 | Speed R2 vs R1 |\n|:--|--:|--:|--:|")?;
+                    writeln!(
+                        out,
+                        "| Operation | Run1 | Run2 | Speed R2 vs R1 | 95% test |\n|:--|--:|--:|--:|:--|"
+                    )?;
                     for b in bench {
                         let v = |x: Option<f64>| x.map(|x| format!("{x:.3}")).unwrap_or_default();
                         writeln!(
                             out,
-                            "| {} ({}) | {} | {} | {} |",
+                            "| {} ({}) | {} | {} | {} | {} |",
                             cell(&b.description),
                             cell(&b.unit),
                             v(b.run1),
                             v(b.run2),
-                            fmt_ratio(b.speed_ratio)
+                            fmt_ratio(b.speed_ratio),
+                            b.noise.as_ref().map_or("n/a", |n| n.verdict.word())
                         )?;
+                    }
+                    if let Some(line) = super::text::bench_noise_line(bench) {
+                        writeln!(out, "\n{}", cell(&line))?;
                     }
                     writeln!(out)?;
                 }
@@ -172,7 +191,7 @@ mod tests {
         let md = String::from_utf8(out).unwrap();
         assert!(md.contains("| Elapsed time | 2.000 | 2.000 | 1.00 |"), "{md}");
         assert!(
-            md.contains("| \\_\\_do\\_sys\\|x | 1.000 | 1.000 | 0.000 | 0.00 |"),
+            md.contains("| \\_\\_do\\_sys\\|x | 1.000 | 1.000 | 0.000 | 0.00 | noise |"),
             "{md}"
         );
         // Every table row has as many cells as its header.

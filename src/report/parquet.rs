@@ -39,6 +39,14 @@ pub fn frame<'r>(rows: &[Row<'r>]) -> PolarsResult<DataFrame> {
             flag("significant", &|r| r.significant),
             flag("listed", &|r| r.listed),
             text("unit", &|r| (!r.unit.is_empty()).then_some(r.unit)),
+            text("verdict", &|r| r.verdict),
+            number("q_value", &|r| r.q_value),
+            text("noise_test", &|r| r.noise_test),
+            number("detectable_observed", &|r| r.detectable_observed),
+            number("detectable_true_80", &|r| r.detectable_true_80),
+            number("share_p_value", &|r| r.share_p_value),
+            number("share_q_value", &|r| r.share_q_value),
+            text("share_verdict", &|r| r.share_verdict),
         ],
     )
 }

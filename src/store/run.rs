@@ -36,9 +36,9 @@ pub struct StoredTest {
     /// Its repetitions with a profile, in order; empty when the test has no profile (it
     /// did not run, or was interrupted before its profile was written).
     pub repetitions: Vec<StoredRepetition>,
-    /// The folded stacks of every repetition, summed, when the run is an upsrun run and
-    /// each repetition has them.
-    pub stacks: Option<StackProfile>,
+    /// The folded stacks of each repetition, in order, when the run is an upsrun run and
+    /// each repetition has them (their spread is the stack comparison's noise).
+    pub stacks: Option<Vec<StackProfile>>,
 }
 
 /// A run read for comparison.
@@ -123,7 +123,11 @@ pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
             None => Vec::new(),
         };
         let stacks = if run.marker.kind == RunKind::Upsrun && has_stacks(&reps) {
-            Some(read_folded(&reps)?)
+            Some(
+                reps.iter()
+                    .map(|d| read_folded(std::slice::from_ref(d)))
+                    .collect::<Result<_, _>>()?,
+            )
         } else {
             None
         };

@@ -17,8 +17,8 @@
 //! total CPU and system counters. [`detectable`] turns a standard error into the
 //! report's "observed change below X%" and "true change of Y% detected 80% of the time".
 //!
-//! [`welch`] and [`sampling`] are the tests of the current comparison, superseded by the
-//! functions above.
+//! [`Significance`] is what the report carries of a test: the test, its p-value, and the
+//! verdict ([`Mark`]) once its family has been adjusted ([`adjust_family`]).
 
 mod counts;
 mod dist;
@@ -159,85 +159,164 @@ pub fn stddev_pct(xs: &[f64]) -> f64 {
     }
 }
 
-/// The result of a test for a difference between run 2 and run 1 (superseded by
-/// [`Verdict`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Significance {
-    /// How the noise was estimated.
-    pub method: Method,
-    /// Mean of run 2 minus mean of run 1.
-    pub delta: f64,
-    /// Half-width of the 95% confidence interval of the delta.
-    pub ci95: f64,
-    /// Two-sided p-value.
-    pub p_value: f64,
-    /// p < ALPHA.
-    pub significant: bool,
-}
-
-/// How noise was estimated.
+/// How a row's noise was estimated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
-    /// Welch's t-test on repeated runs.
+    /// From the repetitions (Welch's t-test, or one run against k), each side's variance
+    /// at least its sampling (or rounding) variance.
     Welch,
-    /// Poisson error of sample counts (single runs).
+    /// From the sampling error of the sample counts alone (one run a side).
     SamplingError,
 }
 
-/// Welch's t-test of `b` against `a` (each at least two values). Superseded by
-/// [`welch_floored`]: with no spread it calls any difference significant.
-pub fn welch(a: &[f64], b: &[f64]) -> Option<Significance> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let (va, vb) = (stddev(a).powi(2) / a.len() as f64, stddev(b).powi(2) / b.len() as f64);
-    let delta = mean(b) - mean(a);
-    let se = (va + vb).sqrt();
-    if se == 0.0 {
-        // No spread at all: any difference is exact, none is noise.
-        return Some(Significance {
-            method: Method::Welch,
-            delta,
-            ci95: 0.0,
-            p_value: if delta == 0.0 { 1.0 } else { 0.0 },
-            significant: delta != 0.0,
-        });
-    }
-    let df = (va + vb).powi(2) / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
-    let t = delta / se;
-    let p_value = 2.0 * t_cdf(-t.abs(), df);
-    Some(Significance {
-        method: Method::Welch,
-        delta,
-        ci95: t_quantile(1.0 - ALPHA / 2.0, df) * se,
-        p_value,
-        significant: p_value < ALPHA,
-    })
+/// What the report prints for a row: its verdict after its family's adjustment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Mark {
+    /// The adjusted p-value is below [`ALPHA`], against the measured run-to-run noise.
+    #[serde(rename = "significant")]
+    Significant,
+    /// The adjusted p-value is below [`ALPHA`], but only the sampling error was known (one
+    /// run a side): run-to-run noise, usually larger, was not measured.
+    #[serde(rename = "sampling only")]
+    SamplingOnly,
+    /// The adjusted p-value is [`ALPHA`] or more.
+    #[serde(rename = "noise")]
+    Noise,
+    /// Not tested: nothing can be said (see [`NotTested`]).
+    #[serde(rename = "n/a")]
+    NotTested,
+    /// Tested, but in no family (a function below the cutoff, a frame below the flame
+    /// graph's cutoff): its p-value alone marks nothing.
+    #[serde(rename = "below cutoff")]
+    BelowCutoff,
 }
 
-/// Sampling-error test of a count difference: counts `n1` and `n2` (Poisson), each
-/// sample worth `p1` and `p2` seconds. Superseded by [`time_test`]: wrong for small
-/// counts (normal only) and for large shares (Poisson, not multinomial).
-pub fn sampling(n1: f64, p1: f64, n2: f64, p2: f64) -> Significance {
-    let delta = n2 * p2 - n1 * p1;
-    let se = (n1 * p1 * p1 + n2 * p2 * p2).sqrt();
-    let (p_value, significant) = if se == 0.0 {
-        (1.0, false)
-    } else {
-        // The report's current numbers: the normal tail as the t distribution's limit
-        // (its far tail is less precise than normal_two_sided_p's; the golden files
-        // hold these values until the report moves to time_test).
-        let p = 2.0 * t_cdf(-(delta / se).abs(), 1e9);
-        (p, p < ALPHA)
-    };
-    Significance {
-        method: Method::SamplingError,
-        delta,
-        ci95: Z_CRIT * se,
-        p_value,
-        significant,
+impl Mark {
+    /// The word the report prints.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mark::Significant => "significant",
+            Mark::SamplingOnly => "sampling only",
+            Mark::Noise => "noise",
+            Mark::NotTested => "n/a",
+            Mark::BelowCutoff => "below cutoff",
+        }
     }
+
+    /// Whether the change stands above the noise the test knew of (significant, or
+    /// beyond the sampling error with one run a side).
+    pub fn stands_out(self) -> bool {
+        matches!(self, Mark::Significant | Mark::SamplingOnly)
+    }
+}
+
+/// A row's noise test as the report carries it: the test, its p-value, and the verdict
+/// after the family's adjustment (`docs/formulas.md`, "Noise").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Significance {
+    /// From the repetitions or from the sampling error alone.
+    pub method: Method,
+    /// The test that decided; None when not tested.
+    pub test: Option<NoiseTest>,
+    /// Why there is no test, when there is none.
+    pub not_tested: Option<NotTested>,
+    /// Run 2's value (mean over repetitions) minus run 1's.
+    pub delta: f64,
+    /// Standard error of `delta`.
+    pub se: Option<f64>,
+    /// Degrees of freedom of the t distribution; None for the normal or an exact test.
+    pub df: Option<f64>,
+    /// Half-width of the 95% confidence interval of `delta`.
+    pub ci95: Option<f64>,
+    /// Two-sided p-value, before the family's adjustment.
+    pub p_value: Option<f64>,
+    /// The p-value adjusted in the row's family (Benjamini–Hochberg q-value, or Holm's
+    /// adjusted p-value); None when the row is in no family.
+    pub q_value: Option<f64>,
+    /// Only the sampling error was known (one run a side).
+    pub sampling_only: bool,
+    /// The adjusted p-value is below [`ALPHA`] and the run-to-run noise was measured:
+    /// `verdict` is [`Mark::Significant`].
+    pub significant: bool,
+    /// What the report prints.
+    pub verdict: Mark,
+    /// The observed change needed for significance and the true change detected 80% of
+    /// the time, at this test's standard error.
+    pub detectable: Option<Detectable>,
+}
+
+impl Significance {
+    /// The test `v` of a change `delta`, estimated from repetitions when `repeated`,
+    /// before any adjustment: in no family yet ([`Mark::BelowCutoff`], or n/a).
+    pub fn unadjusted(v: Verdict, delta: f64, repeated: bool) -> Self {
+        let t = v.tested();
+        Significance {
+            method: if repeated { Method::Welch } else { Method::SamplingError },
+            test: t.map(|t| t.test),
+            not_tested: match v {
+                Verdict::NotTested(why) => Some(why),
+                Verdict::Tested(_) => None,
+            },
+            delta: t.map_or(delta, |t| t.delta),
+            se: t.map(|t| t.se),
+            df: t.and_then(|t| t.df),
+            ci95: t.map(Tested::ci95),
+            p_value: t.map(|t| t.p_value),
+            q_value: None,
+            sampling_only: t.is_some_and(|t| t.sampling_only),
+            significant: false,
+            verdict: if t.is_some() {
+                Mark::BelowCutoff
+            } else {
+                Mark::NotTested
+            },
+            detectable: t.map(Tested::detectable),
+        }
+    }
+
+    /// The same test with the delta in another unit: `k` times the value (a share's
+    /// fraction as percentage points, k = 100).
+    pub fn scaled(self, k: f64) -> Self {
+        Significance {
+            delta: k * self.delta,
+            se: self.se.map(|x| k * x),
+            ci95: self.ci95.map(|x| k * x),
+            detectable: self.detectable.map(|d| Detectable {
+                observed: k * d.observed,
+                true_change_80: k * d.true_change_80,
+            }),
+            ..self
+        }
+    }
+
+    /// Sets the adjusted p-value `q` of a tested row, and the verdict it gives.
+    fn set_adjusted(&mut self, q: f64) {
+        self.q_value = Some(q);
+        self.verdict = match (q < ALPHA, self.sampling_only) {
+            (false, _) => Mark::Noise,
+            (true, true) => Mark::SamplingOnly,
+            (true, false) => Mark::Significant,
+        };
+        self.significant = self.verdict == Mark::Significant;
+    }
+
+    /// Whether the change stands above the noise the test knew of.
+    pub fn stands_out(&self) -> bool {
+        self.verdict.stands_out()
+    }
+}
+
+/// Adjusts a family's p-values together and sets each member's verdict; members that
+/// were not tested stay n/a and are not counted. Returns the family's size.
+pub fn adjust_family(correction: Correction, members: &mut [&mut Significance]) -> usize {
+    let p: Vec<f64> = members.iter().filter_map(|m| m.p_value).collect();
+    let q = adjust(correction, &p);
+    let mut q = q.into_iter();
+    for m in members.iter_mut().filter(|m| m.p_value.is_some()) {
+        m.set_adjusted(q.next().expect("one q per p"));
+    }
+    p.len()
 }
 
 #[cfg(test)]
@@ -261,37 +340,46 @@ mod tests {
         assert_eq!(stddev(&[7.0]), 0.0);
     }
 
-    // Reference values from scipy 1.17.1: scipy.stats.ttest_ind(equal_var=False).
+    // A family's verdicts: BH q-values (statsmodels 0.15.0, multipletests([0.01, 0.04,
+    // 0.03], method="fdr_bh"): 0.03, 0.04, 0.04); n/a rows are left out of the family;
+    // sampling-only rows that pass print as such.
     #[test]
-    fn welch_matches_scipy() {
-        // The seed's hackbench series for 1 group: base and new.
-        let a = [4.096, 4.090, 4.073, 4.129, 4.092];
-        let b = [3.193, 3.261, 3.257, 3.223, 3.247];
-        let s = welch(&a, &b).unwrap();
-        close(
-            s.delta / ((stddev(&a).powi(2) / 5.0 + stddev(&b).powi(2) / 5.0).sqrt()),
-            -55.07240435857833,
-            1e-12,
-        );
-        close(s.p_value, 8.288154539362828e-11, 1e-6);
-        assert!(s.significant);
-        let s = welch(&[10.0, 10.5, 9.8], &[10.2, 10.9, 10.4, 10.6]).unwrap();
-        close(s.p_value, 0.17429083917463256, 1e-9);
-        assert!(!s.significant);
-        assert!(welch(&[1.0], &[1.0, 2.0]).is_none());
-    }
-
-    #[test]
-    fn sampling_error_by_hand() {
-        // 10000 vs 10400 samples of 1 ms: delta 0.4 s, se = 1 ms * sqrt(20400) = 0.1428 s,
-        // z = 2.80: significant. 10000 vs 10200: z = 1.41: within noise.
-        let s = sampling(10000.0, 0.001, 10400.0, 0.001);
-        close(s.delta, 0.4, 1e-12);
-        close(s.ci95, Z_CRIT * 0.001 * 20400f64.sqrt(), 1e-12);
-        assert!(s.significant);
-        // scipy: 2 * norm.sf(0.4 / (0.001 * sqrt(20400)))
-        close(s.p_value, 0.005101399646004968, 1e-5);
-        assert!(!sampling(10000.0, 0.001, 10200.0, 0.001).significant);
-        assert!(!sampling(0.0, 0.001, 0.0, 0.001).significant);
+    fn a_family_sets_each_verdict() {
+        let t = |p_value, sampling_only| {
+            Verdict::Tested(Tested {
+                test: NoiseTest::Welch,
+                delta: 1.0,
+                se: 0.5,
+                df: Some(4.0),
+                p_value,
+                sampling_only,
+            })
+        };
+        let mut rows = [
+            Significance::unadjusted(t(0.01, false), 1.0, true),
+            Significance::unadjusted(Verdict::NotTested(NotTested::NoVariance), 2.0, true),
+            Significance::unadjusted(t(0.04, false), 1.0, true),
+            Significance::unadjusted(t(0.03, true), 1.0, false),
+        ];
+        assert_eq!(rows[0].verdict, Mark::BelowCutoff, "no family, no mark");
+        assert!(!rows[0].significant);
+        let n = adjust_family(Correction::BenjaminiHochberg, &mut rows.iter_mut().collect::<Vec<_>>());
+        assert_eq!(n, 3);
+        let q: Vec<Option<f64>> = rows.iter().map(|r| r.q_value).collect();
+        assert_eq!(q[1], None);
+        close(q[0].unwrap(), 0.03, 1e-12);
+        close(q[2].unwrap(), 0.04, 1e-12);
+        close(q[3].unwrap(), 0.04, 1e-12);
+        assert_eq!(rows[0].verdict, Mark::Significant);
+        assert!(rows[0].significant);
+        assert_eq!(rows[1].verdict, Mark::NotTested);
+        assert_eq!(rows[1].delta, 2.0);
+        assert_eq!(rows[3].verdict, Mark::SamplingOnly);
+        assert!(!rows[3].significant && rows[3].stands_out());
+        // Holm over the same p-values: 0.03, 0.06, 0.06.
+        adjust_family(Correction::Holm, &mut rows.iter_mut().collect::<Vec<_>>());
+        assert_eq!(rows[0].verdict, Mark::Significant);
+        assert_eq!(rows[2].verdict, Mark::Noise);
+        close(rows[0].ci95.unwrap(), 0.5 * 2.7764451051977934, 1e-9);
     }
 }

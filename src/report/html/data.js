@@ -37,7 +37,7 @@ window.upcmp.data = (function () {
     return typeof v === "object" ? JSON.stringify(v) : String(v);
   }
   function verdict(v) {
-    return v === true ? "significant" : v === false ? "noise" : "";
+    return typeof v === "string" ? v : "";
   }
 
   // The function table's columns, in order. kind: "name" (the filter searches it),
@@ -55,7 +55,8 @@ window.upcmp.data = (function () {
     { key: "run2_pct_of_cpu", label: "Run2 % of CPU", format: fixed(2) },
     { key: "noise.ci95", label: "±95%", valued: true },
     { key: "noise.p_value", label: "p", format: pValue },
-    { key: "noise.significant", label: "95% test", kind: "verdict", format: verdict },
+    { key: "noise.verdict", label: "95% test", kind: "verdict", format: verdict },
+    { key: "noise.significant", hidden: true },
     { key: "noise.method", hidden: true },
     { key: "noise.delta", hidden: true },
     { key: "listed", hidden: true }
@@ -114,7 +115,9 @@ window.upcmp.data = (function () {
         return String(value(r, "function"));
       },
       significant: function (r) {
-        return value(r, "noise.significant") === true;
+        // Beyond the noise as far as it was measured (single runs: the sampling error).
+        var v = value(r, "noise.verdict");
+        return v === "significant" || v === "sampling only";
       },
       // The text report's rule: at or above the cutoff in either run.
       aboveCutoff: function (r) {
