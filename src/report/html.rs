@@ -14,7 +14,6 @@ use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::compare::stats::{Mark, Significance};
 use crate::compare::{ratio, Basis, FunctionDelta, Measure, ProfileComparison, ProfileSummary};
-use crate::model::DEFAULT_IDLE_FUNCTIONS;
 use crate::report::stackcmp::flame_file;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::io::{self, Write};
@@ -626,17 +625,6 @@ fn sampling_note(s: &ProfileSummary, m: &Measure) -> String {
 /// The notes of the text report under the function table.
 fn profile_notes(c: &ProfileComparison) -> Markup {
     let (a, b) = (&c.run1, &c.run2);
-    let idle = |set: &[String]| -> String {
-        if set
-            .iter()
-            .map(String::as_str)
-            .eq(DEFAULT_IDLE_FUNCTIONS.iter().copied())
-        {
-            format!("the Linux default set of {} (docs/formulas.md)", set.len())
-        } else {
-            set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
-        }
-    };
     html! {
         ul.notes {
             @let (sa, sb) = (sampling_note(a, &c.measure), sampling_note(b, &c.measure));
@@ -656,10 +644,10 @@ fn profile_notes(c: &ProfileComparison) -> Markup {
                 li { (note) }
             }
             @if a.idle_set == b.idle_set {
-                li { "Idle functions (not counted as CPU time, not listed): " (idle(&a.idle_set)) "." }
+                li { "Idle functions (not counted as CPU time, not listed): " (super::idle_set_words(&a.idle_set)) "." }
             } @else {
-                li { "Idle functions, run 1: " (idle(&a.idle_set)) "." }
-                li { "Idle functions, run 2: " (idle(&b.idle_set)) "." }
+                li { "Idle functions, run 1: " (super::idle_set_words(&a.idle_set)) "." }
+                li { "Idle functions, run 2: " (super::idle_set_words(&b.idle_set)) "." }
             }
         }
     }
