@@ -4,6 +4,7 @@
 //! formatted by the renderers of the report layer.
 
 pub mod bench;
+pub mod counters;
 pub mod imported;
 pub mod runs;
 pub mod stacks;
@@ -36,6 +37,8 @@ pub struct CompareOptions {
     /// List only functions whose change stands above the noise (marked significant, or
     /// sampling only with one run a side), after the report's adjustment.
     pub hide_noise: bool,
+    /// List every counter of "System Activity", not only those whose change stands out.
+    pub all_counters: bool,
 }
 
 impl Default for CompareOptions {
@@ -51,6 +54,7 @@ impl CompareOptions {
             cutoff_pct,
             idle_override,
             hide_noise: false,
+            all_counters: false,
         }
     }
 }

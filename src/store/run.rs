@@ -10,7 +10,8 @@ use crate::fsio::Links;
 use crate::model::{Profile, StackProfile};
 use std::path::{Path, PathBuf};
 use upcmp_parsers::keyvalue::KeyValues;
-use upcmp_parsers::upout::{parse_upout, BenchResult};
+use upcmp_parsers::counters::CountersFile;
+use upcmp_parsers::upout::{operation_count, parse_upout, BenchResult};
 
 /// The benchmark's own output of a test.
 pub const UPOUT_FILE: &str = "upout";
@@ -26,6 +27,10 @@ pub struct StoredRepetition {
     pub bench: Vec<BenchResult>,
     /// How it ended, when its `status` was written.
     pub status: Option<TestStatus>,
+    /// What the kernel counted over it, when its run recorded that (`counters`).
+    pub counters: Option<CountersFile>,
+    /// The operations its benchmark reports performing (unixperf's `trep` count), if any.
+    pub operations: Option<u64>,
 }
 
 /// One test of a run.
@@ -79,8 +84,10 @@ fn read_repetition(dir: &Path) -> Result<StoredRepetition, StoreError> {
     Ok(StoredRepetition {
         dir: dir.to_path_buf(),
         profile,
+        operations: operation_count(&text),
         bench,
         status,
+        counters: super::counters::read(dir)?,
     })
 }
 
