@@ -8,6 +8,7 @@ pub mod counters;
 pub mod imported;
 pub mod runs;
 pub mod stacks;
+pub mod verdict;
 pub mod stats;
 pub mod value;
 

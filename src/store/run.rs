@@ -153,3 +153,30 @@ pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
         tests,
     })
 }
+
+/// Pools `others` into `base` as further repetitions of its tests (`upcmp --baseline`):
+/// each test's repetitions in `base` come first, then those of each other run in order;
+/// a test only another run has is added. The runs must have sampled the same CPUs (their
+/// repetitions are averaged CPU by CPU).
+pub fn pool_runs(mut base: StoredRun, others: Vec<StoredRun>) -> Result<StoredRun, StoreError> {
+    for other in others {
+        for t in other.tests {
+            match base.tests.iter_mut().find(|b| b.name == t.name) {
+                Some(b) => {
+                    b.repetitions.extend(t.repetitions);
+                    // Stacks are compared only when every repetition has them.
+                    b.stacks = match (b.stacks.take(), t.stacks) {
+                        (Some(mut a), Some(c)) => {
+                            a.extend(c);
+                            Some(a)
+                        }
+                        _ => None,
+                    };
+                    check_same_cpus(&b.repetitions)?;
+                }
+                None => base.tests.push(t),
+            }
+        }
+    }
+    Ok(base)
+}
