@@ -123,7 +123,7 @@ fn top_function(p: &ProfileComparison) -> Option<String> {
     let f = p
         .rows
         .iter()
-        .filter(|r| r.above_cutoff)
+        .filter(|r| r.above_cutoff && r.delta != 0.0)
         .max_by(|a, b| a.delta.abs().total_cmp(&b.delta.abs()))?;
     Some(format!("top: {} {}", f.function, fmt_delta(f.delta, &p.measure)))
 }
