@@ -53,7 +53,11 @@ fn fail_if_worse_exit_statuses_on_stored_runs() {
         ),
     ];
     for (run, code, reason) in cases {
-        let o = run_in(d, UPCMP, &["base", run, &format!("r-{run}"), "-q", "--fail-if-worse", "2"]);
+        let o = run_in(
+            d,
+            UPCMP,
+            &["base", run, &format!("r-{run}"), "-q", "--fail-if-worse", "2"],
+        );
         assert_eq!(o.status.code(), Some(code), "{run}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(last_line(&err).starts_with(&format!("upcmp: {reason}")), "{run}: {err}");
@@ -66,7 +70,11 @@ fn fail_if_worse_exit_statuses_on_stored_runs() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
     // Bad input: 2, whatever the verdict would have been, and no results written.
-    let o = run_in(d, UPCMP, &["base", "missing", "r-missing", "-q", "--fail-if-worse", "2"]);
+    let o = run_in(
+        d,
+        UPCMP,
+        &["base", "missing", "r-missing", "-q", "--fail-if-worse", "2"],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let counters = d.join("worse/forkwait/r2/counters");
     let text = fs::read_to_string(&counters).unwrap();
@@ -105,7 +113,10 @@ fn system_activity_is_golden() {
         .lines()
         .find(|l| l.starts_with("forkwait,counter,vmstat.pgfault,"))
         .unwrap_or_else(|| panic!("{csv}"));
-    assert!(row.starts_with("forkwait,counter,vmstat.pgfault,2,2.5,0.5,1.25,"), "{row}");
+    assert!(
+        row.starts_with("forkwait,counter,vmstat.pgfault,2,2.5,0.5,1.25,"),
+        "{row}"
+    );
     assert!(row.contains(",/op,significant,"), "{row}");
     assert!(csv.contains("forkwait,counter,perf.cycles,,,,"), "{csv}");
     let json: serde_json::Value =
@@ -133,7 +144,11 @@ fn baselines_are_pooled_as_repetitions() {
         .lines()
         .find(|l| l.starts_with("Repetitions (means below)"))
         .unwrap();
-    assert_eq!(reps.split_whitespace().skip(3).collect::<Vec<_>>(), ["6", "3"], "{report}");
+    assert_eq!(
+        reps.split_whitespace().skip(3).collect::<Vec<_>>(),
+        ["6", "3"],
+        "{report}"
+    );
     // 425 426 424 390 440 400: mean 417.5.
     assert!(report.contains("  417.5 "), "{report}");
     let o = run_in(tmp.path(), UPCMP, &["base", "worse", "r2", "--baseline", "nothing"]);
@@ -146,10 +161,22 @@ fn prfcmp_fails_on_more_cpu_time() {
     let a = testdata("forkwait/outdir1/forkwait/prfout");
     let b = testdata("forkwait/outdir2/forkwait/prfout");
     // outdir2's CPU time is 2.2% above outdir1's, far beyond the sampling error.
-    let o = run_in(tmp.path(), PRFCMP, &[a.to_str().unwrap(), b.to_str().unwrap(), "--fail-if-worse", "1"]);
+    let o = run_in(
+        tmp.path(),
+        PRFCMP,
+        &[a.to_str().unwrap(), b.to_str().unwrap(), "--fail-if-worse", "1"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(last_line(&stderr(&o)).contains("CPU time (beyond the sampling error"), "{}", stderr(&o));
-    let o = run_in(tmp.path(), PRFCMP, &[b.to_str().unwrap(), a.to_str().unwrap(), "--fail-if-worse", "1"]);
+    assert!(
+        last_line(&stderr(&o)).contains("CPU time (beyond the sampling error"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_in(
+        tmp.path(),
+        PRFCMP,
+        &[b.to_str().unwrap(), a.to_str().unwrap(), "--fail-if-worse", "1"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
@@ -191,10 +218,22 @@ fn counters_are_recorded_and_hardware_ones_absent_where_not_counted() {
     let tmp = tempdir();
     uprun(tmp.path(), "getpid -loop 20000 -repeat 1\n", "a", &[]);
     let text = fs::read_to_string(tmp.path().join("a/getpid/counters")).unwrap();
-    for name in ["vmstat.pgfault", "stat.ctxt", "interrupts.cpu0", "softirqs.TIMER", "perf.context-switches"] {
-        assert!(text.lines().any(|l| l.starts_with("delta ") && l.ends_with(&format!(" {name}"))), "{name}: {text}");
+    for name in [
+        "vmstat.pgfault",
+        "stat.ctxt",
+        "interrupts.cpu0",
+        "softirqs.TIMER",
+        "perf.context-switches",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("delta ") && l.ends_with(&format!(" {name}"))),
+            "{name}: {text}"
+        );
     }
-    assert!(text.lines().any(|l| l.starts_with("level ") && l.ends_with(" meminfo.MemFree")));
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("level ") && l.ends_with(" meminfo.MemFree")));
     // What the PMU counts here is what perf_event_open accepts; elsewhere the line says
     // absent, never 0.
     let system = fs::read_to_string(tmp.path().join("a/system")).unwrap();
@@ -210,7 +249,11 @@ fn counters_are_recorded_and_hardware_ones_absent_where_not_counted() {
     uprun(tmp.path(), "getpid -loop 20000 -repeat 1\n", "b", &["--no-counters"]);
     assert!(!tmp.path().join("b/getpid/counters").exists());
     let o = run_in(tmp.path(), UPCMP, &["a", "b", "r"]);
-    assert!(stdout(&o).contains("run 2 recorded no counters for this test"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("run 2 recorded no counters for this test"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 // The counters that must move: page faults when the test faults pages, context switches
@@ -245,7 +288,8 @@ fn known_effects_show_and_a_a_shows_almost_nothing() {
     let rows = counter_rows(&stdout(&o));
     for name in ["stat.ctxt/op", "perf.context-switches/op"] {
         assert!(
-            rows.iter().any(|r| r.0 == name && r.1.starts_with('+') && r.2 == "significant"),
+            rows.iter()
+                .any(|r| r.0 == name && r.1.starts_with('+') && r.2 == "significant"),
             "{name}: {rows:?}"
         );
     }

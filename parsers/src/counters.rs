@@ -102,7 +102,10 @@ fn counter_line(i: &str) -> nom::IResult<&str, (CounterValue, &str), NomError<'_
 pub fn parse_counters(text: &str, file: &str) -> Result<CountersFile, ParseError> {
     let mut lines = numbered_lines(text).filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
     let Some((n, first)) = lines.next() else {
-        return Err(ParseError::whole(file, format!("'{MAGIC} {VERSION}' on the first line")));
+        return Err(ParseError::whole(
+            file,
+            format!("'{MAGIC} {VERSION}' on the first line"),
+        ));
     };
     let l = LineRef {
         file,
@@ -115,7 +118,10 @@ pub fn parse_counters(text: &str, file: &str) -> Result<CountersFile, ParseError
         &format!("'{MAGIC} {VERSION}'"),
     )?;
     if version != VERSION {
-        return Err(l.error(first, format!("'{MAGIC} {VERSION}' (this build reads version {VERSION})")));
+        return Err(l.error(
+            first,
+            format!("'{MAGIC} {VERSION}' (this build reads version {VERSION})"),
+        ));
     }
     let mut out = CountersFile {
         version,
@@ -141,7 +147,11 @@ pub fn parse_counters(text: &str, file: &str) -> Result<CountersFile, ParseError
             }
             window = Some(w);
         } else {
-            let (value, name) = l.parse_all(line, counter_line, "'delta N NAME', 'level START END NAME' or 'absent NAME'")?;
+            let (value, name) = l.parse_all(
+                line,
+                counter_line,
+                "'delta N NAME', 'level START END NAME' or 'absent NAME'",
+            )?;
             if out.get(name).is_some() {
                 return Err(l.error(name, "a counter named once"));
             }

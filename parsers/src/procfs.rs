@@ -277,7 +277,10 @@ mod tests {
     fn this_machines_files_parse() {
         let read = |p: &str| std::fs::read_to_string(p).ok();
         if let Some(t) = read("/proc/vmstat") {
-            assert!(parse_vmstat(&t, "/proc/vmstat").unwrap().iter().any(|(n, _)| *n == "pgfault"));
+            assert!(parse_vmstat(&t, "/proc/vmstat")
+                .unwrap()
+                .iter()
+                .any(|(n, _)| *n == "pgfault"));
         }
         if let Some(t) = read("/proc/meminfo") {
             assert!(!parse_meminfo(&t, "/proc/meminfo").unwrap().is_empty());

@@ -63,7 +63,10 @@ pub fn parse_proc_stat_totals<'a>(text: &'a str, file: &'a str) -> Result<Vec<(&
     const KEYS: [&str; 6] = ["ctxt", "processes", "procs_running", "procs_blocked", "intr", "softirq"];
     let mut out = Vec::new();
     for (n, line) in numbered_lines(text) {
-        let Some(key) = KEYS.iter().find(|k| line.strip_prefix(**k).is_some_and(|r| r.starts_with(' '))) else {
+        let Some(key) = KEYS
+            .iter()
+            .find(|k| line.strip_prefix(**k).is_some_and(|r| r.starts_with(' ')))
+        else {
             continue;
         };
         let l = LineRef {

@@ -2,10 +2,10 @@
 //! the output directory of `docs/format.md` (upsrun adds each test's stack analysis).
 
 use crate::analyse::stacks::{analyse_test, AnalyseError};
+use crate::collect::counting::CpuCounters;
 use crate::collect::group::reap_orphans;
 use crate::collect::plan::{find_unixperf, plan, PlanError, PlannedTest, TestList};
 use crate::collect::run::{run_test, RunError, TestContext};
-use crate::collect::counting::CpuCounters;
 use crate::collect::sampler::{CpuSamplers, SamplerConfig, SamplerError};
 use crate::collect::signals::interrupted;
 use crate::collect::{load_kernel_symbols, KernelImage};

@@ -10,8 +10,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use upcmp::app::upcmp::{upcmp, Inputs, UpcmpOptions};
-use upcmp::compare::CompareOptions;
 use upcmp::compare::verdict::fail_if_worse;
+use upcmp::compare::CompareOptions;
 use upcmp::exit::{run, EXIT_BAD_INPUT, EXIT_WORSE};
 use upcmp::model::IdleSet;
 use upcmp::report::format::{render_runs, OutputFormat};
@@ -224,7 +224,18 @@ mod tests {
         assert!(a.perf);
         assert_eq!(a.format, cli::FormatArg::Csv);
         assert!(Args::try_parse_from(["upcmp", "--generate", "fish"]).is_ok());
-        let a = Args::parse_from(["upcmp", "a", "b", "r", "--fail-if-worse", "5", "--baseline", "c", "--baseline", "d"]);
+        let a = Args::parse_from([
+            "upcmp",
+            "a",
+            "b",
+            "r",
+            "--fail-if-worse",
+            "5",
+            "--baseline",
+            "c",
+            "--baseline",
+            "d",
+        ]);
         assert_eq!(a.fail_if_worse, Some(5.0));
         assert_eq!(a.baseline, vec![PathBuf::from("c"), PathBuf::from("d")]);
         assert!(Args::try_parse_from(["upcmp", "--perf", "a", "b", "r", "--baseline", "c"]).is_err());

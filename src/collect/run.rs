@@ -2,12 +2,12 @@
 //! store: `upout`, `checks`, `samples.gz`, `prfout`, `procstat`, `status` (and
 //! `profile.folded` when asked for). The run as a whole is the application's (uprun, upsrun).
 
+use super::counting::CpuCounters;
 use super::group::TestGroup;
 use super::plan::PlannedTest;
 use super::prepare::{run_pre, PreError};
 use super::sampler::CpuSamplers;
 use super::signals::interrupted;
-use super::counting::CpuCounters;
 use crate::host::check::check_machine;
 use crate::host::counters::{Snapshot, SnapshotError};
 use crate::host::tuning::{drop_caches, TuningError};

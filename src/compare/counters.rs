@@ -122,10 +122,7 @@ pub fn compare_counters(run1: &[CountedRepetition], run2: &[CountedRepetition]) 
             }
         }
     }
-    let ipc = run1
-        .iter()
-        .chain(run2)
-        .all(|r| value_of(r.counters, IPC).is_some());
+    let ipc = run1.iter().chain(run2).all(|r| value_of(r.counters, IPC).is_some());
     if ipc {
         names.push(IPC);
     }
@@ -138,6 +135,10 @@ pub fn compare_counters(run1: &[CountedRepetition], run2: &[CountedRepetition]) 
     rows
 }
 
+/// A side's values of a counter, one per repetition: the tested ones, the changes over
+/// the test, the changes per second.
+type Values = (Vec<f64>, Vec<f64>, Vec<f64>);
+
 fn counter_row(name: &str, run1: &[CountedRepetition], run2: &[CountedRepetition], per_op: bool) -> Option<CounterRow> {
     let basis = if name == IPC {
         CounterBasis::Ratio
@@ -147,7 +148,7 @@ fn counter_row(name: &str, run1: &[CountedRepetition], run2: &[CountedRepetition
         CounterBasis::PerTest
     };
     // Each side's values, or None when any repetition lacks the counter.
-    let side = |reps: &[CountedRepetition]| -> Option<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    let side = |reps: &[CountedRepetition]| -> Option<Values> {
         let mut tested = Vec::new();
         let mut totals = Vec::new();
         let mut per_sec = Vec::new();
@@ -165,11 +166,11 @@ fn counter_row(name: &str, run1: &[CountedRepetition], run2: &[CountedRepetition
         Some((tested, totals, per_sec))
     };
     let (s1, s2) = (side(run1), side(run2));
-    let all_zero = |s: &Option<(Vec<f64>, Vec<f64>, Vec<f64>)>| s.as_ref().is_none_or(|(_, t, _)| t.iter().all(|&x| x == 0.0));
+    let all_zero = |s: &Option<Values>| s.as_ref().map_or(true, |(_, t, _)| t.iter().all(|&x| x == 0.0));
     if all_zero(&s1) && all_zero(&s2) && (s1.is_some() || s2.is_some()) {
         return None;
     }
-    let mean_of = |s: &Option<(Vec<f64>, Vec<f64>, Vec<f64>)>, k: usize| {
+    let mean_of = |s: &Option<Values>, k: usize| {
         s.as_ref().and_then(|s| {
             let v = [&s.0, &s.1, &s.2][k];
             (!v.is_empty()).then(|| stats::mean(v))
@@ -181,7 +182,10 @@ fn counter_row(name: &str, run1: &[CountedRepetition], run2: &[CountedRepetition
         _ => None,
     };
     let empty = Vec::new();
-    let (v1, v2) = (s1.as_ref().map_or(&empty, |s| &s.0), s2.as_ref().map_or(&empty, |s| &s.0));
+    let (v1, v2) = (
+        s1.as_ref().map_or(&empty, |s| &s.0),
+        s2.as_ref().map_or(&empty, |s| &s.0),
+    );
     let repeated = v1.len() > 1 || v2.len() > 1;
     let delta = m2.unwrap_or(0.0) - m1.unwrap_or(0.0);
     let verdict = if v1.is_empty() || v2.is_empty() {
@@ -225,7 +229,10 @@ fn counter_row(name: &str, run1: &[CountedRepetition], run2: &[CountedRepetition
 /// be a real change with the report's 95% (family-wise), as for benchmark values.
 pub fn adjust_counters(tests: &mut [&mut Vec<CounterRow>], all_counters: bool) -> usize {
     let n = {
-        let mut members: Vec<&mut Significance> = tests.iter_mut().flat_map(|t| t.iter_mut().map(|r| &mut r.noise)).collect();
+        let mut members: Vec<&mut Significance> = tests
+            .iter_mut()
+            .flat_map(|t| t.iter_mut().map(|r| &mut r.noise))
+            .collect();
         stats::adjust_family(Correction::Holm, &mut members)
     };
     for rows in tests.iter_mut() {
@@ -272,12 +279,40 @@ mod tests {
         // for 100 (20, 21 a op). Welch: delta 10, s² = 0.5 a side, se = √(0.5/2·2) = 0.7071,
         // ν = 2: t = 14.14.
         let a = [
-            file(2.0, &[("vmstat.pgfault", Delta(1000)), ("perf.cycles", Absent), ("vmstat.zero", Delta(0))]),
-            file(2.0, &[("vmstat.pgfault", Delta(1100)), ("perf.cycles", Absent), ("vmstat.zero", Delta(0))]),
+            file(
+                2.0,
+                &[
+                    ("vmstat.pgfault", Delta(1000)),
+                    ("perf.cycles", Absent),
+                    ("vmstat.zero", Delta(0)),
+                ],
+            ),
+            file(
+                2.0,
+                &[
+                    ("vmstat.pgfault", Delta(1100)),
+                    ("perf.cycles", Absent),
+                    ("vmstat.zero", Delta(0)),
+                ],
+            ),
         ];
         let b = [
-            file(4.0, &[("vmstat.pgfault", Delta(2000)), ("perf.cycles", Absent), ("vmstat.zero", Delta(0))]),
-            file(4.0, &[("vmstat.pgfault", Delta(2100)), ("perf.cycles", Absent), ("vmstat.zero", Delta(0))]),
+            file(
+                4.0,
+                &[
+                    ("vmstat.pgfault", Delta(2000)),
+                    ("perf.cycles", Absent),
+                    ("vmstat.zero", Delta(0)),
+                ],
+            ),
+            file(
+                4.0,
+                &[
+                    ("vmstat.pgfault", Delta(2100)),
+                    ("perf.cycles", Absent),
+                    ("vmstat.zero", Delta(0)),
+                ],
+            ),
         ];
         let r1: Vec<_> = a.iter().map(|f| rep(f, Some(100))).collect();
         let r2: Vec<_> = b.iter().map(|f| rep(f, Some(100))).collect();
@@ -316,7 +351,10 @@ mod tests {
             window_sec: 1.0,
             counters: c1,
         };
-        let f2 = CountersFile { counters: c2, ..f1.clone() };
+        let f2 = CountersFile {
+            counters: c2,
+            ..f1.clone()
+        };
         let mut rows = compare_counters(&[rep(&f1, None)], &[rep(&f2, None)]);
         assert_eq!(rows[0].name, "vmstat.c14", "largest change first");
         assert_eq!(rows[0].basis, CounterBasis::PerTest);
@@ -333,6 +371,9 @@ mod tests {
         let g = file(1.0, &[("perf.cycles", Delta(1000)), ("perf.instructions", Delta(1200))]);
         let rows = compare_counters(&[rep(&f, None)], &[rep(&g, None)]);
         let ipc = rows.iter().find(|r| r.name == IPC).unwrap();
-        assert_eq!((ipc.run1, ipc.run2, ipc.basis), (Some(1.5), Some(1.2), CounterBasis::Ratio));
+        assert_eq!(
+            (ipc.run1, ipc.run2, ipc.basis),
+            (Some(1.5), Some(1.2), CounterBasis::Ratio)
+        );
     }
 }

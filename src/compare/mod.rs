@@ -8,9 +8,9 @@ pub mod counters;
 pub mod imported;
 pub mod runs;
 pub mod stacks;
-pub mod verdict;
 pub mod stats;
 pub mod value;
+pub mod verdict;
 
 use crate::model::profile::module;
 use crate::model::{IdleSet, Profile};

@@ -60,7 +60,10 @@ impl FailVerdict {
             );
         }
         match self.within_noise {
-            0 => format!("not worse: no benchmark value is worse by more than {limit}% ({} tested)", self.tested),
+            0 => format!(
+                "not worse: no benchmark value is worse by more than {limit}% ({} tested)",
+                self.tested
+            ),
             n => format!(
                 "not worse: {n} benchmark value{} worse by more than {limit}% but within the noise ({} tested)",
                 if n == 1 { " is" } else { "s are" },
@@ -191,7 +194,11 @@ mod tests {
 
     #[test]
     fn direction_aware() {
-        assert_eq!(worse_pct(&row(100.0, 90.0, false, None)), Some(10.0), "a rate that fell");
+        assert_eq!(
+            worse_pct(&row(100.0, 90.0, false, None)),
+            Some(10.0),
+            "a rate that fell"
+        );
         assert_eq!(worse_pct(&row(100.0, 110.0, false, None)), Some(-10.0));
         assert_eq!(worse_pct(&row(2.0, 2.5, true, None)), Some(25.0), "a time that grew");
         assert_eq!(worse_pct(&row(0.0, 2.5, true, None)), None);

@@ -132,7 +132,8 @@ impl Snapshot {
         }
         if let Some(t) = read(&root.join("schedstat"))? {
             let cpus = parse_schedstat(&t, &name_of("schedstat"))?;
-            let fields: [(&str, fn(&upcmp_parsers::procfs::SchedCpu) -> u64); 3] = [
+            type Field = fn(&upcmp_parsers::procfs::SchedCpu) -> u64;
+            let fields: [(&str, Field); 3] = [
                 ("run-ns", |c| c.run_ns),
                 ("run-delay-ns", |c| c.run_delay_ns),
                 ("timeslices", |c| c.timeslices),
@@ -194,7 +195,11 @@ mod tests {
         let b = tempfile::tempdir().unwrap();
         write(a.path(), "vmstat", "nr_free_pages 100\npgfault 1000\n");
         write(b.path(), "vmstat", "nr_free_pages 90\npgfault 1500\n");
-        write(a.path(), "interrupts", "CPU0 CPU1\n 31: 1 2 PCI-MSI 3-edge virtio0\nLOC: 10 20 Local timer\n");
+        write(
+            a.path(),
+            "interrupts",
+            "CPU0 CPU1\n 31: 1 2 PCI-MSI 3-edge virtio0\nLOC: 10 20 Local timer\n",
+        );
         write(
             b.path(),
             "interrupts",
@@ -204,23 +209,38 @@ mod tests {
         write(b.path(), "meminfo", "MemFree: 400 kB\n");
         write(a.path(), "stat", "cpu0 1 0 2 3 0 0 0 0\nctxt 7\nprocs_running 2\n");
         write(b.path(), "stat", "cpu0 4 0 2 9 0 0 0 0\nctxt 17\nprocs_running 1\n");
-        let (s, e) = (Snapshot::take_from(a.path()).unwrap(), Snapshot::take_from(b.path()).unwrap());
+        let (s, e) = (
+            Snapshot::take_from(a.path()).unwrap(),
+            Snapshot::take_from(b.path()).unwrap(),
+        );
         let d = s.until(&e);
         let get = |n: &str| d.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
         assert_eq!(get("vmstat.pgfault"), Some(CounterValue::Delta(500)));
         assert_eq!(get("vmstat.nr_free_pages"), Some(CounterValue::Delta(-10)));
         assert_eq!(get("interrupts.31:virtio0"), Some(CounterValue::Delta(3)));
-        assert_eq!(get("interrupts.40:new"), Some(CounterValue::Delta(5)), "new source from 0");
+        assert_eq!(
+            get("interrupts.40:new"),
+            Some(CounterValue::Delta(5)),
+            "new source from 0"
+        );
         assert_eq!(get("interrupts.LOC"), Some(CounterValue::Delta(15)));
         assert_eq!(get("interrupts.cpu0"), Some(CounterValue::Delta(2 + 5 + 15 - 11)));
         assert_eq!(get("interrupts.cpu1"), Some(CounterValue::Delta(34 - 22)));
-        assert_eq!(get("meminfo.MemFree"), Some(CounterValue::Level { start: 500, end: 400 }));
+        assert_eq!(
+            get("meminfo.MemFree"),
+            Some(CounterValue::Level { start: 500, end: 400 })
+        );
         assert_eq!(get("stat.ctxt"), Some(CounterValue::Delta(10)));
-        assert_eq!(get("stat.procs_running"), Some(CounterValue::Level { start: 2, end: 1 }));
+        assert_eq!(
+            get("stat.procs_running"),
+            Some(CounterValue::Level { start: 2, end: 1 })
+        );
         assert_eq!(get("stat.cpu0.user"), Some(CounterValue::Delta(3)));
         assert_eq!(get("stat.cpu0.idle"), Some(CounterValue::Delta(6)));
         // No schedstat, no softirqs here: nothing of theirs.
-        assert!(d.iter().all(|(n, _)| !n.starts_with("schedstat") && !n.starts_with("softirqs")));
+        assert!(d
+            .iter()
+            .all(|(n, _)| !n.starts_with("schedstat") && !n.starts_with("softirqs")));
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! of the report: one line per test with the numbers that moved most.
 
 use super::fmt_ratio;
+use crate::compare::bench::BenchRow;
 use crate::compare::counters::{CounterBasis, CounterRow};
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::stats::{Mark, NotTested};
 use crate::compare::{Measure, ProfileComparison};
-use crate::compare::bench::BenchRow;
 use std::io::{self, Write};
 
 /// A count or a rate with three significant digits (no exponent below 10^9).

@@ -9,8 +9,8 @@ use super::{read_text_with, system, StoreError, UPOUT_CAP};
 use crate::fsio::Links;
 use crate::model::{Profile, StackProfile};
 use std::path::{Path, PathBuf};
-use upcmp_parsers::keyvalue::KeyValues;
 use upcmp_parsers::counters::CountersFile;
+use upcmp_parsers::keyvalue::KeyValues;
 use upcmp_parsers::upout::{operation_count, parse_upout, BenchResult};
 
 /// The benchmark's own output of a test.
