@@ -258,8 +258,10 @@ fn counters_are_recorded_and_hardware_ones_absent_where_not_counted() {
 
 // The counters that must move: page faults when the test faults pages, context switches
 // when it passes a token between processes; and an A/A comparison that marks almost none.
-// Each side's effect is many times its spread (a fault or a switch per operation against
-// none), so a busy machine widens the spread without hiding the effect.
+// Each effect is a fault or a switch per operation against next to none; what else runs
+// on a busy machine adds a few percent to a side's spread. Five repetitions a side keep
+// such an effect far beyond Holm's threshold over the report's ~150 tested counters
+// (with three, ν ≈ 2 leaves it near the threshold: seen to fail once in four runs here).
 #[test]
 fn known_effects_show_and_a_a_shows_almost_nothing() {
     if !perf_usable(true) {
@@ -271,38 +273,44 @@ fn known_effects_show_and_a_a_shows_almost_nothing() {
     let getpid = format!("t: {up} -getpid -loop 100000 -repeat 1\n");
     let faults = format!("t: {up} -pagefault -loop 100000 -repeat 1\n");
     let pipes = format!("t: {up} -pipeping1 -loop 20000 -repeat 1\n");
-    uprun(tmp.path(), &getpid, "g1", &["--runs", "3"]);
-    uprun(tmp.path(), &getpid, "g2", &["--runs", "3"]);
-    uprun(tmp.path(), &faults, "f", &["--runs", "3"]);
-    uprun(tmp.path(), &pipes, "p", &["--runs", "3"]);
+    uprun(tmp.path(), &getpid, "g1", &["--runs", "5"]);
+    uprun(tmp.path(), &getpid, "g2", &["--runs", "5"]);
+    uprun(tmp.path(), &faults, "f", &["--runs", "5"]);
+    uprun(tmp.path(), &pipes, "p", &["--runs", "5"]);
+
+    // (verdict, change in %) of each counter row of a comparison's CSV.
+    let csv_rows = |r: &str| -> Vec<(String, String, f64)> {
+        let csv = fs::read_to_string(tmp.path().join(r).join("results.csv")).unwrap();
+        csv.lines()
+            .filter(|l| l.starts_with("t,counter,"))
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f[2].to_string(), f[18].to_string(), f[5].parse().unwrap_or(0.0))
+            })
+            .collect()
+    };
+    let grew = |rows: &[(String, String, f64)], name: &str| {
+        rows.iter().any(|(n, v, d)| n == name && v == "significant" && *d > 0.0)
+    };
 
     let o = run_in(tmp.path(), UPCMP, &["g1", "f", "gf"]);
-    let rows = counter_rows(&stdout(&o));
-    let pf = rows.iter().find(|r| r.0 == "perf.page-faults/op");
-    assert!(
-        pf.is_some_and(|r| r.1.starts_with('+') && r.2 == "significant"),
-        "page faults: {rows:?}"
-    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows("gf");
+    for name in ["perf.page-faults", "vmstat.pgfault"] {
+        assert!(grew(&rows, name), "{name}:\n{}", stdout(&o));
+    }
+    assert!(counter_rows(&stdout(&o)).iter().any(|r| r.0 == "perf.page-faults/op"));
 
     let o = run_in(tmp.path(), UPCMP, &["g1", "p", "gp"]);
-    let rows = counter_rows(&stdout(&o));
-    for name in ["stat.ctxt/op", "perf.context-switches/op"] {
-        assert!(
-            rows.iter()
-                .any(|r| r.0 == name && r.1.starts_with('+') && r.2 == "significant"),
-            "{name}: {rows:?}"
-        );
+    let rows = csv_rows("gp");
+    for name in ["stat.ctxt", "perf.context-switches"] {
+        assert!(grew(&rows, name), "{name}:\n{}", stdout(&o));
     }
 
     let o = run_in(tmp.path(), UPCMP, &["g1", "g2", "gg"]);
-    let csv = fs::read_to_string(tmp.path().join("gg/results.csv")).unwrap();
-    let verdicts: Vec<&str> = csv
-        .lines()
-        .filter(|l| l.starts_with("t,counter,"))
-        .map(|l| l.split(',').nth(18).unwrap())
-        .collect();
-    let tested = verdicts.iter().filter(|v| **v != "n/a").count();
-    let significant = verdicts.iter().filter(|v| **v == "significant").count();
+    let rows = csv_rows("gg");
+    let tested = rows.iter().filter(|r| r.1 != "n/a").count();
+    let significant = rows.iter().filter(|r| r.1 == "significant").count();
     assert!(tested > 20, "{}", stdout(&o));
     assert!(
         significant * 20 <= tested,
@@ -328,11 +336,14 @@ fn counter(dir: &Path, test: &str, name: &str) -> f64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-// The counts agree with perf stat's over the same command: context switches of a test
-// that passes a token 200000 times, page faults of one that faults 300000 pages. Both
-// windows are system-wide, so what else runs adds to both, in bursts on a shared machine
-// (other builds fault tens of thousands of pages a second); that only adds, so the least
-// of three counts each way is compared.
+// The counts agree with perf stat's over the same command, and with the kernel's own.
+// Context switches of a test that passes a token 200000 times: against `perf stat -a`
+// within 2% (the test makes ~300000 a second, what else runs a few thousand). Page
+// faults of a test that faults 300000 pages: other builds on a shared machine fault tens
+// of thousands of pages a second, in bursts, which two separate system-wide windows
+// cannot share, so against perf stat within 10% (the least of three each way, as that
+// work only adds); and within 2% of the kernel's own count (`vmstat.pgfault`) over the
+// same window.
 #[test]
 fn counts_agree_with_perf_stat() {
     if !perf_usable(true) {
@@ -341,15 +352,34 @@ fn counts_agree_with_perf_stat() {
     let _perf = perf_lock();
     let tmp = tempdir();
     let up = unixperf();
-    for (test, args, event) in [
-        ("pipeping1", "-loop 200000 -repeat 1", "context-switches"),
-        ("pagefault", "-loop 300000 -repeat 1", "page-faults"),
+    for (test, args, event, own, limit) in [
+        (
+            "pipeping1",
+            "-loop 200000 -repeat 1",
+            "context-switches",
+            "stat.ctxt",
+            0.02,
+        ),
+        (
+            "pagefault",
+            "-loop 300000 -repeat 1",
+            "page-faults",
+            "vmstat.pgfault",
+            0.10,
+        ),
     ] {
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for k in 0..3 {
             let out = format!("{test}{k}");
             uprun(tmp.path(), &format!("{test} {args}\n"), &out, &[]);
-            ours.push(counter(&tmp.path().join(&out), test, &format!("perf.{event}")));
+            let dir = tmp.path().join(&out);
+            let count = counter(&dir, test, &format!("perf.{event}"));
+            let kernel = counter(&dir, test, own);
+            assert!(
+                (count - kernel).abs() <= 0.02 * kernel,
+                "{test}: perf.{event} {count}, {own} {kernel}"
+            );
+            ours.push(count);
             let flag = format!("-{test}");
             let mut cmd = vec![up.as_str(), flag.as_str()];
             cmd.extend(args.split(' '));
@@ -358,7 +388,7 @@ fn counts_agree_with_perf_stat() {
         let least = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
         let (a, b) = (least(&ours), least(&theirs));
         assert!(
-            (a - b).abs() <= 0.02 * b,
+            (a - b).abs() <= limit * b,
             "{test} {event}: uprun {ours:?}, perf stat {theirs:?}"
         );
     }
