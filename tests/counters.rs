@@ -261,7 +261,7 @@ fn counters_are_recorded_and_hardware_ones_absent_where_not_counted() {
 // Each effect is a fault or a switch per operation against next to none; what else runs
 // on a busy machine adds a few percent to a side's spread. Five repetitions a side keep
 // such an effect far beyond Holm's threshold over the report's ~150 tested counters
-// (with three, ν ≈ 2 leaves it near the threshold: seen to fail once in four runs here).
+// (with three, ν ≈ 2 leaves it near the threshold: it failed once in three runs here).
 #[test]
 fn known_effects_show_and_a_a_shows_almost_nothing() {
     if !perf_usable(true) {
