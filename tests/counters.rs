@@ -393,3 +393,27 @@ fn counts_agree_with_perf_stat() {
         );
     }
 }
+
+#[test]
+fn a_counters_file_that_is_a_link_or_too_large_is_refused() {
+    let tmp = verdict_runs();
+    let d = tmp.path();
+    let counters = d.join("worse/forkwait/r1/counters");
+    fs::remove_file(&counters).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", &counters).unwrap();
+    let o = run_in(d, UPCMP, &["base", "worse", "r-link", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("worse/forkwait/r1/counters"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("root:"), "{}", stderr(&o));
+    fs::remove_file(&counters).unwrap();
+    // More than a run's small files may hold (1 MiB): refused before it is parsed.
+    let mut big = String::from("upcmp-counters 1\nwindow-sec 1\n");
+    for k in 0..60_000 {
+        big.push_str(&format!("delta {k} vmstat.counter_number_{k}\n"));
+    }
+    big.push_str("end\n");
+    fs::write(&counters, big).unwrap();
+    let o = run_in(d, UPCMP, &["base", "worse", "r-big", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("worse/forkwait/r1/counters"), "{}", stderr(&o));
+}
