@@ -5,6 +5,9 @@ use std::process::ExitCode;
 
 /// Exit status for bad input (a missing, malformed or foreign file or directory).
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status of `upcmp --fail-if-worse` (and prfcmp's) when a value is worse beyond the
+/// limit and significant.
+pub const EXIT_WORSE: u8 = 1;
 /// Exit status of a run stopped by SIGINT or SIGTERM.
 pub const EXIT_INTERRUPTED: u8 = 130;
 /// Exit status of the helpers (runmany, hackdiff, feat) on any error, as their originals.

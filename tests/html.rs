@@ -698,3 +698,34 @@ fn counters_are_drawn_from_whatever_fields_they_have() {
         ]])
     );
 }
+
+#[test]
+fn system_activity_is_drawn_from_the_comparison() {
+    // The counters of testdata/verdict/: the page shows the rows the text report lists,
+    // with their plain fields (the nested statistics stay in results.json).
+    let tmp = tempdir();
+    for run in ["base", "worse"] {
+        copy_tree(&testdata(&format!("verdict/{run}")), &tmp.path().join(run));
+    }
+    let page = upcmp(tmp.path(), &["base", "worse", "-q", "r"]);
+    let Some(b) = browser() else { return };
+    let r = open(b, &page);
+    assert_no_errors(&r);
+    let tables = r.selftest["counters"].as_array().unwrap();
+    let rows = tables[0].as_array().unwrap();
+    let columns = strings(&rows[0]);
+    assert_eq!(columns[..5], ["name", "run1", "run2", "change", "verdict"]);
+    assert!(!columns.iter().any(|c| c == "noise" || c == "listed"), "{columns:?}");
+    let names: Vec<String> = rows[1..].iter().map(|row| strings(row)[0].clone()).collect();
+    assert_eq!(
+        names,
+        [
+            "vmstat.pgfault",
+            "perf.page-faults",
+            "perf.page-faults.cpu0",
+            "perf.page-faults.cpu1"
+        ]
+    );
+    let first = strings(&rows[1]);
+    assert_eq!(first[1..5], ["2", "2.5", "25", "significant"]);
+}

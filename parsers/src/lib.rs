@@ -75,12 +75,14 @@ pub fn shorten(s: &str) -> String {
     out
 }
 
+pub mod counters;
 pub mod folded;
 pub mod kallsyms;
 pub mod keyvalue;
 pub mod perf_map;
 pub mod perf_script;
 pub mod prfout;
+pub mod procfs;
 pub mod procstat;
 pub mod samples;
 pub mod test_list;
@@ -114,6 +116,21 @@ impl<'a> LineRef<'a> {
                     Err(self.error(rest, "end of line"))
                 }
             }
+            Err(nom::Err::Error(e)) | Err(nom::Err::Failure(e)) => Err(self.error(e.input, expected)),
+            Err(nom::Err::Incomplete(_)) => Err(self.error("", expected)),
+        }
+    }
+
+    /// Runs `parser` over the start of `input` (a tail of this line) and returns what is
+    /// left; failures name `expected`.
+    pub(crate) fn parse_prefix<O>(
+        &self,
+        input: &'a str,
+        mut parser: impl nom::Parser<&'a str, Output = O, Error = NomError<'a>>,
+        expected: &str,
+    ) -> Result<(&'a str, O), ParseError> {
+        match parser.parse(input) {
+            Ok(done) => Ok(done),
             Err(nom::Err::Error(e)) | Err(nom::Err::Failure(e)) => Err(self.error(e.input, expected)),
             Err(nom::Err::Incomplete(_)) => Err(self.error("", expected)),
         }

@@ -57,6 +57,33 @@ pub fn parse_proc_stat(text: &str, file: &str) -> Result<Vec<CpuStat>, ParseErro
     Ok(out)
 }
 
+/// The system-wide counters of a /proc/stat text, in file order: `ctxt`, `processes`,
+/// `procs_running`, `procs_blocked`, and the totals (first numbers) of `intr` and `softirq`.
+pub fn parse_proc_stat_totals<'a>(text: &'a str, file: &'a str) -> Result<Vec<(&'a str, u64)>, ParseError> {
+    const KEYS: [&str; 6] = ["ctxt", "processes", "procs_running", "procs_blocked", "intr", "softirq"];
+    let mut out = Vec::new();
+    for (n, line) in numbered_lines(text) {
+        let Some(key) = KEYS
+            .iter()
+            .find(|k| line.strip_prefix(**k).is_some_and(|r| r.starts_with(' ')))
+        else {
+            continue;
+        };
+        let l = LineRef {
+            file,
+            number: n,
+            text: line,
+        };
+        // intr 1291542 24 0 ...: the first number is the total.
+        let (_, v) = l.parse_prefix(&line[key.len()..], preceded(space1, dec_u64), "a count")?;
+        out.push((*key, v));
+    }
+    if !out.iter().any(|(k, _)| *k == "ctxt") {
+        return Err(ParseError::whole(file, "a 'ctxt N' line"));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +102,28 @@ mod tests {
     fn malformed_line_is_located() {
         let e = parse_proc_stat("cpu  1 2\ncpu0 1 x\n", "stat").unwrap_err();
         assert_eq!((e.line, e.column), (2, 7));
+    }
+
+    #[test]
+    fn totals() {
+        let text = "cpu0 1 2\nintr 1291542 24 0\nctxt 23245926\nbtime 17\nprocesses 530111\nprocs_running 10\nprocs_blocked 0\nsoftirq 99 1 2\n";
+        let t = parse_proc_stat_totals(text, "stat").unwrap();
+        assert_eq!(
+            t,
+            vec![
+                ("intr", 1291542),
+                ("ctxt", 23245926),
+                ("processes", 530111),
+                ("procs_running", 10),
+                ("procs_blocked", 0),
+                ("softirq", 99)
+            ]
+        );
+        let e = parse_proc_stat_totals("ctxt x\n", "stat").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 6));
+        assert!(parse_proc_stat_totals("cpu0 1\n", "stat").is_err());
+        let real = std::fs::read_to_string("/proc/stat").unwrap();
+        assert!(parse_proc_stat_totals(&real, "/proc/stat").unwrap().len() >= 4);
     }
 
     #[test]

@@ -108,6 +108,26 @@ pub fn parse_upout(text: &str, file: &str) -> Result<Vec<BenchResult>, ParseErro
     Ok(acc.finish())
 }
 
+/// The operations a upout's benchmark performed: the summed `trep` counts of its first
+/// operation over its copies (aggregate lines left out), or None when it has no `trep`
+/// line (hackbench, perf bench, an external command). Lines that do not parse count
+/// nothing here; [`parse_upout`] reports them.
+pub fn operation_count(text: &str) -> Option<u64> {
+    let mut first: Option<&str> = None;
+    let mut total: Option<u64> = None;
+    for raw in text.split('\n') {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let Ok(Some(rep)) = rep_line(line) else { continue };
+        if !rep.total || rep.aggregate.is_some() || rep.rate.is_none() {
+            continue;
+        }
+        if *first.get_or_insert(rep.description) == rep.description {
+            total = Some(total.unwrap_or(0).saturating_add(rep.count));
+        }
+    }
+    total
+}
+
 /// Why a line that started like a result line is not one.
 struct Fail<'a> {
     /// The unparsed tail of the line, where the problem starts.
@@ -138,6 +158,8 @@ fn number<'a>(input: &'a str, expected: &'static str) -> Result<(&'a str, f64), 
 struct RepLine<'a> {
     /// `trep` (total over passes) rather than `reps` (one pass).
     total: bool,
+    /// The repetitions the line counts.
+    count: u64,
     /// Operations per second; `None` for x11perf's `(unmeasurably fast)`.
     rate: Option<f64>,
     /// The operation, with trailing blanks and any aggregate marker removed.
@@ -172,18 +194,19 @@ fn rep_line(line: &str) -> Result<Option<RepLine<'_>>, Fail<'_>> {
             })
         }
     };
-    if count.parse::<u64>().is_err() {
+    let Ok(count) = count.parse::<u64>() else {
         let count_at = from(line, count);
         return Err(Fail {
             rest: count_at,
             expected: "a repetition count below 2^64",
         });
-    }
+    };
     let (r, _) = step(after_word, (space1, char('@'), space1), "` @ ` after the count")?;
     if let Ok((r, _)) = step(r, tag("0.0 msec (unmeasurably fast): "), "") {
         let description = description(r)?;
         return Ok(Some(RepLine {
             total,
+            count,
             rate: None,
             description,
             aggregate: None,
@@ -198,6 +221,7 @@ fn rep_line(line: &str) -> Result<Option<RepLine<'_>>, Fail<'_>> {
     let (description, aggregate) = split_aggregate(text);
     Ok(Some(RepLine {
         total,
+        count,
         rate: Some(rate),
         description,
         aggregate,
@@ -402,6 +426,18 @@ mod tests {
                 assert!(r.value > 0.0, "{name}: {}", r.description);
             }
         }
+    }
+
+    #[test]
+    fn operation_counts() {
+        let one = "1410840 reps @   0.0035 msec (282000.0/sec): mm\n7054200 trep @   0.0035 msec (282000.0/sec): mm\n\
+                   25 trep @ 1187.2743 msec (    0.84/sec): other\n";
+        assert_eq!(operation_count(one), Some(7054200));
+        let copies = "10 trep @ 1.0 msec (1000.0/sec): fork\n12 trep @ 1.0 msec (1000.0/sec): fork\n\
+                      22 trep @ 1.0 msec (2000.0/sec): fork [aggregate of 2 copies]\n";
+        assert_eq!(operation_count(copies), Some(22));
+        assert_eq!(operation_count("Time: 2.839\n"), None);
+        assert_eq!(operation_count(&read("zap.62patched.n32")).map(|n| n > 0), Some(true));
     }
 
     #[test]

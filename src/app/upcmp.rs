@@ -10,7 +10,7 @@ use crate::model::IdleSet;
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
-use crate::store::run::{load_run, StoredRun};
+use crate::store::run::{load_run, pool_runs, StoredRun};
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
 
@@ -23,6 +23,8 @@ pub enum Inputs {
         dir1: PathBuf,
         /// The change.
         dir2: PathBuf,
+        /// More runs of the base (`--baseline`), pooled with `dir1` as repetitions.
+        baselines: Vec<PathBuf>,
     },
     /// Two perf recordings (perf.data, perf script output or folded stacks).
     Recordings {
@@ -186,8 +188,9 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     let results_dir = claim.path.as_path();
     let (cmp, stacks) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
-        Inputs::Runs { dir1, dir2 } => {
-            let (run1, run2) = (load_run(dir1)?, load_run(dir2)?);
+        Inputs::Runs { dir1, dir2, baselines } => {
+            let others = baselines.iter().map(|d| load_run(d)).collect::<Result<Vec<_>, _>>()?;
+            let (run1, run2) = (pool_runs(load_run(dir1)?, others)?, load_run(dir2)?);
             let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());

@@ -2,6 +2,7 @@
 //! the output directory of `docs/format.md` (upsrun adds each test's stack analysis).
 
 use crate::analyse::stacks::{analyse_test, AnalyseError};
+use crate::collect::counting::CpuCounters;
 use crate::collect::group::reap_orphans;
 use crate::collect::plan::{find_unixperf, plan, PlanError, PlannedTest, TestList};
 use crate::collect::run::{run_test, RunError, TestContext};
@@ -70,6 +71,9 @@ pub struct UprunOptions {
     /// Write OUTDIR even when its parent directory may be written by every user and has no
     /// sticky bit.
     pub allow_shared_parent: bool,
+    /// Record what the kernel counted over each test (`TEST/counters`: /proc counters and
+    /// counting perf events on every CPU).
+    pub counters: bool,
 }
 
 impl UprunOptions {
@@ -95,6 +99,7 @@ impl UprunOptions {
             export_folded: false,
             share: false,
             allow_shared_parent: false,
+            counters: true,
         }
     }
 }
@@ -126,6 +131,9 @@ pub enum UprunError {
     /// Scheduler features could not be set.
     #[error(transparent)]
     Features(#[from] FeatError),
+    /// The counting events could not be opened.
+    #[error("opening the counting perf events: {0}")]
+    Counting(io::Error),
     /// A count that must be at least one.
     #[error("{what} must be at least 1")]
     Zero {
@@ -198,6 +206,8 @@ struct Prepared {
     tests: Vec<PlannedTest>,
     cpus: Vec<u32>,
     samplers: CpuSamplers,
+    /// The counting events, unless the run records no counters.
+    counters: Option<CpuCounters>,
     symbols: KernelSymbols,
 }
 
@@ -224,6 +234,11 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
     let mut sampler = opts.sampler.clone();
     sampler.callchain |= opts.stacks;
     let samplers = CpuSamplers::open(&cpus, &sampler)?;
+    let counters = if opts.counters {
+        Some(CpuCounters::open(&cpus).map_err(UprunError::Counting)?)
+    } else {
+        None
+    };
     let symbols = load_kernel_symbols(&opts.vmlinux, opts.force_vmlinux, out)?;
     check_rotatable(&claim.path, RUN_MARKER)?;
     if opts.drop_caches {
@@ -235,6 +250,7 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
         tests,
         cpus,
         samplers,
+        counters,
         symbols,
     })
 }
@@ -266,6 +282,9 @@ fn describe_run(opts: &UprunOptions, p: &Prepared) -> Result<(), UprunError> {
     let mut facts = system::describe(now_utc());
     facts.push(("sampling-event", p.samplers.event_name().to_string()));
     facts.push(("sampling-frequency-hz", opts.sampler.frequency_hz.to_string()));
+    if let Some(c) = &p.counters {
+        facts.push(("counted-events", c.counted().join(" ")));
+    }
     facts.push(("tool-version", format!("upcmp {}", crate::TOOL_VERSION)));
     crate::store::system::write(outdir, &facts)?;
     write_atomic(&outdir.join("test_list"), p.list.text.as_bytes())?;
@@ -299,6 +318,7 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     let mut marker = create_outdir(opts, &outdir, out)?;
     let result = run_tests(opts, &mut p, umask.previous(), out);
     drop(p.samplers);
+    drop(p.counters);
     let outcome = match result {
         Ok(o) => o,
         Err(e) => {
@@ -374,7 +394,7 @@ fn run_tests(
                 let rep = repetition_name(k as usize);
                 (outdir.join(&t.dir).join(&rep), format!("{} [{k}/{}]", t.dir, opts.runs))
             };
-            let rec = run_test(t, &dir, &label, &ctx, &mut p.samplers, out)?;
+            let rec = run_test(t, &dir, &label, &ctx, &mut p.samplers, p.counters.as_mut(), out)?;
             if opts.stacks {
                 let run = outdir.display().to_string();
                 for w in analyse_test(&dir, &p.symbols, &rec.profile, &run, opts.user_by)? {

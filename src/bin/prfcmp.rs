@@ -10,8 +10,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use upcmp::app::prfcmp::prfcmp;
+use upcmp::compare::verdict::fail_if_worse_profile;
 use upcmp::compare::CompareOptions;
-use upcmp::exit::{run, EXIT_BAD_INPUT};
+use upcmp::exit::{run, EXIT_BAD_INPUT, EXIT_WORSE};
 use upcmp::model::IdleSet;
 use upcmp::report::format::{render_profile, OutputFormat};
 
@@ -48,6 +49,12 @@ struct Args {
     /// CSV and JSON keep every function with its statistics.
     #[arg(long)]
     hide_noise: bool,
+    /// Exit with status 1 when profile 2's total CPU time is higher than profile 1's by
+    /// more than PCT percent and beyond the noise (with one profile a side, the sampling
+    /// error: run-to-run noise is not measured); 0 otherwise, 2 on bad input. The reason is
+    /// the last line on standard error, e.g. --fail-if-worse 5.
+    #[arg(long, value_name = "PCT", value_parser = cli::limit_percent)]
+    fail_if_worse: Option<f64>,
     /// Output format on standard output, e.g. --format markdown for a pull request.
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     format: cli::FormatArg,
@@ -86,6 +93,13 @@ fn main() -> ExitCode {
             out = cli::colorize_text(&String::from_utf8_lossy(&out)).into_bytes();
         }
         std::io::stdout().write_all(&out)?;
+        if let Some(limit) = a.fail_if_worse {
+            let v = fail_if_worse_profile(&c.profile1.test, &c.comparison, limit);
+            eprintln!("prfcmp: {}", v.reason());
+            if v.failed() {
+                return Ok(ExitCode::from(EXIT_WORSE));
+            }
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -10,8 +10,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use upcmp::app::upcmp::{upcmp, Inputs, UpcmpOptions};
+use upcmp::compare::verdict::fail_if_worse;
 use upcmp::compare::CompareOptions;
-use upcmp::exit::{run, EXIT_BAD_INPUT};
+use upcmp::exit::{run, EXIT_BAD_INPUT, EXIT_WORSE};
 use upcmp::model::IdleSet;
 use upcmp::report::format::{render_runs, OutputFormat};
 
@@ -51,6 +52,20 @@ struct Args {
     /// results.csv and results.json keep every function with its statistics.
     #[arg(long)]
     hide_noise: bool,
+    /// List every counter in System Activity, also those whose change is within the noise
+    /// (results.csv and results.json always keep them all).
+    #[arg(long)]
+    all_counters: bool,
+    /// Exit with status 1 when a benchmark value of run 2 is worse than run 1's by more
+    /// than PCT percent (a rate lower, a time higher) and the change is significant; 0
+    /// otherwise, 2 on bad input. The reason is the last line on standard error, e.g.
+    /// --fail-if-worse 5 (needs repetitions: uprun --runs N).
+    #[arg(long, value_name = "PCT", value_parser = cli::limit_percent)]
+    fail_if_worse: Option<f64>,
+    /// Another run of the base, pooled with OUTDIR1 as further repetitions; repeatable,
+    /// e.g. --baseline base2 --baseline base3.
+    #[arg(long, value_name = "DIR", conflicts_with = "perf")]
+    baseline: Vec<PathBuf>,
     /// Do not print the report; only say where it was written.
     #[arg(long, short)]
     quiet: bool,
@@ -95,6 +110,7 @@ fn main() -> ExitCode {
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
         compare.hide_noise = a.hide_noise;
+        compare.all_counters = a.all_counters;
         let inputs = if a.perf {
             Inputs::Recordings {
                 path1: outdir1,
@@ -105,6 +121,7 @@ fn main() -> ExitCode {
             Inputs::Runs {
                 dir1: outdir1,
                 dir2: outdir2,
+                baselines: a.baseline,
             }
         };
         let out = upcmp(&UpcmpOptions {
@@ -147,6 +164,14 @@ fn main() -> ExitCode {
         eprintln!("upcmp: results written to {d}/results{page}, {d}/results.csv{parquet} and {d}/results.json");
         if a.open {
             open_page(&out.results_dir.join("results.html"));
+        }
+        // The verdict for scripts comes last.
+        if let Some(limit) = a.fail_if_worse {
+            let v = fail_if_worse(&out.comparison, limit);
+            eprintln!("upcmp: {}", v.reason());
+            if v.failed() {
+                return Ok(ExitCode::from(EXIT_WORSE));
+            }
         }
         Ok(ExitCode::SUCCESS)
     })
@@ -198,6 +223,21 @@ mod tests {
         assert!(a.perf);
         assert_eq!(a.format, cli::FormatArg::Csv);
         assert!(Args::try_parse_from(["upcmp", "--generate", "fish"]).is_ok());
+        let a = Args::parse_from([
+            "upcmp",
+            "a",
+            "b",
+            "r",
+            "--fail-if-worse",
+            "5",
+            "--baseline",
+            "c",
+            "--baseline",
+            "d",
+        ]);
+        assert_eq!(a.fail_if_worse, Some(5.0));
+        assert_eq!(a.baseline, vec![PathBuf::from("c"), PathBuf::from("d")]);
+        assert!(Args::try_parse_from(["upcmp", "--perf", "a", "b", "r", "--baseline", "c"]).is_err());
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--open"]);
         assert!(a.open && !a.no_html);
         assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--open", "--no-html"]).is_err());

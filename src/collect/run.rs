@@ -2,12 +2,14 @@
 //! store: `upout`, `checks`, `samples.gz`, `prfout`, `procstat`, `status` (and
 //! `profile.folded` when asked for). The run as a whole is the application's (uprun, upsrun).
 
+use super::counting::CpuCounters;
 use super::group::TestGroup;
 use super::plan::PlannedTest;
 use super::prepare::{run_pre, PreError};
 use super::sampler::CpuSamplers;
 use super::signals::interrupted;
 use crate::host::check::check_machine;
+use crate::host::counters::{Snapshot, SnapshotError};
 use crate::host::tuning::{drop_caches, TuningError};
 use crate::host::{clock_ticks, current_comms};
 use crate::model::mode::Record;
@@ -49,6 +51,9 @@ pub enum RunError {
     /// The page cache could not be dropped.
     #[error(transparent)]
     Tuning(#[from] TuningError),
+    /// The kernel's counters could not be read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
@@ -287,14 +292,48 @@ fn sample_until_done(
     }
 }
 
-/// Runs the test `t` into `dir` (created here): prepared, started, sampled until its
-/// copies end or a signal comes, and its files written. `label` names it on `out`.
+/// What the kernel counted over a test: the /proc counters at its start, and the
+/// counting events (when the run records counters).
+struct Counting<'a> {
+    events: &'a mut CpuCounters,
+    start: Snapshot,
+    started: Instant,
+}
+
+impl<'a> Counting<'a> {
+    fn start(events: Option<&'a mut CpuCounters>) -> Result<Option<Self>, RunError> {
+        let Some(events) = events else { return Ok(None) };
+        let start = Snapshot::take()?;
+        events.start().map_err(io_at(Path::new("perf_event")))?;
+        Ok(Some(Counting {
+            events,
+            start,
+            started: Instant::now(),
+        }))
+    }
+
+    /// Stops counting and writes `dir/counters`.
+    fn finish(self, dir: &Path) -> Result<(), RunError> {
+        self.events.stop();
+        let window_sec = self.started.elapsed().as_secs_f64();
+        let end = Snapshot::take()?;
+        let mut all = self.start.until(&end);
+        all.extend(self.events.read().map_err(io_at(Path::new("perf_event")))?);
+        crate::store::counters::write(dir, window_sec, &all)?;
+        Ok(())
+    }
+}
+
+/// Runs the test `t` into `dir` (created here): prepared, started, sampled (and its
+/// counters counted, when `counters` is given) until its copies end or a signal comes,
+/// and its files written. `label` names it on `out`.
 pub fn run_test(
     t: &PlannedTest,
     dir: &Path,
     label: &str,
     ctx: &TestContext,
     samplers: &mut CpuSamplers,
+    counters: Option<&mut CpuCounters>,
     out: &mut dyn Write,
 ) -> Result<TestRecord, RunError> {
     std::fs::create_dir_all(dir).map_err(io_at(dir))?;
@@ -334,6 +373,7 @@ pub fn run_test(
     samplers.drain(&mut |_, _| {});
 
     let before = read_proc_stat()?;
+    let counting = Counting::start(counters)?;
     // The wall time is the sampled window's: starting the copies (slow on a loaded
     // machine) is sampled too, so it must be inside Elapsed, or Idle goes negative.
     let t0 = Instant::now();
@@ -341,6 +381,9 @@ pub fn run_test(
     let children = spawn_copies(t, ctx.copies, &upout, &upout_path, &group)?;
     let ended = sample_until_done(t0, children, ctx.copies, &t.dir, &group, &mut rec, samplers);
     let after = read_proc_stat()?;
+    if let Some(c) = counting {
+        c.finish(dir)?;
+    }
     let mut warnings = check.warnings();
     let survivors = group.end();
     if !survivors.is_empty() {

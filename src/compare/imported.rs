@@ -60,8 +60,10 @@ pub fn compare_imported(
                 bench,
                 profile: Box::new(profile),
                 notes,
+                counters: Vec::new(),
             },
         }],
+        counter_family: 0,
     };
     r.adjust(opts);
     Ok(r)

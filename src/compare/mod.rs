@@ -4,11 +4,13 @@
 //! formatted by the renderers of the report layer.
 
 pub mod bench;
+pub mod counters;
 pub mod imported;
 pub mod runs;
 pub mod stacks;
 pub mod stats;
 pub mod value;
+pub mod verdict;
 
 use crate::model::profile::module;
 use crate::model::{IdleSet, Profile};
@@ -36,6 +38,8 @@ pub struct CompareOptions {
     /// List only functions whose change stands above the noise (marked significant, or
     /// sampling only with one run a side), after the report's adjustment.
     pub hide_noise: bool,
+    /// List every counter of "System Activity", not only those whose change stands out.
+    pub all_counters: bool,
 }
 
 impl Default for CompareOptions {
@@ -51,6 +55,7 @@ impl CompareOptions {
             cutoff_pct,
             idle_override,
             hide_noise: false,
+            all_counters: false,
         }
     }
 }
@@ -102,11 +107,13 @@ impl ProfileSummary {
             Basis::SampledTime | Basis::BusyTime => {
                 let i = elapsed_sec - v.busy - v.lost;
                 // Below the resolution of the busy time it is rounding, not idle time (nor a
-                // negative one): half a sample, or for /proc/stat's busy time a tick
+                // negative one): a sample of each CPU (a CPU's sampling timer keeps what was
+                // left of its period when the previous window closed, so a window of n
+                // periods may hold n + 1 samples), or for /proc/stat's busy time a tick
                 // (USER_HZ = 100) of each CPU.
                 let resolution = match v.basis {
                     Basis::BusyTime => 0.01 * f64::from(cpus),
-                    _ => 0.5 * p.period_sec().unwrap_or(0.0),
+                    _ => p.period_sec().unwrap_or(0.0) * f64::from(cpus),
                 };
                 if i.abs() < resolution {
                     0.0

@@ -1,6 +1,7 @@
 //! Comparing two stored runs, test by test.
 
 use super::bench::{compare_bench, wall_time_result, BenchRow};
+use super::counters::{adjust_counters, compare_counters, CountedRepetition, CounterRow};
 use super::{adjust_report, compare_sides, CompareOptions, ProfileComparison};
 use crate::model::Profile;
 use crate::store::outdir::Status;
@@ -69,6 +70,9 @@ pub enum TestOutcome {
         profile: Box<ProfileComparison>,
         /// Things the reader must know (a failed or interrupted test, collector warnings).
         notes: Vec<String>,
+        /// "System Activity": what the kernel counted, when both runs recorded it.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        counters: Vec<CounterRow>,
     },
 }
 
@@ -94,6 +98,13 @@ pub struct RunComparison {
     pub system_differences: Vec<SystemDifference>,
     /// Tests in run 1's order, then those only in run 2.
     pub tests: Vec<TestComparison>,
+    /// Tested counters of all tests, adjusted together (Holm).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub counter_family: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn system_differences(s1: &KeyValues, s2: &KeyValues) -> Vec<SystemDifference> {
@@ -182,8 +193,35 @@ fn compare_test(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Resu
         repetitions2: t2.repetitions.len(),
         bench: compare_bench(&s1.bench, &s2.bench),
         profile: Box::new(compare_sides(&s1.profiles, &s2.profiles, opts)?),
+        counters: test_counters(t1, t2, &mut notes),
         notes,
     })
+}
+
+/// The counters of a test in both runs; a note when only one run recorded them.
+fn test_counters(t1: &StoredTest, t2: &StoredTest, notes: &mut Vec<String>) -> Vec<CounterRow> {
+    fn counted(t: &StoredTest) -> Option<Vec<CountedRepetition<'_>>> {
+        t.repetitions
+            .iter()
+            .map(|r| {
+                Some(CountedRepetition {
+                    counters: r.counters.as_ref()?,
+                    operations: r.operations,
+                })
+            })
+            .collect()
+    }
+    match (counted(t1), counted(t2)) {
+        (Some(a), Some(b)) => compare_counters(&a, &b),
+        (None, None) => Vec::new(),
+        (a, _) => {
+            let without = if a.is_none() { 1 } else { 2 };
+            notes.push(format!(
+                "run {without} recorded no counters for this test (written without them), so System Activity is left out"
+            ));
+            Vec::new()
+        }
+    }
 }
 
 /// Compares two stored runs (read whole by `crate::store::run::load_run`).
@@ -253,6 +291,7 @@ pub fn compare_runs(run1: &StoredRun, run2: &StoredRun, opts: &CompareOptions) -
         warnings,
         system_differences,
         tests,
+        counter_family: 0,
     };
     r.adjust(opts);
     Ok(r)
@@ -271,5 +310,19 @@ impl RunComparison {
             })
             .collect();
         adjust_report(&mut parts, opts);
+        self.adjust_counters(opts);
+    }
+
+    /// Adjusts every test's counters as one family ([`adjust_counters`]).
+    fn adjust_counters(&mut self, opts: &CompareOptions) {
+        let mut all: Vec<&mut Vec<CounterRow>> = self
+            .tests
+            .iter_mut()
+            .filter_map(|t| match &mut t.outcome {
+                TestOutcome::Compared { counters, .. } => Some(counters),
+                TestOutcome::OnlyIn { .. } => None,
+            })
+            .collect();
+        self.counter_family = adjust_counters(&mut all, opts.all_counters);
     }
 }

@@ -3,6 +3,7 @@
 //! puts back (cpufreq governors, scheduler features, the page cache).
 
 pub mod check;
+pub mod counters;
 pub mod sched_features;
 pub mod system;
 pub mod tuning;

@@ -1,6 +1,7 @@
 //! Exports for other programs: CSV (one row per number) and JSON (everything); the rows
 //! also feed the Parquet writer.
 
+use crate::compare::counters::{CounterBasis, CounterRow};
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::stats::NoiseTest;
 use crate::compare::{ratio, Basis, Method, ProfileComparison, Significance};
@@ -152,7 +153,13 @@ impl<'a> Row<'a> {
 pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
     let mut out = Vec::new();
     for t in &r.tests {
-        let TestOutcome::Compared { bench, profile, .. } = &t.outcome else {
+        let TestOutcome::Compared {
+            bench,
+            profile,
+            counters,
+            ..
+        } = &t.outcome
+        else {
             continue;
         };
         for b in bench {
@@ -175,8 +182,31 @@ pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
             });
         }
         profile_rows(&t.name, profile, &mut out);
+        counter_rows(&t.name, counters, &mut out);
     }
     out
+}
+
+/// One row per counter of a test (`kind` `counter`): the tested values (per operation
+/// when the unit is `/op`, else over the test), their ratio and test.
+pub fn counter_rows<'a>(test: &'a str, counters: &'a [CounterRow], out: &mut Vec<Row<'a>>) {
+    for c in counters {
+        out.push(Row {
+            run1: c.run1,
+            run2: c.run2,
+            delta: c.run1.zip(c.run2).map(|(a, b)| b - a),
+            ratio: c.run1.zip(c.run2).and_then(|(a, b)| ratio(a, b)),
+            run1_sd_pct: Some(c.run1_sd_pct),
+            run2_sd_pct: Some(c.run2_sd_pct),
+            listed: Some(c.listed),
+            unit: match c.basis {
+                CounterBasis::PerOperation => "/op",
+                CounterBasis::PerTest => "count",
+                CounterBasis::Ratio => "ratio",
+            },
+            ..Row::new(test, "counter", &c.name).with_noise(&c.noise)
+        });
+    }
 }
 
 /// One profile comparison's summary and function rows, with `test` as their test.

@@ -134,7 +134,11 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "Only in run {run} (`{}`): nothing to compare.\n", dir.display())?;
             }
             TestOutcome::Compared {
-                bench, profile, notes, ..
+                bench,
+                profile,
+                notes,
+                counters,
+                ..
             } => {
                 for n in notes {
                     writeln!(out, "> **Note:** {}", cell(n))?;
@@ -167,10 +171,39 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                 }
                 render_profile(profile, out)?;
                 writeln!(out)?;
+                render_counters(counters, out)?;
             }
         }
     }
     Ok(())
+}
+
+/// System Activity: the counters the text report lists.
+fn render_counters(rows: &[crate::compare::counters::CounterRow], out: &mut dyn Write) -> io::Result<()> {
+    use super::activity::{counter_label, fmt_count};
+    let listed: Vec<_> = rows.iter().filter(|r| r.listed).collect();
+    if listed.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "| Counter | Run1 | Run2 | Change | Run1/s | Run2/s | 95% test |\n|:--|--:|--:|--:|--:|--:|:--|"
+    )?;
+    let v = |x: Option<f64>| x.map(fmt_count).unwrap_or_else(|| "absent".into());
+    for r in listed {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            cell(&counter_label(r)),
+            v(r.run1),
+            v(r.run2),
+            r.change.map(|c| format!("{c:+.1}%")).unwrap_or_else(|| "-".into()),
+            v(r.per_sec1),
+            v(r.per_sec2),
+            r.verdict.word()
+        )?;
+    }
+    writeln!(out)
 }
 
 #[cfg(test)]

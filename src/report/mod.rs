@@ -1,6 +1,7 @@
 //! Pure renderers: the text report, CSV and JSON, the HTML page. Numbers come computed from
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
+pub mod activity;
 pub mod export;
 pub mod flame;
 pub mod format;

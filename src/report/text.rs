@@ -370,8 +370,9 @@ fn banner(name: &str) -> String {
     format!("{stars} {name} results {stars}")
 }
 
-/// One test of an upcmp report.
-pub fn render_test(t: &TestComparison, out: &mut dyn Write) -> io::Result<()> {
+/// One test of an upcmp report; `counter_family` is the number of counters tested in the
+/// report (their family).
+pub fn render_test(t: &TestComparison, counter_family: usize, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", banner(&t.name))?;
     match &t.outcome {
         TestOutcome::OnlyIn { run, dir } => {
@@ -383,6 +384,7 @@ pub fn render_test(t: &TestComparison, out: &mut dyn Write) -> io::Result<()> {
             bench,
             profile,
             notes,
+            counters,
             ..
         } => {
             writeln!(out, "1: {}", upout1.display())?;
@@ -394,6 +396,11 @@ pub fn render_test(t: &TestComparison, out: &mut dyn Write) -> io::Result<()> {
             render_bench(bench, out)?;
             writeln!(out)?;
             render_profile(profile, out)?;
+            // System Activity: after the CPU Time Analysis.
+            if !counters.is_empty() {
+                writeln!(out)?;
+                super::activity::render_counters(counters, counter_family, out)?;
+            }
         }
     }
     writeln!(out)
@@ -410,6 +417,8 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "1: {}", r.dir1.display())?;
     writeln!(out, "2: {}", r.dir2.display())?;
     writeln!(out)?;
+    // The digest: one line per test, before the details.
+    super::activity::render_digest(r, out)?;
     writeln!(out, "System")?;
     if r.system_differences.is_empty() {
         writeln!(
@@ -431,7 +440,7 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(out)?;
     for t in &r.tests {
-        render_test(t, out)?;
+        render_test(t, r.counter_family, out)?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The output-directory format (`docs/format.md`): writing and reading it.
 
+pub mod counters;
 pub mod folded;
 pub mod outdir;
 pub mod prfout;

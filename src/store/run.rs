@@ -9,8 +9,9 @@ use super::{read_text_with, system, StoreError, UPOUT_CAP};
 use crate::fsio::Links;
 use crate::model::{Profile, StackProfile};
 use std::path::{Path, PathBuf};
+use upcmp_parsers::counters::CountersFile;
 use upcmp_parsers::keyvalue::KeyValues;
-use upcmp_parsers::upout::{parse_upout, BenchResult};
+use upcmp_parsers::upout::{operation_count, parse_upout, BenchResult};
 
 /// The benchmark's own output of a test.
 pub const UPOUT_FILE: &str = "upout";
@@ -26,6 +27,10 @@ pub struct StoredRepetition {
     pub bench: Vec<BenchResult>,
     /// How it ended, when its `status` was written.
     pub status: Option<TestStatus>,
+    /// What the kernel counted over it, when its run recorded that (`counters`).
+    pub counters: Option<CountersFile>,
+    /// The operations its benchmark reports performing (unixperf's `trep` count), if any.
+    pub operations: Option<u64>,
 }
 
 /// One test of a run.
@@ -79,8 +84,10 @@ fn read_repetition(dir: &Path) -> Result<StoredRepetition, StoreError> {
     Ok(StoredRepetition {
         dir: dir.to_path_buf(),
         profile,
+        operations: operation_count(&text),
         bench,
         status,
+        counters: super::counters::read(dir)?,
     })
 }
 
@@ -145,4 +152,31 @@ pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
         system,
         tests,
     })
+}
+
+/// Pools `others` into `base` as further repetitions of its tests (`upcmp --baseline`):
+/// each test's repetitions in `base` come first, then those of each other run in order;
+/// a test only another run has is added. The runs must have sampled the same CPUs (their
+/// repetitions are averaged CPU by CPU).
+pub fn pool_runs(mut base: StoredRun, others: Vec<StoredRun>) -> Result<StoredRun, StoreError> {
+    for other in others {
+        for t in other.tests {
+            match base.tests.iter_mut().find(|b| b.name == t.name) {
+                Some(b) => {
+                    b.repetitions.extend(t.repetitions);
+                    // Stacks are compared only when every repetition has them.
+                    b.stacks = match (b.stacks.take(), t.stacks) {
+                        (Some(mut a), Some(c)) => {
+                            a.extend(c);
+                            Some(a)
+                        }
+                        _ => None,
+                    };
+                    check_same_cpus(&b.repetitions)?;
+                }
+                None => base.tests.push(t),
+            }
+        }
+    }
+    Ok(base)
 }

@@ -131,6 +131,14 @@ pub fn percent(s: &str) -> Result<f64, String> {
         .map_err(|_| format!("'{s}' is not a percentage (e.g. 1 or 1%)"))
 }
 
+/// A limit in percent for `--fail-if-worse`: a finite number, 0 or more.
+pub fn limit_percent(s: &str) -> Result<f64, String> {
+    match percent(s) {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("'{s}' is not a limit in percent (0 or more, e.g. 5 or 5%)")),
+    }
+}
+
 /// The cutoff from the original's positional `cutoff%` or `--cutoff` (they must agree
 /// when both are given); the default when neither is.
 pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> anyhow::Result<f64> {

@@ -91,6 +91,11 @@ pub struct RunArgs {
     /// bit (anyone there could replace the run), e.g. a shared scratch directory you trust.
     #[arg(long)]
     pub allow_world_writable_parent: bool,
+    /// Do not record what the kernel counted over each test (TEST/counters: /proc/vmstat,
+    /// interrupts, softirqs, /proc/stat, schedstat, meminfo and counting perf events), e.g.
+    /// to measure what recording them costs.
+    #[arg(long)]
+    pub no_counters: bool,
 }
 
 /// `auto` and every event name uprun knows, for clap's check and completions.
@@ -121,6 +126,7 @@ impl RunArgs {
         o.export_folded = self.export_folded;
         o.share = self.share;
         o.allow_shared_parent = self.allow_world_writable_parent;
+        o.counters = !self.no_counters;
         o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         o
     }

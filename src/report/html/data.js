@@ -126,12 +126,19 @@ window.upcmp.data = (function () {
     };
   }
 
-  // Counters of test i (system counters such as cache misses), when the comparison
-  // carries them: rows of name, run1, run2, change, verdict (whichever exist; any other
-  // field is shown too), or null.
+  // Counters of test i (System Activity), when the comparison carries them: the rows
+  // the text report lists (listed is not false), with name, run1, run2, change, verdict
+  // (whichever exist) and any other plain field (nested objects such as the test's
+  // statistics stay in results.json), or null.
   function counters(i) {
     var list = tests[i].outcome.counters;
-    if (!Array.isArray(list) || list.length === 0) {
+    if (!Array.isArray(list)) {
+      return null;
+    }
+    list = list.filter(function (c) {
+      return c.listed !== false;
+    });
+    if (list.length === 0) {
       return null;
     }
     var preferred = ["name", "run1", "run2", "change", "verdict"];
@@ -142,7 +149,8 @@ window.upcmp.data = (function () {
     });
     list.forEach(function (c) {
       Object.keys(c).forEach(function (k) {
-        if (keys.indexOf(k) < 0) {
+        var plain = c[k] === null || typeof c[k] !== "object";
+        if (keys.indexOf(k) < 0 && k !== "listed" && plain) {
           keys.push(k);
         }
       });

@@ -1,0 +1,208 @@
+//! The verdict a script or CI job acts on (`upcmp --fail-if-worse PCT`): is a benchmark
+//! value worse by more than PCT, and significant?
+
+use super::bench::BenchRow;
+use super::runs::{RunComparison, TestOutcome};
+use super::stats::Mark;
+use super::ProfileComparison;
+use serde::Serialize;
+
+/// A value that is worse beyond the limit, and significant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Worse {
+    /// The test.
+    pub test: String,
+    /// The benchmark value's description (or `CPU time`).
+    pub what: String,
+    /// How much worse, in % of run 1 (rates that fell, times that grew).
+    pub worse_pct: f64,
+    /// The adjusted p-value of its test.
+    pub q_value: Option<f64>,
+}
+
+/// The outcome of `--fail-if-worse`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailVerdict {
+    /// The limit, in %.
+    pub limit_pct: f64,
+    /// Values worse by more than the limit and significant; the run fails when any.
+    pub worse: Vec<Worse>,
+    /// Values tested (with a verdict from the repetitions).
+    pub tested: usize,
+    /// Values worse by more than the limit whose change is not significant.
+    pub within_noise: usize,
+}
+
+impl FailVerdict {
+    /// Whether the change fails the limit.
+    pub fn failed(&self) -> bool {
+        !self.worse.is_empty()
+    }
+
+    /// The sentence a script's log ends with.
+    pub fn reason(&self) -> String {
+        let limit = self.limit_pct;
+        if let Some(w) = self.worse.first() {
+            let more = match self.worse.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            let q = w.q_value.map(|q| format!(", adjusted p = {q:.2e}")).unwrap_or_default();
+            return format!(
+                "worse: {}: {} is {:.1}% worse (more than {limit}%, beyond the noise{q}){more}",
+                w.test, w.what, w.worse_pct
+            );
+        }
+        if self.tested == 0 {
+            return format!(
+                "not worse: no benchmark value could be tested (one run a side measures no run-to-run noise; \
+                 run uprun --runs N), so none is significantly worse than {limit}%"
+            );
+        }
+        match self.within_noise {
+            0 => format!(
+                "not worse: no benchmark value is worse by more than {limit}% ({} tested)",
+                self.tested
+            ),
+            n => format!(
+                "not worse: {n} benchmark value{} worse by more than {limit}% but within the noise ({} tested)",
+                if n == 1 { " is" } else { "s are" },
+                self.tested
+            ),
+        }
+    }
+}
+
+/// How much worse `b` is in run 2, in % of run 1: direction-aware (a rate that fell and
+/// a time that grew are both positive).
+pub fn worse_pct(b: &BenchRow) -> Option<f64> {
+    let (x, y) = (b.run1?, b.run2?);
+    if x == 0.0 {
+        return None;
+    }
+    let change = 100.0 * (y - x) / x.abs();
+    Some(if b.lower_is_better { change } else { -change })
+}
+
+/// The verdict of `--fail-if-worse limit_pct` on the benchmark values of a comparison.
+pub fn fail_if_worse(r: &RunComparison, limit_pct: f64) -> FailVerdict {
+    let mut v = FailVerdict {
+        limit_pct,
+        worse: Vec::new(),
+        tested: 0,
+        within_noise: 0,
+    };
+    for t in &r.tests {
+        let TestOutcome::Compared { bench, .. } = &t.outcome else {
+            continue;
+        };
+        for b in bench {
+            let Some(n) = b.noise.as_ref().filter(|n| n.p_value.is_some()) else {
+                continue;
+            };
+            v.tested += 1;
+            let Some(w) = worse_pct(b).filter(|&w| w > limit_pct) else {
+                continue;
+            };
+            if n.verdict == Mark::Significant {
+                v.worse.push(Worse {
+                    test: t.name.clone(),
+                    what: b.description.clone(),
+                    worse_pct: w,
+                    q_value: n.q_value,
+                });
+            } else {
+                v.within_noise += 1;
+            }
+        }
+    }
+    v
+}
+
+/// The verdict of `prfcmp --fail-if-worse limit_pct`: two profiles have no benchmark
+/// value, so their total CPU time is the value (lower is better). One profile a side
+/// knows only its sampling error: there a change beyond it counts (`sampling only`), and
+/// the reason says so.
+pub fn fail_if_worse_profile(test: &str, p: &ProfileComparison, limit_pct: f64) -> FailVerdict {
+    let mut v = FailVerdict {
+        limit_pct,
+        worse: Vec::new(),
+        tested: 0,
+        within_noise: 0,
+    };
+    let n = &p.cpu_noise;
+    if n.p_value.is_none() || p.run1.cpu <= 0.0 {
+        return v;
+    }
+    v.tested = 1;
+    let w = 100.0 * (p.run2.cpu - p.run1.cpu) / p.run1.cpu;
+    if w > limit_pct {
+        if n.verdict.stands_out() {
+            let what = if n.sampling_only {
+                "CPU time (beyond the sampling error; one profile a side measures no run-to-run noise)"
+            } else {
+                "CPU time"
+            };
+            v.worse.push(Worse {
+                test: test.to_string(),
+                what: what.into(),
+                worse_pct: w,
+                q_value: n.q_value,
+            });
+        } else {
+            v.within_noise += 1;
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::stats::{NoiseTest, Significance, Tested, Verdict};
+
+    fn row(run1: f64, run2: f64, lower_is_better: bool, p: Option<f64>) -> BenchRow {
+        let mut noise = p.map(|p| {
+            Significance::unadjusted(
+                Verdict::Tested(Tested {
+                    test: NoiseTest::Welch,
+                    delta: run2 - run1,
+                    se: 1.0,
+                    df: Some(4.0),
+                    p_value: p,
+                    sampling_only: false,
+                }),
+                run2 - run1,
+                true,
+            )
+        });
+        if let Some(n) = noise.as_mut() {
+            crate::compare::stats::adjust_family(crate::compare::stats::Correction::Holm, &mut [n]);
+        }
+        BenchRow {
+            description: "op".into(),
+            run1: Some(run1),
+            run2: Some(run2),
+            unit: if lower_is_better { "sec" } else { "/sec" }.into(),
+            lower_is_better,
+            speed_ratio: None,
+            run1_values: vec![run1],
+            run2_values: vec![run2],
+            run1_sd_pct: 0.0,
+            run2_sd_pct: 0.0,
+            noise,
+        }
+    }
+
+    #[test]
+    fn direction_aware() {
+        assert_eq!(
+            worse_pct(&row(100.0, 90.0, false, None)),
+            Some(10.0),
+            "a rate that fell"
+        );
+        assert_eq!(worse_pct(&row(100.0, 110.0, false, None)), Some(-10.0));
+        assert_eq!(worse_pct(&row(2.0, 2.5, true, None)), Some(25.0), "a time that grew");
+        assert_eq!(worse_pct(&row(0.0, 2.5, true, None)), None);
+    }
+}
