@@ -239,8 +239,8 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// checked rows (3 a run: cp_new_stat, filename_lookup, vfs_statx, each 10 to 24 ms a
 /// repetition) was 6.7e-4, 75 times below 0.05; log10(0.05/q) had mean 3.0 and standard
 /// deviation 0.31 over the runs, which puts a q above 0.05 beyond 9 standard deviations.
-/// Runtime: 17 s of CPU (user 7 s, system 10 s); 42 to 98 s (median 68 s) on that busy
-/// machine.
+/// Runtime: 17 to 20 s of CPU (user 7 to 8 s, system 10 to 12 s); 42 to 98 s (median
+/// 68 s) on that busy machine.
 #[test]
 fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     if !perf_usable(true) {
