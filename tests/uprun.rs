@@ -127,7 +127,10 @@ fn a_short_run_writes_a_consistent_directory() {
     let again = upcmp::analyse::profile::rebuild(&dir, &syms, &idle, upcmp::model::UserBy::Comm).unwrap();
     assert_eq!(again, original);
     let none = upcmp::analyse::profile::rebuild(&dir, &syms, &IdleSet::new(vec![]), Default::default()).unwrap();
-    assert!(summary(&none).cpu >= summary(&original).cpu);
+    // Equal when no idle function was sampled (both CPUs busy with other programs): the
+    // two sums then differ only by rounding, their functions being named differently.
+    let (cpu_none, cpu_original) = (summary(&none).cpu, summary(&original).cpu);
+    assert!(cpu_none >= cpu_original * (1.0 - 1e-12), "{cpu_none} < {cpu_original}");
 
     // The syscall-heavy test: the entry path and the handler on top of the kernel time.
     let p = profile(&run, "getpid");

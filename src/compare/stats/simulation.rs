@@ -208,6 +208,79 @@ fn repetition_tests_keep_their_size() {
     }
 }
 
+/// Shares (the table's share column and the flame graph's colours): single runs of
+/// 10,000 and 20,000 samples, multinomial; and 3 repetitions a side of 10,000 samples
+/// with 3% run-to-run noise on every share. Sizes near 5% where the counts are not small.
+#[test]
+fn share_tests_keep_their_size() {
+    const TRIALS: usize = 2000;
+    let shares = [0.02, 0.3, 0.6, 0.08];
+    let cum: Vec<f64> = shares.iter().scan(0.0, |c, s| Some(*c + s)).collect();
+    let mut rng = Rng::new(9);
+    let mut hits = [0usize; 3];
+    for _ in 0..TRIALS {
+        let (c1, c2) = (rng.multinomial(10_000, &cum), rng.multinomial(20_000, &cum));
+        for f in 0..3 {
+            let v = share_test(
+                &[ShareCount {
+                    count: c1[f],
+                    total: 10_000,
+                }],
+                &[ShareCount {
+                    count: c2[f],
+                    total: 20_000,
+                }],
+            );
+            hits[f] += usize::from(significant(v));
+        }
+    }
+    let size: Vec<f64> = hits.iter().map(|&h| rate(h, TRIALS)).collect();
+    eprintln!(
+        "single-run share test, size at 5% by share {:?}: {size:.4?}",
+        &shares[..3]
+    );
+    for s in &size {
+        assert!((0.03..=0.07).contains(s), "{size:?}");
+    }
+
+    // Repetitions: each repetition's shares drawn around 3%-noisy rates, counts binomial
+    // (normal approximation: thousands of samples). With 5 a side of 100,000 samples the
+    // noise dominates the sampling error (900 against 145 samples at 30%) and the size is
+    // Welch's; with 3 a side of 10,000 the floors bind often and the test is conservative.
+    for (k, total) in [(3, 10_000u64), (5, 100_000)] {
+        let mut hits = [0usize; 2];
+        for _ in 0..TRIALS {
+            let mut side = || -> Vec<[ShareCount; 2]> {
+                (0..k)
+                    .map(|_| {
+                        [0.3, 0.6].map(|s: f64| {
+                            let mean = total as f64 * s * (1.0 + 0.03 * rng.normal());
+                            let sd = (mean * (1.0 - mean / total as f64)).sqrt();
+                            let count = (mean + sd * rng.normal()).round() as u64;
+                            ShareCount { count, total }
+                        })
+                    })
+                    .collect()
+            };
+            let (a, b) = (side(), side());
+            for (f, h) in hits.iter_mut().enumerate() {
+                let reps = |s: &[[ShareCount; 2]]| s.iter().map(|r| r[f]).collect::<Vec<_>>();
+                *h += usize::from(significant(share_test(&reps(&a), &reps(&b))));
+            }
+        }
+        let size: Vec<f64> = hits.iter().map(|&h| rate(h, TRIALS)).collect();
+        eprintln!(
+            "share test, {k} vs {k} repetitions of {total} samples, 3% noise, shares 30% and 60%: size {size:.4?}"
+        );
+        for s in &size {
+            assert!(*s <= 0.07, "{k} {size:?}");
+            if k == 5 {
+                assert!(*s >= 0.03, "{k} {size:?}");
+            }
+        }
+    }
+}
+
 /// Benchmark values, 3% noise, printed to three decimals (and to one, coarser than the
 /// noise).
 #[test]
@@ -415,6 +488,32 @@ fn power_at_the_detectable_change() {
     let (at_15x, at_y) = (single(1.5 * d.observed), single(d.true_change_80));
     eprintln!("single runs, normal: power at 1.5X {at_15x:.4}, at Y {at_y:.4}");
     assert!(at_15x >= 0.75 && (0.75..=0.85).contains(&at_y), "{at_15x} {at_y}");
+
+    // Profile rows with repetitions, 5 a side of 50,000 samples with 3% run-to-run noise
+    // (Welch, ν = 8 when the noise dominates): X from the true standard error.
+    let (lambda, sigma, k) = (50_000.0, 0.03, 5);
+    let se = 0.001 * (2.0 * ((sigma * lambda) * (sigma * lambda) + lambda) / k as f64).sqrt();
+    let d = detectable(se, Some(2.0 * (k as f64 - 1.0)));
+    let mut reps = |change: f64| {
+        let hits = (0..TRIALS)
+            .filter(|_| {
+                let mut side = |l: f64| -> Vec<SampledTime> {
+                    (0..k)
+                        .map(|_| {
+                            let z = rng.normal();
+                            let n = rng.poisson(l * (1.0 + sigma * z));
+                            SampledTime::fixed_period(n, 0.001, 100_000_000)
+                        })
+                        .collect()
+                };
+                significant(time_test(&side(lambda), &side(lambda + change / 0.001)))
+            })
+            .count();
+        rate(hits, TRIALS)
+    };
+    let (at_15x, at_y) = (reps(1.5 * d.observed), reps(d.true_change_80));
+    eprintln!("profile rows 5 vs 5, 3% noise: power at 1.5X {at_15x:.4}, at Y {at_y:.4}");
+    assert!(at_15x >= 0.75 && (0.72..=0.88).contains(&at_y), "{at_15x} {at_y}");
 
     // Benchmark values, 3% noise: Welch with 5 a side (ν = 8) and one against 3 (ν = 2).
     for (k1, k2) in [(5, 5), (1, 3)] {
