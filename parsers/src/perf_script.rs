@@ -28,8 +28,14 @@
 //! UTF-8 (with its byte offset) and input that stops in the middle of a line (perf script
 //! ends every line with a newline, so a missing final newline means truncation). Memory
 //! is bounded by the longest sample: one sample's lines are held at a time.
+//!
+//! Bounds: a line longer than [`MAX_LINE_BYTES`] is an error; a CPU number of
+//! [`MAX_CPUS`](crate::MAX_CPUS) or more is an error; [`for_each_sample`] cuts command,
+//! event, symbol and DSO names to [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) and counts them in
+//! [`ScriptStats::truncated_names`]. Periods are read as printed, up to `u64::MAX`: adding
+//! them up (with checked arithmetic) is the caller's job.
 
-use crate::{NomError, ParseError, Position};
+use crate::{bounded_name, NomError, ParseError, Position, EXPECT_CPU, MAX_CPUS};
 use nom::branch::alt;
 use nom::bytes::complete::take_till1;
 use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
@@ -37,6 +43,10 @@ use nom::combinator::{eof, map, map_opt, map_res, peek, rest, value, verify};
 use nom::sequence::{delimited, pair, preceded, separated_pair, terminated};
 use nom::Parser;
 use std::io::BufRead;
+
+/// The longest line read, in bytes: far beyond a header or a frame line (a symbol, even a
+/// long C++ one, and a path of at most 4096 bytes), small enough to hold in memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// One call-chain frame (or the sampled instruction when there is no call chain).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +99,8 @@ pub struct ScriptStats {
     pub lines: usize,
     /// Side-band records skipped (`PERF_RECORD_COMM`, `PERF_RECORD_MMAP2`...).
     pub side_band: u64,
+    /// Names (command, event, symbol, DSO) longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) that were cut.
+    pub truncated_names: u64,
 }
 
 type IResult<'a, O> = nom::IResult<&'a str, O, NomError<'a>>;
@@ -110,9 +122,9 @@ fn thread_ids(i: &str) -> IResult<'_, (Option<u32>, u32)> {
     .parse(i)
 }
 
-/// `[001]`
-fn cpu(i: &str) -> IResult<'_, u32> {
-    terminated(delimited(char('['), dec_u32, char(']')), field_end).parse(i)
+/// `[001]`: the digits, checked against [`MAX_CPUS`] by the caller.
+fn cpu(i: &str) -> IResult<'_, &str> {
+    terminated(delimited(char('['), digit1, char(']')), field_end).parse(i)
 }
 
 /// `2183.577483:` (µs) or `2183.577483123:` (ns, with --ns), in nanoseconds.
@@ -220,8 +232,11 @@ type TailError<'a> = (&'a str, &'static str);
 fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> {
     let (mut i, (pid, tid)) = thread_ids(i).map_err(|_| (i, EXPECT_HEADER))?;
     (s.pid, s.tid) = (pid, tid);
-    if let Ok((r, c)) = preceded(space1, cpu).parse(i) {
-        (i, s.cpu) = (r, Some(c));
+    if let Ok((r, digits)) = preceded(space1, cpu).parse(i) {
+        match digits.parse::<u32>() {
+            Ok(c) if c < MAX_CPUS => (i, s.cpu) = (r, Some(c)),
+            _ => return Err((digits_at(i, digits), EXPECT_CPU)),
+        }
     }
     if let Ok((r, t)) = preceded(space1, time).parse(i) {
         (i, s.time_ns) = (r, Some(t));
@@ -239,6 +254,11 @@ fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> 
     let (_, f) = frame(i).map_err(|_| (i, "an instruction address (hex) after the event"))?;
     s.frames.push(f);
     Ok(())
+}
+
+/// The tail of `line` that starts at its sub-slice `part`.
+fn digits_at<'a>(line: &'a str, part: &str) -> &'a str {
+    &line[part.as_ptr() as usize - line.as_ptr() as usize..]
 }
 
 const EXPECT_FRAME: &str = "a call-chain frame: ADDRESS [SYMBOL[+0xOFFSET]] [(DSO)]";
@@ -270,6 +290,9 @@ pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sam
         };
         match header_tail(&body[at..], &mut s) {
             Ok(()) => return Ok(s),
+            // A CPU field out of range is damage, not a sign that the thread id comes
+            // later: a later reading would take the CPU and the time into the command.
+            Err((rest, EXPECT_CPU)) => return Err(ParseError::at(file, line_no, line, rest, EXPECT_CPU)),
             // Past the thread id: remember how far this reading got.
             Err(e) if e.1 != EXPECT_HEADER => {
                 if furthest.is_none_or(|f| e.0.len() < f.0.len()) {
@@ -323,6 +346,21 @@ pub fn piece_end(buf: &[u8]) -> Option<usize> {
     None
 }
 
+/// Cuts the names of `s` to [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES); returns how many were cut.
+fn bound_names(s: &mut Sample<'_>) -> u64 {
+    fn cut(name: &mut &str) -> u64 {
+        let (short, was_cut) = bounded_name(name);
+        *name = short;
+        u64::from(was_cut)
+    }
+    let mut n = cut(&mut s.comm);
+    n += s.event.as_mut().map_or(0, cut);
+    for f in &mut s.frames {
+        n += f.symbol.as_mut().map_or(0, cut) + f.dso.as_mut().map_or(0, cut);
+    }
+    n
+}
+
 /// How much of each call chain [`for_each_sample`] hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chain {
@@ -335,7 +373,7 @@ pub enum Chain {
 
 /// Reads `perf script` output from `input` and calls `on_sample` for every sample, in
 /// order. `name` names the input in errors; `chain` says whether the samples carry
-/// every frame or only the innermost.
+/// every frame or only the innermost. Names longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) are cut.
 pub fn for_each_sample<R: BufRead>(
     input: R,
     name: &str,
@@ -358,7 +396,7 @@ pub fn for_each_sample_from<R: BufRead>(
     // One sample's text and where each of its lines starts (with its line number).
     let mut block = String::new();
     let mut starts: Vec<(usize, usize)> = Vec::new();
-    let mut lines = crate::LineReader::starting_at(input, at);
+    let mut lines = crate::LineReader::starting_at(input, MAX_LINE_BYTES, at);
     let flush = |block: &str, starts: &[(usize, usize)], stats: &mut ScriptStats, f: &mut dyn FnMut(&Sample<'_>)| {
         if starts.is_empty() {
             return Ok(());
@@ -376,6 +414,7 @@ pub fn for_each_sample_from<R: BufRead>(
                 return Err(ParseError::at(name, line_no, line, line.trim_start(), EXPECT_FRAME));
             }
         }
+        stats.truncated_names += bound_names(&mut s);
         stats.samples += 1;
         f(&s);
         Ok::<(), ParseError>(())
@@ -602,6 +641,56 @@ mod tests {
     fn consecutive_headers_without_blank_lines() {
         let text = "  a 1 [000] 1.0: 1 cpu-clock:  ff x ([kernel.kallsyms])\n  b 2 [001] 1.1: 1 cpu-clock:  fe y (/lib/l.so)\n";
         assert_eq!(all(text).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn cpu_numbers_above_linux_limit_are_refused() {
+        // One 115-byte line made an importer size its per-CPU tables for 100,000,001 CPUs.
+        let line = "dd 25959 [100000000] 11214.081031: 250000 cpu-clock:  ffffffff81000000 do_syscall_64+0x1 ([kernel.kallsyms])";
+        let e = parse_header(line, "s.txt", 3).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 11));
+        assert!(e.expected.contains("below 8192"), "{e}");
+        let e = all(&format!("{line}\n")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("s.txt:1:11: expected a CPU number below 8192"),
+            "{e}"
+        );
+        let s = parse_header("dd 1 [8191] 1.0: 1 cpu-clock:", "f", 1).unwrap();
+        assert_eq!(s.cpu, Some(8191));
+        assert!(parse_header("dd 1 [99999999999] 1.0: 1 cpu-clock:", "f", 1).is_err());
+    }
+
+    #[test]
+    fn periods_are_read_up_to_u64_max() {
+        // Summing them is the caller's job.
+        let s = parse_header("dd 1 [000] 1.0: 18446744073709551615 cpu-clock:", "f", 1).unwrap();
+        assert_eq!(s.period, Some(u64::MAX));
+    }
+
+    #[test]
+    fn long_names_are_cut_and_counted() {
+        let long = "s".repeat(3 * crate::MAX_NAME_BYTES);
+        let text = format!("{long} 1 [000] 1.0: 1 {long}:\n\tff {long}+0x1 ({long})\n\tfe {long}\n\n");
+        let mut got = Vec::new();
+        let stats = for_each_sample(text.as_bytes(), "s", Chain::Full, |s| {
+            got.push((s.comm.len(), s.event.map(str::len), s.frames.len()));
+            for f in &s.frames {
+                assert_eq!(f.symbol.map(str::len), Some(crate::MAX_NAME_BYTES));
+            }
+            assert_eq!(s.frames[0].dso.map(str::len), Some(crate::MAX_NAME_BYTES));
+        })
+        .unwrap();
+        assert_eq!(got, [(crate::MAX_NAME_BYTES, Some(crate::MAX_NAME_BYTES), 2)]);
+        assert_eq!(stats.truncated_names, 5);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_bound_is_an_error() {
+        let text = format!("a 1 [000] 1.0: 1 cpu-clock:\n\tff {}\n", "x".repeat(MAX_LINE_BYTES));
+        let e = all(&text).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("a line of at most 1048576 bytes"), "{e}");
     }
 
     #[test]

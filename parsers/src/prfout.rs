@@ -22,8 +22,17 @@
 //! Policy: every line must be of a known kind; anything else is an error with its
 //! location. The `functions` count and the closing `end` line make truncation an error,
 //! and the per-CPU columns must add up to each CPU's sample total.
+//!
+//! Values are checked against what a profile can hold, each error naming its line:
+//! `period-sec` and `wall-sec` are finite numbers of seconds above 0 and at most
+//! [`MAX_SECONDS`]; `cpus` is 1 to [`MAX_CPUS`] and each `cpu` line names another CPU
+//! below it; a `procstat-busy-sec` is finite and not negative; every sum of counts (a
+//! CPU's column, and the samples, lost samples and throttle events of all CPUs) stays
+//! below 2^64, so that [`FunctionSamples::total`] and any sum over the profile's CPUs or
+//! functions cannot overflow. Names (test, event, idle set, modules, functions) longer
+//! than [`MAX_NAME_BYTES`] are cut, and a `warning` says how many.
 
-use crate::{numbered_lines, LineRef, NomError, ParseError};
+use crate::{bounded_name, numbered_lines, LineRef, NomError, ParseError, EXPECT_CPU, MAX_CPUS, MAX_NAME_BYTES};
 use nom::bytes::complete::{is_not, tag, take_while1};
 use nom::character::complete::{space0, space1, u32 as dec_u32, u64 as dec_u64};
 use nom::combinator::{map, opt, rest};
@@ -37,6 +46,11 @@ pub const FORMAT_VERSION: u32 = 1;
 
 /// The first word of every prfout file.
 pub const MAGIC: &str = "upcmp-prfout";
+
+/// The largest `period-sec` and `wall-sec` read (about 31 years): far above any run, and
+/// low enough that no product of a time and a count or a CPU count leaves the finite
+/// range of `f64`.
+pub const MAX_SECONDS: f64 = 1e9;
 
 /// A parsed prfout file.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,9 +104,10 @@ pub struct FunctionSamples {
 }
 
 impl FunctionSamples {
-    /// Samples on all CPUs.
+    /// Samples on all CPUs. Cannot overflow for a parsed profile (the parser checks the
+    /// sum of all CPUs' samples); saturates for a hand-built one.
     pub fn total(&self) -> u64 {
-        self.per_cpu.iter().sum()
+        self.per_cpu.iter().fold(0u64, |sum, &n| sum.saturating_add(n))
     }
 }
 
@@ -119,6 +134,30 @@ fn cpu_line(i: &str) -> nom::IResult<&str, CpuTotals, NomError<'_>> {
         },
     )
     .parse(i)
+}
+
+/// A number of seconds as `period-sec` and `wall-sec` need it: finite, above 0, at most
+/// [`MAX_SECONDS`].
+fn seconds(l: &LineRef<'_>, arg: &str) -> Result<f64, ParseError> {
+    let s = l.parse_all(arg, double, "a number of seconds")?;
+    if s.is_finite() && s > 0.0 && s <= MAX_SECONDS {
+        Ok(s)
+    } else {
+        Err(l.error(arg, format!("a number of seconds above 0 and at most {MAX_SECONDS:e}")))
+    }
+}
+
+/// Cuts `name` to [`MAX_NAME_BYTES`], noting the first line where a name was cut and how
+/// many were.
+fn bounded(name: &str, line: usize, cut: &mut (usize, usize)) -> String {
+    let (short, was_cut) = bounded_name(name);
+    if was_cut {
+        if cut.0 == 0 {
+            cut.1 = line;
+        }
+        cut.0 += 1;
+    }
+    short.to_string()
 }
 
 fn key_sp<'a>(k: &'static str) -> impl Parser<&'a str, Output = &'a str, Error = NomError<'a>> {
@@ -170,6 +209,11 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
     let mut warnings = Vec::new();
     let mut nfunctions = None;
     let mut last_header_line = n;
+    // Names cut to MAX_NAME_BYTES: how many, and the line of the first.
+    let mut cut = (0usize, 0usize);
+    // The sums over all CPUs of samples, lost samples and throttle events.
+    let mut cpu_sums = [0u64; 3];
+    let mut cpu_lines = std::collections::HashMap::new();
 
     // Header: keyword lines up to `functions N`.
     for (n, line) in lines.by_ref() {
@@ -192,21 +236,56 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             }
         };
         match kw {
-            "test" => test = Some(text_arg()?),
+            "test" => test = Some(bounded(&text_arg()?, n, &mut cut)),
             "command" => command = Some(text_arg()?),
-            "event" => event = Some(text_arg()?),
-            "period-sec" => period_sec = Some(l.parse_all(arg, double, "a number of seconds")?),
-            "cpus" => ncpus = Some(l.parse_all(arg, dec_u32, "a CPU count")?),
-            "wall-sec" => wall_sec = Some(l.parse_all(arg, double, "a number of seconds")?),
+            "event" => event = Some(bounded(&text_arg()?, n, &mut cut)),
+            "period-sec" => period_sec = Some(seconds(&l, arg)?),
+            "cpus" => {
+                let count = l.parse_all(arg, dec_u32, "a CPU count")?;
+                if count == 0 || count > MAX_CPUS {
+                    return Err(l.error(arg, format!("a CPU count from 1 to {MAX_CPUS}")));
+                }
+                ncpus = Some(count);
+            }
+            "wall-sec" => wall_sec = Some(seconds(&l, arg)?),
             "idle-set" => {
                 let names = l.parse_all(arg, separated_list0(space1, word), "function names")?;
-                idle_set = Some(names.into_iter().map(str::to_string).collect());
+                idle_set = Some(names.into_iter().map(|f| bounded(f, n, &mut cut)).collect());
             }
-            "cpu" => cpus.push(l.parse_all(
-                line,
-                cpu_line,
-                "'cpu N samples N lost N throttled N [procstat-busy-sec S]'",
-            )?),
+            "cpu" => {
+                let c = l.parse_all(
+                    line,
+                    cpu_line,
+                    "'cpu N samples N lost N throttled N [procstat-busy-sec S]'",
+                )?;
+                let number_at = line[3..].trim_start();
+                if c.cpu >= MAX_CPUS {
+                    return Err(l.error(number_at, EXPECT_CPU));
+                }
+                if let Some(first) = cpu_lines.insert(c.cpu, n) {
+                    return Err(l.error(
+                        number_at,
+                        format!("a CPU not listed before (cpu {} is on line {first} too)", c.cpu),
+                    ));
+                }
+                if c.procstat_busy_sec.is_some_and(|b| !b.is_finite() || b < 0.0) {
+                    let at = &line[line.find("procstat-busy-sec").unwrap_or(0)..];
+                    return Err(l.error(at, "a finite, non-negative procstat-busy-sec"));
+                }
+                for (sum, (count, what)) in cpu_sums.iter_mut().zip([
+                    (c.samples, "samples"),
+                    (c.lost, "lost samples"),
+                    (c.throttled, "throttle events"),
+                ]) {
+                    *sum = sum.checked_add(count).ok_or_else(|| {
+                        l.error(
+                            number_at,
+                            format!("{what} that add up to at most {} over all CPUs", u64::MAX),
+                        )
+                    })?;
+                }
+                cpus.push(c);
+            }
             "warning" => warnings.push(text_arg()?),
             "functions" => {
                 nfunctions = Some(l.parse_all(arg, dec_u64, "a function count")?);
@@ -242,15 +321,11 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             )
         });
     }
-    if period_sec.is_nan() || period_sec <= 0.0 || wall_sec.is_nan() || wall_sec < 0.0 {
-        return Err(ParseError::whole(
-            file,
-            "a positive period-sec and a non-negative wall-sec",
-        ));
-    }
 
-    // Table: rows until `end`.
-    let mut functions = Vec::with_capacity(nfunctions.min(1 << 20) as usize);
+    // Table: rows until `end`. Not sized by `functions N`, which the rows have yet to
+    // confirm.
+    let mut functions = Vec::new();
+    let mut column_sums = vec![0u64; cpus.len()];
     let mut ended = false;
     let mut last_line = last_header_line;
     for (n, line) in lines {
@@ -279,9 +354,22 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
         if name.is_empty() {
             return Err(l.error("", "a function name after the module"));
         }
+        for ((sum, &count), c) in column_sums.iter_mut().zip(&counts).zip(&cpus) {
+            *sum = sum.checked_add(count).ok_or_else(|| {
+                l.error(
+                    line,
+                    format!(
+                        "counts that add up to cpu {}'s {} samples, but its column passes {} here",
+                        c.cpu,
+                        c.samples,
+                        u64::MAX
+                    ),
+                )
+            })?;
+        }
         functions.push(FunctionSamples {
-            module: module.to_string(),
-            name: name.to_string(),
+            module: bounded(module, n, &mut cut),
+            name: bounded(name, n, &mut cut),
             per_cpu: counts,
         });
     }
@@ -300,8 +388,7 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             ),
         ));
     }
-    for (k, cpu) in cpus.iter().enumerate() {
-        let sum: u64 = functions.iter().map(|f| f.per_cpu[k]).sum();
+    for (&sum, cpu) in column_sums.iter().zip(&cpus) {
         if sum != cpu.samples {
             return Err(ParseError::whole(
                 file,
@@ -311,6 +398,12 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
                 ),
             ));
         }
+    }
+    if cut.0 > 0 {
+        warnings.push(format!(
+            "{} names longer than {MAX_NAME_BYTES} bytes were cut to that length (the first on line {})",
+            cut.0, cut.1
+        ));
     }
     Ok(Prfout {
         format,
@@ -441,6 +534,80 @@ end
     fn cpu_count_mismatch() {
         let e = err(&GOOD.replace("cpus 2", "cpus 3"));
         assert!(e.expected.contains("3 'cpu' lines"), "{e}");
+    }
+
+    /// The error of GOOD with `from` replaced by `to`.
+    fn err_with(from: &str, to: &str) -> ParseError {
+        assert!(GOOD.contains(from), "{from}");
+        err(&GOOD.replace(from, to))
+    }
+
+    #[test]
+    fn counts_wrapping_past_u64_are_an_error() {
+        // 2^64 - 1 + 8 wraps to 7, cpu 1's total: accepted before sums were checked.
+        let max = u64::MAX;
+        let e = err_with("       0    4 [user]", &format!("       0 {max} [user]"));
+        assert_eq!(e.line, 15);
+        assert!(e.expected.contains("passes 18446744073709551615"), "{e}");
+        let e = err_with("cpu 1 samples 7", &format!("cpu 1 samples {max}"));
+        assert_eq!(e.line, 10);
+        assert!(e.expected.contains("samples that add up to at most"), "{e}");
+        let e = err_with("lost 0 throttled 2", &format!("lost {max} throttled 2"));
+        assert!(e.expected.contains("lost samples that add up"), "{e}");
+    }
+
+    #[test]
+    fn impossible_times_are_an_error() {
+        for (from, to, line) in [
+            ("period-sec 0.001", "period-sec inf", 5),
+            ("period-sec 0.001", "period-sec nan", 5),
+            ("period-sec 0.001", "period-sec 0", 5),
+            ("period-sec 0.001", "period-sec -0.001", 5),
+            ("wall-sec 10.5", "wall-sec 0", 7),
+            ("wall-sec 10.5", "wall-sec 1e308", 7),
+            ("wall-sec 10.5", "wall-sec -1", 7),
+        ] {
+            let e = err_with(from, to);
+            assert_eq!((e.line, e.column), (line, from.find(' ').unwrap() + 2), "{to}");
+            assert!(e.expected.contains("seconds above 0 and at most 1e9"), "{to}: {e}");
+        }
+        let e = err_with("procstat-busy-sec 0.02", "procstat-busy-sec nan");
+        assert_eq!((e.line, e.column), (9, 37));
+        assert_eq!(e.expected, "a finite, non-negative procstat-busy-sec");
+    }
+
+    #[test]
+    fn impossible_cpus_are_an_error() {
+        let e = err_with("cpus 2", "cpus 0");
+        assert_eq!((e.line, e.column), (6, 6));
+        assert!(e.expected.contains("from 1 to 8192"), "{e}");
+        assert!(err_with("cpus 2", "cpus 8193").expected.contains("from 1 to 8192"));
+        let e = err_with("cpu 1 samples", "cpu 8192 samples");
+        assert_eq!((e.line, e.column), (10, 5));
+        assert!(e.expected.contains("below 8192"), "{e}");
+        let e = err_with("cpu 1 samples", "cpu 0 samples");
+        assert_eq!(e.line, 10);
+        assert!(e.expected.contains("cpu 0 is on line 9 too"), "{e}");
+    }
+
+    #[test]
+    fn long_names_are_cut_with_a_warning() {
+        // A 100 MB name once made upcmp allocate 4.7 GB; 1 MB shows the cut.
+        let long = "f".repeat(1 << 20);
+        let p = parse_prfout(&GOOD.replace("bcopy", &long).replace("idle checkRunq", &long), "f").unwrap();
+        assert_eq!(p.functions[0].name.len(), MAX_NAME_BYTES);
+        assert_eq!(p.idle_set[0].len(), MAX_NAME_BYTES);
+        assert_eq!(
+            p.warnings.last().unwrap(),
+            "2 names longer than 4096 bytes were cut to that length (the first on line 8)"
+        );
+    }
+
+    #[test]
+    fn a_huge_function_count_allocates_nothing() {
+        // The count is checked against the rows, never trusted for an allocation.
+        let e = err_with("functions 3", &format!("functions {}", u64::MAX));
+        assert!(e.expected.contains("function rows"), "{e}");
     }
 
     #[test]

@@ -147,9 +147,9 @@ fn is_anon(path: &[u8]) -> bool {
 fn load_perf_map(path: &Path) -> Option<RangeNames> {
     let text = std::fs::read_to_string(path).ok()?;
     let name = path.display().to_string();
-    let (entries, _bad) = upcmp_parsers::perf_map::read(&text, &name);
+    let map = upcmp_parsers::perf_map::read(&text, &name);
     Some(RangeNames::new(
-        entries
+        map.entries
             .into_iter()
             .map(|e| (e.start, e.start.saturating_add(e.size), e.name.to_string()))
             .collect(),
