@@ -165,6 +165,12 @@ mod tests {
         let e = parse_line("a;b 1 2", "f", 1).unwrap_err();
         assert!(e.expected.contains("differential"), "{e}");
         assert!(parse_line(" 5", "f", 1).is_err());
+        // A bad count before trailing blanks: the column is the count's, inside no
+        // character (this once panicked).
+        let e = parse_line("\té--0\t", "f", 1).unwrap_err();
+        assert_eq!((e.column, e.found.as_str()), (2, "é--0"));
+        let e = parse_line("a;b 12é  ", "f", 1).unwrap_err();
+        assert_eq!(e.column, 5);
     }
 
     #[test]

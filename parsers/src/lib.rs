@@ -58,11 +58,22 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 impl ParseError {
-    /// An error at `line` (1-based) of `file`; `rest` is the unparsed tail of `full_line`,
-    /// from which the column is computed.
+    /// An error at `line` (1-based) of `file`; `rest` is the unparsed part of `full_line`
+    /// (a slice of it, or else as long as its tail), from which the column is computed.
     pub fn at(file: &str, line: usize, full_line: &str, rest: &str, expected: impl Into<String>) -> Self {
-        let consumed = full_line.len().saturating_sub(rest.len());
-        let column = full_line[..consumed.min(full_line.len())].chars().count() + 1;
+        let start = full_line.as_ptr() as usize;
+        let at = rest.as_ptr() as usize;
+        // A slice of the line (that need not reach its end, as when trailing blanks were
+        // trimmed) is where it starts; any other text counts from the end.
+        let mut consumed = if (start..=start + full_line.len()).contains(&at) {
+            at - start
+        } else {
+            full_line.len().saturating_sub(rest.len())
+        };
+        while !full_line.is_char_boundary(consumed) {
+            consumed -= 1;
+        }
+        let column = full_line[..consumed].chars().count() + 1;
         ParseError {
             file: file.to_string(),
             line,

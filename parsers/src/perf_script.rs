@@ -323,22 +323,49 @@ pub fn parse_frame<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Fram
 }
 
 /// The address that starts a frame; all a frame needs to be well formed (the symbol and
-/// DSO after it are free text).
+/// DSO after it are free text). At most 16 hex digits after leading zeros, so that every
+/// address read here is a `u64` (and the leaf-only reading agrees with the full one).
 fn frame_address(i: &str) -> IResult<'_, &str> {
-    terminated(hex_digit1, field_end).parse(i)
+    terminated(
+        verify(hex_digit1, |h: &str| h.trim_start_matches('0').len() <= 16),
+        field_end,
+    )
+    .parse(i)
+}
+
+/// Whether a line (without its ending) that follows another line of a sample is one of
+/// its call-chain frames: perf indents those with a tab; a line indented with spaces that
+/// is no header but reads as a frame is taken as one too.
+fn continues_sample(line: &str, name: &str, line_no: usize) -> bool {
+    line.starts_with('\t')
+        || (line.starts_with(' ')
+            && frame_address(line.trim_start()).is_ok()
+            && parse_header(line, name, line_no).is_err())
 }
 
 /// Where `buf` (the start of the rest of an input) can be cut so that both sides hold whole
 /// samples: after its last blank line (call-chain output), or, when it has none, after its
-/// last newline that is not followed by a tab-indented call-chain line. `None` when no such
-/// place exists. Cutting there lets pieces be parsed apart, in parallel.
+/// last newline that is followed by a whole line that can only start a sample (it is not a
+/// call-chain frame, nor a `#` comment, whose meaning depends on what comes before).
+/// `None` when no such place exists. Cutting there lets pieces be parsed apart, in
+/// parallel, with the same result as the whole.
 pub fn piece_end(buf: &[u8]) -> Option<usize> {
     if let Some(at) = buf.windows(2).rposition(|w| w == b"\n\n") {
         return Some(at + 2);
     }
+    let starts_sample = |rest: &[u8]| {
+        let Some(len) = rest.iter().position(|&b| b == b'\n') else {
+            return false; // not a whole line: cannot tell
+        };
+        let Ok(line) = std::str::from_utf8(&rest[..len]) else {
+            return false;
+        };
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        !line.starts_with('#') && !continues_sample(line, "", 0)
+    };
     let mut end = buf.len();
     while let Some(nl) = buf[..end].iter().rposition(|&b| b == b'\n') {
-        if buf.get(nl + 1).is_some_and(|&b| b != b'\t') {
+        if starts_sample(&buf[nl + 1..]) {
             return Some(nl + 1);
         }
         end = nl;
@@ -451,11 +478,8 @@ pub fn for_each_sample_from<R: BufRead>(
             continue;
         }
         // perf indents call-chain lines with a tab; a header of the default layout is
-        // indented with spaces (the command name is right-aligned). A space-indented line
-        // that is no header but reads as a frame is taken as one.
-        let is_frame = !starts.is_empty()
-            && (text.starts_with('\t')
-                || (parse_header(text, name, line_no).is_err() && frame_address(text.trim_start()).is_ok()));
+        // indented with spaces (the command name is right-aligned).
+        let is_frame = !starts.is_empty() && continues_sample(text, name, line_no);
         if !is_frame && !starts.is_empty() {
             flush(&block, &starts, &mut stats, &mut on_sample)?;
             block.clear();
@@ -691,6 +715,44 @@ mod tests {
         let e = all(&text).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.expected.contains("a line of at most 1048576 bytes"), "{e}");
+    }
+
+    #[test]
+    fn an_unindented_line_is_never_a_frame() {
+        // "dd" reads as an address: this broken header was once taken for a frame of the
+        // sample before it, and disappeared.
+        let text =
+            "dd 1 [000] 1.0: 1 cpu-clock:  ff f ([kernel.kallsyms])\ndd -1 [000] 1.1: 99999999999 cpu-clock:  ff f\n";
+        let e = all(text).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("sample header"), "{e}");
+        // Indented with spaces, a line that reads only as a frame still is one.
+        let n = all("a 1 [000] 1.0: 1 cpu-clock:\n    ffff x ([kernel.kallsyms])\n").unwrap();
+        assert_eq!(n.len(), 1);
+    }
+
+    #[test]
+    fn addresses_past_64_bits_are_refused_with_or_without_the_chain() {
+        let text = "a 1 [000] 1.0: 1 cpu-clock:\n\tff x\n\t1ffffffffffffffff y\n\n";
+        for chain in [Chain::Full, Chain::Leaf] {
+            let e = for_each_sample(text.as_bytes(), "s", chain, |_| {}).unwrap_err();
+            assert_eq!((e.line, e.column), (3, 2), "{chain:?}");
+        }
+        // Leading zeros do not count.
+        let f = parse_frame("\t0000ffffffffffffffff x", "s", 1).unwrap();
+        assert_eq!(f.ip, u64::MAX);
+    }
+
+    #[test]
+    fn pieces_are_cut_only_before_a_sample() {
+        let head = "a 1 [000] 1.0: 1 cpu-clock:  ff x ([kernel.kallsyms])\n";
+        // Not before a space-indented frame, nor a comment, nor a line not yet whole.
+        assert_eq!(piece_end(format!("{head}   ffff y ([k])\n").as_bytes()), None);
+        assert_eq!(piece_end(format!("{head}# c\n").as_bytes()), None);
+        assert_eq!(piece_end(format!("{head}b 2 [0").as_bytes()), None);
+        let two = format!("{head}  b 2 [001] 1.1: 1 cpu-clock:  fe y (/lib/l.so)\n");
+        assert_eq!(piece_end(format!("{two}c").as_bytes()), Some(head.len()));
+        assert_eq!(piece_end(b"a 1 [0] 1.0: c:\n\tff x\n\nb"), Some(23));
     }
 
     #[test]
