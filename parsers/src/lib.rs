@@ -134,6 +134,7 @@ pub fn shorten(s: &str) -> String {
 }
 
 pub mod folded;
+pub mod harness;
 pub mod kallsyms;
 pub mod keyvalue;
 pub mod perf_map;
