@@ -7,7 +7,23 @@
 //! with call stacks: a gprof-style `prof.out`, folded stacks and a flame graph per test,
 //! which upcmp compares as differential flame graphs (`docs/upsrun.md`).
 //!
-//! Data flows one way: [`collect`] → [`store`] → [`compare`] → [`report`].
+//! ## The house
+//!
+//! Data flows one way: [`collect`] → [`store`] → [`model`] → [`compare`] → [`report`].
+//! Each module uses only the modules of the layers below its own
+//! (`docs/architecture.md`; a test reads every `use crate::` and holds it to this table):
+//!
+//! | layer | modules | what they own |
+//! |---|---|---|
+//! | 0 | [`model`], [`fsio`] | profiles, the one profile builder, idle set, stacks, call graph: data, no I/O; files opened and written safely |
+//! | 1 | [`symbols`], [`host`], [`store`] | symbol tables; facts about this machine; the output-directory format |
+//! | 2 | [`collect`], [`import`], [`compare`] | sampling and running tests; perf's files → model; model → comparison |
+//! | 3 | [`report`] | pure renderers |
+//! | 4 | [`analyse`] | per-test analyses of a stored run |
+//! | 5 | [`app`] | each command's orchestration, called by `src/bin` |
+//!
+//! [`helpers`] (runmany, hackdiff) and [`exit`] stand beside the house: they use no
+//! module of it but [`host`].
 //!
 //! ```
 //! use upcmp::compare::{compare_profiles, CompareOptions};
@@ -18,22 +34,38 @@
 //!             functions 2\n1000 [kernel] bcopy\n500 [kernel] idle\nend\n";
 //! let p = parse(text, "a/prfout").unwrap();
 //! let cmp = compare_profiles(&p, &p, &CompareOptions::default()).unwrap();
-//! assert_eq!(cmp.run1.cpu_sec, 1.0); // bcopy's 1000 samples of 1 ms
-//! assert_eq!(cmp.run1.idle_sec, 1.0); // 2 s wall x 1 CPU - 1 s CPU
+//! assert_eq!(cmp.run1.cpu, 1.0); // bcopy's 1000 samples of 1 ms
+//! assert_eq!(cmp.run1.idle, 1.0); // 2 s wall x 1 CPU - 1 s CPU
 //! assert_eq!(cmp.rows[0].function, "bcopy");
 //! ```
 #![deny(missing_docs)]
 
+pub mod analyse;
+pub mod app;
 pub mod collect;
 pub mod compare;
 pub mod exit;
+pub mod fsio;
 pub mod helpers;
+pub mod host;
 pub mod import;
+pub mod model;
 pub mod report;
 pub mod store;
+pub mod symbols;
 
 /// The version of the tools, written into every output directory.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub use upcmp_parsers::prfout::{CpuTotals, FunctionSamples, Prfout as Profile};
 pub use upcmp_parsers::ParseError;
+
+/// The layers of the house, lowest first: a module may use only modules of lower layers
+/// (the test `the_house_has_one_way_layers` checks every `use crate::` against it).
+pub const LAYERS: &[&[&str]] = &[
+    &["model", "fsio"],
+    &["symbols", "host", "store"],
+    &["collect", "import", "compare"],
+    &["report"],
+    &["analyse"],
+    &["app"],
+];

@@ -2,7 +2,7 @@
 //! `perf report` and `perf diff` on real recordings, every output format, malformed input,
 //! bounded memory and quiet broken pipes (completions and man pages: tests/shell.rs).
 
-use crate::util::{perf_lock, perf_usable, run_in, stderr, stdout, tempdir, testdata};
+use crate::util::{assert_golden, perf_lock, perf_usable, run_in, stderr, stdout, tempdir, testdata};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -349,7 +349,7 @@ fn folded_inputs_in_every_format() {
 
     let csv = stdout(&run_in(d.path(), PRFCMP, &[a, b, "--format", "csv"]));
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some(upcmp::report::machine::CSV_HEADER));
+    assert_eq!(lines.next(), Some(upcmp::report::export::CSV_HEADER));
     let read_zero = csv.lines().find(|l| l.contains(",function,read_zero,")).expect(&csv);
     assert!(
         read_zero.starts_with("a.folded,function,read_zero,0.5,0.2,-0.3"),
@@ -390,9 +390,10 @@ fn perf_script_fixtures_compare() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["run1"]["event"], "cpu-clock");
-    assert!((v["run1"]["period_sec"].as_f64().unwrap() - 0.00025).abs() < 1e-12);
+    assert_eq!(v["measure"]["unit"], "sec");
+    assert!((v["run1"]["period"].as_f64().unwrap() - 250000.0).abs() < 1e-6, "ns");
     // 12 samples of 0.25 ms, one of them in libc's `read`.
-    assert!((v["run1"]["cpu_sec"].as_f64().unwrap() - 0.003).abs() < 1e-9);
+    assert!((v["run1"]["cpu"].as_f64().unwrap() - 0.003).abs() < 1e-9);
     let rows = v["rows"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["function"] == "read [libc.so.6]"), "{rows:?}");
 }
@@ -636,4 +637,622 @@ fn jit_code_is_named_from_the_perf_map() {
     assert!((ours["jitted_spin"] - jit).abs() <= 0.011, "{ours:?} vs {perf:?}");
     let spin = perf[&(".".to_string(), "spin".to_string())];
     assert!((ours["spin"] - spin).abs() <= 0.011, "{ours:?} vs {perf:?}");
+}
+
+/// An event's name without perf's modifiers (`cpu-clock:u` → `cpu-clock`).
+fn bare_event(name: &str) -> &str {
+    match name.rsplit_once(':') {
+        Some((bare, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => bare,
+        _ => name,
+    }
+}
+
+/// perf report's share of each function of `event` in `data`, in per cent of the event's
+/// total period, from the exact periods `perf report -F period` prints (not its
+/// percentages, rounded to two decimals). Functions are named as prfcmp names its rows:
+/// the bare symbol for the kernel, `sym [dso]` for kernel modules and user files, and
+/// `[unknown] [dso]` for the addresses perf prints unresolved (summed: prfcmp counts them
+/// as one function).
+fn perf_report_shares(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
+    let mut args = vec![
+        "report",
+        "--stdio",
+        "--sort",
+        "dso,sym",
+        "-F",
+        "period,dso,sym",
+        "-i",
+        data,
+    ];
+    args.extend_from_slice(extra);
+    let o = run_in(dir, "perf", &args);
+    assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
+    let mut periods: HashMap<String, u64> = HashMap::new();
+    let mut current: Option<String> = None;
+    for l in stdout(&o).lines() {
+        // `# Samples: 174  of event 'cpu-clock'`
+        if let Some(rest) = l.strip_prefix("# Samples: ") {
+            current = rest
+                .split_once("of event '")
+                .map(|(_, e)| e.trim_end_matches('\'').to_string());
+            continue;
+        }
+        if l.starts_with('#') || l.trim().is_empty() || current.as_deref().map(bare_event) != Some(event) {
+            continue;
+        }
+        // `      13250000  [kernel.kallsyms]  [k] do_syscall_64`
+        let mut w = l.split_whitespace();
+        let (Some(period), Some(dso), Some(_kind)) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let sym = w.collect::<Vec<_>>().join(" ");
+        let unresolved = sym.starts_with("0x");
+        let name = match dso {
+            "[kernel.kallsyms]" if unresolved => "[unknown]".to_string(),
+            "[kernel.kallsyms]" => sym,
+            d => {
+                let module = d.trim_start_matches('[').trim_end_matches(']');
+                format!("{} [{module}]", if unresolved { "[unknown]" } else { &sym })
+            }
+        };
+        *periods.entry(name).or_default() += period.parse::<u64>().unwrap();
+    }
+    let total: u64 = periods.values().sum();
+    assert!(total > 0, "perf report has no samples of {event}:\n{}", stdout(&o));
+    periods
+        .into_iter()
+        .map(|(n, p)| (n, p as f64 * 100.0 / total as f64))
+        .collect()
+}
+
+/// prfcmp's share of every function of `input` (`--idle-symbols ''` counts every function,
+/// so a function's share of CPU is its share of the event), by its row's name.
+fn prfcmp_shares(dir: &Path, input: &str, extra: &[&str]) -> HashMap<String, f64> {
+    let mut args = vec![input, input, "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
+    args.extend_from_slice(extra);
+    let o = run_in(dir, PRFCMP, &args);
+    assert!(o.status.success(), "prfcmp {args:?}: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("prfcmp --format json");
+    let mut out = HashMap::new();
+    for r in v["rows"].as_array().unwrap() {
+        *out.entry(r["function"].as_str().unwrap().to_string()).or_insert(0.0) +=
+            r["run1_pct_of_cpu"].as_f64().unwrap();
+    }
+    out
+}
+
+/// Every function's share agrees within 0.01 percentage points, whichever side has it;
+/// returns how many functions were compared.
+fn assert_every_share_agrees(perf: &HashMap<String, f64>, ours: &HashMap<String, f64>, what: &str) -> usize {
+    let mut names: Vec<&String> = perf.keys().chain(ours.keys()).collect();
+    names.sort();
+    names.dedup();
+    let differ: Vec<String> = names
+        .iter()
+        .map(|n| {
+            (
+                n,
+                perf.get(*n).copied().unwrap_or(0.0),
+                ours.get(*n).copied().unwrap_or(0.0),
+            )
+        })
+        .filter(|(_, p, o)| (p - o).abs() > 0.01)
+        .map(|(n, p, o)| format!("{n}: {o:.4}% here, {p:.4}% in perf report"))
+        .collect();
+    assert!(differ.is_empty(), "{what}:\n{}", differ.join("\n"));
+    names.len()
+}
+
+/// Compares `data` (of `event`, read with `extra` prfcmp options) with perf report, and
+/// with its own `perf script` text (`perf script --header`, so the text lists the
+/// recording's events in perf report's order): the two imports must name and weigh every
+/// function alike. Returns the shares.
+fn assert_agrees_with_perf(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
+    assert_agrees_with_perf_on(dir, data, event, extra, 3)
+}
+
+/// [`assert_agrees_with_perf`] of a recording of at least `min_functions` functions.
+fn assert_agrees_with_perf_on(
+    dir: &Path,
+    data: &str,
+    event: &str,
+    extra: &[&str],
+    min_functions: usize,
+) -> HashMap<String, f64> {
+    let perf = perf_report_shares(dir, data, event, &[]);
+    let ours = prfcmp_shares(dir, data, extra);
+    let n = assert_every_share_agrees(&perf, &ours, &format!("{data} ({event})"));
+    assert!(n >= min_functions, "{data}: only {n} functions: {perf:?}");
+    let o = run_in(dir, "perf", &["script", "--header", "-i", data]);
+    assert!(o.status.success(), "perf script: {}", stderr(&o));
+    let txt = format!("{data}.txt");
+    std::fs::write(dir.join(&txt), &o.stdout).unwrap();
+    assert_no_function_changed(dir, data, &txt, extra);
+    ours
+}
+
+/// prfcmp of `a` and `b` lists no function as changed: every function is on both sides
+/// with the same value.
+fn assert_no_function_changed(dir: &Path, a: &str, b: &str, extra: &[&str]) {
+    let mut args = vec![a, b, "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
+    args.extend_from_slice(extra);
+    let o = run_in(dir, PRFCMP, &args);
+    assert!(o.status.success(), "prfcmp {args:?}: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let changed: Vec<String> = rows
+        .iter()
+        .filter(|r| r["run1"].is_null() || r["run1"] != r["run2"] || r["delta"].as_f64() != Some(0.0))
+        .map(|r| format!("{} {} {}", r["function"], r["run1"], r["run2"]))
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "{a} vs {b}: changed functions:\n{}",
+        changed.join("\n")
+    );
+    assert!(!rows.is_empty(), "{a} vs {b}: no function");
+}
+
+/// Page faults in two functions (two thirds and one third of them) and context switches
+/// between two processes: workloads for the software events.
+const EVENTS_PROGRAM: &str = r#"
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+/* Every page of a fresh mapping faults once (small pages: no transparent huge pages). */
+__attribute__((noinline)) void fault_two_thirds(size_t pages) {
+    char *p = mmap(0, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    madvise(p, pages * 4096, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < pages; i++) p[i * 4096] = 1;
+    munmap(p, pages * 4096);
+}
+__attribute__((noinline)) void fault_one_third(size_t pages) {
+    char *p = mmap(0, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    madvise(p, pages * 4096, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < pages; i++) p[i * 4096] = 2;
+    munmap(p, pages * 4096);
+}
+/* A byte handed back and forth: each hand-over switches context. */
+__attribute__((noinline)) void ping_pong(long rounds) {
+    int a[2], b[2];
+    char c = 0;
+    if (pipe(a) || pipe(b)) exit(1);
+    if (fork() == 0) {
+        for (long i = 0; i < rounds; i++) if (read(a[0], &c, 1) != 1 || write(b[1], &c, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    for (long i = 0; i < rounds; i++) if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1) exit(1);
+    wait(0);
+}
+int main(int argc, char **argv) {
+    long n = argc > 2 ? atol(argv[2]) : 1000;
+    if (argc > 1 && argv[1][0] == 'f') {
+        for (int r = 0; r < 20; r++) { fault_two_thirds(2 * n); fault_one_third(n); }
+    } else {
+        ping_pong(n);
+    }
+    return 0;
+}
+"#;
+
+/// Builds `EVENTS_PROGRAM` as `dir/events`.
+fn build_events(dir: &Path) {
+    std::fs::write(dir.join("events.c"), EVENTS_PROGRAM).unwrap();
+    let o = run_in(dir, "gcc", &["-O1", "-o", "events", "events.c"]);
+    assert!(o.status.success(), "gcc: {}", stderr(&o));
+}
+
+/// `perf record -q -N ARGS` in `dir` (the event is in `args`), once it has succeeded.
+fn perf_record_any(dir: &Path, args: &[&str]) {
+    let mut all = vec!["record", "-q", "-N"];
+    all.extend_from_slice(args);
+    let o = run_in(dir, "perf", &all);
+    assert!(o.status.success(), "perf {all:?}: {}", stderr(&o));
+}
+
+#[test]
+fn varying_periods_and_several_events_agree_with_perf_report() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    build_events(d.path());
+    let dd = ["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=512", "count=400000"];
+    // cpu-clock at a frequency: the kernel adjusts the period sample by sample.
+    let mut args = vec!["-e", "cpu-clock", "-F", "4000", "-o", "freq.data"];
+    args.extend(dd);
+    perf_record_any(d.path(), &args);
+    let ours = assert_agrees_with_perf(d.path(), "freq.data", "cpu-clock", &[]);
+    assert!(ours.get("read_zero").is_some_and(|&s| s > 1.0), "{ours:?}");
+
+    // Software events other than time, sampled at varying periods (perf's default -F 4000).
+    perf_record_any(
+        d.path(),
+        &["-e", "page-faults", "-o", "pf.data", "--", "./events", "f", "5000"],
+    );
+    let ours = assert_agrees_with_perf(d.path(), "pf.data", "page-faults", &[]);
+    let (two, one) = (ours["fault_two_thirds [events]"], ours["fault_one_third [events]"]);
+    assert!(two > 40.0 && one > 20.0, "{ours:?}");
+    // A task switches in the scheduler: perhaps one function has every sample.
+    perf_record_any(
+        d.path(),
+        &[
+            "-e",
+            "context-switches",
+            "-o",
+            "cs.data",
+            "--",
+            "./events",
+            "s",
+            "20000",
+        ],
+    );
+    let ours = assert_agrees_with_perf_on(d.path(), "cs.data", "context-switches", &[], 1);
+    assert!(ours.keys().any(|f| f.contains("schedule")), "{ours:?}");
+
+    // Two events in one recording: the first by default, the other by --event, and a
+    // note that names the one left out.
+    perf_record_any(
+        d.path(),
+        &[
+            "-e",
+            "cpu-clock,page-faults",
+            "-o",
+            "two.data",
+            "--",
+            "./events",
+            "f",
+            "5000",
+        ],
+    );
+    assert_agrees_with_perf(d.path(), "two.data", "cpu-clock", &[]);
+    let ours = assert_agrees_with_perf(d.path(), "two.data", "page-faults", &["--event", "page-faults"]);
+    assert!(ours["fault_two_thirds [events]"] > 40.0, "{ours:?}");
+    let o = run_in(d.path(), PRFCMP, &["two.data", "two.data"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cpu-clock samples are read; the input also has page-faults ("),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_in(d.path(), PRFCMP, &["two.data", "two.data", "--event", "cycles"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("two.data: no event cycles; the input has cpu-clock, page-faults"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn pipe_mode_recordings_are_read_plain_and_compressed_from_files_and_pipes() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    let dd = ["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=512", "count=400000"];
+    for (file, z) in [("pipe.data", None), ("zpipe.data", Some("-z"))] {
+        let mut args = vec!["record", "-q", "-N", "-e", "cpu-clock", "-o", "-"];
+        args.extend(z);
+        args.extend(dd);
+        let o = run_in(d.path(), "perf", &args);
+        assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
+        assert!(o.stdout.len() > 1000, "perf record -o - wrote {} bytes", o.stdout.len());
+        std::fs::write(d.path().join(file), &o.stdout).unwrap();
+        assert_agrees_with_perf(d.path(), file, "cpu-clock", &[]);
+        // The same stream on standard input.
+        let mut child = Command::new(PRFCMP)
+            .args(["-", file, "--idle-symbols", "", "--cutoff", "0", "--format", "json"])
+            .current_dir(d.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&o.stdout).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let rows = v["rows"].as_array().unwrap();
+        assert!(
+            rows.len() >= 3 && rows.iter().all(|r| r["delta"].as_f64() == Some(0.0)),
+            "{rows:?}"
+        );
+        // Cut inside a record, as a copy of a stream still being written would be.
+        let cut = o.stdout.len() - 3;
+        std::fs::write(d.path().join("cut.data"), &o.stdout[..cut]).unwrap();
+        let e = run_in(d.path(), PRFCMP, &["cut.data", file]);
+        assert_eq!(e.status.code(), Some(2), "{}", stderr(&e));
+        assert!(
+            stderr(&e).contains(&format!(
+                "cut.data: not a readable perf.data file: it stops at byte {cut}"
+            )),
+            "{}",
+            stderr(&e)
+        );
+    }
+    // A file written as a file is read from its path, not from a pipe: said so.
+    let mut args = vec!["-e", "cpu-clock", "-o", "file.data"];
+    args.extend(dd);
+    perf_record_any(d.path(), &args);
+    let o = Command::new(PRFCMP)
+        .args(["-", "file.data"])
+        .current_dir(d.path())
+        .stdin(std::fs::File::open(d.path().join("file.data")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("it is written as a file"), "{}", stderr(&o));
+}
+
+/// `data` as if recorded on another machine: its kernel release and the running kernel's
+/// build-id (in its header) replaced by others of the same length.
+fn as_if_from_another_machine(data: &[u8]) -> Vec<u8> {
+    fn replace_all(v: &mut [u8], from: &[u8], to: &[u8]) {
+        let mut at = 0;
+        while let Some(k) = v[at..].windows(from.len()).position(|w| w == from) {
+            v[at + k..at + k + from.len()].copy_from_slice(to);
+            at += k + from.len();
+        }
+    }
+    let mut out = data.to_vec();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let release = release.trim().as_bytes();
+    // Every digit one up: another release of the same length.
+    let other: Vec<u8> = release
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_digit() {
+                b'0' + (b - b'0' + 1) % 10
+            } else {
+                b
+            }
+        })
+        .collect();
+    replace_all(&mut out, release, &other);
+    if let Some(id) = upcmp::host::running_kernel_build_id() {
+        let flipped: Vec<u8> = id.iter().map(|b| !b).collect();
+        replace_all(&mut out, &id, &flipped);
+    }
+    out
+}
+
+#[test]
+fn user_only_recordings_need_no_kernel_symbols() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    build_spin(d.path(), "");
+    perf_record_any(
+        d.path(),
+        &["-e", "cpu-clock:u", "-o", "u.data", "--", "./spin", "10000000"],
+    );
+    let ours = assert_agrees_with_perf(d.path(), "u.data", "cpu-clock", &[]);
+    assert!(ours["spin_two_thirds [spin]"] > 40.0, "{ours:?}");
+    assert!(
+        !ours.keys().any(|f| !f.contains(" [")),
+        "kernel functions in a user-only recording: {ours:?}"
+    );
+
+    // From another machine, with no build-id cache: the user-only recording needs nothing
+    // of its kernel; one with kernel samples asks for that kernel's symbols.
+    // dd spends its time in read(2) and write(2): kernel samples for certain, where a short
+    // spin may take none.
+    perf_record_any(
+        d.path(),
+        &[
+            "-e",
+            "cpu-clock",
+            "-o",
+            "k.data",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64",
+            "count=3000000",
+        ],
+    );
+    let home = d.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    for f in ["u.data", "k.data"] {
+        let data = std::fs::read(d.path().join(f)).unwrap();
+        std::fs::write(d.path().join(format!("other-{f}")), as_if_from_another_machine(&data)).unwrap();
+    }
+    let prfcmp = |args: &[&str]| {
+        Command::new(PRFCMP)
+            .args(args)
+            .current_dir(d.path())
+            .env("HOME", &home)
+            .env_remove("PERF_BUILDID_DIR")
+            .output()
+            .unwrap()
+    };
+    let o = prfcmp(&["other-u.data", "u.data", "--cutoff", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("kernel"), "{}", stderr(&o));
+    let o = prfcmp(&["other-k.data", "k.data"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("recorded on another kernel") && stderr(&o).contains("pass --kallsyms FILE"),
+        "{}",
+        stderr(&o)
+    );
+    let o = prfcmp(&["other-k.data", "k.data", "--kallsyms", "/proc/kallsyms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn kallsyms_of_another_boot_is_moved_to_where_the_recording_found_the_kernel() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    let mut args = vec!["-e", "cpu-clock", "-o", "a.data"];
+    args.extend(["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=512", "count=400000"]);
+    perf_record_any(d.path(), &args);
+    // This kernel's symbols as another boot lists them: KASLR put it 64 MiB higher.
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let moved: String = kallsyms
+        .lines()
+        .map(|l| {
+            let (addr, rest) = l.split_once(' ').unwrap();
+            let a = u64::from_str_radix(addr, 16).unwrap();
+            let a = if a == 0 { 0 } else { a.wrapping_add(0x400_0000) };
+            format!("{a:016x} {rest}\n")
+        })
+        .collect();
+    std::fs::write(d.path().join("boot2.kallsyms"), moved).unwrap();
+    let perf = perf_report_shares(d.path(), "a.data", "cpu-clock", &["--kallsyms", "boot2.kallsyms"]);
+    let ours = prfcmp_shares(d.path(), "a.data", &["--kallsyms", "boot2.kallsyms"]);
+    assert_every_share_agrees(&perf, &ours, "kallsyms of another boot");
+    assert!(ours.get("read_zero").is_some_and(|&s| s > 1.0), "{ours:?}");
+    let o = run_in(d.path(), PRFCMP, &["a.data", "a.data", "--kallsyms", "boot2.kallsyms"]);
+    assert!(
+        stderr(&o).contains("the recording found the kernel -0x4000000 bytes from where boot2.kallsyms lists it"),
+        "{}",
+        stderr(&o)
+    );
+    // Symbols of another build, where no sample falls in a function: said so.
+    std::fs::write(
+        d.path().join("other.kallsyms"),
+        "ffffffff81000000 T _text\nffffffff81000010 T nothing_here\nffffffff81000020 T _etext\n",
+    )
+    .unwrap();
+    let o = run_in(d.path(), PRFCMP, &["a.data", "a.data", "--kallsyms", "other.kallsyms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kernel samples falls in a function of other.kallsyms"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A C++ program: a function template and an overload set, whose names `perf script -v`
+/// prints with their parameters.
+const CPP_PROGRAM: &str = r#"
+#include <cstdlib>
+#include <vector>
+volatile unsigned long sink;
+namespace ns {
+template <typename T> struct Box {
+    T v;
+    __attribute__((noinline)) T spin(unsigned long n, int k) const {
+        T s = v;
+        for (unsigned long i = 0; i < n; i++) { s += i ^ k; sink = s; }
+        return s;
+    }
+};
+__attribute__((noinline)) unsigned long work(std::vector<int> const& v, unsigned long n) {
+    unsigned long s = 0;
+    for (unsigned long i = 0; i < n; i++) { s += v[i % v.size()]; sink = s; }
+    return s;
+}
+}
+int main(int argc, char** argv) {
+    unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 1000;
+    std::vector<int> v(100, 3);
+    ns::Box<unsigned long> b{1};
+    for (int r = 0; r < 10; r++) { sink += b.spin(2 * n, r); sink += ns::work(v, n); }
+}
+"#;
+
+#[test]
+fn perf_data_and_its_perf_script_text_name_every_function_alike() {
+    if !perf_usable(true) {
+        return;
+    }
+    if !Command::new("g++")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: this test needs g++");
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    std::fs::write(d.path().join("cpp.cc"), CPP_PROGRAM).unwrap();
+    let o = run_in(d.path(), "g++", &["-O1", "-o", "cpp", "cpp.cc"]);
+    assert!(o.status.success(), "g++: {}", stderr(&o));
+    perf_record_any(
+        d.path(),
+        &["-e", "cpu-clock", "-g", "-o", "c.data", "--", "./cpp", "20000000"],
+    );
+    // -v: C++ names with their parameters, as some perf builds print them always.
+    let o = run_in(d.path(), "perf", &["script", "-v", "-i", "c.data"]);
+    assert!(o.status.success(), "perf script: {}", stderr(&o));
+    assert!(stdout(&o).contains("ns::work(std::vector<int"), "no parameters printed");
+    std::fs::write(d.path().join("c.txt"), &o.stdout).unwrap();
+    assert_no_function_changed(d.path(), "c.data", "c.txt", &[]);
+    let ours = prfcmp_shares(d.path(), "c.txt", &[]);
+    assert!(ours.contains_key("ns::Box<unsigned long>::spin [cpp]"), "{ours:?}");
+    // The stacks too: the same frames, named alike, from both.
+    let stacks = |input: &str| {
+        let opts = upcmp::import::ImportOptions::default().with_stacks(true);
+        let i = upcmp::import::import(&d.path().join(input), &opts).unwrap();
+        i.stacks.expect("call chains").folded_lines()
+    };
+    let (from_data, from_text) = (stacks("c.data"), stacks("c.txt"));
+    assert!(from_data.iter().any(|l| l.contains(";ns::work ")), "{from_data:?}");
+    assert_eq!(from_data, from_text);
+}
+
+#[test]
+fn a_folded_file_with_a_long_first_line_is_read_as_folded() {
+    let d = tempdir();
+    // 2000 frames: a first line of about 20 kB, longer than any look-ahead.
+    let deep: Vec<String> = (0..2000).map(|i| format!("frame_{i}")).collect();
+    let text = format!("{} 7\na;b 3\n", deep.join(";"));
+    std::fs::write(d.path().join("deep.folded"), &text).unwrap();
+    for input in ["deep.folded", "-"] {
+        let mut child = Command::new(PRFCMP)
+            .args([input, "deep.folded", "--cutoff", "0", "--format", "json"])
+            .current_dir(d.path())
+            .stdin(if input == "-" { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(text.as_bytes()).unwrap();
+        }
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{input}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["run1"]["event"], "folded", "{input}");
+        let rows: Vec<(&str, f64)> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["function"].as_str().unwrap(), r["run1"].as_f64().unwrap()))
+            .collect();
+        // 7 and 3 samples of 1 ms.
+        let sec = |f: &str| rows.iter().find(|r| r.0 == f).map(|r| r.1);
+        assert_eq!(rows.len(), 2, "{input}: {rows:?}");
+        assert!((sec("frame_1999").unwrap() - 0.007).abs() < 1e-12, "{input}: {rows:?}");
+        assert!((sec("b").unwrap() - 0.003).abs() < 1e-12, "{input}: {rows:?}");
+    }
+}
+
+#[test]
+fn event_units_in_every_format_match_their_golden_files() {
+    let import = testdata("import");
+    for (format, ext) in [("text", "txt"), ("csv", "csv"), ("json", "json"), ("markdown", "md")] {
+        let out = run_in(
+            &import,
+            PRFCMP,
+            &["pf-a.perf-script", "pf-b.perf-script", "--format", format],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_golden(&stdout(&out), &format!("import/expected_events.{ext}"));
+    }
 }

@@ -8,10 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::perf_usable;
-use upcmp::collect::symbols::{
-    build_id_from_notes_file, elf_build_id, find_vmlinux_in, running_kernel_build_id, ElfSymbols, KernelSymbols,
-    SymbolError,
-};
+use upcmp::host::{build_id_from_notes, running_kernel_build_id};
+use upcmp::symbols::{elf_build_id, find_vmlinux_in, ElfSymbols, KernelSymbols, SymbolError};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
@@ -276,7 +274,7 @@ fn elf_build_id_reads_the_gnu_note() {
         .args(["-O", "binary", "--only-section=.note.gnu.build-id"])
         .arg(&with)
         .arg(&notes));
-    assert_eq!(build_id_from_notes_file(&notes).unwrap(), Some(id));
+    assert_eq!(build_id_from_notes(&std::fs::read(&notes).unwrap()), Some(id));
 
     let without = build_elf(dir.path(), "none");
     assert_eq!(readelf_build_id(&without), None);
@@ -329,12 +327,7 @@ fn build_id_mismatch_is_refused_unless_forced() {
     let err = KernelSymbols::from_vmlinux(&elf, &kallsyms, Some(&other), false).unwrap_err();
     assert!(matches!(err, SymbolError::BuildIdMismatch { .. }), "{err}");
     let msg = err.to_string();
-    for part in [
-        elf.display().to_string(),
-        hex(&id),
-        hex(&other),
-        "--force-vmlinux".into(),
-    ] {
+    for part in [elf.display().to_string(), hex(&id), hex(&other)] {
         assert!(msg.contains(&part), "{msg:?} lacks {part:?}");
     }
     assert!(KernelSymbols::from_vmlinux(&elf, &kallsyms, Some(&other), true).is_ok());
@@ -520,4 +513,28 @@ fn plt_entries_are_named_like_objdump_names_them() {
         named += usize::from(name.ends_with("@plt"));
     }
     assert!(named >= 3, "strcpy, strtoul, printf...: {dump}");
+}
+
+/// The library names the mismatch; uprun adds the way out, its own option.
+#[test]
+fn uprun_names_the_option_that_forces_a_vmlinux() {
+    if !perf_usable(true) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let elf = build_elf(dir.path(), "sha1");
+    std::fs::write(dir.path().join("test_list"), "x: true\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_uprun"))
+        .arg(&elf)
+        .arg("out")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("build-id mismatch") && err.contains("pass --force-vmlinux to use it anyway"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing is written before the check");
 }

@@ -1,6 +1,10 @@
 //! The integration tests: one binary, modules by topic.
 
-mod helpers;
+mod architecture;
+mod events;
+mod hackbench_helpers;
+mod hostile;
+mod html;
 mod import;
 mod noise;
 mod shell;

@@ -67,17 +67,22 @@ fn seed_example_every_number() {
     let got = rows_named(&report, &names);
     let got_five: Vec<Vec<String>> = got.iter().map(|r| r[..5].to_vec()).collect();
     assert_eq!(got_five, seed_rows);
-    // After the seed's columns, each row's verdict against the sampling error.
+    // After the seed's columns, each row's verdict. One run a side: a change beyond the
+    // sampling error is "sampling only", never "significant" (run-to-run noise was not
+    // measured).
+    let verdict = |r: &Vec<String>| r[5..].join(" ");
     assert!(
         got.iter()
-            .all(|r| r.len() == 6 && (r[5] == "significant" || r[5] == "noise")),
+            .all(|r| verdict(r) == "sampling only" || verdict(r) == "noise"),
         "{got:?}"
     );
     // bcopy's 22.604 s on ~1.5 million samples of 0.1 ms is far beyond the sampling
     // error (1.96 x 0.1 ms x sqrt(1.5e6) = 0.24 s); dupreg's 0.037 s is within it.
-    assert_eq!(got[0][5], "significant");
-    assert_eq!(rows_named(&report, &["dupreg"])[0][5], "noise");
-    assert!(report.contains("Noise: one run on a side"));
+    assert_eq!(verdict(&got[0]), "sampling only");
+    assert_eq!(verdict(&rows_named(&report, &["dupreg"])[0]), "noise");
+    assert!(report.contains("Noise: one run a side"));
+    assert!(report.contains("Total CPU time +4.43%: one run a side, so its run-to-run noise was not measured"));
+    assert!(report.contains("over the 41 tested functions above the cutoff in this report"));
     // Lost samples (the example's time that is neither CPU nor idle) get their own line.
     assert!(report.lines().any(|l| fold(l) == "Lost samples 1.928 2.162 1.12"));
     // Nothing below the cutoff and no idle function is listed.
@@ -127,9 +132,7 @@ fn machine_readable_results_carry_every_function() {
     let rows = json["tests"][0]["outcome"]["profile"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), non_idle);
     assert_eq!(rows.iter().filter(|r| r["listed"] == true).count(), 41);
-    let cpu1 = json["tests"][0]["outcome"]["profile"]["run1"]["cpu_sec"]
-        .as_f64()
-        .unwrap();
+    let cpu1 = json["tests"][0]["outcome"]["profile"]["run1"]["cpu"].as_f64().unwrap();
     assert!((cpu1 - 876.987).abs() < 1e-6);
 }
 
@@ -163,6 +166,14 @@ fn results_dir_rotation_never_touches_foreign_directories() {
         tmp.path().join("res.old/results").is_file(),
         "the first results became res.old"
     );
+    // A third run keeps both earlier ones, and says what moved where.
+    let out = run_in(tmp.path(), UPCMP, &args);
+    assert!(
+        stderr(&out).contains("upcmp: kept the earlier results: moved res.old to res.old.2\n"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(tmp.path().join("res.old.2/results").is_file());
     // A directory of the user's own is refused and left as it was.
     fs::create_dir(tmp.path().join("mine")).unwrap();
     fs::write(tmp.path().join("mine/notes"), "keep").unwrap();

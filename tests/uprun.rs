@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use upcmp::compare::{IdleSet, ProfileSummary};
+use upcmp::compare::ProfileSummary;
+use upcmp::model::IdleSet;
 use upcmp::store::outdir::{RunMarker, Status, TestStatus};
 use upcmp::store::prfout;
 
@@ -30,11 +31,11 @@ fn uprun(dir: &Path, list: &str, outdir: &str, extra: &[&str]) -> std::process::
     run_in(dir, UPRUN, &args)
 }
 
-fn profile(dir: &Path, test: &str) -> upcmp::Profile {
+fn profile(dir: &Path, test: &str) -> upcmp::model::Profile {
     prfout::read(&dir.join(test).join("prfout")).unwrap()
 }
 
-fn summary(p: &upcmp::Profile) -> ProfileSummary {
+fn summary(p: &upcmp::model::Profile) -> ProfileSummary {
     ProfileSummary::of(p, &IdleSet::new(p.idle_set.clone()))
 }
 
@@ -75,8 +76,8 @@ fn a_short_run_writes_a_consistent_directory() {
         let p = profile(&run, test);
         let s = summary(&p);
         // Parsing already checked that per-CPU function sums equal each CPU's total.
-        assert_eq!(s.cpus as usize, upcmp::store::system::online_cpus().len());
-        assert!((s.cpu_sec + s.idle_sec + s.lost_sec - s.elapsed_sec).abs() < 1e-9);
+        assert_eq!(s.cpus as usize, upcmp::host::online_cpus().len());
+        assert!((s.cpu + s.idle + s.lost - s.elapsed_sec).abs() < 1e-9);
         assert_eq!(
             p.cpus.iter().map(|c| c.lost).sum::<u64>(),
             0,
@@ -89,7 +90,7 @@ fn a_short_run_writes_a_consistent_directory() {
             }
         }
         // The sampled busy time agrees with /proc/stat within tick noise, or says so.
-        let sampled: f64 = s.cpu_sec;
+        let sampled: f64 = s.cpu;
         let procstat: f64 = p.cpus.iter().map(|c| c.procstat_busy_sec.unwrap()).sum();
         let agree =
             (sampled - procstat).abs() <= (0.05 * sampled.max(procstat)).max(3.0 * (procstat * 100.0).sqrt() / 100.0);
@@ -109,14 +110,14 @@ fn a_short_run_writes_a_consistent_directory() {
     );
 
     // samples.gz and kallsyms.gz rebuild the same prfout; another idle set moves time.
-    let syms = upcmp::collect::symbols::KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz")).unwrap();
+    let syms = upcmp::symbols::KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz")).unwrap();
     let original = profile(&run, "getpid");
     let idle = IdleSet::new(original.idle_set.clone());
     let dir = run.join("getpid");
-    let again = upcmp::collect::profile::rebuild(&dir, &syms, &idle, upcmp::collect::profile::UserBy::Comm).unwrap();
+    let again = upcmp::analyse::profile::rebuild(&dir, &syms, &idle, upcmp::model::UserBy::Comm).unwrap();
     assert_eq!(again, original);
-    let none = upcmp::collect::profile::rebuild(&dir, &syms, &IdleSet::new(vec![]), Default::default()).unwrap();
-    assert!(summary(&none).cpu_sec >= summary(&original).cpu_sec);
+    let none = upcmp::analyse::profile::rebuild(&dir, &syms, &IdleSet::new(vec![]), Default::default()).unwrap();
+    assert!(summary(&none).cpu >= summary(&original).cpu);
 
     // The syscall-heavy test: the entry path and the handler on top of the kernel time.
     let p = profile(&run, "getpid");
@@ -150,7 +151,7 @@ const SPIN: &str = "./upcmpspin -c 'i=0; while [ $i -lt 400000 ]; do i=$((i+1));
 
 /// The spinners' sampled CPU time equals the CPU time the kernel charged them (within
 /// sampling and tick noise); on an otherwise quiet machine that is about `copies` x wall.
-fn check_spin(test_dir: &Path, p: &upcmp::Profile, copies: f64) {
+fn check_spin(test_dir: &Path, p: &upcmp::model::Profile, copies: f64) {
     let upout = fs::read_to_string(test_dir.join("upout")).unwrap();
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     // Fields 14 and 15 (utime, stime) after the ")" that ends the command name.
@@ -173,7 +174,7 @@ fn check_spin(test_dir: &Path, p: &upcmp::Profile, copies: f64) {
         "sampled {spin} s vs charged {charged} s"
     );
     let s = summary(p);
-    let others = s.cpu_sec - spin;
+    let others = s.cpu - spin;
     if others < 0.1 * s.wall_sec {
         // Copies start and end a little apart, so they overlap for less than the wall time.
         let expect = copies * s.wall_sec;
@@ -191,13 +192,13 @@ fn spinner(dir: &Path) {
 }
 
 /// Seconds of user time of the spinner.
-fn spin_sec(p: &upcmp::Profile) -> f64 {
+fn spin_sec(p: &upcmp::model::Profile) -> f64 {
     p.functions
         .iter()
         .filter(|f| f.name == "user:upcmpspin")
         .map(|f| f.total())
         .sum::<u64>() as f64
-        * p.period_sec
+        * p.period_sec().unwrap()
 }
 
 #[test]
@@ -343,7 +344,7 @@ fn bad_input_is_refused_before_anything_runs() {
 }
 
 #[test]
-fn rotation_keeps_one_old_run() {
+fn rotation_never_deletes_a_run() {
     if !perf_usable(true) || !unixperf_built() {
         return;
     }
@@ -352,11 +353,22 @@ fn rotation_keeps_one_old_run() {
     for k in 0..3 {
         let out = uprun(tmp.path(), &format!("t{k}: true\n"), "out", &[]);
         assert!(out.status.success(), "{}", stderr(&out));
+        if k == 2 {
+            // The terminal says what moved where.
+            let text = stdout(&out);
+            assert!(
+                text.contains("uprun: kept the earlier run: moved out to out.old\n"),
+                "{text}"
+            );
+            assert!(text.contains("moved out.old to out.old.2\n"), "{text}");
+        }
     }
+    // The first run (the baseline) survives two more runs under its name.
     assert!(tmp.path().join("out/t2").is_dir());
     assert!(tmp.path().join("out.old/t1").is_dir());
+    assert!(tmp.path().join("out.old.2/t0").is_dir());
     let entries: Vec<PathBuf> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(entries.len(), 3, "out, out.old, test_list: {entries:?}");
+    assert_eq!(entries.len(), 4, "out, out.old, out.old.2, test_list: {entries:?}");
 }
 
 #[test]
@@ -375,8 +387,10 @@ fn without_permission_the_message_says_why_and_how_to_fix_it() {
     }
     let tmp = tempdir();
     fs::write(tmp.path().join("test_list"), "x: true\n").unwrap();
+    // Writable by the unprivileged user, with the sticky bit (a parent every user may
+    // write without it is refused before anything else).
     let mut perm = fs::metadata(tmp.path()).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o777);
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o1777);
     fs::set_permissions(tmp.path(), perm).unwrap();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", UPRUN, "auto", "out"])

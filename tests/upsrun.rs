@@ -5,11 +5,12 @@ use crate::util::{assert_golden, perf_usable, run_in, stderr, tempdir, testdata}
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
-use upcmp::collect::profile::UserBy;
-use upcmp::collect::stacks::{CallGraph, StackOptions, StackProfile};
-use upcmp::collect::symbols::KernelSymbols;
-use upcmp::collect::upsrun::{read_stacks, write_analysis, AnalyseOptions};
+use upcmp::analyse::stacks::{read_stacks, write_analysis, AnalyseOptions};
+use upcmp::model::stacks::StackOptions;
+use upcmp::model::UserBy;
+use upcmp::model::{CallGraph, StackProfile};
 use upcmp::store::outdir::{RunKind, RunMarker};
+use upcmp::symbols::KernelSymbols;
 
 const UPSRUN: &str = env!("CARGO_BIN_EXE_upsrun");
 const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
@@ -21,6 +22,8 @@ fn the_fixture_call_graph_is_golden() {
     let opts = StackOptions {
         max_stack: 127,
         user_by: UserBy::Comm,
+        // The fixture's samples.gz (version 1) carries no periods: its prfout's 1 ms.
+        default_period: 1_000_000,
     };
     let p = read_stacks(&dir, &syms, opts).unwrap();
     let tmp = tempdir();

@@ -178,6 +178,27 @@ fn check_perf_script(input: &Input<'_>) -> Result<(), ParseError> {
             leaf.as_ref().err()
         ),
     }
+    // Read in place, as the import reads pieces in memory: the same samples, the same errors.
+    let in_place = {
+        let mut samples = Vec::new();
+        perf_script::for_each_sample_in_piece(
+            input.bytes,
+            INPUT_NAME,
+            perf_script::Chain::Leaf,
+            Position::default(),
+            |s| samples.push((s.tid, s.cpu, s.time_ns, s.period, s.leaf().map(|f| f.ip))),
+        )
+        .map(|stats| (stats, samples))
+    };
+    match (&full, &in_place) {
+        (Ok(a), Ok(b)) => assert_eq!((a.0.samples, a.0.lines, &a.1), (b.0.samples, b.0.lines, &b.1)),
+        (Err(a), Err(b)) => assert_eq!((a.line, &a.expected), (b.line, &b.expected)),
+        _ => panic!(
+            "read line by line {:?}, in place {:?}",
+            full.as_ref().err(),
+            in_place.as_ref().err()
+        ),
+    }
     let (stats, samples) = full?;
     assert!(stats.lines <= input.lines);
     // Cut where piece_end says (as the parallel import does), the pieces hold the same
@@ -218,9 +239,17 @@ fn check_folded(input: &Input<'_>) -> Result<(), ParseError> {
 
 fn check_prfout(input: &Input<'_>) -> Result<(), ParseError> {
     let p = prfout::parse_prfout(&input.text, INPUT_NAME)?;
-    for s in [p.period_sec, p.wall_sec] {
-        assert!(s.is_finite() && s > 0.0 && s <= prfout::MAX_SECONDS, "{s}");
-    }
+    assert!(p.wall_sec.is_finite() && p.wall_sec >= 0.0 && p.wall_sec <= prfout::MAX_SECONDS);
+    let most = match p.unit.as_str() {
+        "ns" => prfout::MAX_SECONDS * 1e9,
+        "events" => u64::MAX as f64,
+        unit => panic!("unit {unit:?}"),
+    };
+    assert!(
+        p.period.is_finite() && p.period > 0.0 && p.period <= most,
+        "{}",
+        p.period
+    );
     assert!((1..=MAX_CPUS as usize).contains(&p.cpus.len()));
     let mut numbers: Vec<u32> = p.cpus.iter().map(|c| c.cpu).collect();
     numbers.sort_unstable();
@@ -229,6 +258,15 @@ fn check_prfout(input: &Input<'_>) -> Result<(), ParseError> {
     assert!(numbers.iter().all(|&c| c < MAX_CPUS));
     let total = p.cpus.iter().try_fold(0u64, |sum, c| sum.checked_add(c.samples));
     let total = total.expect("the parser checks the sum of all CPUs' samples");
+    // Each CPU's weight, given or implied, and their sum fit in 64 bits.
+    let weights = p
+        .cpus
+        .iter()
+        .map(|c| c.weight.or_else(|| prfout::implied_weight(c.samples, p.period)));
+    let all = weights
+        .clone()
+        .try_fold(0u64, |sum, w| w.and_then(|w| sum.checked_add(w)));
+    assert!(all.is_some(), "the parser checks the sum of all CPUs' weights");
     for c in &p.cpus {
         assert!(c.procstat_busy_sec.is_none_or(|b| b.is_finite() && b >= 0.0));
     }
@@ -240,9 +278,23 @@ fn check_prfout(input: &Input<'_>) -> Result<(), ParseError> {
             .map(|f| f.per_cpu[k])
             .try_fold(0u64, u64::checked_add);
         assert_eq!(column, Some(c.samples));
+        let weight = p
+            .functions
+            .iter()
+            .map(|f| match &f.weights {
+                Some((w, _)) => Some(w[k]),
+                None => prfout::implied_weight(f.per_cpu[k], p.period),
+            })
+            .try_fold(0u64, |sum, w| w.and_then(|w| sum.checked_add(w)));
+        assert!(weight.is_some(), "the parser checks the sum of cpu {}'s weights", c.cpu);
+        assert!(c.weight.is_none_or(|w| Some(w) == weight));
     }
     for f in &p.functions {
         assert_eq!(f.per_cpu.len(), p.cpus.len());
+        if let Some((w, squares)) = &f.weights {
+            assert_eq!(w.len(), p.cpus.len());
+            assert!(squares.is_finite() && *squares >= 0.0, "{squares}");
+        }
         assert_name(&f.name);
         assert_name(&f.module);
         functions += f.total();
@@ -250,6 +302,7 @@ fn check_prfout(input: &Input<'_>) -> Result<(), ParseError> {
     assert_eq!(functions, total);
     assert_name(&p.test);
     assert_name(&p.event);
+    p.command.as_deref().map(assert_name);
     p.idle_set.iter().for_each(|n| assert_name(n));
     Ok(())
 }

@@ -189,6 +189,17 @@ pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> 
     text.lines().enumerate().map(|(i, l)| (i + 1, l))
 }
 
+/// The error for line `line_no` of `name`, longer than `max` bytes.
+pub(crate) fn line_too_long(name: &str, line_no: usize, max: usize) -> ParseError {
+    ParseError {
+        file: name.to_string(),
+        line: line_no,
+        column: 0,
+        expected: format!("a line of at most {max} bytes (line {line_no} is longer; is this the right kind of file?)"),
+        found: String::new(),
+    }
+}
+
 /// Reads text line by line from a `BufRead`, at most `max` bytes a line, keeping the line
 /// number and byte offset that errors report.
 ///
@@ -252,16 +263,7 @@ impl<R: std::io::BufRead> LineReader<R> {
         }
         self.line_no += 1;
         if n > self.max {
-            return Err(ParseError {
-                file: name.to_string(),
-                line: self.line_no,
-                column: 0,
-                expected: format!(
-                    "a line of at most {} bytes (line {} is longer; is this the right kind of file?)",
-                    self.max, self.line_no
-                ),
-                found: String::new(),
-            });
+            return Err(line_too_long(name, self.line_no, self.max));
         }
         let text = std::str::from_utf8(&self.raw).map_err(|e| ParseError {
             file: name.to_string(),

@@ -37,7 +37,7 @@
 
 use crate::{bounded_name, NomError, ParseError, Position, EXPECT_CPU, MAX_CPUS};
 use nom::branch::alt;
-use nom::bytes::complete::take_till1;
+use nom::bytes::complete::{tag, take_till1};
 use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
 use nom::combinator::{eof, map, map_opt, map_res, peek, rest, value, verify};
 use nom::sequence::{delimited, pair, preceded, separated_pair, terminated};
@@ -67,9 +67,9 @@ pub struct Sample<'a> {
     /// Command name (may contain spaces).
     pub comm: &'a str,
     /// Process id, when printed (`PID/TID`).
-    pub pid: Option<u32>,
+    pub pid: Option<i32>,
     /// Thread id.
-    pub tid: u32,
+    pub tid: i32,
     /// CPU, when printed.
     pub cpu: Option<u32>,
     /// Time in nanoseconds, when printed (perf prints microseconds or nanoseconds).
@@ -110,12 +110,17 @@ fn field_end(i: &str) -> IResult<'_, ()> {
     peek(alt((value((), space1), value((), eof)))).parse(i)
 }
 
+/// A process or thread id: perf prints `-1` for a task it does not know (`:-1 -1`).
+fn task_id(i: &str) -> IResult<'_, i32> {
+    alt((value(-1, tag("-1")), map_res(dec_u32, i32::try_from))).parse(i)
+}
+
 /// `1234` or `1234/1235` (PID/TID).
-fn thread_ids(i: &str) -> IResult<'_, (Option<u32>, u32)> {
+fn thread_ids(i: &str) -> IResult<'_, (Option<i32>, i32)> {
     terminated(
         alt((
-            map(separated_pair(dec_u32, char('/'), dec_u32), |(p, t)| (Some(p), t)),
-            map(dec_u32, |t| (None, t)),
+            map(separated_pair(task_id, char('/'), task_id), |(p, t)| (Some(p), t)),
+            map(task_id, |t| (None, t)),
         )),
         field_end,
     )
@@ -425,70 +430,169 @@ pub fn for_each_sample_from<R: BufRead>(
     let mut starts: Vec<(usize, usize)> = Vec::new();
     let mut lines = crate::LineReader::starting_at(input, MAX_LINE_BYTES, at);
     let flush = |block: &str, starts: &[(usize, usize)], stats: &mut ScriptStats, f: &mut dyn FnMut(&Sample<'_>)| {
-        if starts.is_empty() {
-            return Ok(());
-        }
-        let line_at = |k: usize| {
-            let end = starts.get(k + 1).map_or(block.len(), |n| n.0);
-            &block[starts[k].0..end]
-        };
-        let mut s = parse_header(line_at(0), name, starts[0].1)?;
-        for (k, &(_, line_no)) in starts.iter().enumerate().skip(1) {
-            let line = line_at(k);
-            if chain == Chain::Full || s.frames.is_empty() {
-                s.frames.push(parse_frame(line, name, line_no)?);
-            } else if frame_address(line.trim_start()).is_err() {
-                return Err(ParseError::at(name, line_no, line, line.trim_start(), EXPECT_FRAME));
-            }
-        }
-        stats.truncated_names += bound_names(&mut s);
-        stats.samples += 1;
-        f(&s);
-        Ok::<(), ParseError>(())
+        let ranges: Vec<(usize, usize, usize)> = (0..starts.len())
+            .map(|k| (starts[k].0, starts.get(k + 1).map_or(block.len(), |n| n.0), starts[k].1))
+            .collect();
+        flush_sample(block, &ranges, name, chain, stats, f)
     };
     while let Some((line_no, text)) = lines.next_line(name)? {
         stats.lines = line_no;
-        let Some(text) = text.strip_suffix('\n') else {
-            return Err(ParseError::at(
-                name,
-                line_no,
-                text,
-                "",
-                format!("a newline: the input stops in the middle of line {line_no} (truncated?)"),
-            ));
-        };
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        if text.trim().is_empty() {
-            flush(&block, &starts, &mut stats, &mut on_sample)?;
-            block.clear();
-            starts.clear();
+        let text = line_text(text, line_no, name)?;
+        let kind = classify(text, starts.is_empty(), name, line_no);
+        if matches!(kind, LineKind::Skip) {
             continue;
         }
-        if text.starts_with('#') && starts.is_empty() {
-            continue; // `perf script --header` comments
-        }
-        // `--show-task-events`, `--show-mmap-events`...: side-band records, not samples. Told
-        // apart before grouping, as such a line can start with a word that reads as an
-        // address (`dd 25959 ...: PERF_RECORD_COMM`).
-        if !text.starts_with('\t') && text.contains(" PERF_RECORD_") {
-            flush(&block, &starts, &mut stats, &mut on_sample)?;
-            block.clear();
-            starts.clear();
-            stats.side_band += 1;
-            continue;
-        }
-        // perf indents call-chain lines with a tab; a header of the default layout is
-        // indented with spaces (the command name is right-aligned).
-        let is_frame = !starts.is_empty() && continues_sample(text, name, line_no);
-        if !is_frame && !starts.is_empty() {
+        if !matches!(kind, LineKind::Frame) {
             flush(&block, &starts, &mut stats, &mut on_sample)?;
             block.clear();
             starts.clear();
         }
-        starts.push((block.len(), line_no));
-        block.push_str(text);
+        match kind {
+            LineKind::SideBand => stats.side_band += 1,
+            LineKind::Header | LineKind::Frame => {
+                starts.push((block.len(), line_no));
+                block.push_str(text);
+            }
+            LineKind::Skip | LineKind::End => {}
+        }
     }
     flush(&block, &starts, &mut stats, &mut on_sample)?;
+    Ok(stats)
+}
+
+/// [`for_each_sample_from`] on a piece in memory: valid UTF-8 is read in place, each
+/// sample's lines where they are rather than copied line by line; a piece that is not
+/// UTF-8 is read line by line, which says where it stops being.
+pub fn for_each_sample_in_piece(
+    piece: &[u8],
+    name: &str,
+    chain: Chain,
+    at: Position,
+    on_sample: impl FnMut(&Sample<'_>),
+) -> Result<ScriptStats, ParseError> {
+    match std::str::from_utf8(piece) {
+        Ok(text) => for_each_sample_in(text, name, chain, at, on_sample),
+        Err(_) => for_each_sample_from(piece, name, chain, at, on_sample),
+    }
+}
+
+/// What one line of perf script output is, given whether a sample is open.
+enum LineKind {
+    /// A `perf script --header` comment before any sample.
+    Skip,
+    /// A blank line: the end of a sample.
+    End,
+    /// A side-band record (`--show-task-events`, `--show-mmap-events`).
+    SideBand,
+    /// A sample's first line.
+    Header,
+    /// A call-chain line of the open sample.
+    Frame,
+}
+
+fn classify(text: &str, none_open: bool, name: &str, line_no: usize) -> LineKind {
+    if text.trim().is_empty() {
+        return LineKind::End;
+    }
+    if text.starts_with('#') && none_open {
+        return LineKind::Skip; // `perf script --header` comments
+    }
+    // `--show-task-events`, `--show-mmap-events`...: side-band records, not samples. Told
+    // apart before grouping, as such a line can start with a word that reads as an
+    // address (`dd 25959 ...: PERF_RECORD_COMM`).
+    if !text.starts_with('\t') && text.contains(" PERF_RECORD_") {
+        return LineKind::SideBand;
+    }
+    // perf indents call-chain lines with a tab; a header of the default layout is
+    // indented with spaces (the command name is right-aligned).
+    let is_frame = !none_open && continues_sample(text, name, line_no);
+    if is_frame {
+        LineKind::Frame
+    } else {
+        LineKind::Header
+    }
+}
+
+/// A line without its newline (and carriage return); an error when it has none.
+fn line_text<'t>(text: &'t str, line_no: usize, name: &str) -> Result<&'t str, ParseError> {
+    let Some(text) = text.strip_suffix('\n') else {
+        return Err(ParseError::at(
+            name,
+            line_no,
+            text,
+            "",
+            format!("a newline: the input stops in the middle of line {line_no} (truncated?)"),
+        ));
+    };
+    Ok(text.strip_suffix('\r').unwrap_or(text))
+}
+
+/// Parses one sample, its lines at `ranges` (start, end, line number) of `text`, and hands
+/// it to `f`.
+fn flush_sample(
+    text: &str,
+    ranges: &[(usize, usize, usize)],
+    name: &str,
+    chain: Chain,
+    stats: &mut ScriptStats,
+    f: &mut dyn FnMut(&Sample<'_>),
+) -> Result<(), ParseError> {
+    let Some(&(start, end, line_no)) = ranges.first() else {
+        return Ok(());
+    };
+    let mut s = parse_header(&text[start..end], name, line_no)?;
+    for &(start, end, line_no) in &ranges[1..] {
+        let line = &text[start..end];
+        if chain == Chain::Full || s.frames.is_empty() {
+            s.frames.push(parse_frame(line, name, line_no)?);
+        } else if frame_address(line.trim_start()).is_err() {
+            return Err(ParseError::at(name, line_no, line, line.trim_start(), EXPECT_FRAME));
+        }
+    }
+    stats.truncated_names += bound_names(&mut s);
+    stats.samples += 1;
+    f(&s);
+    Ok(())
+}
+
+/// [`for_each_sample_from`] on text in memory: each sample's lines are read where they
+/// are, not copied.
+fn for_each_sample_in(
+    text: &str,
+    name: &str,
+    chain: Chain,
+    at: Position,
+    mut on_sample: impl FnMut(&Sample<'_>),
+) -> Result<ScriptStats, ParseError> {
+    let mut stats = ScriptStats::default();
+    let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
+    let (mut pos, mut line_no) = (0, at.lines);
+    while pos < text.len() {
+        let end = text[pos..].find('\n').map_or(text.len(), |n| pos + n + 1);
+        line_no += 1;
+        stats.lines = line_no;
+        // The streaming reader's bound, so that a piece gives the same result either way.
+        if end - pos > MAX_LINE_BYTES {
+            return Err(crate::line_too_long(name, line_no, MAX_LINE_BYTES));
+        }
+        let line = line_text(&text[pos..end], line_no, name)?;
+        let (start, stop) = (pos, pos + line.len());
+        pos = end;
+        let kind = classify(line, ranges.is_empty(), name, line_no);
+        if matches!(kind, LineKind::Skip) {
+            continue;
+        }
+        if !matches!(kind, LineKind::Frame) {
+            flush_sample(text, &ranges, name, chain, &mut stats, &mut on_sample)?;
+            ranges.clear();
+        }
+        match kind {
+            LineKind::SideBand => stats.side_band += 1,
+            LineKind::Header | LineKind::Frame => ranges.push((start, stop, line_no)),
+            LineKind::Skip | LineKind::End => {}
+        }
+    }
+    flush_sample(text, &ranges, name, chain, &mut stats, &mut on_sample)?;
     Ok(stats)
 }
 
@@ -574,6 +678,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!((s.comm, s.tid), ("kworker/0:1", 12));
+        // A task perf does not know: `:-1` with thread id -1.
+        let s = parse_header(
+            "             :-1    -1 [001]  1815.573617:     250000 cpu-clock:  ffffffff8226e079 f+0x19 ([kernel.kallsyms])",
+            "x",
+            1,
+        )
+        .unwrap();
+        assert_eq!((s.comm, s.tid, s.cpu), (":-1", -1, Some(1)));
         // "foo 12" is a command; the thread id is the number a header can follow.
         let s = parse_header("foo 12 13 [000] 1.5: cpu-clock:", "f", 1).unwrap();
         assert_eq!((s.comm, s.tid, s.cpu), ("foo 12", 13, Some(0)));
@@ -715,6 +827,10 @@ mod tests {
         let e = all(&text).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.expected.contains("a line of at most 1048576 bytes"), "{e}");
+        // Read in place, as the import reads a piece in memory: the same error.
+        let e2 =
+            for_each_sample_in_piece(text.as_bytes(), "s.txt", Chain::Leaf, Position::default(), |_| {}).unwrap_err();
+        assert_eq!(e2, e);
     }
 
     #[test]
@@ -722,7 +838,7 @@ mod tests {
         // "dd" reads as an address: this broken header was once taken for a frame of the
         // sample before it, and disappeared.
         let text =
-            "dd 1 [000] 1.0: 1 cpu-clock:  ff f ([kernel.kallsyms])\ndd -1 [000] 1.1: 99999999999 cpu-clock:  ff f\n";
+            "dd 1 [000] 1.0: 1 cpu-clock:  ff f ([kernel.kallsyms])\ndd -2 [000] 1.1: 99999999999 cpu-clock:  ff f\n";
         let e = all(text).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.expected.contains("sample header"), "{e}");

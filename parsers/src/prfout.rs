@@ -1,10 +1,11 @@
 //! `prfout`: one test's profile as text (format in `docs/format.md`).
 //!
 //! ```text
-//! upcmp-prfout 1
+//! upcmp-prfout 2
 //! test forkwait
 //! command unixperf -forkwait -loop 200000 -repeat 2
 //! event cpu-clock
+//! unit ns
 //! period-sec 0.001
 //! cpus 2
 //! wall-sec 872.757
@@ -19,20 +20,30 @@
 //! end
 //! ```
 //!
+//! Version 2 adds each sample's weight (its period, in the event's unit): a `unit` line,
+//! a `period N` line for events that are not time, `weight W` on a cpu line and
+//! `| WEIGHT... | SQUARES` after a row's counts, where the weights are not simply the
+//! counts times the period (a sampling frequency, or an event counted per sample).
+//! Version 1 files read as version 2 files without weights.
+//!
 //! Policy: every line must be of a known kind; anything else is an error with its
 //! location. The `functions` count and the closing `end` line make truncation an error,
-//! and the per-CPU columns must add up to each CPU's sample total.
+//! and the per-CPU columns must add up to each CPU's sample (and weight) total.
 //!
 //! Values are checked against what a profile can hold, each error naming its line:
-//! `period-sec` and `wall-sec` are finite numbers of seconds above 0 and at most
-//! [`MAX_SECONDS`]; `cpus` is 1 to [`MAX_CPUS`] and each `cpu` line names another CPU
-//! below it; a `procstat-busy-sec` is finite and not negative; every sum of counts (a
-//! CPU's column, and the samples, lost samples and throttle events of all CPUs) stays
-//! below 2^64, so that [`FunctionSamples::total`] and any sum over the profile's CPUs or
-//! functions cannot overflow. Names (test, event, idle set, modules, functions) longer
-//! than [`MAX_NAME_BYTES`] are cut, and a `warning` says how many.
+//! `period-sec` is a finite number of seconds above 0 and `wall-sec` one not below 0,
+//! both at most [`MAX_SECONDS`]; `period` (events) is finite, above 0 and at most 2^64;
+//! `cpus` is 1 to [`MAX_CPUS`] and each `cpu` line names another CPU below it; a
+//! `procstat-busy-sec` is finite and not negative; every sum of counts (a CPU's column,
+//! and the samples, lost samples and throttle events of all CPUs) and of weights (a CPU's
+//! column, and the weights of all CPUs, given or implied by the period) stays below 2^64,
+//! so that [`FunctionSamples::total`] and any sum over the profile's CPUs or functions
+//! cannot overflow. Names (test, command, event, idle set, modules, functions) longer
+//! than [`MAX_NAME_BYTES`] are cut, rows whose cut names are one are merged, and a
+//! `warning` says how many names were cut.
 
 use crate::{bounded_name, numbered_lines, LineRef, NomError, ParseError, EXPECT_CPU, MAX_CPUS, MAX_NAME_BYTES};
+use nom::branch::alt;
 use nom::bytes::complete::{is_not, tag, take_while1};
 use nom::character::complete::{space0, space1, u32 as dec_u32, u64 as dec_u64};
 use nom::combinator::{map, opt, rest};
@@ -41,8 +52,8 @@ use nom::number::complete::double;
 use nom::sequence::{delimited, preceded};
 use nom::Parser;
 
-/// The format version this parser reads and upcmp writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version upcmp writes; this parser reads it and every older one.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The first word of every prfout file.
 pub const MAGIC: &str = "upcmp-prfout";
@@ -63,8 +74,11 @@ pub struct Prfout {
     pub command: Option<String>,
     /// Sampling event, e.g. `cpu-clock`.
     pub event: String,
-    /// Time one sample stands for, in seconds.
-    pub period_sec: f64,
+    /// The unit of the weights: `ns` for time events, `events` for counts of the event.
+    pub unit: String,
+    /// What one sample stands for in `unit` (the sampling period, or the mean of the
+    /// periods when they vary); `period-sec` × 10⁹ for time events.
+    pub period: f64,
     /// Wall-clock duration of the sampled interval, in seconds.
     pub wall_sec: f64,
     /// Functions whose samples count as idle.
@@ -88,6 +102,8 @@ pub struct CpuTotals {
     pub lost: u64,
     /// Throttle events seen.
     pub throttled: u64,
+    /// The samples' summed weight, when given (else `samples` × the period).
+    pub weight: Option<u64>,
     /// Busy time from /proc/stat over the same interval, when recorded.
     pub procstat_busy_sec: Option<f64>,
 }
@@ -101,6 +117,9 @@ pub struct FunctionSamples {
     pub name: String,
     /// Samples on each CPU, in the order of [`Prfout::cpus`].
     pub per_cpu: Vec<u64>,
+    /// The samples' summed weights on each CPU and the sum of their squares, when given
+    /// (else the counts times the period, and the counts times its square).
+    pub weights: Option<(Vec<u64>, f64)>,
 }
 
 impl FunctionSamples {
@@ -115,33 +134,38 @@ fn word(i: &str) -> nom::IResult<&str, &str, NomError<'_>> {
     is_not(" \t")(i)
 }
 
-// cpu 0 samples 871793 lost 964 throttled 0 procstat-busy-sec 438.10
+// cpu 0 samples 871793 [weight 871793000000] lost 964 throttled 0 procstat-busy-sec 438.10
 fn cpu_line(i: &str) -> nom::IResult<&str, CpuTotals, NomError<'_>> {
     map(
         (
             preceded(tag("cpu"), preceded(space1, dec_u32)),
             preceded(key_sp("samples"), dec_u64),
+            opt(preceded(key_sp("weight"), dec_u64)),
             preceded(key_sp("lost"), dec_u64),
             preceded(key_sp("throttled"), dec_u64),
             opt(preceded(key_sp("procstat-busy-sec"), double)),
         ),
-        |(cpu, samples, lost, throttled, procstat_busy_sec)| CpuTotals {
+        |(cpu, samples, weight, lost, throttled, procstat_busy_sec)| CpuTotals {
             cpu,
             samples,
             lost,
             throttled,
+            weight,
             procstat_busy_sec,
         },
     )
     .parse(i)
 }
 
-/// A number of seconds as `period-sec` and `wall-sec` need it: finite, above 0, at most
-/// [`MAX_SECONDS`].
-fn seconds(l: &LineRef<'_>, arg: &str) -> Result<f64, ParseError> {
+/// A number of seconds as `period-sec` and `wall-sec` need it: finite, at most
+/// [`MAX_SECONDS`], and above 0 (or, with `zero`, not below 0: an imported count of events
+/// without times has no wall time).
+fn seconds(l: &LineRef<'_>, arg: &str, zero: bool) -> Result<f64, ParseError> {
     let s = l.parse_all(arg, double, "a number of seconds")?;
-    if s.is_finite() && s > 0.0 && s <= MAX_SECONDS {
+    if s.is_finite() && (s > 0.0 || (zero && s == 0.0)) && s <= MAX_SECONDS {
         Ok(s)
+    } else if zero {
+        Err(l.error(arg, format!("a number of seconds from 0 to {MAX_SECONDS:e}")))
     } else {
         Err(l.error(arg, format!("a number of seconds above 0 and at most {MAX_SECONDS:e}")))
     }
@@ -164,14 +188,64 @@ fn key_sp<'a>(k: &'static str) -> impl Parser<&'a str, Output = &'a str, Error =
     delimited(space1, tag(k), space1)
 }
 
-// "     73480    73481 [kernel] bcopy": counts, then the module, then the name to the end.
-fn function_row(i: &str) -> nom::IResult<&str, (Vec<u64>, &str, &str), NomError<'_>> {
+/// A function row: counts, weights and their sum of squares when given, module, name.
+type Row<'a> = (Vec<u64>, Option<(Vec<u64>, f64)>, &'a str, &'a str);
+
+// "     73480    73481 [kernel] bcopy": counts, then the module, then the name to the end;
+// "  3  1 | 3000 999 | 3.1e6 [kernel] bcopy" with weights.
+fn function_row(i: &str) -> nom::IResult<&str, Row<'_>, NomError<'_>> {
     (
         many0(preceded(space0, dec_u64)),
+        opt((
+            preceded((space0, tag("|")), many0(preceded(space0, dec_u64))),
+            preceded((space0, tag("|"), space0), double),
+        )),
         preceded(space0, delimited(tag("["), take_while1(|c| c != ']'), tag("]"))),
         preceded(space1, rest),
     )
         .parse(i)
+}
+
+/// The weight of `count` samples of `period` each, when it fits in 64 bits.
+pub fn implied_weight(count: u64, period: f64) -> Option<u64> {
+    let w = (count as f64 * period).round();
+    (w.is_finite() && w >= 0.0 && w < u64::MAX as f64).then_some(w as u64)
+}
+
+/// `functions` with the rows of one module and name (names cut to one) made one. The sums
+/// fit: the parser checked every column's sums of counts and weights.
+fn merge_same_names(functions: Vec<FunctionSamples>, period: f64) -> Vec<FunctionSamples> {
+    let mut merged: Vec<FunctionSamples> = Vec::with_capacity(functions.len());
+    let mut index = std::collections::HashMap::new();
+    // A row's weights, given or implied by the period, and their sum of squares.
+    let weights_of = |f: &FunctionSamples| {
+        f.weights.clone().unwrap_or_else(|| {
+            let w = f.per_cpu.iter().map(|&n| implied_weight(n, period).unwrap_or(u64::MAX));
+            (w.collect(), f.total() as f64 * period * period)
+        })
+    };
+    for f in functions {
+        let key = (f.module.clone(), f.name.clone());
+        let Some(&i) = index.get(&key) else {
+            index.insert(key, merged.len());
+            merged.push(f);
+            continue;
+        };
+        let m: &mut FunctionSamples = &mut merged[i];
+        // Weights first: a row without them weighs its own counts.
+        if m.weights.is_some() || f.weights.is_some() {
+            let (mut w, sq) = weights_of(m);
+            let (fw, fsq) = weights_of(&f);
+            for (a, b) in w.iter_mut().zip(fw) {
+                *a = a.saturating_add(b);
+            }
+            m.weights = Some((w, (sq + fsq).min(f64::MAX)));
+        }
+        for (a, b) in m.per_cpu.iter_mut().zip(&f.per_cpu) {
+            *a = a.saturating_add(*b);
+        }
+    }
+    merged
 }
 
 /// Parses a whole prfout text; `file` names it in errors.
@@ -191,17 +265,19 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
         preceded((tag(MAGIC), space1), dec_u32),
         &format!("'{MAGIC} <version>' (is this an upcmp prfout file?)"),
     )?;
-    if format != FORMAT_VERSION {
+    if !(1..=FORMAT_VERSION).contains(&format) {
         return Err(l.error(
             first,
-            format!("prfout format version {FORMAT_VERSION} (this upcmp cannot read version {format})"),
+            format!("prfout format version 1 to {FORMAT_VERSION} (this upcmp cannot read version {format})"),
         ));
     }
 
     let mut test = None;
     let mut command = None;
     let mut event = None;
+    let mut unit = None;
     let mut period_sec = None;
+    let mut period_events = None;
     let mut ncpus = None;
     let mut wall_sec = None;
     let mut idle_set = None;
@@ -237,9 +313,18 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
         };
         match kw {
             "test" => test = Some(bounded(&text_arg()?, n, &mut cut)),
-            "command" => command = Some(text_arg()?),
+            "command" => command = Some(bounded(&text_arg()?, n, &mut cut)),
             "event" => event = Some(bounded(&text_arg()?, n, &mut cut)),
-            "period-sec" => period_sec = Some(seconds(&l, arg)?),
+            "unit" => unit = Some(l.parse_all(arg, alt((tag("ns"), tag("events"))), "ns or events")?.to_string()),
+            "period-sec" => period_sec = Some(seconds(&l, arg, false)?),
+            "period" => {
+                let p = l.parse_all(arg, double, "a number of events")?;
+                // 2^64: perf's periods are 64-bit counts.
+                if !(p.is_finite() && p > 0.0 && p <= u64::MAX as f64) {
+                    return Err(l.error(arg, "a number of events above 0 and at most 2^64"));
+                }
+                period_events = Some(p);
+            }
             "cpus" => {
                 let count = l.parse_all(arg, dec_u32, "a CPU count")?;
                 if count == 0 || count > MAX_CPUS {
@@ -247,7 +332,7 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
                 }
                 ncpus = Some(count);
             }
-            "wall-sec" => wall_sec = Some(seconds(&l, arg)?),
+            "wall-sec" => wall_sec = Some(seconds(&l, arg, true)?),
             "idle-set" => {
                 let names = l.parse_all(arg, separated_list0(space1, word), "function names")?;
                 idle_set = Some(names.into_iter().map(|f| bounded(f, n, &mut cut)).collect());
@@ -294,7 +379,7 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             _ => {
                 return Err(l.error(
                     line,
-                    "a header keyword (test, command, event, period-sec, cpus, wall-sec, idle-set, cpu, warning, functions)",
+                    "a header keyword (test, command, event, unit, period-sec, period, cpus, wall-sec, idle-set, cpu, warning, functions)",
                 ))
             }
         }
@@ -308,7 +393,13 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
     let nfunctions = nfunctions.ok_or_else(|| missing("functions"))?;
     let test = test.ok_or_else(|| missing("test"))?;
     let event = event.ok_or_else(|| missing("event"))?;
-    let period_sec = period_sec.ok_or_else(|| missing("period-sec"))?;
+    let unit = unit.unwrap_or_else(|| "ns".to_string());
+    let period = match (unit.as_str(), period_sec, period_events) {
+        ("ns", Some(s), _) => s * 1e9,
+        ("ns", None, _) => return Err(missing("period-sec")),
+        (_, _, Some(p)) => p,
+        _ => return Err(missing("period")),
+    };
     let ncpus = ncpus.ok_or_else(|| missing("cpus"))?;
     let wall_sec = wall_sec.ok_or_else(|| missing("wall-sec"))?;
     let idle_set = idle_set.ok_or_else(|| missing("idle-set"))?;
@@ -321,11 +412,33 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             )
         });
     }
+    // Every CPU's weight, given or implied by the period, and their sum fit in 64 bits.
+    let mut all_weight = 0u64;
+    for c in &cpus {
+        let sum = c
+            .weight
+            .or_else(|| implied_weight(c.samples, period))
+            .and_then(|w| all_weight.checked_add(w));
+        let Some(sum) = sum else {
+            return Err(ParseError {
+                line: cpu_lines.get(&c.cpu).copied().unwrap_or(0),
+                ..ParseError::whole(
+                    file,
+                    format!(
+                        "weights (given, or the samples times the period) that add up to at most {} over all CPUs",
+                        u64::MAX
+                    ),
+                )
+            });
+        };
+        all_weight = sum;
+    }
 
     // Table: rows until `end`. Not sized by `functions N`, which the rows have yet to
     // confirm.
     let mut functions = Vec::new();
     let mut column_sums = vec![0u64; cpus.len()];
+    let mut weight_sums = vec![0u64; cpus.len()];
     let mut ended = false;
     let mut last_line = last_header_line;
     for (n, line) in lines {
@@ -343,12 +456,28 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             ended = true;
             break;
         }
-        let (counts, module, name) = l.parse_all(line, function_row, "'<count per CPU>... [module] function'")?;
+        let (counts, weights, module, name) = l.parse_all(
+            line,
+            function_row,
+            "'<count per CPU>... [| <weight per CPU>... | <sum of squares>] [module] function'",
+        )?;
         if counts.len() != cpus.len() {
             return Err(l.error(
                 line,
                 format!("{} sample counts (one per CPU), found {}", cpus.len(), counts.len()),
             ));
+        }
+        if let Some((w, sq)) = &weights {
+            if w.len() != cpus.len() || !sq.is_finite() || *sq < 0.0 {
+                return Err(l.error(
+                    line,
+                    format!(
+                        "{} weights (one per CPU) and a non-negative sum of squares, found {} weights and {sq}",
+                        cpus.len(),
+                        w.len()
+                    ),
+                ));
+            }
         }
         let name = name.trim_end();
         if name.is_empty() {
@@ -367,10 +496,24 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
                 )
             })?;
         }
+        // A row without weights weighs its counts times the period.
+        for (k, (sum, c)) in weight_sums.iter_mut().zip(&cpus).enumerate() {
+            let w = match &weights {
+                Some((w, _)) => Some(w[k]),
+                None => implied_weight(counts[k], period),
+            };
+            *sum = w.and_then(|w| sum.checked_add(w)).ok_or_else(|| {
+                l.error(
+                    line,
+                    format!("weights that add up to at most {} in cpu {}'s column", u64::MAX, c.cpu),
+                )
+            })?;
+        }
         functions.push(FunctionSamples {
             module: bounded(module, n, &mut cut),
             name: bounded(name, n, &mut cut),
             per_cpu: counts,
+            weights,
         });
     }
     if !ended {
@@ -388,7 +531,7 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             ),
         ));
     }
-    for (&sum, cpu) in column_sums.iter().zip(&cpus) {
+    for ((&sum, &weight), cpu) in column_sums.iter().zip(&weight_sums).zip(&cpus) {
         if sum != cpu.samples {
             return Err(ParseError::whole(
                 file,
@@ -398,8 +541,19 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
                 ),
             ));
         }
+        if cpu.weight.is_some_and(|total| total != weight) {
+            return Err(ParseError::whole(
+                file,
+                format!(
+                    "function rows adding up to cpu {}'s weight {}, but they add up to {weight}",
+                    cpu.cpu,
+                    cpu.weight.unwrap_or(0)
+                ),
+            ));
+        }
     }
     if cut.0 > 0 {
+        functions = merge_same_names(functions, period);
         warnings.push(format!(
             "{} names longer than {MAX_NAME_BYTES} bytes were cut to that length (the first on line {})",
             cut.0, cut.1
@@ -410,7 +564,8 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
         test,
         command,
         event,
-        period_sec,
+        unit,
+        period,
         wall_sec,
         idle_set,
         cpus,
@@ -448,7 +603,7 @@ end
         assert_eq!(p.test, "forkwait");
         assert_eq!(p.command.as_deref(), Some("unixperf -forkwait"));
         assert_eq!(p.event, "cpu-clock");
-        assert_eq!(p.period_sec, 0.001);
+        assert_eq!((p.unit.as_str(), p.period), ("ns", 1e6));
         assert_eq!(p.wall_sec, 10.5);
         assert_eq!(p.idle_set, vec!["idle", "checkRunq"]);
         assert_eq!(p.cpus.len(), 2);
@@ -518,6 +673,38 @@ end
     }
 
     #[test]
+    fn weights_of_version_2() {
+        let text = "upcmp-prfout 2
+test t
+event cycles
+unit events
+period 1000
+cpus 2
+wall-sec 1
+idle-set
+cpu 0 samples 3 weight 3500 lost 0 throttled 0
+cpu 1 samples 1 lost 0 throttled 0
+functions 2
+#  cpu0 cpu1 | weights | squares  module function
+     2    0 | 2500 0 | 3.25e6 [kernel] a
+     1    1 [kernel] b
+end
+";
+        let p = parse_prfout(text, "v2").unwrap();
+        assert_eq!((p.unit.as_str(), p.period), ("events", 1000.0));
+        assert_eq!(p.cpus[0].weight, Some(3500));
+        assert_eq!(p.functions[0].weights, Some((vec![2500, 0], 3.25e6)));
+        assert_eq!(p.functions[1].weights, None);
+        // The weights must add up as the counts do.
+        let e = parse_prfout(&text.replace("weight 3500", "weight 3400"), "v2").unwrap_err();
+        assert!(e.expected.contains("cpu 0's weight 3400"), "{e}");
+        let e = parse_prfout(&text.replace("| 2500 0 |", "| 2500 |"), "v2").unwrap_err();
+        assert!(e.expected.contains("2 weights"), "{e}");
+        let e = parse_prfout(&text.replace("period 1000\n", ""), "v2").unwrap_err();
+        assert!(e.expected.contains("'period'"), "{e}");
+    }
+
+    #[test]
     fn missing_header_line() {
         let e = err(&GOOD.replace("event cpu-clock\n", ""));
         assert!(e.expected.contains("'event'"), "{e}");
@@ -563,14 +750,20 @@ end
             ("period-sec 0.001", "period-sec nan", 5),
             ("period-sec 0.001", "period-sec 0", 5),
             ("period-sec 0.001", "period-sec -0.001", 5),
-            ("wall-sec 10.5", "wall-sec 0", 7),
             ("wall-sec 10.5", "wall-sec 1e308", 7),
             ("wall-sec 10.5", "wall-sec -1", 7),
+            ("wall-sec 10.5", "wall-sec nan", 7),
         ] {
             let e = err_with(from, to);
             assert_eq!((e.line, e.column), (line, from.find(' ').unwrap() + 2), "{to}");
-            assert!(e.expected.contains("seconds above 0 and at most 1e9"), "{to}: {e}");
+            assert!(
+                e.expected.contains("seconds") && e.expected.contains("1e9"),
+                "{to}: {e}"
+            );
         }
+        // A count of events without times has no wall time.
+        let p = parse_prfout(&GOOD.replace("wall-sec 10.5", "wall-sec 0"), "f").unwrap();
+        assert_eq!(p.wall_sec, 0.0);
         let e = err_with("procstat-busy-sec 0.02", "procstat-busy-sec nan");
         assert_eq!((e.line, e.column), (9, 37));
         assert_eq!(e.expected, "a finite, non-negative procstat-busy-sec");
@@ -601,6 +794,62 @@ end
             p.warnings.last().unwrap(),
             "2 names longer than 4096 bytes were cut to that length (the first on line 8)"
         );
+    }
+
+    #[test]
+    fn rows_whose_cut_names_are_one_are_merged() {
+        // Two names that differ only past the bound: one row, counts and weights added
+        // (a row without weights weighs its counts times the period).
+        let long = format!("a{}", "é".repeat(MAX_NAME_BYTES));
+        let text = format!(
+            "upcmp-prfout 2
+test t
+event cycles
+unit events
+period 1000
+cpus 2
+wall-sec 1
+idle-set
+cpu 0 samples 3 weight 3500 lost 0 throttled 0
+cpu 1 samples 1 lost 0 throttled 0
+functions 2
+     2    0 | 2500 0 | 3.25e6 [kernel] {long}a
+     1    1 [kernel] {long}b
+end
+"
+        );
+        let p = parse_prfout(&text, "f").unwrap();
+        assert_eq!(p.functions.len(), 1);
+        let f = &p.functions[0];
+        assert_eq!(f.name.len(), MAX_NAME_BYTES - 1, "cut at a character boundary");
+        assert_eq!(f.per_cpu, [3, 1]);
+        assert_eq!(f.weights, Some((vec![3500, 1000], 3.25e6 + 2e6)));
+    }
+
+    #[test]
+    fn weights_past_u64_are_an_error() {
+        let max = u64::MAX;
+        // Given weights of one column.
+        let text = GOOD
+            .replace("upcmp-prfout 1", "upcmp-prfout 2")
+            .replace(
+                "      10    3 [kernel]",
+                &format!("      10    3 | {max} 3000000 | 1 [kernel]"),
+            )
+            .replace("       0    4 [user]", "       0    4 | 1 4000000 | 1 [user]");
+        let e = err(&text);
+        assert_eq!(e.line, 15);
+        assert!(e.expected.contains("in cpu 0's column"), "{e}");
+        // 2^64: 12 + 7 samples of a period of 1e9 s (1e18 ns).
+        let e = err_with("period-sec 0.001", "period-sec 1e9");
+        assert_eq!(e.line, 10);
+        assert!(
+            e.expected.contains("weights (given, or the samples times the period)"),
+            "{e}"
+        );
+        let e = err_with("period-sec 0.001", "unit events\nperiod 1e30");
+        assert_eq!(e.line, 6);
+        assert!(e.expected.contains("at most 2^64"), "{e}");
     }
 
     #[test]

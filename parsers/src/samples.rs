@@ -1,16 +1,16 @@
 //! Records of `samples.gz` (after decompression), one per line; see `docs/format.md`.
 //!
 //! ```text
-//! upcmp-samples 1
+//! upcmp-samples 2
 //! c 4242 4242 unixperf
-//! s 81234567890 1 4242 4242 k ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
+//! s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
 //! f 4243 4242 4243 4242
 //! l 1 3
 //! t 0
 //! ```
 //!
 //! Bounds: [`for_each_record`] reads at most [`MAX_LINE_BYTES`] a line, so a stream
-//! without newlines (a decompression bomb) is an error after 16 MiB, not an allocation of
+//! without newlines (a decompression bomb) is an error after 4 MiB, not an allocation of
 //! the whole stream. CPU numbers are below [`MAX_CPUS`]; command names longer than
 //! [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) are cut and counted. The `l` records' counts
 //! are read up to `u64::MAX`: adding them up (with checked arithmetic) is the caller's job.
@@ -19,18 +19,22 @@ use crate::{bounded_name, LineReader, LineRef, NomError, ParseError, EXPECT_CPU,
 use nom::branch::alt;
 use nom::bytes::complete::tag;
 use nom::character::complete::{hex_digit1, space1, u32 as dec_u32, u64 as dec_u64};
-use nom::combinator::{map, map_res, rest, value};
+use nom::combinator::{map, map_res, opt, rest, value};
 use nom::multi::many0;
 use nom::sequence::preceded;
 use nom::Parser;
 
-/// The first line of a samples stream.
-pub const HEADER: &str = "upcmp-samples 1";
+/// The first line of a samples stream this version writes. Version 2 adds each sample's
+/// period (`@N`, in the event's unit); version 1 streams (no periods) are read too.
+pub const HEADER: &str = "upcmp-samples 2";
+
+/// The first line of a version 1 stream.
+pub const HEADER_V1: &str = "upcmp-samples 1";
 
 /// The longest record line read, in bytes. A sample's line holds its whole call chain
-/// (17 bytes a frame at most), so this is generous: 16 MiB holds call chains of 900,000
-/// frames, thousands of times perf's default depth (`kernel.perf_event_max_stack`, 127).
-pub const MAX_LINE_BYTES: usize = 16 << 20;
+/// (17 bytes a frame at most): 4 MiB holds a chain of perf's deepest
+/// (`kernel.perf_event_max_stack` at its limit, 65535 frames).
+pub const MAX_LINE_BYTES: usize = 4 << 20;
 
 /// What a whole stream held.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,6 +89,9 @@ pub struct Sample {
     pub tid: u32,
     /// Processor mode.
     pub mode: Mode,
+    /// The sample's period, in the event's unit (ns for time events); `None` in a
+    /// version 1 stream, where every sample stands for the profile's period.
+    pub period: Option<u64>,
     /// Program counter.
     pub pc: u64,
     /// Call chain, innermost first, with perf's context markers kept (empty when stacks
@@ -153,7 +160,7 @@ fn mode(i: &str) -> nom::IResult<&str, Mode, NomError<'_>> {
     .parse(i)
 }
 
-// s 81234567890 1 4242 4242 k ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
+// s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
 fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
     map(
         preceded(
@@ -164,17 +171,19 @@ fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
                 preceded(space1, dec_u32),
                 preceded(space1, dec_u32),
                 preceded(space1, mode),
+                opt(preceded((space1, tag("@")), dec_u64)),
                 preceded(space1, hex),
                 many0(preceded(space1, hex)),
             ),
         ),
-        |(time_ns, cpu, pid, tid, mode, pc, callchain)| {
+        |(time_ns, cpu, pid, tid, mode, period, pc, callchain)| {
             Record::Sample(Sample {
                 time_ns,
                 cpu,
                 pid,
                 tid,
                 mode,
+                period,
                 pc,
                 callchain,
             })
@@ -252,7 +261,7 @@ fn parse_line(l: &LineRef<'_>) -> Result<Record, ParseError> {
         Some(b's') => l.parse_all(
             line,
             sample,
-            "'s TIME CPU PID TID MODE PC [CALLCHAIN...]' (hex PCs, MODE k/u/h/gk/gu/?)",
+            "'s TIME CPU PID TID MODE [@PERIOD] PC [CALLCHAIN...]' (hex PCs, MODE k/u/h/gk/gu/?)",
         ),
         Some(b'c') => l.parse_all(line, comm, "'c PID TID COMM'"),
         Some(b'l') => l.parse_all(
@@ -290,9 +299,9 @@ fn parse_line(l: &LineRef<'_>) -> Result<Record, ParseError> {
     }
 }
 
-/// Checks the first line of a samples stream.
+/// Checks the first line of a samples stream (either version).
 pub fn check_header(line: &str, file: &str) -> Result<(), ParseError> {
-    if line.trim_end() == HEADER {
+    if line.trim_end() == HEADER || line.trim_end() == HEADER_V1 {
         Ok(())
     } else {
         Err(ParseError::at(
@@ -341,16 +350,23 @@ mod tests {
     #[test]
     fn every_kind_of_record() {
         let s = parse_record("s 5 1 10 11 gk ffffffff81000010 1 2", "f", 2).unwrap();
+        let want = Sample {
+            time_ns: 5,
+            cpu: 1,
+            pid: 10,
+            tid: 11,
+            mode: Mode::GuestKernel,
+            period: None,
+            pc: 0xffffffff81000010,
+            callchain: vec![1, 2],
+        };
+        assert_eq!(s, Record::Sample(want.clone()));
+        let s = parse_record("s 5 1 10 11 gk @250000 ffffffff81000010 1 2", "f", 2).unwrap();
         assert_eq!(
             s,
             Record::Sample(Sample {
-                time_ns: 5,
-                cpu: 1,
-                pid: 10,
-                tid: 11,
-                mode: Mode::GuestKernel,
-                pc: 0xffffffff81000010,
-                callchain: vec![1, 2]
+                period: Some(250000),
+                ..want
             })
         );
         assert_eq!(
@@ -408,10 +424,10 @@ mod tests {
         let endless = std::io::BufReader::new(std::io::Read::chain(header.as_bytes(), std::io::repeat(b'7')));
         let e = for_each_record(endless, "s.gz", |_| {}).unwrap_err();
         assert_eq!(e.line, 2);
-        assert!(e.expected.contains("at most 16777216 bytes"), "{e}");
+        assert!(e.expected.contains("at most 4194304 bytes"), "{e}");
         let e = for_each_record(&b""[..], "s.gz", |_| {}).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
-        let e = for_each_record(&b"upcmp-samples 2\n"[..], "s.gz", |_| {}).unwrap_err();
+        let e = for_each_record(&b"upcmp-samples 3\n"[..], "s.gz", |_| {}).unwrap_err();
         assert_eq!(e.line, 1);
     }
 
@@ -421,7 +437,8 @@ mod tests {
         assert_eq!((e.line, e.column), (9, 15));
         assert!(parse_record("x", "f", 1).is_err());
         assert!(parse_record("s 5 1 10", "f", 1).is_err());
-        assert!(check_header("upcmp-samples 2", "f").is_err());
+        assert!(check_header("upcmp-samples 3", "f").is_err());
         assert!(check_header(HEADER, "f").is_ok());
+        assert!(check_header(HEADER_V1, "f").is_ok());
     }
 }

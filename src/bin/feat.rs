@@ -3,12 +3,12 @@
 #[path = "common/generate.rs"]
 mod generate;
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::exit::is_broken_pipe;
-use upcmp::helpers::feat::{self, FeatureFile, DEFAULT_DEBUGFS};
+use upcmp::exit::{run_as, Voice, EXIT_FAILURE};
+use upcmp::host::sched_features::{self as feat, FeatureFile, DEFAULT_DEBUGFS};
 
 /// Enable or disable one or more scheduler features (sched_features).
 /// With no FEATURE, print the current features, one per line.
@@ -32,22 +32,20 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
-        Err(err) => {
-            // The messages are whole sentences, as the original printed them.
-            eprintln!("{err:#}");
-            ExitCode::FAILURE
-        }
-    }
+    run_as(
+        "feat",
+        EXIT_FAILURE,
+        |_| Voice::Plain,
+        || {
+            let Some(args) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            run(args).map(|()| ExitCode::SUCCESS)
+        },
+    )
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(what) = args.generate {
-        return generate::generate(what, Args::command());
-    }
     let file = FeatureFile::locate(&args.debugfs)?;
     if args.features.is_empty() {
         feat::render_list(&file.read()?, io::stdout().lock())?;
@@ -61,6 +59,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {

@@ -4,12 +4,12 @@
 mod generate;
 
 use anyhow::Context;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::exit::is_broken_pipe;
+use upcmp::exit::{run_as, Voice, EXIT_FAILURE};
 use upcmp::helpers::hackdiff;
 
 /// Print the difference between two identical series of `runmany hackbench`
@@ -32,21 +32,20 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("hackdiff: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
+    run_as(
+        "hackdiff",
+        EXIT_FAILURE,
+        |_| Voice::Helper,
+        || {
+            let Some(args) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            run(args).map(|()| ExitCode::SUCCESS)
+        },
+    )
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(what) = args.generate {
-        return generate::generate(what, Args::command());
-    }
     let rows = match args.input {
         Some(path) if path.as_os_str() != "-" => {
             let file = File::open(&path).with_context(|| format!("opening {path:?}"))?;
@@ -61,6 +60,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {

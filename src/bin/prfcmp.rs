@@ -5,14 +5,14 @@ mod cli;
 #[path = "common/generate.rs"]
 mod generate;
 
-use anyhow::Context;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::compare::{compare_profiles, resolve_cutoff, CompareOptions, IdleSet};
+use upcmp::app::prfcmp::prfcmp;
+use upcmp::compare::CompareOptions;
 use upcmp::exit::{run, EXIT_BAD_INPUT};
-use upcmp::import::read_profile;
+use upcmp::model::IdleSet;
 use upcmp::report::format::{render_profile, OutputFormat};
 
 /// Compare two profiles: the Profiling Summary (elapsed, idle, CPU time) and the CPU
@@ -35,9 +35,10 @@ struct Args {
     profile2: Option<PathBuf>,
     /// List a function when its time is at least this % of its run's CPU time in either
     /// run (same as --cutoff; default 0.5), e.g. 1.
+    #[arg(value_parser = cli::percent, value_name = "CUTOFF%")]
     cutoff_pct: Option<f64>,
     /// The cutoff, as an option: e.g. --cutoff 1.
-    #[arg(long = "cutoff", value_name = "PCT")]
+    #[arg(long = "cutoff", value_name = "PCT", value_parser = cli::percent)]
     cutoff_opt: Option<f64>,
     /// Replace the profiles' idle sets with these functions (comma-separated), e.g.
     /// --idle-symbols do_idle,default_idle; --idle-symbols '' counts every function.
@@ -60,30 +61,27 @@ struct Args {
 
 fn main() -> ExitCode {
     run("prfcmp", EXIT_BAD_INPUT, || {
-        let a = Args::parse();
-        if let Some(what) = a.generate {
-            generate::generate(what, Args::command())?;
+        let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);
-        }
+        };
         let (Some(path1), Some(path2)) = (&a.profile1, &a.profile2) else {
             unreachable!("clap requires both profiles without --generate");
         };
-        let cutoff = resolve_cutoff(a.cutoff_pct, a.cutoff_opt).map_err(anyhow::Error::msg)?;
-        let import = a.import.options();
-        let p1 = read_profile(path1, &import).with_context(|| format!("reading profile 1, {}", path1.display()))?;
-        let p2 = read_profile(path2, &import).with_context(|| format!("reading profile 2, {}", path2.display()))?;
+        let mut opts = CompareOptions::new(
+            cli::resolve_cutoff(a.cutoff_pct, a.cutoff_opt)?,
+            a.idle_symbols.as_deref().map(IdleSet::parse_list),
+        );
+        opts.hide_noise = a.hide_noise;
+        let c = prfcmp(path1, path2, &a.import.options(), &opts).map_err(|e| cli::with_import_hint(e.into()))?;
         // On standard error, so that CSV and JSON on standard output stay clean.
-        for (n, (path, p)) in [(path1, &p1), (path2, &p2)].into_iter().enumerate() {
+        for (n, (path, p)) in [(path1, &c.profile1), (path2, &c.profile2)].into_iter().enumerate() {
             for w in &p.warnings {
                 eprintln!("prfcmp: warning: profile {} ({}): {w}", n + 1, path.display());
             }
         }
-        let mut opts = CompareOptions::new(cutoff, a.idle_symbols.as_deref().map(IdleSet::parse_list));
-        opts.hide_noise = a.hide_noise;
-        let cmp = compare_profiles(&p1, &p2, &opts)?;
         let format = OutputFormat::from(a.format);
         let mut out = Vec::new();
-        render_profile(format, &p1.test, &cmp, &mut out)?;
+        render_profile(format, &c.profile1.test, &c.comparison, &mut out)?;
         if format == OutputFormat::Text && cli::color_enabled() {
             out = cli::colorize_text(&String::from_utf8_lossy(&out)).into_bytes();
         }
@@ -95,6 +93,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn cli_is_consistent() {

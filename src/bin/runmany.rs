@@ -3,11 +3,11 @@
 #[path = "common/generate.rs"]
 mod generate;
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use std::ffi::OsString;
 use std::io;
 use std::process::ExitCode;
-use upcmp::exit::is_broken_pipe;
+use upcmp::exit::{run_as, Voice, EXIT_FAILURE};
 use upcmp::helpers::runmany::{self, RunError, RunOptions};
 
 /// Run a command num times, take the `Time <seconds>` line it prints (as
@@ -40,25 +40,24 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
-        Err(err) => {
-            match err.downcast_ref::<RunError>() {
-                // The usage text stands alone, as the original printed it.
-                Some(RunError::Usage { .. }) => eprintln!("{err:#}"),
-                _ => eprintln!("runmany: {err:#}"),
-            }
-            ExitCode::FAILURE
-        }
-    }
+    run_as(
+        "runmany",
+        EXIT_FAILURE,
+        |e| match e.downcast_ref::<RunError>() {
+            // The usage text stands alone, as the original printed it.
+            Some(RunError::Usage { .. }) => Voice::Plain,
+            _ => Voice::Helper,
+        },
+        || {
+            let Some(args) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            run(args).map(|()| ExitCode::SUCCESS)
+        },
+    )
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(what) = args.generate {
-        return generate::generate(what, Args::command());
-    }
     let runs = runmany::parse_runs(args.num.as_deref())?;
     let opts = RunOptions::new(runs, args.command);
     let summary = runmany::run_many(&opts, &mut io::stdout().lock())?;
@@ -71,6 +70,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {

@@ -5,11 +5,11 @@ mod generate;
 #[path = "common/run_cli.rs"]
 mod run_cli;
 
-use clap::{CommandFactory, Parser};
-use run_cli::{finish, RunArgs};
+use clap::Parser;
+use run_cli::{finish, with_option, RunArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::collect::run::{install_signal_handlers, uprun};
+use upcmp::app::uprun::{install_signal_handlers, uprun};
 use upcmp::exit::{run, EXIT_BAD_INPUT};
 
 /// Run each test named in ./test_list while sampling the program counter on every CPU,
@@ -42,17 +42,15 @@ struct Args {
 
 fn main() -> ExitCode {
     run("uprun", EXIT_BAD_INPUT, || {
-        let a = Args::parse();
-        if let Some(what) = a.generate {
-            generate::generate(what, Args::command())?;
+        let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);
-        }
-        let (Some(vmlinux), Some(outdir)) = (a.vmlinux.clone(), a.outdir.clone()) else {
+        };
+        let (Some(vmlinux), Some(outdir)) = (a.vmlinux.as_deref(), a.outdir.clone()) else {
             unreachable!("clap requires VMLINUX and OUTDIR without --generate");
         };
         let o = a.run.options(vmlinux, outdir.clone(), a.parallelism);
         install_signal_handlers();
-        let outcome = uprun(&o, &mut std::io::stdout())?;
+        let outcome = uprun(&o, &mut std::io::stdout()).map_err(with_option)?;
         Ok(finish("uprun", &outcome, &outdir))
     })
 }

@@ -6,14 +6,14 @@ mod generate;
 #[path = "common/run_cli.rs"]
 mod run_cli;
 
-use clap::{CommandFactory, Parser};
-use run_cli::{finish, RunArgs};
+use clap::Parser;
+use run_cli::{finish, with_option, RunArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::collect::run::{install_signal_handlers, uprun};
-use upcmp::collect::stacks::kernel_max_stack;
-use upcmp::collect::upsrun::analyse_dir;
+use upcmp::analyse::stacks::analyse_dir;
+use upcmp::app::uprun::{install_signal_handlers, uprun};
 use upcmp::exit::{run, EXIT_BAD_INPUT};
+use upcmp::host::kernel_max_stack;
 
 /// Run each test named in ./test_list as uprun does, sampling call stacks on every CPU,
 /// and write per test prof.out (gprof-style), stacks.folded and flame.svg. Compare two
@@ -47,11 +47,9 @@ struct Args {
 
 fn main() -> ExitCode {
     run("upsrun", EXIT_BAD_INPUT, || {
-        let a = Args::parse();
-        if let Some(what) = a.generate {
-            generate::generate(what, Args::command())?;
+        let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);
-        }
+        };
         let user_by = a.run.user_by.user_by();
         if let Some(dir) = &a.analyse {
             for w in analyse_dir(dir, user_by, kernel_max_stack())? {
@@ -65,13 +63,13 @@ fn main() -> ExitCode {
         }
         let outdir = a.outdir.clone().expect("required by clap");
         let mut o = a.run.options(
-            a.vmlinux.clone().expect("required by clap"),
+            a.vmlinux.as_deref().expect("required by clap"),
             outdir.clone(),
             a.parallelism,
         );
         o.stacks = true;
         install_signal_handlers();
-        let outcome = uprun(&o, &mut std::io::stdout())?;
+        let outcome = uprun(&o, &mut std::io::stdout()).map_err(with_option)?;
         Ok(finish("upsrun", &outcome, &outdir))
     })
 }

@@ -1,262 +1,39 @@
-//! Preparing the machine as a careful benchmarker does by hand: checks of what can bias
-//! a run (governor, boost, SMT, load, busy processes), dropping caches, a `--pre`
-//! command, the cpufreq governor and scheduler features set for the run and restored.
+//! Preparing a repetition: the `--pre` command, run untimed and unprofiled.
 
-use crate::store::system::{governors, online_cpus};
-use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::time::Duration;
+use super::group::TestGroup;
+use std::fs::File;
+use std::process::{Command, ExitStatus, Stdio};
 
-fn read_trim(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+/// Why the preparation command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PreError {
+    /// /bin/sh could not start (or its output file could not be shared).
+    #[error("cannot run the preparation command with /bin/sh: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// It ran and failed.
+    #[error("the preparation command '{command}' failed ({status})")]
+    Failed {
+        /// The command.
+        command: String,
+        /// How it ended.
+        status: ExitStatus,
+    },
 }
 
-/// What the machine looked like just before a test.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MachineCheck {
-    /// `cpuN=governor` for each CPU with cpufreq.
-    pub governors: Vec<String>,
-    /// Turbo/boost: `on`, `off`, or None where the machine does not say.
-    pub boost: Option<String>,
-    /// SMT active: `1`, `0`, or None.
-    pub smt_active: Option<String>,
-    /// 1-minute load average.
-    pub load1: f64,
-    /// Other processes that used more than 10% of a CPU over the check: (pid, comm, %).
-    pub busy: Vec<(u32, String, f64)>,
-}
-
-impl MachineCheck {
-    /// Warnings for the terminal and prfout: a governor other than `performance`, a
-    /// machine that is not quiet.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut w = Vec::new();
-        let slow: Vec<&String> = self.governors.iter().filter(|g| !g.ends_with("=performance")).collect();
-        if !slow.is_empty() {
-            w.push(format!(
-                "cpufreq governor is not 'performance' ({}): frequency changes can look like regressions; \
-                 use --set-governor performance",
-                slow.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
-            ));
-        }
-        // The load average is recorded, not warned about: it carries the previous tests'
-        // own load for minutes. Busy processes measure what runs now.
-        if !self.busy.is_empty() {
-            let list: Vec<String> = self.busy.iter().map(|(p, c, u)| format!("{c}({p}) {u:.0}%")).collect();
-            w.push(format!("busy processes before the test: {}", list.join(", ")));
-        }
-        w
-    }
-
-    /// The check as `key: value` lines (the test's `checks` file).
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
-        let none = || "none".to_string();
-        let _ = writeln!(
-            s,
-            "cpufreq-governors: {}",
-            if self.governors.is_empty() {
-                "none (no cpufreq)".into()
-            } else {
-                self.governors.join(" ")
-            }
-        );
-        let _ = writeln!(s, "boost: {}", self.boost.clone().unwrap_or_else(|| "unknown".into()));
-        let _ = writeln!(
-            s,
-            "smt-active: {}",
-            self.smt_active.clone().unwrap_or_else(|| "unknown".into())
-        );
-        let _ = writeln!(s, "load-1min: {:.2}", self.load1);
-        let busy: Vec<String> = self.busy.iter().map(|(p, c, u)| format!("{c}({p})={u:.0}%")).collect();
-        let _ = writeln!(
-            s,
-            "busy-processes: {}",
-            if busy.is_empty() { none() } else { busy.join(" ") }
-        );
-        s
-    }
-}
-
-/// Turbo/boost state from intel_pstate or the generic cpufreq boost switch.
-fn boost() -> Option<String> {
-    if let Some(no_turbo) = read_trim("/sys/devices/system/cpu/intel_pstate/no_turbo") {
-        return Some(if no_turbo == "1" { "off" } else { "on" }.into());
-    }
-    read_trim("/sys/devices/system/cpu/cpufreq/boost").map(|b| if b == "1" { "on" } else { "off" }.into())
-}
-
-/// CPU ticks (utime + stime) and comm of every process.
-fn process_ticks() -> HashMap<u32, (String, u64)> {
-    let mut out = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let comm = stat[open + 1..close].to_string();
-        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        let ticks = f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
-            + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-        out.insert(pid, (comm, ticks));
-    }
-    out
-}
-
-/// Looks at the machine for `window`, ignoring this process.
-pub fn check_machine(window: Duration) -> MachineCheck {
-    let before = process_ticks();
-    std::thread::sleep(window);
-    let after = process_ticks();
-    // SAFETY: sysconf has no memory effects.
-    let hz = (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64;
-    let me = std::process::id();
-    let mut busy: Vec<(u32, String, f64)> = after
-        .iter()
-        .filter(|(pid, _)| **pid != me)
-        .filter_map(|(pid, (comm, t1))| {
-            let t0 = before.get(pid).map_or(0, |(_, t)| *t);
-            let pct = 100.0 * (t1.saturating_sub(t0)) as f64 / hz / window.as_secs_f64();
-            (pct > 10.0).then(|| (*pid, comm.clone(), pct))
-        })
-        .collect();
-    busy.sort_by(|a, b| b.2.total_cmp(&a.2));
-    MachineCheck {
-        governors: governors(),
-        boost: boost(),
-        smt_active: read_trim("/sys/devices/system/cpu/smt/active"),
-        load1: read_trim("/proc/loadavg")
-            .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
-            .unwrap_or(0.0),
-        busy,
-    }
-}
-
-/// Flushes dirty data and drops the page cache, dentries and inodes.
-pub fn drop_caches() -> Result<(), String> {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
-        .map_err(|e| format!("--drop-caches: writing /proc/sys/vm/drop_caches: {e} (it needs root)"))
-}
-
-/// Runs the `--pre` command with /bin/sh; its output goes to `log`.
-pub fn run_pre(cmd: &str, log: &std::fs::File) -> Result<(), String> {
-    let out = log.try_clone().map_err(|e| e.to_string())?;
-    let err = log.try_clone().map_err(|e| e.to_string())?;
-    let st = std::process::Command::new("/bin/sh")
-        .args(["-c", cmd])
-        .stdin(std::process::Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .status()
-        .map_err(|e| format!("--pre: cannot run /bin/sh: {e}"))?;
-    if st.success() {
+/// Runs `cmd` with /bin/sh in the test's `group`; its output goes to `log`.
+pub fn run_pre(cmd: &str, log: &File, group: &TestGroup) -> Result<(), PreError> {
+    let out = log.try_clone().map_err(PreError::Spawn)?;
+    let err = log.try_clone().map_err(PreError::Spawn)?;
+    let mut sh = Command::new("/bin/sh");
+    sh.args(["-c", cmd]).stdin(Stdio::null()).stdout(out).stderr(err);
+    group.prepare(&mut sh);
+    let status = sh.status().map_err(PreError::Spawn)?;
+    if status.success() {
         Ok(())
     } else {
-        Err(format!("--pre command '{cmd}' failed ({st})"))
-    }
-}
-
-/// The governors in force before `--set-governor`, to put back afterwards.
-#[derive(Debug)]
-pub struct GovernorRestore {
-    previous: Vec<(u32, String)>,
-}
-
-fn governor_path(cpu: u32) -> String {
-    format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
-}
-
-/// Sets `governor` on every online CPU; refuses clearly where there is no cpufreq.
-pub fn set_governor(governor: &str) -> Result<GovernorRestore, String> {
-    let mut previous = Vec::new();
-    for cpu in online_cpus() {
-        let Some(g) = read_trim(&governor_path(cpu)) else {
-            continue;
-        };
-        previous.push((cpu, g));
-    }
-    if previous.is_empty() {
-        return Err(format!(
-            "--set-governor {governor}: this machine has no cpufreq governors ({} does not exist; \
-             typical of a VM), so there is nothing to set",
-            governor_path(0)
-        ));
-    }
-    let restore = GovernorRestore { previous };
-    for (cpu, _) in &restore.previous {
-        if let Err(e) = std::fs::write(governor_path(*cpu), governor) {
-            restore.restore();
-            return Err(format!(
-                "--set-governor {governor}: writing {}: {e}",
-                governor_path(*cpu)
-            ));
-        }
-    }
-    Ok(restore)
-}
-
-impl GovernorRestore {
-    /// Puts the previous governors back.
-    pub fn restore(&self) {
-        for (cpu, g) in &self.previous {
-            let _ = std::fs::write(governor_path(*cpu), g);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn warnings_name_what_biases_a_run() {
-        let c = MachineCheck {
-            governors: vec!["cpu0=performance".into(), "cpu1=powersave".into()],
-            boost: Some("on".into()),
-            smt_active: Some("1".into()),
-            load1: 1.25,
-            busy: vec![(42, "make".into(), 95.0)],
-        };
-        let w = c.warnings();
-        assert_eq!(w.len(), 2);
-        assert!(w[0].contains("cpu1=powersave") && !w[0].contains("cpu0"));
-        assert!(w[1].contains("make(42) 95%"));
-        let quiet = MachineCheck {
-            governors: vec!["cpu0=performance".into()],
-            ..Default::default()
-        };
-        assert!(quiet.warnings().is_empty());
-        assert!(c.to_text().contains("busy-processes: make(42)=95%"));
-    }
-
-    #[test]
-    fn a_busy_process_is_seen() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
-        let c = check_machine(Duration::from_millis(300));
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(c.busy.iter().any(|(pid, _, _)| *pid == child.id()), "{:?}", c.busy);
-    }
-
-    #[test]
-    fn no_cpufreq_is_said_clearly() {
-        if std::path::Path::new("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").exists() {
-            return;
-        }
-        let e = set_governor("performance").unwrap_err();
-        assert!(e.contains("has no cpufreq governors"), "{e}");
+        Err(PreError::Failed {
+            command: cmd.to_string(),
+            status,
+        })
     }
 }

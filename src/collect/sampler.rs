@@ -1,10 +1,83 @@
 //! One perf_event sampler per online CPU, system-wide, kernel and user mode.
 
+use crate::host::{is_root, perf_event_paranoid};
+use crate::model::mode::{mode_of_misc, Record};
 use perf_event::data::Record as PerfRecord;
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, SampleFlag, Sampler};
 use std::io;
-use upcmp_parsers::samples::{Mode, Record, Sample};
+use upcmp_parsers::samples::Sample;
+
+/// A perf event uprun can sample, by the name perf gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerfEvent {
+    /// A hardware counter (the PMU's).
+    Hardware(Hardware),
+    /// A software event of the kernel.
+    Software(Software),
+}
+
+/// The events uprun knows, under perf's names and aliases, first name first.
+pub const EVENTS: &[(&str, PerfEvent)] = &[
+    ("cpu-clock", PerfEvent::Software(Software::CPU_CLOCK)),
+    ("task-clock", PerfEvent::Software(Software::TASK_CLOCK)),
+    ("cycles", PerfEvent::Hardware(Hardware::CPU_CYCLES)),
+    ("cpu-cycles", PerfEvent::Hardware(Hardware::CPU_CYCLES)),
+    ("instructions", PerfEvent::Hardware(Hardware::INSTRUCTIONS)),
+    ("cache-references", PerfEvent::Hardware(Hardware::CACHE_REFERENCES)),
+    ("cache-misses", PerfEvent::Hardware(Hardware::CACHE_MISSES)),
+    ("branches", PerfEvent::Hardware(Hardware::BRANCH_INSTRUCTIONS)),
+    (
+        "branch-instructions",
+        PerfEvent::Hardware(Hardware::BRANCH_INSTRUCTIONS),
+    ),
+    ("branch-misses", PerfEvent::Hardware(Hardware::BRANCH_MISSES)),
+    ("bus-cycles", PerfEvent::Hardware(Hardware::BUS_CYCLES)),
+    ("ref-cycles", PerfEvent::Hardware(Hardware::REF_CPU_CYCLES)),
+    (
+        "stalled-cycles-frontend",
+        PerfEvent::Hardware(Hardware::STALLED_CYCLES_FRONTEND),
+    ),
+    (
+        "stalled-cycles-backend",
+        PerfEvent::Hardware(Hardware::STALLED_CYCLES_BACKEND),
+    ),
+    ("page-faults", PerfEvent::Software(Software::PAGE_FAULTS)),
+    ("faults", PerfEvent::Software(Software::PAGE_FAULTS)),
+    ("minor-faults", PerfEvent::Software(Software::PAGE_FAULTS_MIN)),
+    ("major-faults", PerfEvent::Software(Software::PAGE_FAULTS_MAJ)),
+    ("context-switches", PerfEvent::Software(Software::CONTEXT_SWITCHES)),
+    ("cs", PerfEvent::Software(Software::CONTEXT_SWITCHES)),
+    ("cpu-migrations", PerfEvent::Software(Software::CPU_MIGRATIONS)),
+    ("migrations", PerfEvent::Software(Software::CPU_MIGRATIONS)),
+    ("alignment-faults", PerfEvent::Software(Software::ALIGNMENT_FAULTS)),
+    ("emulation-faults", PerfEvent::Software(Software::EMULATION_FAULTS)),
+];
+
+impl PerfEvent {
+    /// The event perf calls `name` (or one of its aliases).
+    pub fn named(name: &str) -> Option<Self> {
+        EVENTS.iter().find(|(n, _)| *n == name).map(|(_, e)| *e)
+    }
+
+    /// Its name, as perf prints it (the first of its names).
+    pub fn name(self) -> &'static str {
+        EVENTS
+            .iter()
+            .find(|(_, e)| *e == self)
+            .map(|(n, _)| *n)
+            .expect("every event is in EVENTS")
+    }
+
+    /// Whether its period is time (nanoseconds): a fixed period then makes every sample
+    /// worth the same time.
+    pub fn is_time(self) -> bool {
+        matches!(
+            self,
+            PerfEvent::Software(Software::CPU_CLOCK) | PerfEvent::Software(Software::TASK_CLOCK)
+        )
+    }
+}
 
 /// Which event to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -12,17 +85,26 @@ pub enum EventChoice {
     /// CPU cycles where the machine counts them, else `cpu-clock`.
     #[default]
     Auto,
-    /// The software `cpu-clock` timer (works everywhere, also in VMs).
-    CpuClock,
-    /// The hardware cycle counter (fails where there is none).
-    Cycles,
+    /// This event (fails where the machine cannot count it).
+    Event(PerfEvent),
+}
+
+impl EventChoice {
+    /// `auto`, or an event perf names so; `None` for an unknown name.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "auto" => Some(EventChoice::Auto),
+            n => PerfEvent::named(n).map(EventChoice::Event),
+        }
+    }
 }
 
 /// How to sample.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SamplerConfig {
-    /// Samples per second per CPU.
+    /// Samples per second per CPU: a fixed period for time events, the kernel's
+    /// frequency mode (a period adjusted as it goes) for the others.
     pub frequency_hz: u64,
     /// The event.
     pub event: EventChoice,
@@ -63,7 +145,7 @@ pub enum SamplerError {
         root: &'static str,
     },
     /// Another failure opening or mapping an event.
-    #[error("opening the {event} sampler on CPU {cpu}: {source}")]
+    #[error("opening the {event} sampler on CPU {cpu}: {source}{hint}")]
     Open {
         /// The event.
         event: &'static str,
@@ -71,37 +153,32 @@ pub enum SamplerError {
         cpu: u32,
         /// The kernel's answer.
         source: io::Error,
+        /// What it may mean.
+        hint: &'static str,
     },
 }
 
 /// The samplers of all CPUs.
 pub struct CpuSamplers {
     samplers: Vec<(u32, Sampler)>,
-    event_name: &'static str,
-    period_sec: f64,
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    event: PerfEvent,
+    /// The fixed period of a time event, in ns; `None` in frequency mode.
+    period: Option<u64>,
 }
 
 fn permission_error(cpu: u32, source: io::Error) -> SamplerError {
     SamplerError::Permission {
         cpu,
         source,
-        paranoid: std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "unknown".into()),
+        paranoid: perf_event_paranoid(),
         root: if is_root() { "" } else { ", and you are not root" },
     }
 }
 
-fn open_one(cpu: u32, cfg: &SamplerConfig, cycles: bool) -> io::Result<Sampler> {
-    let mut b = if cycles {
-        Builder::new(Hardware::CPU_CYCLES)
-    } else {
-        Builder::new(Software::CPU_CLOCK)
+fn open_one(cpu: u32, cfg: &SamplerConfig, event: PerfEvent) -> io::Result<Sampler> {
+    let mut b = match event {
+        PerfEvent::Hardware(h) => Builder::new(h),
+        PerfEvent::Software(s) => Builder::new(s),
     };
     let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::PERIOD;
     if cfg.callchain {
@@ -115,66 +192,92 @@ fn open_one(cpu: u32, cfg: &SamplerConfig, cycles: bool) -> io::Result<Sampler> 
         .comm(true)
         .task(true)
         .sample_id_all(true);
-    if cycles {
-        b.sample_frequency(cfg.frequency_hz);
-    } else {
-        // cpu-clock counts nanoseconds; a fixed period makes every sample worth the same time.
-        b.sample_period(1_000_000_000 / cfg.frequency_hz.max(1));
-    }
+    match time_period(event, cfg) {
+        // A time event at a fixed period: every sample worth the same time.
+        Some(p) => b.sample_period(p),
+        None => b.sample_frequency(cfg.frequency_hz),
+    };
     b.build()?.sampled(cfg.buffer_bytes)
 }
 
+/// The fixed period (ns) a time event is sampled at.
+fn time_period(event: PerfEvent, cfg: &SamplerConfig) -> Option<u64> {
+    event.is_time().then(|| 1_000_000_000 / cfg.frequency_hz.max(1))
+}
+
+/// Whether an error says the machine cannot count the event (no PMU, or no such counter).
+fn not_counted(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::EINVAL)
+    )
+}
+
 impl CpuSamplers {
-    /// Opens (disabled) one sampler per CPU of `cpus`.
+    /// Opens (disabled) one sampler per CPU of `cpus`. `auto` takes cycles where the
+    /// machine counts them, else cpu-clock.
     pub fn open(cpus: &[u32], cfg: &SamplerConfig) -> Result<Self, SamplerError> {
-        let try_cycles = matches!(cfg.event, EventChoice::Auto | EventChoice::Cycles);
-        let mut use_cycles = try_cycles;
+        let cycles = PerfEvent::Hardware(Hardware::CPU_CYCLES);
+        let clock = PerfEvent::Software(Software::CPU_CLOCK);
+        let mut event = match cfg.event {
+            EventChoice::Auto => cycles,
+            EventChoice::Event(e) => e,
+        };
         let mut samplers = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
-            let s = match open_one(cpu, cfg, use_cycles) {
+            let s = match open_one(cpu, cfg, event) {
                 Ok(s) => s,
                 Err(e) if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) => {
                     return Err(permission_error(cpu, e));
                 }
-                // No hardware counter (ENOENT, EOPNOTSUPP, ENODEV): fall back to cpu-clock.
-                Err(_) if use_cycles && cfg.event == EventChoice::Auto && samplers.is_empty() => {
-                    use_cycles = false;
-                    open_one(cpu, cfg, false).map_err(|source| SamplerError::Open {
-                        event: "cpu-clock",
+                // No hardware counter: fall back to cpu-clock.
+                Err(e) if cfg.event == EventChoice::Auto && samplers.is_empty() && not_counted(&e) => {
+                    event = clock;
+                    open_one(cpu, cfg, clock).map_err(|source| SamplerError::Open {
+                        event: clock.name(),
                         cpu,
                         source,
+                        hint: "",
                     })?
                 }
                 Err(source) => {
+                    let hint = if not_counted(&source) {
+                        " (this machine cannot count that event here: no such hardware counter, or none \
+                         in a VM; cpu-clock works everywhere)"
+                    } else {
+                        ""
+                    };
                     return Err(SamplerError::Open {
-                        event: if use_cycles { "cycles" } else { "cpu-clock" },
+                        event: event.name(),
                         cpu,
                         source,
-                    })
+                        hint,
+                    });
                 }
             };
             samplers.push((cpu, s));
         }
-        let period_sec = if use_cycles {
-            1.0 / cfg.frequency_hz as f64
-        } else {
-            (1_000_000_000 / cfg.frequency_hz.max(1)) as f64 * 1e-9
-        };
         Ok(CpuSamplers {
             samplers,
-            event_name: if use_cycles { "cycles" } else { "cpu-clock" },
-            period_sec,
+            event,
+            period: time_period(event, cfg),
         })
     }
 
     /// The event in use.
-    pub fn event_name(&self) -> &'static str {
-        self.event_name
+    pub fn event(&self) -> PerfEvent {
+        self.event
     }
 
-    /// Time one sample stands for, in seconds.
-    pub fn period_sec(&self) -> f64 {
-        self.period_sec
+    /// The event in use, by perf's name.
+    pub fn event_name(&self) -> &'static str {
+        self.event.name()
+    }
+
+    /// The fixed period of a time event in ns; `None` for an event sampled in frequency
+    /// mode, whose samples carry each their own period.
+    pub fn fixed_period(&self) -> Option<u64> {
+        self.period
     }
 
     /// Starts sampling on every CPU.
@@ -198,14 +301,7 @@ impl CpuSamplers {
         let mut n = 0;
         for (cpu, s) in &mut self.samplers {
             while let Some(rec) = s.next_record() {
-                let mode = match rec.misc() & 7 {
-                    1 => Mode::Kernel,
-                    2 => Mode::User,
-                    3 => Mode::Hypervisor,
-                    4 => Mode::GuestKernel,
-                    5 => Mode::GuestUser,
-                    _ => Mode::Unknown,
-                };
+                let mode = mode_of_misc(rec.misc());
                 let Ok(parsed) = rec.parse_record() else { continue };
                 // With sample_id_all, every other record ends in pid/tid, time, cpu
                 // (24 bytes for this sample type): the time orders them among the samples.
@@ -222,6 +318,7 @@ impl CpuSamplers {
                     PerfRecord::Sample(smp) => (
                         smp.time().unwrap_or(0),
                         Record::Sample(Sample {
+                            period: smp.period(),
                             time_ns: smp.time().unwrap_or(0),
                             cpu: smp.cpu().unwrap_or(*cpu),
                             pid: smp.pid().unwrap_or(0),

@@ -4,8 +4,8 @@
 
 use super::bench::{compare_bench, wall_time_result};
 use super::runs::{RunComparison, TestComparison, TestOutcome};
-use super::{compare_profiles, CompareOptions};
-use crate::Profile;
+use super::{compare_sides, CompareOptions};
+use crate::model::Profile;
 use std::path::Path;
 
 /// Compares `p1` (read from `path1`) with `p2` (from `path2`). Section 1 holds the two
@@ -22,7 +22,7 @@ pub fn compare_imported(
         &[vec![wall_time_result(&command(p1), p1.wall_sec)]],
         &[vec![wall_time_result(&command(p1), p2.wall_sec)]],
     );
-    let profile = compare_profiles(p1, p2, opts)?;
+    let profile = compare_sides(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)?;
     let mut warnings = Vec::new();
     if p1.event != p2.event {
         warnings.push(format!(
@@ -37,6 +37,7 @@ pub fn compare_imported(
             p2.cpus.len()
         ));
     }
+    warnings.extend(profile.warnings.iter().cloned());
     let mut notes: Vec<String> = p1.warnings.iter().map(|w| format!("run 1: {w}")).collect();
     notes.extend(p2.warnings.iter().map(|w| format!("run 2: {w}")));
     let name = if p1.test == p2.test {
@@ -44,7 +45,7 @@ pub fn compare_imported(
     } else {
         format!("{} vs {}", p1.test, p2.test)
     };
-    Ok(RunComparison {
+    let mut r = RunComparison {
         dir1: path1.to_path_buf(),
         dir2: path2.to_path_buf(),
         warnings,
@@ -61,5 +62,7 @@ pub fn compare_imported(
                 notes,
             },
         }],
-    })
+    };
+    r.adjust(opts);
+    Ok(r)
 }

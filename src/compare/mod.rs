@@ -1,21 +1,28 @@
 //! Comparing two profiles: summaries, per-function deltas (polars), benchmark ratios.
 //!
 //! The formulas are those of `docs/formulas.md`; numbers are computed here once and only
-//! formatted by [`crate::report`].
+//! formatted by the renderers of the report layer.
 
 pub mod bench;
-pub mod idle;
 pub mod imported;
 pub mod runs;
 pub mod stacks;
 pub mod stats;
+pub mod value;
 
-use crate::Profile;
+use crate::model::profile::module;
+use crate::model::{IdleSet, Profile};
+use bench::BenchRow;
 use polars::prelude::*;
 use serde::Serialize;
+use stats::{Correction, Detectable, SampledTime, ShareCount};
 
-pub use idle::{IdleSet, DEFAULT_IDLE_FUNCTIONS};
-pub use stats::{Method, Significance};
+pub use stats::{Mark, Method, Significance};
+pub use value::{Basis, Measure};
+
+/// The cutoff when none is given, as the original: a function is listed when it holds at
+/// least 0.5% of its run's CPU time.
+pub const DEFAULT_CUTOFF_PCT: f64 = 0.5;
 
 /// Options of a profile comparison.
 #[derive(Debug, Clone)]
@@ -26,13 +33,14 @@ pub struct CompareOptions {
     pub cutoff_pct: f64,
     /// Replaces each profile's own idle set when given.
     pub idle_override: Option<IdleSet>,
-    /// List only functions whose change is significant (beyond the noise).
+    /// List only functions whose change stands above the noise (marked significant, or
+    /// sampling only with one run a side), after the report's adjustment.
     pub hide_noise: bool,
 }
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        Self::new(0.5, None)
+        Self::new(DEFAULT_CUTOFF_PCT, None)
     }
 }
 
@@ -47,88 +55,114 @@ impl CompareOptions {
     }
 }
 
-/// The "Profiling Summary" numbers of one run, summed over all CPUs.
+/// The "Profiling Summary" numbers of one run, summed over all CPUs. Values are in the
+/// comparison's [`Measure`]; with a time measure, Idle = Elapsed - CPU - Lost.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProfileSummary {
     /// Sampled CPUs.
     pub cpus: u32,
-    /// Wall time x CPUs.
+    /// Wall time x CPUs, in seconds.
     pub elapsed_sec: f64,
-    /// Elapsed - CPU - Lost.
-    pub idle_sec: f64,
-    /// Samples outside the idle set x period.
-    pub cpu_sec: f64,
-    /// Lost samples x period.
-    pub lost_sec: f64,
-    /// Wall-clock length of the sampled interval.
+    /// Idle: Elapsed - CPU - Lost with a time measure, else the idle functions' count.
+    pub idle: f64,
+    /// The functions outside the idle set: CPU time, or the event's count.
+    pub cpu: f64,
+    /// The samples the kernel reported lost, valued as the others.
+    pub lost: f64,
+    /// Wall-clock length of the sampled interval, in seconds.
     pub wall_sec: f64,
-    /// Seconds per sample.
-    pub period_sec: f64,
+    /// What one sample stands for, in the profile's unit (ns or events): the sampling
+    /// period, or the mean period.
+    pub period: f64,
+    /// Whether every sample weighs the same period.
+    pub fixed_period: bool,
     /// Sampling event.
     pub event: String,
     /// The idle functions used.
     pub idle_set: Vec<String>,
     /// Samples in idle functions (shown for information; Idle is not derived from them).
     pub idle_samples: u64,
+    /// Times the kernel throttled sampling (over all CPUs, and all repetitions): the time
+    /// it did not sample counts as Idle.
+    pub throttled: u64,
     /// Repetitions averaged (1 for a single run).
     pub repetitions: usize,
-    /// Standard deviation of the CPU time over the repetitions, % of the mean.
+    /// Standard deviation of the CPU value over the repetitions, % of the mean.
     pub cpu_sd_pct: f64,
-    /// Each repetition's CPU time, in order.
-    pub cpu_sec_per_repetition: Vec<f64>,
+    /// Each repetition's CPU value, in order.
+    pub cpu_per_repetition: Vec<f64>,
 }
 
 impl ProfileSummary {
-    /// Computes the summary of `p` with the idle set `idle`.
-    pub fn of(p: &Profile, idle: &IdleSet) -> Self {
+    /// The summary of `p` valued as `v` (see [`value::value`]).
+    fn of_valued(p: &Profile, v: &value::Valued, idle: &IdleSet) -> Self {
         let cpus = p.cpus.len() as u32;
-        let mut busy: u64 = 0;
-        let mut idle_samples: u64 = 0;
-        for f in &p.functions {
-            if idle.contains(&f.name) {
-                idle_samples += f.total();
-            } else {
-                busy += f.total();
-            }
-        }
-        let lost: u64 = p.cpus.iter().map(|c| c.lost).sum();
         let elapsed_sec = p.wall_sec * f64::from(cpus);
-        let cpu_sec = busy as f64 * p.period_sec;
-        let lost_sec = lost as f64 * p.period_sec;
+        let idle_value = match v.basis {
+            Basis::SampledTime | Basis::BusyTime => {
+                let i = elapsed_sec - v.busy - v.lost;
+                // Below the resolution of the busy time it is rounding, not idle time (nor a
+                // negative one): half a sample, or for /proc/stat's busy time a tick
+                // (USER_HZ = 100) of each CPU.
+                let resolution = match v.basis {
+                    Basis::BusyTime => 0.01 * f64::from(cpus),
+                    _ => 0.5 * p.period_sec().unwrap_or(0.0),
+                };
+                if i.abs() < resolution {
+                    0.0
+                } else {
+                    i
+                }
+            }
+            Basis::EventCount | Basis::Share => v.idle,
+        };
         ProfileSummary {
             cpus,
             elapsed_sec,
-            idle_sec: elapsed_sec - cpu_sec - lost_sec,
-            cpu_sec,
-            lost_sec,
+            idle: idle_value,
+            cpu: v.busy,
+            lost: v.lost,
             wall_sec: p.wall_sec,
-            period_sec: p.period_sec,
+            period: p.period,
+            fixed_period: p.fixed_period(),
             event: p.event.clone(),
             idle_set: idle.names().to_vec(),
-            idle_samples,
+            idle_samples: v.idle_samples,
+            throttled: p.cpus.iter().map(|c| c.throttled).sum(),
             repetitions: 1,
             cpu_sd_pct: 0.0,
-            cpu_sec_per_repetition: vec![cpu_sec],
+            cpu_per_repetition: vec![v.busy],
         }
     }
 
+    /// Computes the summary of `p` with the idle set `idle`, on its own basis.
+    pub fn of(p: &Profile, idle: &IdleSet) -> Self {
+        Self::of_valued(p, &value::value(p, idle), idle)
+    }
+
     /// The mean summary of several repetitions (at least one).
-    pub fn of_set(ps: &[Profile], idle: &IdleSet) -> Self {
-        let all: Vec<ProfileSummary> = ps.iter().map(|p| Self::of(p, idle)).collect();
+    fn mean_of(all: Vec<ProfileSummary>) -> Self {
         let avg = |f: fn(&ProfileSummary) -> f64| stats::mean(&all.iter().map(f).collect::<Vec<_>>());
-        let cpu: Vec<f64> = all.iter().map(|s| s.cpu_sec).collect();
+        let cpu: Vec<f64> = all.iter().map(|s| s.cpu).collect();
         ProfileSummary {
             elapsed_sec: avg(|s| s.elapsed_sec),
-            idle_sec: avg(|s| s.idle_sec),
-            cpu_sec: avg(|s| s.cpu_sec),
-            lost_sec: avg(|s| s.lost_sec),
+            idle: avg(|s| s.idle),
+            cpu: avg(|s| s.cpu),
+            lost: avg(|s| s.lost),
             wall_sec: avg(|s| s.wall_sec),
             idle_samples: all.iter().map(|s| s.idle_samples).sum::<u64>() / all.len() as u64,
+            throttled: all.iter().map(|s| s.throttled).sum(),
             repetitions: all.len(),
+            fixed_period: all.iter().all(|s| s.fixed_period),
             cpu_sd_pct: stats::stddev_pct(&cpu),
-            cpu_sec_per_repetition: cpu,
+            cpu_per_repetition: cpu,
             ..all[0].clone()
         }
+    }
+
+    /// The mean summary of several repetitions (at least one), each on its own basis.
+    pub fn of_set(ps: &[Profile], idle: &IdleSet) -> Self {
+        Self::mean_of(ps.iter().map(|p| Self::of(p, idle)).collect())
     }
 }
 
@@ -137,12 +171,12 @@ impl ProfileSummary {
 pub struct FunctionDelta {
     /// Display name: the function, with `[module]` after it for kernel modules.
     pub function: String,
-    /// Seconds in run 1 (None: absent there).
-    pub run1_sec: Option<f64>,
-    /// Seconds in run 2 (None: absent there).
-    pub run2_sec: Option<f64>,
+    /// Its value in run 1 (None: absent there), in the comparison's measure.
+    pub run1: Option<f64>,
+    /// Its value in run 2 (None: absent there).
+    pub run2: Option<f64>,
     /// Run2 - Run1, absent counting as 0.
-    pub delta_sec: f64,
+    pub delta: f64,
     /// (Run2 - Run1) as a percentage of run 1's CPU time.
     pub delta_pct_of_run1_cpu: f64,
     /// Share of its run's CPU time, run 1 (%).
@@ -153,16 +187,37 @@ pub struct FunctionDelta {
     pub run1_sd_pct: f64,
     /// Standard deviation over run 2's repetitions, % of its mean (0 with one run).
     pub run2_sd_pct: f64,
-    /// Whether the delta stands above the noise, and how that was decided.
+    /// The test of its time (the table's question: did its CPU time change?), adjusted
+    /// with every function row above the cutoff of the report.
     pub noise: Significance,
-    /// At or above the cutoff in either run (and significant, with `hide_noise`): shown
-    /// in the text report.
+    /// The test of its share of its run's CPU samples (the flame graph's question), in
+    /// percentage points, adjusted with the shares of the same rows.
+    pub share_noise: Significance,
+    /// At or above the cutoff in either run: in the report's families.
+    pub above_cutoff: bool,
+    /// Above the cutoff (and standing out, with `hide_noise`): shown in the text report.
     pub listed: bool,
+}
+
+/// The sizes of the families a comparison's rows were adjusted in, counted over the
+/// whole report (docs/formulas.md, "Families").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Families {
+    /// Tested function rows above the cutoff (Benjamini–Hochberg; their shares are a
+    /// second family of the same rows).
+    pub functions: usize,
+    /// Tested benchmark values and CPU totals (Holm).
+    pub headline: usize,
 }
 
 /// The comparison of two profiles.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileComparison {
+    /// The unit of every value.
+    pub measure: Measure,
+    /// Things the reader must know before reading the numbers (runs that cannot be put in
+    /// one unit).
+    pub warnings: Vec<String>,
     /// Run 1's summary.
     pub run1: ProfileSummary,
     /// Run 2's summary.
@@ -171,9 +226,11 @@ pub struct ProfileComparison {
     pub cutoff_pct: f64,
     /// Every non-idle function of either run, sorted by delta (largest first).
     pub rows: Vec<FunctionDelta>,
-    /// The test of the total CPU time: its `ci95` is the smallest change of CPU time the
-    /// data can resolve.
+    /// The test of the total CPU time, adjusted with the report's benchmark values and
+    /// CPU totals.
     pub cpu_noise: Significance,
+    /// The families the rows were adjusted in.
+    pub families: Families,
 }
 
 impl ProfileComparison {
@@ -182,18 +239,19 @@ impl ProfileComparison {
         self.cpu_noise.method
     }
 
-    /// The smallest change of total CPU time the data resolve, % of run 1's CPU time.
-    pub fn resolvable_pct(&self) -> f64 {
-        if self.run1.cpu_sec > 0.0 {
-            100.0 * self.cpu_noise.ci95 / self.run1.cpu_sec
-        } else {
-            0.0
-        }
+    /// What the repetitions can resolve of the total CPU time, in % of run 1's: the
+    /// observed change below which it is not significant, and the true change detected
+    /// 80% of the time. None with one run a side (run-to-run noise not measured) or
+    /// without a test.
+    pub fn cpu_detectable_pct(&self) -> Option<Detectable> {
+        let d = self.cpu_noise.detectable.filter(|_| !self.cpu_noise.sampling_only)?;
+        (self.run1.cpu > 0.0).then(|| Detectable {
+            observed: 100.0 * d.observed / self.run1.cpu,
+            true_change_80: 100.0 * d.true_change_80 / self.run1.cpu,
+        })
     }
-}
 
-impl ProfileComparison {
-    /// The rows at or above the cutoff (and significant, with `hide_noise`).
+    /// The rows at or above the cutoff (and standing out, with `hide_noise`).
     pub fn listed(&self) -> impl Iterator<Item = &FunctionDelta> {
         self.rows.iter().filter(|r| r.listed)
     }
@@ -203,38 +261,58 @@ impl ProfileComparison {
 /// are named, so two modules' functions of the same name stay apart.
 pub fn display_name(name: &str, module: &str) -> String {
     match module {
-        "kernel" | "user" => name.to_string(),
+        module::KERNEL | module::USER => name.to_string(),
         m => format!("{name} [{m}]"),
     }
 }
 
-/// One side's non-idle functions: each one's seconds in every repetition (0 where it
-/// is absent) and its samples over all repetitions. Rows with the same display name (as
-/// in a hand-made prfout) are summed.
+/// One side's non-idle functions: each one's samples in every repetition (zero where it
+/// is absent) with that repetition's totals, as the time and share tests take them.
 struct SideFunctions {
     names: Vec<String>,
-    per_rep_sec: Vec<Vec<f64>>,
-    samples: Vec<u64>,
+    times: Vec<Vec<SampledTime>>,
+    shares: Vec<Vec<ShareCount>>,
 }
 
-fn side_functions(ps: &[Profile], idle: &IdleSet) -> SideFunctions {
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+impl SideFunctions {
+    fn values(&self, i: usize) -> Vec<f64> {
+        self.times[i].iter().map(SampledTime::value).collect()
+    }
+}
+
+/// Repetition `v`'s totals with `samples` samples worth `weight` (variance `var`) of them.
+fn sampled(v: &value::Valued, samples: u64, weight: f64, var: f64) -> SampledTime {
+    SampledTime {
+        samples,
+        weight,
+        weight_sq: var,
+        run_samples: v.samples,
+        run_weight: v.total,
+        scale: 1.0,
+    }
+}
+
+fn side_functions(vals: &[value::Valued]) -> SideFunctions {
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut side = SideFunctions {
         names: Vec::new(),
-        per_rep_sec: Vec::new(),
-        samples: Vec::new(),
+        times: Vec::new(),
+        shares: Vec::new(),
     };
-    for (r, p) in ps.iter().enumerate() {
-        for f in p.functions.iter().filter(|f| !idle.contains(&f.name)) {
-            let name = display_name(&f.name, &f.module);
-            let i = *index.entry(name.clone()).or_insert_with(|| {
-                side.names.push(name);
-                side.per_rep_sec.push(vec![0.0; ps.len()]);
-                side.samples.push(0);
+    let share = |v: &value::Valued, count| ShareCount {
+        count,
+        total: v.busy_samples,
+    };
+    for (r, v) in vals.iter().enumerate() {
+        for (name, &(x, var, n)) in &v.functions {
+            let i = *index.entry(name.as_str()).or_insert_with(|| {
+                side.names.push(name.clone());
+                side.times.push(vals.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect());
+                side.shares.push(vals.iter().map(|v| share(v, 0)).collect());
                 side.names.len() - 1
             });
-            side.per_rep_sec[i][r] += f.total() as f64 * p.period_sec;
-            side.samples[i] += f.total();
+            side.times[i][r] = sampled(v, n, x, var);
+            side.shares[i][r] = share(v, n);
         }
     }
     side
@@ -242,7 +320,7 @@ fn side_functions(ps: &[Profile], idle: &IdleSet) -> SideFunctions {
 
 /// A side's functions as a DataFrame: function, mean seconds, row index into the side.
 fn side_frame(side: &SideFunctions, mean_col: &str, index_col: &str) -> PolarsResult<DataFrame> {
-    let means: Vec<f64> = side.per_rep_sec.iter().map(|v| stats::mean(v)).collect();
+    let means: Vec<f64> = (0..side.names.len()).map(|i| stats::mean(&side.values(i))).collect();
     let idx: Vec<u32> = (0..side.names.len() as u32).collect();
     DataFrame::new(
         side.names.len(),
@@ -259,34 +337,93 @@ pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> Po
     compare_profile_sets(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)
 }
 
-fn noise_of(a: &[f64], b: &[f64], n1: u64, p1: f64, n2: u64, p2: f64) -> Significance {
-    stats::welch(a, b).unwrap_or_else(|| {
-        // Mean over k repetitions of Poisson counts: each sample weighs period / k.
-        let (k1, k2) = (a.len().max(1) as f64, b.len().max(1) as f64);
-        stats::sampling(n1 as f64, p1 / k1, n2 as f64, p2 / k2)
-    })
+/// The measure both sides are valued in, with a warning when there is none in common.
+fn common_measure(s1: &[Profile], s2: &[Profile], v1: &[value::Valued]) -> (Measure, Vec<String>) {
+    let (b1, b2) = (v1[0].basis, value::basis_of(&s2[0]));
+    let (e1, e2) = (&s1[0].event, &s2[0].event);
+    let time = |b| matches!(b, Basis::SampledTime | Basis::BusyTime);
+    if time(b1) && time(b2) {
+        let mut w = Vec::new();
+        if e1 != e2 {
+            w.push(format!(
+                "the runs sampled different events ('{e1}' vs '{e2}'); both are measured in time"
+            ));
+        }
+        return (Measure::seconds(b1), w);
+    }
+    if b1 == Basis::EventCount && b2 == Basis::EventCount && e1 == e2 {
+        return (Measure::events(e1, v1[0].busy), Vec::new());
+    }
+    let unit = |b: Basis, e: &str| {
+        if time(b) {
+            "seconds".to_string()
+        } else {
+            format!("counts of {e}")
+        }
+    };
+    (
+        Measure {
+            basis: Basis::Share,
+            unit: "%".into(),
+            scale: 1.0,
+        },
+        vec![format!(
+            "the runs are measured in different units ({} vs {}): values are each run's % of its total, \
+             and no ratio of values is given",
+            unit(b1, e1),
+            unit(b2, e2)
+        )],
+    )
 }
 
-/// Compares two sides of one or more repetitions each: mean summaries, and every
-/// function's mean delta with its noise (polars outer join on the function name, deltas,
-/// cutoff filter, sort by delta).
-pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
-    assert!(!s1.is_empty() && !s2.is_empty(), "each side has at least one profile");
-    let idle1 = opts
-        .idle_override
-        .clone()
-        .unwrap_or_else(|| IdleSet::new(s1[0].idle_set.clone()));
-    let idle2 = opts
-        .idle_override
-        .clone()
-        .unwrap_or_else(|| IdleSet::new(s2[0].idle_set.clone()));
-    let run1 = ProfileSummary::of_set(s1, &idle1);
-    let run2 = ProfileSummary::of_set(s2, &idle2);
-    let (side1, side2) = (side_functions(s1, &idle1), side_functions(s2, &idle2));
-    let (period1, period2) = (s1[0].period_sec, s2[0].period_sec);
+/// Each side's values in the common measure: as they are, or as % of their run's total.
+fn in_measure(vals: Vec<value::Valued>, m: &Measure) -> Vec<value::Valued> {
+    if m.basis != Basis::Share {
+        return vals;
+    }
+    vals.into_iter()
+        .map(|mut v| {
+            let s = if v.busy > 0.0 { 100.0 / v.busy } else { 0.0 };
+            for x in v.functions.values_mut() {
+                x.0 *= s;
+                x.1 *= s * s;
+            }
+            v.busy *= s;
+            v.busy_var *= s * s;
+            v.idle *= s;
+            v.lost *= s;
+            v.basis = Basis::Share;
+            v
+        })
+        .collect()
+}
 
-    let joined = side_frame(&side1, "t1", "i1")?.join(
-        &side_frame(&side2, "t2", "i2")?,
+/// The functions of both sides joined by name (polars outer join), with their mean
+/// seconds, deltas and shares, largest delta first (equal deltas by name, so the order
+/// never depends on hashing).
+struct Joined {
+    function: Vec<String>,
+    t1: Vec<Option<f64>>,
+    t2: Vec<Option<f64>>,
+    delta: Vec<Option<f64>>,
+    delta_pct: Vec<Option<f64>>,
+    share1: Vec<Option<f64>>,
+    share2: Vec<Option<f64>>,
+    above: Vec<bool>,
+    /// Each row's index into side 1 and side 2.
+    i1: Vec<Option<u32>>,
+    i2: Vec<Option<u32>>,
+}
+
+fn join_sides(
+    side1: &SideFunctions,
+    side2: &SideFunctions,
+    cpu1: f64,
+    cpu2: f64,
+    cutoff_pct: f64,
+) -> PolarsResult<Joined> {
+    let joined = side_frame(side1, "t1", "i1")?.join(
+        &side_frame(side2, "t2", "i2")?,
         ["function"],
         ["function"],
         JoinArgs::new(JoinType::Full).with_coalesce(JoinCoalesce::CoalesceColumns),
@@ -298,10 +435,10 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
     let zero2 = t2.fill_null_with_values(0.0)?;
     let delta = &zero2 - &zero1;
     let pct = |t: &Float64Chunked, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
-    let delta_pct = pct(&delta, run1.cpu_sec);
-    let share1 = pct(&zero1, run1.cpu_sec);
-    let share2 = pct(&zero2, run2.cpu_sec);
-    let above = share1.gt_eq(opts.cutoff_pct) | share2.gt_eq(opts.cutoff_pct);
+    let delta_pct = pct(&delta, cpu1);
+    let share1 = pct(&zero1, cpu1);
+    let share2 = pct(&zero2, cpu2);
+    let above = share1.gt_eq(cutoff_pct) | share2.gt_eq(cutoff_pct);
 
     let mut df = DataFrame::new(
         joined.height(),
@@ -318,78 +455,169 @@ pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOption
             joined.column("i2")?.clone(),
         ],
     )?;
-    // Largest delta first; equal deltas by name so the order never depends on hashing.
     df = df.sort(
         ["delta", "function"],
         SortMultipleOptions::default().with_order_descending_multi([true, false]),
     )?;
-
     let col_f64 = |name: &str| -> PolarsResult<Vec<Option<f64>>> { Ok(df.column(name)?.f64()?.iter().collect()) };
     let col_idx = |name: &str| -> PolarsResult<Vec<Option<u32>>> { Ok(df.column(name)?.u32()?.iter().collect()) };
-    let function: Vec<String> = df
-        .column("function")?
-        .str()?
-        .iter()
-        .map(|s| s.unwrap_or_default().to_string())
-        .collect();
-    let (t1, t2, delta, delta_pct) = (col_f64("t1")?, col_f64("t2")?, col_f64("delta")?, col_f64("delta_pct")?);
-    let (share1, share2) = (col_f64("share1")?, col_f64("share2")?);
-    let above: Vec<bool> = df.column("above")?.bool()?.iter().map(|b| b.unwrap_or(false)).collect();
-    let (i1, i2) = (col_idx("i1")?, col_idx("i2")?);
-    let zeros1 = vec![0.0; s1.len()];
-    let zeros2 = vec![0.0; s2.len()];
-    let rows = (0..df.height())
+    Ok(Joined {
+        function: df
+            .column("function")?
+            .str()?
+            .iter()
+            .map(|s| s.unwrap_or_default().to_string())
+            .collect(),
+        t1: col_f64("t1")?,
+        t2: col_f64("t2")?,
+        delta: col_f64("delta")?,
+        delta_pct: col_f64("delta_pct")?,
+        share1: col_f64("share1")?,
+        share2: col_f64("share2")?,
+        above: df.column("above")?.bool()?.iter().map(|b| b.unwrap_or(false)).collect(),
+        i1: col_idx("i1")?,
+        i2: col_idx("i2")?,
+    })
+}
+
+/// Compares two sides of one or more repetitions each: mean summaries, and every
+/// function's mean delta with its noise (polars outer join on the function name, deltas,
+/// cutoff filter, sort by delta). The comparison is its own report: its rows are
+/// adjusted as families of their own (see [`adjust_report`]).
+pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+    let mut c = compare_sides(s1, s2, opts)?;
+    adjust_report(&mut [(&mut [][..], &mut c)], opts);
+    Ok(c)
+}
+
+/// [`compare_profile_sets`] before any adjustment: every row's verdict is in no family yet.
+fn compare_sides(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+    assert!(!s1.is_empty() && !s2.is_empty(), "each side has at least one profile");
+    let idle_of = |s: &[Profile]| {
+        opts.idle_override
+            .clone()
+            .unwrap_or_else(|| IdleSet::new(s[0].idle_set.clone()))
+    };
+    let (idle1, idle2) = (idle_of(s1), idle_of(s2));
+    let v1: Vec<value::Valued> = s1.iter().map(|p| value::value(p, &idle1)).collect();
+    let v2: Vec<value::Valued> = s2.iter().map(|p| value::value(p, &idle2)).collect();
+    let (measure, mut warnings) = common_measure(s1, s2, &v1);
+    let (v1, v2) = (in_measure(v1, &measure), in_measure(v2, &measure));
+    let summary = |s: &[Profile], v: &[value::Valued], idle: &IdleSet| {
+        ProfileSummary::mean_of(
+            s.iter()
+                .zip(v)
+                .map(|(p, v)| ProfileSummary::of_valued(p, v, idle))
+                .collect(),
+        )
+    };
+    let run1 = summary(s1, &v1, &idle1);
+    let run2 = summary(s2, &v2, &idle2);
+    for (k, s) in [(1, &run1), (2, &run2)] {
+        if s.throttled > 0 {
+            warnings.push(format!(
+                "run {k}: the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate); \
+                 the time it did not sample counts as Idle time, not CPU time",
+                s.throttled
+            ));
+        }
+    }
+    let (side1, side2) = (side_functions(&v1), side_functions(&v2));
+    let j = join_sides(&side1, &side2, run1.cpu, run2.cpu, opts.cutoff_pct)?;
+    let repeated = s1.len() > 1 || s2.len() > 1;
+
+    // A function absent from a side has no samples in any of its repetitions.
+    let absent_times = |v: &[value::Valued]| v.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect::<Vec<_>>();
+    let absent_shares = |v: &[value::Valued]| {
+        v.iter()
+            .map(|v| ShareCount {
+                count: 0,
+                total: v.busy_samples,
+            })
+            .collect::<Vec<_>>()
+    };
+    let (none_t1, none_t2) = (absent_times(&v1), absent_times(&v2));
+    let (none_s1, none_s2) = (absent_shares(&v1), absent_shares(&v2));
+    let rows = (0..j.function.len())
         .map(|i| {
-            let v1 = i1[i].map_or(&zeros1, |k| &side1.per_rep_sec[k as usize]);
-            let v2 = i2[i].map_or(&zeros2, |k| &side2.per_rep_sec[k as usize]);
-            let n1 = i1[i].map_or(0, |k| side1.samples[k as usize]);
-            let n2 = i2[i].map_or(0, |k| side2.samples[k as usize]);
-            let noise = noise_of(v1, v2, n1, period1, n2, period2);
+            let (i1, i2) = (j.i1[i].map(|k| k as usize), j.i2[i].map(|k| k as usize));
+            let t1 = i1.map_or(&none_t1, |k| &side1.times[k]);
+            let t2 = i2.map_or(&none_t2, |k| &side2.times[k]);
+            let sh1 = i1.map_or(&none_s1, |k| &side1.shares[k]);
+            let sh2 = i2.map_or(&none_s2, |k| &side2.shares[k]);
+            let values = |t: &[SampledTime]| t.iter().map(SampledTime::value).collect::<Vec<_>>();
+            let delta = j.delta[i].unwrap_or(0.0);
+            let share_delta = j.share2[i].unwrap_or(0.0) - j.share1[i].unwrap_or(0.0);
             FunctionDelta {
-                function: function[i].clone(),
-                run1_sec: t1[i],
-                run2_sec: t2[i],
-                delta_sec: delta[i].unwrap_or(0.0),
-                delta_pct_of_run1_cpu: delta_pct[i].unwrap_or(0.0),
-                run1_pct_of_cpu: share1[i].unwrap_or(0.0),
-                run2_pct_of_cpu: share2[i].unwrap_or(0.0),
-                run1_sd_pct: stats::stddev_pct(v1),
-                run2_sd_pct: stats::stddev_pct(v2),
-                noise,
-                listed: above[i] && (!opts.hide_noise || noise.significant),
+                function: j.function[i].clone(),
+                run1: j.t1[i],
+                run2: j.t2[i],
+                delta,
+                delta_pct_of_run1_cpu: j.delta_pct[i].unwrap_or(0.0),
+                run1_pct_of_cpu: j.share1[i].unwrap_or(0.0),
+                run2_pct_of_cpu: j.share2[i].unwrap_or(0.0),
+                run1_sd_pct: stats::stddev_pct(&values(t1)),
+                run2_sd_pct: stats::stddev_pct(&values(t2)),
+                noise: Significance::unadjusted(stats::time_test(t1, t2), delta, repeated),
+                // In percentage points, as the share columns.
+                share_noise: Significance::unadjusted(stats::share_test(sh1, sh2), share_delta / 100.0, repeated)
+                    .scaled(100.0),
+                above_cutoff: j.above[i],
+                listed: j.above[i],
             }
         })
         .collect();
 
-    let (cpu1, cpu2) = (&run1.cpu_sec_per_repetition, &run2.cpu_sec_per_repetition);
-    let busy = |ss: &[f64], period: f64| (ss.iter().sum::<f64>() / period).round() as u64;
-    let cpu_noise = noise_of(cpu1, cpu2, busy(cpu1, period1), period1, busy(cpu2, period2), period2);
+    let cpu = |v: &[value::Valued]| {
+        v.iter()
+            .map(|v| sampled(v, v.busy_samples, v.busy, v.busy_var))
+            .collect::<Vec<_>>()
+    };
+    let cpu_noise = Significance::unadjusted(stats::time_test(&cpu(&v1), &cpu(&v2)), run2.cpu - run1.cpu, repeated);
     Ok(ProfileComparison {
+        measure,
+        warnings,
         run1,
         run2,
         cutoff_pct: opts.cutoff_pct,
         rows,
         cpu_noise,
+        families: Families::default(),
     })
 }
 
-/// The cutoff from the original's positional `cutoff%` or `--cutoff` (they must agree
-/// when both are given); 0.5 when neither is.
-pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> Result<f64, String> {
-    let c = match (positional, option) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(format!(
-                "the cutoff is given twice ({a} and --cutoff {b}); give it once"
-            ))
+/// Adjusts the p-values of a report (its tests' benchmark rows and profile comparisons)
+/// as families fixed before testing, and lists the rows (docs/formulas.md, "Families"):
+///
+/// - every function row above the cutoff, over all tests: Benjamini–Hochberg (their
+///   times, and separately their shares);
+/// - benchmark values and total CPU times: Holm.
+///
+/// Rows that were not tested are in no family; `hide_noise` applies after the
+/// adjustment.
+pub fn adjust_report(tests: &mut [(&mut [BenchRow], &mut ProfileComparison)], opts: &CompareOptions) {
+    let mut times: Vec<&mut Significance> = Vec::new();
+    let mut shares: Vec<&mut Significance> = Vec::new();
+    let mut headline: Vec<&mut Significance> = Vec::new();
+    for (bench, profile) in tests.iter_mut() {
+        headline.extend(bench.iter_mut().filter_map(|b| b.noise.as_mut()));
+        headline.push(&mut profile.cpu_noise);
+        for r in profile.rows.iter_mut().filter(|r| r.above_cutoff) {
+            times.push(&mut r.noise);
+            shares.push(&mut r.share_noise);
         }
-        (a, b) => a.or(b).unwrap_or(0.5),
-    };
-    if !(0.0..=100.0).contains(&c) {
-        return Err(format!(
-            "cutoff {c} is not a percentage between 0 and 100 (e.g. --cutoff 1)"
-        ));
     }
-    Ok(c)
+    let families = Families {
+        functions: stats::adjust_family(Correction::BenjaminiHochberg, &mut times),
+        headline: stats::adjust_family(Correction::Holm, &mut headline),
+    };
+    stats::adjust_family(Correction::BenjaminiHochberg, &mut shares);
+    for (_, profile) in tests.iter_mut() {
+        profile.families = families;
+        for r in &mut profile.rows {
+            r.listed = r.above_cutoff && (!opts.hide_noise || r.noise.stands_out());
+        }
+    }
 }
 
 /// `b / a`, or None when `a` is zero (a ratio to nothing is not a number to print).
@@ -402,10 +630,14 @@ mod tests {
     use super::*;
     use crate::store::prfout::parse;
 
-    fn profile(wall: f64, lost: u64, rows: &[(&str, &str, u64)]) -> Profile {
+    fn close(a: f64, b: f64, tol: f64) {
+        assert!((a - b).abs() <= tol * b.abs().max(1e-300), "{a} vs {b}");
+    }
+
+    fn profile_with(period: f64, wall: f64, lost: u64, throttled: u64, rows: &[(&str, &str, u64)]) -> Profile {
         let mut text = format!(
-            "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.01\ncpus 1\nwall-sec {wall}\nidle-set idle\n\
-             cpu 0 samples {} lost {lost} throttled 0\nfunctions {}\n",
+            "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec {period}\ncpus 1\nwall-sec {wall}\nidle-set idle\n\
+             cpu 0 samples {} lost {lost} throttled {throttled}\nfunctions {}\n",
             rows.iter().map(|r| r.2).sum::<u64>(),
             rows.len()
         );
@@ -414,6 +646,18 @@ mod tests {
         }
         text += "end\n";
         parse(&text, "t").unwrap()
+    }
+
+    fn profile(wall: f64, lost: u64, rows: &[(&str, &str, u64)]) -> Profile {
+        profile_with(0.01, wall, lost, 0, rows)
+    }
+
+    fn row<'a>(c: &'a ProfileComparison, f: &str) -> &'a FunctionDelta {
+        c.rows.iter().find(|r| r.function == f).unwrap()
+    }
+
+    fn all_listed() -> CompareOptions {
+        CompareOptions::new(0.0, None)
     }
 
     // Hand-worked: run 1 = 10 s wall, 1 CPU, period 10 ms; a=300, b=100, idle=500,
@@ -428,10 +672,11 @@ mod tests {
         let s = ProfileSummary::of(&p, &IdleSet::new(p.idle_set.clone()));
         assert_eq!(s.cpus, 1);
         assert!((s.elapsed_sec - 10.0).abs() < 1e-12);
-        assert!((s.cpu_sec - 4.0).abs() < 1e-12);
-        assert!((s.lost_sec - 0.2).abs() < 1e-12);
-        assert!((s.idle_sec - 5.8).abs() < 1e-12);
+        assert!((s.cpu - 4.0).abs() < 1e-12);
+        assert!((s.lost - 0.2).abs() < 1e-12);
+        assert!((s.idle - 5.8).abs() < 1e-12);
         assert_eq!(s.idle_samples, 500);
+        assert_eq!(s.throttled, 0);
     }
 
     // Run 2: a=250 (-0.5 s), b absent (-1 s), c=200 (new, +2 s), m=1 in module ext4.
@@ -457,22 +702,35 @@ mod tests {
         let names: Vec<&str> = c.rows.iter().map(|r| r.function.as_str()).collect();
         assert_eq!(names, ["c", "m [ext4]", "a", "b"]);
         let r = &c.rows[0];
-        assert_eq!((r.run1_sec, r.run2_sec), (None, Some(2.0)));
+        assert_eq!((r.run1, r.run2), (None, Some(2.0)));
         assert!((r.delta_pct_of_run1_cpu - 50.0).abs() < 1e-9);
         let a = &c.rows[2];
-        assert!((a.delta_sec + 0.5).abs() < 1e-9);
+        assert!((a.delta + 0.5).abs() < 1e-9);
         assert!((a.delta_pct_of_run1_cpu + 12.5).abs() < 1e-9);
-        // Single runs: the sampling error, 10 ms x sqrt(300 + 250) = 0.2345 s; a 0.5 s
-        // drop is 2.13 standard errors: significant at 95%.
+        // Single runs: the sampling error only. a's 300 and 250 samples (550 < 1000) take
+        // the exact test, equal exposures (period 10 ms both): 2 P(X <= 250), X ~
+        // Binomial(550, 1/2) (scipy 1.17.1: 2*binom.cdf(250, 550, 0.5)).
         assert_eq!(a.noise.method, Method::SamplingError);
-        assert!((a.noise.ci95 - stats::Z_CRIT * 0.01 * 550f64.sqrt()).abs() < 1e-9);
-        assert!(a.noise.significant);
+        assert_eq!(a.noise.test, Some(stats::NoiseTest::ExactCounts));
+        close(a.noise.p_value.unwrap(), 0.036578745549102676, 1e-9);
+        // Its family: the three rows above the cutoff; c and b (200 and 100 samples
+        // against none) have far smaller p, so a's q = 3p/3 = p: below 5%, but only
+        // against the sampling error.
+        assert_eq!(c.families.functions, 3);
+        close(a.noise.q_value.unwrap(), a.noise.p_value.unwrap(), 1e-12);
+        assert_eq!(a.noise.verdict, Mark::SamplingOnly);
+        assert!(!a.noise.significant && a.noise.stands_out());
         let b = &c.rows[3];
-        assert_eq!(b.run2_sec, None);
-        assert!((b.delta_sec + 1.0).abs() < 1e-9);
+        assert_eq!(b.run2, None);
+        assert!((b.delta + 1.0).abs() < 1e-9);
         // m: 0.01 s of run 2's 4.51 s CPU = 0.22 % < 1 % cutoff; the others are above.
-        assert!(!c.rows[1].listed);
+        assert!(!c.rows[1].listed && !c.rows[1].above_cutoff);
+        assert_eq!(c.rows[1].noise.verdict, Mark::BelowCutoff);
+        assert_eq!(c.rows[1].noise.q_value, None);
         assert_eq!(c.listed().count(), 3);
+        // The CPU total with one run a side: sampling only, and nothing to resolve.
+        assert!(c.cpu_noise.sampling_only);
+        assert_eq!(c.cpu_detectable_pct(), None);
     }
 
     // Three repetitions a side: a = 3.0/3.1/2.9 s vs 3.5/3.6/3.4 s (significant),
@@ -494,14 +752,23 @@ mod tests {
         let s2 = side([350, 360, 340], [110, 90, 100]);
         let c = compare_profile_sets(&s1, &s2, &CompareOptions::default()).unwrap();
         assert_eq!(c.run1.repetitions, 3);
-        assert!((c.run1.cpu_sec - 4.0).abs() < 1e-9);
-        let a = c.rows.iter().find(|r| r.function == "a").unwrap();
+        assert!((c.run1.cpu - 4.0).abs() < 1e-9);
+        let a = row(&c, "a");
         assert_eq!(a.noise.method, Method::Welch);
-        assert!((a.delta_sec - 0.5).abs() < 1e-9);
+        assert!((a.delta - 0.5).abs() < 1e-9);
         assert!((a.run1_sd_pct - 100.0 * 0.1 / 3.0).abs() < 1e-9);
-        assert!(a.noise.significant);
-        let b = c.rows.iter().find(|r| r.function == "b").unwrap();
-        assert!(!b.noise.significant);
+        // s = 0.1 s a side, below each side's sampling variance n p^2 (1 - n/N) (0.0120
+        // and 0.0127 s^2, the means over the repetitions), which floors it: se = 0.0908,
+        // t = 5.51, nu = 4.00; scipy 1.17.1: 2*t.sf(5.5093370831701085, 3.996544666033164).
+        assert_eq!(a.noise.test, Some(stats::NoiseTest::Welch));
+        close(a.noise.se.unwrap(), 0.09075502051370157, 1e-9);
+        close(a.noise.df.unwrap(), 3.996544666033164, 1e-9);
+        close(a.noise.p_value.unwrap(), 0.005308993324930965, 1e-6);
+        assert_eq!(a.noise.verdict, Mark::Significant);
+        assert_eq!(row(&c, "b").noise.verdict, Mark::Noise);
+        // With repetitions the total CPU time has thresholds: X = t_0.975 se, in %.
+        let d = c.cpu_detectable_pct().unwrap();
+        assert!(d.observed > 0.0 && d.true_change_80 > d.observed);
         let hide = CompareOptions {
             hide_noise: true,
             ..CompareOptions::default()
@@ -510,25 +777,161 @@ mod tests {
         assert_eq!(c.listed().map(|r| r.function.as_str()).collect::<Vec<_>>(), ["a"]);
     }
 
+    // The issue's small counts: a function absent from run 1 with 4 samples in run 2
+    // had p = 0.0455 and was "significant"; the exact test gives 2 * 0.5^4 = 0.125
+    // (scipy 1.17.1: binomtest(4, 4, 0.5).pvalue).
+    #[test]
+    fn zero_against_four_samples_is_noise() {
+        let p1 = profile(10.0, 0, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let p2 = profile(
+            10.0,
+            0,
+            &[("kernel", "f", 100), ("kernel", "x", 4), ("kernel", "idle", 896)],
+        );
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let x = row(&c, "x");
+        close(x.noise.p_value.unwrap(), 0.125, 1e-12);
+        assert_eq!(x.noise.verdict, Mark::Noise);
+    }
+
+    // The issue's zero spread: a function absent in run 1, with 7 samples in each of 3
+    // repetitions of run 2, had p = 0 ("significant", "changes below 0.0% are within
+    // noise"). Floored by its sampling variance: t = 4.58, nu = 2, p = 0.0445 (scipy
+    // 1.17.1: 2*t.sf(4.582736093526138, 2)), with 100,000 samples a repetition.
+    #[test]
+    fn identical_repetitions_are_floored_not_exact() {
+        let p1 = profile_with(
+            0.001,
+            100.0,
+            0,
+            0,
+            &[("kernel", "f", 50_000), ("kernel", "idle", 50_000)],
+        );
+        let p2 = profile_with(
+            0.001,
+            100.0,
+            0,
+            0,
+            &[("kernel", "f", 50_000), ("kernel", "z", 7), ("kernel", "idle", 49_993)],
+        );
+        let c = compare_profile_sets(
+            &[p1.clone(), p1.clone(), p1],
+            &[p2.clone(), p2.clone(), p2],
+            &all_listed(),
+        )
+        .unwrap();
+        let z = row(&c, "z");
+        assert_eq!(z.noise.df, Some(2.0));
+        close(z.noise.p_value.unwrap(), 0.04446400593663997, 1e-9);
+        // f did not move at all: p = 1, not n/a.
+        assert_eq!(row(&c, "f").noise.p_value, Some(1.0));
+    }
+
+    // The issue's large functions, 10,000 samples a run: h 9,900 -> 9,800 and x 100 ->
+    // 200. h lost exactly what x gained; given the totals (multinomial) both have
+    // se = 1 ms x sqrt(99 + 196): h z = -5.82 (Poisson made it -0.71, noise).
+    #[test]
+    fn large_functions_are_multinomial() {
+        let p1 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "h", 9900), ("kernel", "x", 100)]);
+        let p2 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "h", 9800), ("kernel", "x", 200)]);
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let (h, x) = (row(&c, "h"), row(&c, "x"));
+        close(h.noise.se.unwrap(), 0.001 * 295f64.sqrt(), 1e-9);
+        close(
+            h.noise.p_value.unwrap(),
+            stats::normal_two_sided_p(100.0 / 295f64.sqrt()),
+            1e-9,
+        );
+        assert_eq!(h.noise.verdict, Mark::SamplingOnly);
+        assert_eq!(x.noise.verdict, Mark::SamplingOnly);
+    }
+
+    // The issue's two questions: 500 of 10,000 samples against 600 of 12,000 (1 ms): the
+    // time grew by 0.1 s (normal test, 1,100 samples: p = 0.0021), the share of CPU
+    // samples stayed at 5% (p = 1). The table marks the time; the share column (the
+    // flame graph's question) says noise.
+    #[test]
+    fn time_and_share_are_two_questions() {
+        let p1 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "f", 500), ("kernel", "g", 9500)]);
+        let p2 = profile_with(0.001, 12.0, 0, 0, &[("kernel", "f", 600), ("kernel", "g", 11_400)]);
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let f = row(&c, "f");
+        assert_eq!(f.noise.test, Some(stats::NoiseTest::NormalCounts));
+        // z = 0.1 / (1 ms x sqrt(500 x 0.95 + 600 x 0.95)); scipy 1.17.1:
+        // 2*norm.sf(0.1/(0.001*sqrt(1045))) = 0.0019...
+        close(
+            f.noise.p_value.unwrap(),
+            stats::normal_two_sided_p(0.1 / (0.001 * 1045f64.sqrt())),
+            1e-12,
+        );
+        assert!(f.noise.stands_out());
+        assert_eq!(f.share_noise.p_value, Some(1.0));
+        assert_eq!(f.share_noise.verdict, Mark::Noise);
+    }
+
+    // Families span the report: a row at p = 0.03 is marked alone, not beside a second
+    // test's row at p = 0.5 (BH: q = 2 x 0.03 / 1 = 0.06). --hide-noise then lists the
+    // row only when it stands out after the adjustment.
+    #[test]
+    fn families_span_the_tests_of_a_report() {
+        let sig = |p_value| {
+            Significance::unadjusted(
+                stats::Verdict::Tested(stats::Tested {
+                    test: stats::NoiseTest::Welch,
+                    delta: 1.0,
+                    se: 0.4,
+                    df: Some(4.0),
+                    p_value,
+                    sampling_only: false,
+                }),
+                1.0,
+                true,
+            )
+        };
+        let p = profile(10.0, 0, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let hide = CompareOptions {
+            hide_noise: true,
+            ..all_listed()
+        };
+        let mut one = compare_sides(std::slice::from_ref(&p), std::slice::from_ref(&p), &hide).unwrap();
+        let mut two = one.clone();
+        one.rows[0].noise = sig(0.03);
+        two.rows[0].noise = sig(0.5);
+        let mut alone = one.clone();
+        adjust_report(&mut [(&mut [][..], &mut alone)], &hide);
+        assert_eq!(alone.rows[0].noise.verdict, Mark::Significant);
+        assert!(alone.rows[0].listed);
+        adjust_report(&mut [(&mut [][..], &mut one), (&mut [][..], &mut two)], &hide);
+        close(one.rows[0].noise.q_value.unwrap(), 0.06, 1e-12);
+        assert_eq!(one.rows[0].noise.verdict, Mark::Noise);
+        assert!(!one.rows[0].listed);
+        assert_eq!((one.families.functions, two.families.functions), (2, 2));
+        // The two CPU totals (no change: p = 1) are the Holm family.
+        assert_eq!(one.families.headline, 2);
+    }
+
+    #[test]
+    fn throttled_sampling_is_counted_and_warned_about() {
+        let p1 = profile_with(0.01, 10.0, 0, 3, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let p2 = profile(10.0, 0, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
+        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        assert_eq!((c.run1.throttled, c.run2.throttled), (3, 0));
+        assert_eq!(c.warnings.len(), 1);
+        assert!(
+            c.warnings[0].starts_with("run 1: the kernel throttled sampling 3 times"),
+            "{:?}",
+            c.warnings
+        );
+    }
+
     #[test]
     fn idle_override_moves_time() {
         let p = profile(10.0, 0, &[("kernel", "a", 300), ("kernel", "idle", 500)]);
         let opts = CompareOptions::new(0.5, Some(IdleSet::new(vec!["a".into()])));
         let c = compare_profiles(&p, &p, &opts).unwrap();
-        assert!((c.run1.cpu_sec - 5.0).abs() < 1e-9);
+        assert!((c.run1.cpu - 5.0).abs() < 1e-9);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].function, "idle");
-    }
-
-    #[test]
-    fn cutoffs() {
-        assert_eq!(resolve_cutoff(Some(1.0), None), Ok(1.0));
-        assert_eq!(resolve_cutoff(None, Some(2.0)), Ok(2.0));
-        assert_eq!(resolve_cutoff(Some(2.0), Some(2.0)), Ok(2.0));
-        assert!(resolve_cutoff(Some(1.0), Some(2.0)).is_err());
-        assert!(resolve_cutoff(Some(101.0), None).is_err());
-        assert!(resolve_cutoff(Some(-1.0), None).is_err());
-        assert_eq!(resolve_cutoff(None, None), Ok(0.5));
     }
 
     #[test]

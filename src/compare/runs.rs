@@ -1,21 +1,19 @@
-//! Comparing two uprun output directories, test by test.
+//! Comparing two stored runs, test by test.
 
 use super::bench::{compare_bench, wall_time_result, BenchRow};
-use super::{compare_profile_sets, CompareOptions, ProfileComparison};
-use crate::store::outdir::{repetition_dirs, Run, Status, TestStatus};
+use super::{adjust_report, compare_sides, CompareOptions, ProfileComparison};
+use crate::model::Profile;
+use crate::store::outdir::Status;
+use crate::store::run::{StoredRepetition, StoredRun, StoredTest};
 use crate::store::system::BIASING_KEYS;
-use crate::store::{prfout, read_text, StoreError};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
-use upcmp_parsers::keyvalue::parse_key_values;
-use upcmp_parsers::upout::parse_upout;
+use std::path::PathBuf;
+use upcmp_parsers::keyvalue::KeyValues;
+use upcmp_parsers::upout::BenchResult;
 
 /// Errors of a run comparison.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    /// Reading a run failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
     /// The DataFrame computation failed.
     #[error("computing the comparison: {0}")]
     Polars(#[from] polars::error::PolarsError),
@@ -98,12 +96,7 @@ pub struct RunComparison {
     pub tests: Vec<TestComparison>,
 }
 
-fn system_differences(d1: &Path, d2: &Path) -> Result<Vec<SystemDifference>, StoreError> {
-    let read = |d: &Path| -> Result<_, StoreError> {
-        let p = d.join("system");
-        Ok(parse_key_values(&read_text(&p)?, &p.display().to_string())?)
-    };
-    let (s1, s2) = (read(d1)?, read(d2)?);
+fn system_differences(s1: &KeyValues, s2: &KeyValues) -> Vec<SystemDifference> {
     let mut diffs: Vec<SystemDifference> = BIASING_KEYS
         .iter()
         .filter_map(|k| {
@@ -117,10 +110,8 @@ fn system_differences(d1: &Path, d2: &Path) -> Result<Vec<SystemDifference>, Sto
         .collect();
     // The load always differs a little; it biases a comparison once either machine was
     // not quiet (1-minute load of 0.5 or more) and the two differ.
-    let load1 = |kv: &upcmp_parsers::keyvalue::KeyValues| -> Option<f64> {
-        kv.get("load-average")?.split_whitespace().next()?.parse().ok()
-    };
-    if let (Some(a), Some(b)) = (load1(&s1), load1(&s2)) {
+    let load1 = |kv: &KeyValues| -> Option<f64> { kv.get("load-average")?.split_whitespace().next()?.parse().ok() };
+    if let (Some(a), Some(b)) = (load1(s1), load1(s2)) {
         if a.max(b) >= 0.5 && (a - b).abs() >= 0.25 {
             diffs.push(SystemDifference {
                 key: "load-average (1 min)".into(),
@@ -129,78 +120,76 @@ fn system_differences(d1: &Path, d2: &Path) -> Result<Vec<SystemDifference>, Sto
             });
         }
     }
-    Ok(diffs)
+    diffs
 }
 
-/// A test's repetition directories, or None when the run has no profile for it (the
-/// test did not run, or was interrupted before its profile was written).
-fn profiled(run: &Run, name: &str) -> Option<Vec<PathBuf>> {
-    run.test_dir(name)
-        .map(|d| repetition_dirs(&d))
-        .filter(|reps| !reps.is_empty())
-}
-
-fn test_notes(run: u8, dir: &Path, p: &crate::Profile) -> Result<Vec<String>, StoreError> {
+/// What the reader must know of a repetition: a test that did not complete, and the
+/// collector's warnings.
+fn repetition_notes(run: u8, r: &StoredRepetition) -> Vec<String> {
     let mut notes = Vec::new();
-    if dir.join(crate::store::outdir::STATUS_FILE).is_file() {
-        let s = TestStatus::read(dir)?;
-        if s.status != Status::Completed {
-            notes.push(format!(
-                "run {run}: {} {} (exit codes {:?})",
-                dir.display(),
-                s.status.as_str(),
-                s.exit_codes
-            ));
-        }
+    if let Some(s) = r.status.as_ref().filter(|s| s.status != Status::Completed) {
+        notes.push(format!(
+            "run {run}: {} {} (exit codes {:?})",
+            r.dir.display(),
+            s.status.as_str(),
+            s.exit_codes
+        ));
     }
-    notes.extend(p.warnings.iter().map(|w| format!("run {run}: {w}")));
-    Ok(notes)
+    notes.extend(r.profile.warnings.iter().map(|w| format!("run {run}: {w}")));
+    notes
 }
 
-fn bench_results(upout: &Path, p: &crate::Profile) -> Result<Vec<upcmp_parsers::upout::BenchResult>, StoreError> {
-    let text = if upout.is_file() {
-        read_text(upout)?
-    } else {
-        String::new()
-    };
-    let mut r = parse_upout(&text, &upout.display().to_string())?;
-    if r.is_empty() {
+/// The benchmark results of a repetition: its upout's, or the wall time of its command
+/// when the upout reports none.
+fn bench_results(r: &StoredRepetition) -> Vec<BenchResult> {
+    if r.bench.is_empty() {
+        let p = &r.profile;
         let command = p.command.clone().unwrap_or_else(|| p.test.clone());
-        r.push(wall_time_result(&command, p.wall_sec));
+        vec![wall_time_result(&command, p.wall_sec)]
+    } else {
+        r.bench.clone()
     }
-    Ok(r)
 }
 
-/// Every repetition of one side: profiles, benchmark results, notes.
-#[allow(clippy::type_complexity)]
-fn read_side(
-    run: u8,
-    reps: &[PathBuf],
-) -> Result<
-    (
-        Vec<crate::Profile>,
-        Vec<Vec<upcmp_parsers::upout::BenchResult>>,
-        Vec<String>,
-    ),
-    StoreError,
-> {
-    let (mut profiles, mut bench, mut notes) = (Vec::new(), Vec::new(), Vec::new());
-    for d in reps {
-        let p = prfout::read(&d.join("prfout"))?;
-        bench.push(bench_results(&d.join("upout"), &p)?);
-        notes.extend(test_notes(run, d, &p)?);
-        profiles.push(p);
-    }
-    Ok((profiles, bench, notes))
+/// One side of a test: its profiles, benchmark results and notes.
+struct Side {
+    profiles: Vec<Profile>,
+    bench: Vec<Vec<BenchResult>>,
+    notes: Vec<String>,
 }
 
-/// Compares two uprun output directories. Nothing is written; every input is read and
-/// checked before the result is returned, so a bad input leaves no partial report.
-pub fn compare_runs(dir1: &Path, dir2: &Path, opts: &CompareOptions) -> Result<RunComparison, CompareError> {
-    let run1 = Run::open(dir1)?;
-    let run2 = Run::open(dir2)?;
+fn side(run: u8, t: &StoredTest) -> Side {
+    Side {
+        profiles: t.repetitions.iter().map(|r| r.profile.clone()).collect(),
+        bench: t.repetitions.iter().map(bench_results).collect(),
+        notes: t.repetitions.iter().flat_map(|r| repetition_notes(run, r)).collect(),
+    }
+}
+
+/// Compares the test `name`, present (with a profile) in both runs.
+fn compare_test(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Result<TestOutcome, CompareError> {
+    let (s1, s2) = (side(1, t1), side(2, t2));
+    let mut notes = s1.notes;
+    notes.extend(s2.notes);
+    let (c1, c2) = (s1.profiles[0].cpus.len(), s2.profiles[0].cpus.len());
+    if c1 != c2 {
+        notes.push(format!("the runs sampled {c1} and {c2} CPUs"));
+    }
+    Ok(TestOutcome::Compared {
+        upout1: t1.repetitions[0].dir.join(crate::store::run::UPOUT_FILE),
+        upout2: t2.repetitions[0].dir.join(crate::store::run::UPOUT_FILE),
+        repetitions1: t1.repetitions.len(),
+        repetitions2: t2.repetitions.len(),
+        bench: compare_bench(&s1.bench, &s2.bench),
+        profile: Box::new(compare_sides(&s1.profiles, &s2.profiles, opts)?),
+        notes,
+    })
+}
+
+/// Compares two stored runs (read whole by `crate::store::run::load_run`).
+pub fn compare_runs(run1: &StoredRun, run2: &StoredRun, opts: &CompareOptions) -> Result<RunComparison, CompareError> {
     let mut warnings = Vec::new();
-    for (k, r) in [(1, &run1), (2, &run2)] {
+    for (k, r) in [(1, run1), (2, run2)] {
         if r.marker.status != Status::Completed {
             warnings.push(format!(
                 "run {k} ({}) is marked '{}', not completed",
@@ -209,65 +198,78 @@ pub fn compare_runs(dir1: &Path, dir2: &Path, opts: &CompareOptions) -> Result<R
             ));
         }
     }
-    let system_differences = system_differences(dir1, dir2)?;
+    let system_differences = system_differences(&run1.system, &run2.system);
     for d in &system_differences {
         warnings.push(format!("the runs differ in {}: '{}' vs '{}'", d.key, d.run1, d.run2));
     }
 
-    let mut names: Vec<&String> = run1.test_dirs.iter().collect();
-    names.extend(run2.test_dirs.iter().filter(|n| !run1.test_dirs.contains(n)));
+    let profiled = |r: &'_ StoredRun, name: &str| -> bool { r.test(name).is_some_and(|t| !t.repetitions.is_empty()) };
+    let mut names: Vec<&str> = run1.tests.iter().map(|t| t.name.as_str()).collect();
+    names.extend(
+        run2.tests
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|n| run1.test(n).is_none()),
+    );
     let mut tests = Vec::new();
     for name in names {
-        let outcome = match (profiled(&run1, name), profiled(&run2, name)) {
-            (Some(d1), Some(d2)) => {
-                let (p1, b1, mut notes) = read_side(1, &d1)?;
-                let (p2, b2, notes2) = read_side(2, &d2)?;
-                notes.extend(notes2);
-                if p1[0].cpus.len() != p2[0].cpus.len() {
-                    notes.push(format!(
-                        "the runs sampled {} and {} CPUs",
-                        p1[0].cpus.len(),
-                        p2[0].cpus.len()
-                    ));
-                }
-                TestOutcome::Compared {
-                    upout1: d1[0].join("upout"),
-                    upout2: d2[0].join("upout"),
-                    repetitions1: d1.len(),
-                    repetitions2: d2.len(),
-                    bench: compare_bench(&b1, &b2),
-                    profile: Box::new(compare_profile_sets(&p1, &p2, opts)?),
-                    notes,
-                }
-            }
-            (Some(_), None) => TestOutcome::OnlyIn {
+        let outcome = match (profiled(run1, name), profiled(run2, name)) {
+            (true, true) => compare_test(
+                run1.test(name).expect("profiled"),
+                run2.test(name).expect("profiled"),
+                opts,
+            )?,
+            (true, false) => TestOutcome::OnlyIn {
                 run: 1,
                 dir: run1.dir.join(name),
             },
-            (None, Some(_)) => TestOutcome::OnlyIn {
+            (false, true) => TestOutcome::OnlyIn {
                 run: 2,
                 dir: run2.dir.join(name),
             },
-            (None, None) => continue,
+            (false, false) => continue,
         };
+        // What makes a test's numbers incomparable goes to the top of the report.
+        if let TestOutcome::Compared { profile, .. } = &outcome {
+            warnings.extend(profile.warnings.iter().map(|w| format!("{name}: {w}")));
+        }
         tests.push(TestComparison {
-            name: name.clone(),
+            name: name.to_string(),
             outcome,
         });
     }
     if !tests.iter().any(|t| matches!(t.outcome, TestOutcome::Compared { .. })) {
+        let list = |r: &StoredRun| r.tests.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(" ");
         return Err(CompareError::NoCommonTest {
-            dir1: dir1.to_path_buf(),
-            dir2: dir2.to_path_buf(),
-            tests1: run1.test_dirs.join(" "),
-            tests2: run2.test_dirs.join(" "),
+            dir1: run1.dir.clone(),
+            dir2: run2.dir.clone(),
+            tests1: list(run1),
+            tests2: list(run2),
         });
     }
-    Ok(RunComparison {
-        dir1: dir1.to_path_buf(),
-        dir2: dir2.to_path_buf(),
+    let mut r = RunComparison {
+        dir1: run1.dir.clone(),
+        dir2: run2.dir.clone(),
         warnings,
         system_differences,
         tests,
-    })
+    };
+    r.adjust(opts);
+    Ok(r)
+}
+
+impl RunComparison {
+    /// Adjusts the p-values of every compared test together, as the report's families
+    /// ([`adjust_report`]), and lists the function rows.
+    pub(super) fn adjust(&mut self, opts: &CompareOptions) {
+        let mut parts: Vec<(&mut [BenchRow], &mut ProfileComparison)> = self
+            .tests
+            .iter_mut()
+            .filter_map(|t| match &mut t.outcome {
+                TestOutcome::Compared { bench, profile, .. } => Some((&mut bench[..], &mut **profile)),
+                TestOutcome::OnlyIn { .. } => None,
+            })
+            .collect();
+        adjust_report(&mut parts, opts);
+    }
 }

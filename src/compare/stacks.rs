@@ -1,13 +1,24 @@
-//! Comparing two stack profiles: every frame (a path from the root) by its *inclusive*
-//! share of CPU time, with a Poisson noise test, and the callers and callees that carry
-//! the change of the functions that changed most. Formulas: `docs/upsrun.md`.
+//! Comparing two stack profiles (each side one or more repetitions): every frame (a path
+//! from the root) by its *inclusive* share of CPU samples, and the callers and callees
+//! that carry the change of the functions that changed most. Each share is tested with
+//! [`share_test`] (the binomial sampling error with one run a side, the repetitions'
+//! spread with more), and the tests of a graph or a table are adjusted together as one
+//! Benjamini–Hochberg family. Formulas: `docs/upsrun.md`, `docs/formulas.md`.
 
-use crate::collect::stacks::{CallGraph, StackProfile};
+use super::stats::{self, adjust_family, share_test, Correction, Significance};
+use crate::model::{CallGraph, IdleSet, StackProfile};
+use crate::store::outdir::RunKind;
+use crate::store::run::StoredRun;
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// A change is drawn and listed as real when it exceeds this many standard errors.
-pub const NOISE_Z: f64 = 3.0;
+pub use super::stats::ShareCount;
+
+/// Frames (and functions, and arcs) below this share of CPU samples in both runs are
+/// not tested: they stay out of the family, whose size would otherwise grow with every
+/// rare path and cost the visible frames their power. Fixed before testing, like the
+/// table's cutoff.
+pub const FRAME_CUTOFF_PCT: f64 = 0.1;
 
 /// One frame of the merged tree: a path from the root, in both runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,43 +29,86 @@ pub struct FrameChange {
     pub parent: usize,
     /// Depth: 0 for the root (inferno's `all`), 1 for outermost frames.
     pub depth: usize,
-    /// Samples with this path on the stack, run 1 and run 2.
+    /// Samples with this path on the stack, run 1 and run 2 (summed over repetitions).
     pub inclusive: [u64; 2],
-    /// Samples whose whole stack is this path, run 1 and run 2.
+    /// Samples whose whole stack is this path, run 1 and run 2 (summed over repetitions).
     pub leaf: [u64; 2],
 }
 
 /// A number's change between the runs as shares of each run's CPU samples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ShareChange {
-    /// Percent of run 1's CPU samples.
+    /// Percent of run 1's CPU samples (the mean over its repetitions).
     pub pct1: f64,
-    /// Percent of run 2's CPU samples.
+    /// Percent of run 2's CPU samples (the mean over its repetitions).
     pub pct2: f64,
     /// pct2 - pct1.
     pub delta_pct: f64,
-    /// The standard error of `delta_pct` when both counts are Poisson.
+    /// The standard error of `delta_pct`: binomial with one run a side, the repetitions'
+    /// spread (floored by the binomial) with more; 0 when not tested.
     pub error_pct: f64,
+    /// The test of the share ([`share_test`]) in percentage points, adjusted in its
+    /// family.
+    pub noise: Significance,
 }
 
 impl ShareChange {
-    /// Counts `a1` of `n1` and `a2` of `n2` as shares and their difference.
-    pub fn of(a1: u64, n1: u64, a2: u64, n2: u64) -> Self {
-        let share = |a: u64, n: u64| if n == 0 { 0.0 } else { a as f64 / n as f64 };
-        let var = |a: u64, n: u64| if n == 0 { 0.0 } else { a as f64 / (n as f64 * n as f64) };
-        let (p1, p2) = (share(a1, n1), share(a2, n2));
+    /// The shares `run1` and `run2` (one per repetition) and their change, tested but not
+    /// yet adjusted: it stands out only once its family is ([`adjust`]).
+    pub fn test(run1: &[ShareCount], run2: &[ShareCount]) -> Self {
+        let pct = |s: &[ShareCount]| {
+            let shares: Vec<f64> = s
+                .iter()
+                .map(|c| {
+                    if c.total == 0 {
+                        0.0
+                    } else {
+                        c.count as f64 / c.total as f64
+                    }
+                })
+                .collect();
+            100.0 * stats::mean(&shares)
+        };
+        let (pct1, pct2) = (pct(run1), pct(run2));
+        let v = share_test(run1, run2);
         ShareChange {
-            pct1: 100.0 * p1,
-            pct2: 100.0 * p2,
-            delta_pct: 100.0 * (p2 - p1),
-            error_pct: 100.0 * (var(a1, n1) + var(a2, n2)).sqrt(),
+            pct1,
+            pct2,
+            delta_pct: pct2 - pct1,
+            error_pct: 100.0 * v.tested().map_or(0.0, |t| t.se),
+            noise: Significance::unadjusted(v, (pct2 - pct1) / 100.0, run1.len() > 1 || run2.len() > 1).scaled(100.0),
         }
     }
 
-    /// Whether the change exceeds [`NOISE_Z`] standard errors.
-    pub fn significant(&self) -> bool {
-        self.delta_pct.abs() > NOISE_Z * self.error_pct
+    /// Counts `a1` of `n1` and `a2` of `n2` (one run a side), as [`test`](Self::test).
+    pub fn of(a1: u64, n1: u64, a2: u64, n2: u64) -> Self {
+        Self::test(
+            &[ShareCount { count: a1, total: n1 }],
+            &[ShareCount { count: a2, total: n2 }],
+        )
     }
+
+    /// At or above [`FRAME_CUTOFF_PCT`] in either run: tested in a family.
+    pub fn above_cutoff(&self) -> bool {
+        self.pct1.max(self.pct2) >= FRAME_CUTOFF_PCT
+    }
+
+    /// Whether the change stands above the noise after its family's adjustment
+    /// (significant, or beyond the sampling error with one run a side).
+    pub fn stands_out(&self) -> bool {
+        self.noise.stands_out()
+    }
+}
+
+/// Adjusts `changes` as one Benjamini–Hochberg family: those at or above
+/// [`FRAME_CUTOFF_PCT`] in either run are its members; the others stay untested.
+pub fn adjust<'a>(changes: impl IntoIterator<Item = &'a mut ShareChange>) {
+    let mut members: Vec<&mut Significance> = changes
+        .into_iter()
+        .filter(|c| c.above_cutoff())
+        .map(|c| &mut c.noise)
+        .collect();
+    adjust_family(Correction::BenjaminiHochberg, &mut members);
 }
 
 /// Two stack profiles merged into one tree of paths.
@@ -65,14 +119,24 @@ pub struct StackDiff {
     /// Nodes; `nodes[0]` is the root.
     pub nodes: Vec<FrameChange>,
     children: HashMap<(usize, u32), usize>,
-    /// CPU samples of run 1 and run 2 (the denominators).
+    /// CPU samples of run 1 and run 2, summed over repetitions (the flame graph's
+    /// denominators).
     pub samples: [u64; 2],
+    /// Each repetition's CPU samples, run 1's and run 2's.
+    repetition_samples: [Vec<u64>; 2],
+    /// Each node's inclusive samples per repetition: node n's are
+    /// `per_repetition[n * k ..][..k]`, run 1's repetitions first (k of them in all).
+    per_repetition: Vec<u64>,
+    /// Each node's change, adjusted as one family.
+    changes: Vec<ShareChange>,
 }
 
 impl StackDiff {
-    /// Merges `before` and `after` (normally without idle stacks: see
-    /// [`StackProfile::without_idle`]).
-    pub fn new(before: &StackProfile, after: &StackProfile) -> Self {
+    /// Merges `before` and `after`, one profile per repetition (normally without idle
+    /// stacks: see [`StackProfile::without_idle`]), and tests every frame.
+    pub fn new(before: &[StackProfile], after: &[StackProfile]) -> Self {
+        let k = before.len() + after.len();
+        let samples_of = |s: &[StackProfile]| s.iter().map(|p| p.samples).collect::<Vec<_>>();
         let mut d = StackDiff {
             names: Vec::new(),
             ids: HashMap::new(),
@@ -84,21 +148,58 @@ impl StackDiff {
                 leaf: [0; 2],
             }],
             children: HashMap::new(),
-            samples: [before.samples, after.samples],
+            samples: [
+                before.iter().map(|p| p.samples).sum(),
+                after.iter().map(|p| p.samples).sum(),
+            ],
+            repetition_samples: [samples_of(before), samples_of(after)],
+            per_repetition: vec![0; k],
+            changes: Vec::new(),
         };
-        for (run, p) in [before, after].into_iter().enumerate() {
+        let reps = before.iter().map(|p| (0, p)).chain(after.iter().map(|p| (1, p)));
+        for (column, (run, p)) in reps.enumerate() {
+            // Each name is interned once, not once per frame of every stack.
+            let ids: Vec<u32> = p.names().iter().map(|n| d.intern(n)).collect();
             for (s, c) in p.stacks() {
                 let mut node = 0;
                 d.nodes[0].inclusive[run] += c;
+                d.per_repetition[column] += c;
                 for &f in s {
-                    let id = d.intern(p.name(f));
-                    node = d.child(node, id);
+                    node = d.child(node, ids[f as usize]);
                     d.nodes[node].inclusive[run] += c;
+                    d.per_repetition[node * k + column] += c;
                 }
                 d.nodes[node].leaf[run] += c;
             }
         }
+        let mut changes: Vec<ShareChange> = (0..d.nodes.len()).map(|n| d.test(n)).collect();
+        // The root is every sample of both runs: nothing to test.
+        adjust(changes.iter_mut().skip(1));
+        d.changes = changes;
         d
+    }
+
+    /// Repetitions of run 1 and run 2.
+    pub fn repetitions(&self) -> [usize; 2] {
+        [self.repetition_samples[0].len(), self.repetition_samples[1].len()]
+    }
+
+    /// Node `n`'s share test, unadjusted.
+    fn test(&self, n: usize) -> ShareChange {
+        let k1 = self.repetition_samples[0].len();
+        let k = k1 + self.repetition_samples[1].len();
+        let counts = &self.per_repetition[n * k..(n + 1) * k];
+        let side = |counts: &[u64], totals: &[u64]| {
+            counts
+                .iter()
+                .zip(totals)
+                .map(|(&count, &total)| ShareCount { count, total })
+                .collect::<Vec<_>>()
+        };
+        ShareChange::test(
+            &side(&counts[..k1], &self.repetition_samples[0]),
+            &side(&counts[k1..], &self.repetition_samples[1]),
+        )
     }
 
     fn intern(&mut self, name: &str) -> u32 {
@@ -121,6 +222,8 @@ impl StackDiff {
             inclusive: [0; 2],
             leaf: [0; 2],
         });
+        let k = self.repetition_samples[0].len() + self.repetition_samples[1].len();
+        self.per_repetition.resize(self.per_repetition.len() + k, 0);
         let n = self.nodes.len() - 1;
         self.children.insert((parent, frame), n);
         n
@@ -151,10 +254,9 @@ impl StackDiff {
         parts.join(";")
     }
 
-    /// Node `n`'s inclusive change.
+    /// Node `n`'s inclusive change, tested and adjusted with the graph's other frames.
     pub fn change(&self, n: usize) -> ShareChange {
-        let x = &self.nodes[n];
-        ShareChange::of(x.inclusive[0], self.samples[0], x.inclusive[1], self.samples[1])
+        self.changes[n]
     }
 
     /// The node of the folded path `path`, if either run has it.
@@ -241,27 +343,51 @@ pub struct FunctionChange {
     pub callees: Vec<ArcChange>,
 }
 
-/// The `top` functions whose inclusive share changed most (significant changes only),
-/// with their callers and callees.
-pub fn changed_functions(before: &CallGraph, after: &CallGraph, top: usize) -> Vec<FunctionChange> {
-    let n = [before.samples, after.samples];
-    let mut names: Vec<&str> = before.names.iter().chain(&after.names).map(String::as_str).collect();
+/// The `top` functions whose inclusive share changed most (those that stand out in the
+/// family of every function at or above [`FRAME_CUTOFF_PCT`]), with their callers and
+/// callees; each side is one call graph per repetition. The self and arc changes shown
+/// are a second family.
+pub fn changed_functions(before: &[CallGraph], after: &[CallGraph], top: usize) -> Vec<FunctionChange> {
+    let (ids1, ids2): (Vec<_>, Vec<_>) = (
+        before.iter().map(GraphIndex::of).collect(),
+        after.iter().map(GraphIndex::of).collect(),
+    );
+    let mut names: Vec<&str> = before
+        .iter()
+        .chain(after)
+        .flat_map(|g| g.names.iter().map(String::as_str))
+        .collect();
     names.sort_unstable();
     names.dedup();
-    let count = |g: &CallGraph, f: &str, v: &dyn Fn(&CallGraph, usize) -> u64| g.id(f).map_or(0, |i| v(g, i as usize));
-    let mut out: Vec<FunctionChange> = names
-        .into_iter()
-        .filter_map(|f| {
-            let total = |g: &CallGraph, i: usize| g.total_samples[i];
-            let selfs = |g: &CallGraph, i: usize| g.self_samples[i];
-            let inclusive = ShareChange::of(count(before, f, &total), n[0], count(after, f, &total), n[1]);
-            inclusive.significant().then(|| FunctionChange {
-                function: f.to_string(),
-                inclusive,
-                self_time: ShareChange::of(count(before, f, &selfs), n[0], count(after, f, &selfs), n[1]),
-                callers: arc_changes(before, after, f, true),
-                callees: arc_changes(before, after, f, false),
+    let side = |graphs: &[CallGraph], ids: &[GraphIndex<'_>], f: &str, v: fn(&CallGraph, usize) -> u64| {
+        graphs
+            .iter()
+            .zip(ids)
+            .map(|(g, ids)| ShareCount {
+                count: ids.id(f).map_or(0, |i| v(g, i as usize)),
+                total: g.samples,
             })
+            .collect::<Vec<_>>()
+    };
+    let total = |g: &CallGraph, i: usize| g.total_samples[i];
+    let selfs = |g: &CallGraph, i: usize| g.self_samples[i];
+    let mut inclusive: Vec<(&str, ShareChange)> = names
+        .iter()
+        .map(|&f| {
+            let c = ShareChange::test(&side(before, &ids1, f, total), &side(after, &ids2, f, total));
+            (f, c)
+        })
+        .collect();
+    adjust(inclusive.iter_mut().map(|(_, c)| c));
+    let mut out: Vec<FunctionChange> = inclusive
+        .into_iter()
+        .filter(|(_, c)| c.stands_out())
+        .map(|(f, inclusive)| FunctionChange {
+            function: f.to_string(),
+            inclusive,
+            self_time: ShareChange::test(&side(before, &ids1, f, selfs), &side(after, &ids2, f, selfs)),
+            callers: arc_changes((before, &ids1), (after, &ids2), f, true),
+            callees: arc_changes((before, &ids1), (after, &ids2), f, false),
         })
         .collect();
     out.sort_by(|a, b| {
@@ -272,27 +398,86 @@ pub fn changed_functions(before: &CallGraph, after: &CallGraph, top: usize) -> V
             .then_with(|| a.function.cmp(&b.function))
     });
     out.truncate(top);
+    adjust(out.iter_mut().flat_map(|f| {
+        std::iter::once(&mut f.self_time)
+            .chain(f.callers.iter_mut().map(|a| &mut a.change))
+            .chain(f.callees.iter_mut().map(|a| &mut a.change))
+    }));
     out
 }
 
-fn arc_changes(before: &CallGraph, after: &CallGraph, f: &str, callers: bool) -> Vec<ArcChange> {
-    let mut arcs: HashMap<String, [u64; 2]> = HashMap::new();
-    for (run, g) in [before, after].into_iter().enumerate() {
-        let Some(id) = g.id(f) else { continue };
+/// A call graph's ids by name and arcs by callee, built once: looking either up in the
+/// graph itself scans all its names or arcs, once per changed function.
+struct GraphIndex<'g> {
+    ids: HashMap<&'g str, u32, foldhash::fast::RandomState>,
+    /// (callee, caller, samples), sorted.
+    by_callee: Vec<(u32, u32, u64)>,
+}
+
+impl<'g> GraphIndex<'g> {
+    fn of(g: &'g CallGraph) -> Self {
+        let mut ids = HashMap::with_capacity_and_hasher(g.names.len(), Default::default());
+        // The first of equal names, as CallGraph::id finds it.
+        for (i, n) in g.names.iter().enumerate().rev() {
+            ids.insert(n.as_str(), i as u32);
+        }
+        let mut by_callee: Vec<(u32, u32, u64)> = g.arcs.iter().map(|(&(p, c), a)| (c, p, a.samples)).collect();
+        by_callee.sort_unstable();
+        GraphIndex { ids, by_callee }
+    }
+
+    fn id(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    /// The callers of `f` and their arcs' samples, as [`CallGraph::callers`] lists them.
+    fn callers(&self, f: u32) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let from = self.by_callee.partition_point(|&(c, _, _)| c < f);
+        self.by_callee[from..]
+            .iter()
+            .take_while(move |&&(c, _, _)| c == f)
+            .map(|&(_, p, s)| (p, s))
+    }
+}
+
+/// The arcs of `f` (its callers, or its callees) in every repetition, tested.
+fn arc_changes(
+    (before, ids1): (&[CallGraph], &[GraphIndex<'_>]),
+    (after, ids2): (&[CallGraph], &[GraphIndex<'_>]),
+    f: &str,
+    callers: bool,
+) -> Vec<ArcChange> {
+    let k1 = before.len();
+    let mut arcs: HashMap<String, Vec<u64>> = HashMap::new();
+    for (column, (g, index)) in before.iter().zip(ids1).chain(after.iter().zip(ids2)).enumerate() {
+        let Some(id) = index.id(f) else { continue };
         let list: Vec<(u32, u64)> = if callers {
-            g.callers(id).map(|(o, a)| (o, a.samples)).collect()
+            index.callers(id).collect()
         } else {
             g.callees(id).map(|(o, a)| (o, a.samples)).collect()
         };
         for (other, samples) in list {
-            arcs.entry(g.names[other as usize].clone()).or_default()[run] += samples;
+            arcs.entry(g.names[other as usize].clone())
+                .or_insert_with(|| vec![0; k1 + after.len()])[column] += samples;
         }
     }
     let mut out: Vec<ArcChange> = arcs
         .into_iter()
-        .map(|(function, [a1, a2])| ArcChange {
-            function,
-            change: ShareChange::of(a1, before.samples, a2, after.samples),
+        .map(|(function, counts)| {
+            let side = |graphs: &[CallGraph], counts: &[u64]| {
+                graphs
+                    .iter()
+                    .zip(counts)
+                    .map(|(g, &count)| ShareCount {
+                        count,
+                        total: g.samples,
+                    })
+                    .collect::<Vec<_>>()
+            };
+            ArcChange {
+                function,
+                change: ShareChange::test(&side(before, &counts[..k1]), &side(after, &counts[k1..])),
+            }
         })
         .collect();
     out.sort_by(|a, b| {
@@ -330,71 +515,45 @@ pub struct RunStacks {
     pub tests: Vec<TestStacks>,
 }
 
-/// The folded stacks of a test, summed over its repetitions (RUN/TEST or RUN/TEST/rK).
-fn read_folded(reps: &[std::path::PathBuf]) -> Result<StackProfile, crate::store::StoreError> {
-    let mut text = String::new();
-    for d in reps {
-        text += &crate::store::read_text(&d.join(crate::collect::upsrun::STACKS_FOLDED))?;
-    }
-    let name = reps[0]
-        .join(crate::collect::upsrun::STACKS_FOLDED)
-        .display()
-        .to_string();
-    Ok(StackProfile::from_folded(&text, &name)?)
-}
-
-/// Compares the stacks of one test, idle stacks (leaf in `idle`) left out.
-pub fn compare_stacks(
-    test: &str,
-    before: &StackProfile,
-    after: &StackProfile,
-    idle: &crate::compare::IdleSet,
-) -> TestStacks {
-    let (p1, p2) = (before.without_idle(idle), after.without_idle(idle));
+/// Compares the stacks of one test, each side one profile per repetition, idle stacks
+/// (leaf in `idle`) left out.
+pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile], idle: &IdleSet) -> TestStacks {
+    let busy = |s: &[StackProfile]| s.iter().map(|p| p.without_idle(idle)).collect::<Vec<_>>();
+    let (p1, p2) = (busy(before), busy(after));
+    let graphs = |s: &[StackProfile]| s.iter().map(CallGraph::of).collect::<Vec<_>>();
     TestStacks {
         test: test.to_string(),
         diff: StackDiff::new(&p1, &p2),
-        functions: changed_functions(&CallGraph::of(&p1), &CallGraph::of(&p2), TOP_FUNCTIONS),
+        functions: changed_functions(&graphs(&p1), &graphs(&p2), TOP_FUNCTIONS),
     }
 }
 
 /// Compares the stacks of two runs when both were written by upsrun; `None` otherwise.
 /// Idle stacks (leaf in the test's idle set, or in `idle_override`) are left out, so the
 /// shares are of CPU time as in the rest of the report.
-pub fn compare_run_stacks(
-    dir1: &std::path::Path,
-    dir2: &std::path::Path,
-    idle_override: Option<&crate::compare::IdleSet>,
-) -> Result<Option<RunStacks>, crate::store::StoreError> {
-    use crate::store::outdir::{Run, RunKind};
-    let (run1, run2) = (Run::open(dir1)?, Run::open(dir2)?);
+pub fn compare_run_stacks(run1: &StoredRun, run2: &StoredRun, idle_override: Option<&IdleSet>) -> Option<RunStacks> {
     if run1.marker.kind != RunKind::Upsrun || run2.marker.kind != RunKind::Upsrun {
-        return Ok(None);
+        return None;
     }
     let mut tests = Vec::new();
-    for name in &run1.test_dirs {
-        let (Some(d1), Some(d2)) = (run1.test_dir(name), run2.test_dir(name)) else {
+    for t1 in &run1.tests {
+        let Some(t2) = run2.test(&t1.name) else {
             continue;
         };
-        let folded = crate::collect::upsrun::STACKS_FOLDED;
-        let with_stacks = |d: &std::path::Path| {
-            let reps = crate::store::outdir::repetition_dirs(d);
-            (!reps.is_empty() && reps.iter().all(|r| r.join(folded).is_file())).then_some(reps)
-        };
-        let (Some(r1), Some(r2)) = (with_stacks(&d1), with_stacks(&d2)) else {
+        let (Some(s1), Some(s2)) = (&t1.stacks, &t2.stacks) else {
             continue;
         };
         let idle = match idle_override {
             Some(i) => i.clone(),
-            None => crate::compare::IdleSet::new(crate::store::prfout::read(&r1[0].join("prfout"))?.idle_set),
+            None => IdleSet::new(t1.repetitions[0].profile.idle_set.clone()),
         };
-        tests.push(compare_stacks(name, &read_folded(&r1)?, &read_folded(&r2)?, &idle));
+        tests.push(compare_stacks(&t1.name, s1, s2, &idle));
     }
-    Ok(Some(RunStacks {
-        dir1: dir1.to_path_buf(),
-        dir2: dir2.to_path_buf(),
+    Some(RunStacks {
+        dir1: run1.dir.clone(),
+        dir2: run2.dir.clone(),
         tests,
-    }))
+    })
 }
 
 #[cfg(test)]
@@ -405,36 +564,93 @@ mod tests {
         StackProfile::from_folded(s, "x").unwrap()
     }
 
+    fn one(s: &str) -> Vec<StackProfile> {
+        vec![folded(s)]
+    }
+
+    // 100 of 1000 vs 300 of 2000: 10% vs 15%, binomial se = sqrt(100·900/1000³ +
+    // 300·1700/2000³). 400 samples: the exact test with exposures 1000 and 2000, 2 P(X >=
+    // 300) for X ~ Binomial(400, 2/3) (scipy 1.17.1: 2*binom.sf(299, 400, 2/3)). It
+    // stands out once its family (here itself) is adjusted, against the sampling error
+    // only.
     #[test]
-    fn shares_and_poisson_errors() {
-        // 100 of 1000 vs 300 of 2000: 10% vs 15%; var = 100/1e6 + 300/4e6.
-        let c = ShareChange::of(100, 1000, 300, 2000);
+    fn shares_and_binomial_errors() {
+        let mut c = ShareChange::of(100, 1000, 300, 2000);
         assert!((c.delta_pct - 5.0).abs() < 1e-12);
-        assert!((c.error_pct - 100.0 * (1.75e-4f64).sqrt()).abs() < 1e-12);
-        assert!(c.significant(), "5 points against an error of 1.32");
-        assert!(!ShareChange::of(10, 100, 11, 100).significant());
-        assert!(!ShareChange::of(7, 70, 7, 70).significant());
+        assert!((c.error_pct - 100.0 * (9e-5f64 + 6.375e-5).sqrt()).abs() < 1e-12);
+        let p = c.noise.p_value.unwrap();
+        assert!((p - 0.0003690609026860735).abs() < 1e-6 * p, "{p}");
+        assert!(!c.stands_out(), "no family, no mark");
+        adjust([&mut c]);
+        assert!(c.stands_out() && c.noise.sampling_only);
+        // The flame-graph errors: a frame at 100% has none (it showed ±1.35
+        // points); 99% -> 98% and its mirror 1% -> 2% of 10,000 both have ±0.17.
+        let whole = ShareChange::of(10_000, 10_000, 12_000, 12_000);
+        assert_eq!((whole.error_pct, whole.noise.p_value), (0.0, Some(1.0)));
+        let down = ShareChange::of(9900, 10_000, 9800, 10_000);
+        let up = ShareChange::of(100, 10_000, 200, 10_000);
+        assert!((down.error_pct - up.error_pct).abs() < 1e-12);
+        assert!((down.error_pct - 0.17).abs() < 0.005, "{}", down.error_pct);
+        let mut same = [ShareChange::of(10, 100, 11, 100), ShareChange::of(7, 70, 7, 70)];
+        adjust(same.iter_mut());
+        assert!(same.iter().all(|c| !c.stands_out()));
+    }
+
+    // A frame's change is tested in the family of the graph's frames: x's 20% -> 23% of
+    // 2,500 -> 2,600 samples (p = 0.0075) stands out beside one sibling; beside twenty
+    // unchanged ones (4% -> 3.8% each) BH's q for it is 22 p (the family: a, x and the
+    // siblings).
+    #[test]
+    fn frames_are_one_family() {
+        let d = StackDiff::new(&one("a;x 500\na;y 2000\n"), &one("a;x 600\na;y 2000\n"));
+        let x = d.change(d.find("a;x").unwrap());
+        assert!(x.stands_out(), "{x:?}");
+        let siblings: String = (0..20).map(|i| format!("a;y{i} 100\n")).collect();
+        let d = StackDiff::new(
+            &one(&format!("a;x 500\n{siblings}")),
+            &one(&format!("a;x 600\n{siblings}")),
+        );
+        let x = d.change(d.find("a;x").unwrap());
+        assert!(!x.stands_out(), "{x:?}");
+        assert!((x.noise.q_value.unwrap() - (22.0 * x.noise.p_value.unwrap()).min(1.0)).abs() < 1e-12);
+    }
+
+    // With repetitions a frame is tested on their spread, as the table's rows are: a
+    // share of 10%, 20%, 30% against 25% three times is noise, although the summed
+    // counts (600 against 750 of 3,000) are far beyond their sampling error.
+    #[test]
+    fn repetitions_use_their_spread() {
+        let rep = |x: u32| folded(&format!("a;x {x}\na;y {}\n", 1000 - x));
+        let d = StackDiff::new(&[rep(100), rep(200), rep(300)], &[rep(250), rep(250), rep(250)]);
+        assert_eq!(d.repetitions(), [3, 3]);
+        assert_eq!(d.samples, [3000, 3000]);
+        let x = d.change(d.find("a;x").unwrap());
+        assert_eq!(x.noise.test, Some(stats::NoiseTest::Welch));
+        assert!((x.pct1 - 20.0).abs() < 1e-9 && (x.pct2 - 25.0).abs() < 1e-9);
+        assert!(!x.stands_out(), "{x:?}");
+        let pooled = ShareChange::of(600, 3000, 750, 3000);
+        assert!(pooled.noise.p_value.unwrap() < 1e-4);
     }
 
     #[test]
     fn a_parent_whose_child_grew_grew() {
         // b's own line is unchanged, but its child c doubled: b's inclusive share grew.
         let d = StackDiff::new(
-            &folded("a;b 500\na;b;c 500\nz 1000\n"),
-            &folded("a;b 500\na;b;c 1000\nz 500\n"),
+            &one("a;b 500\na;b;c 500\nz 1000\n"),
+            &one("a;b 500\na;b;c 1000\nz 500\n"),
         );
         let b = d.find("a;b").unwrap();
         assert_eq!(d.nodes[b].inclusive, [1000, 1500]);
-        assert!(d.change(b).delta_pct > 0.0 && d.change(b).significant());
+        assert!(d.change(b).delta_pct > 0.0 && d.change(b).stands_out());
         assert!(d.change(d.find("z").unwrap()).delta_pct < 0.0);
         // Against itself nothing changes.
-        let same = StackDiff::new(&folded("a;b 5\nz 3\n"), &folded("a;b 5\nz 3\n"));
-        assert!((1..same.nodes.len()).all(|n| !same.change(n).significant()));
+        let same = StackDiff::new(&one("a;b 5\nz 3\n"), &one("a;b 5\nz 3\n"));
+        assert!((1..same.nodes.len()).all(|n| !same.change(n).stands_out()));
     }
 
     #[test]
     fn layout_matches_the_merge_order() {
-        let d = StackDiff::new(&folded("a;b 2\na 1\nc 4\n"), &folded("a;b 3\na 1\nc;d 4\n"));
+        let d = StackDiff::new(&one("a;b 2\na 1\nc 4\n"), &one("a;b 3\na 1\nc;d 4\n"));
         let lines = d.differential_lines();
         let text: Vec<&str> = lines.iter().map(|(l, _)| l.as_str()).collect();
         // Run 1 has 7 samples, run 2 has 8: before counts are scaled by 8/7.
@@ -450,7 +666,7 @@ mod tests {
     fn callers_that_carry_the_change() {
         let g1 = CallGraph::of(&folded("main;p;f 100\nmain;q;f 100\nmain;r 800\n"));
         let g2 = CallGraph::of(&folded("main;p;f 100\nmain;q;f 400\nmain;r 500\n"));
-        let top = changed_functions(&g1, &g2, 3);
+        let top = changed_functions(&[g1], &[g2], 3);
         let f = top.iter().find(|c| c.function == "f").unwrap();
         assert!((f.inclusive.delta_pct - 30.0).abs() < 1e-9);
         assert_eq!(f.callers[0].function, "q", "q carries the change");

@@ -13,20 +13,24 @@
 //! malformed or out of step is an error naming the input line.
 
 use super::{Decimal, DecimalError};
+use crate::compare::stats::{adjust_verdicts, bench_test, Correction, Verdict, ALPHA};
 use std::collections::HashSet;
 use std::io::{self, BufRead, Write};
 
 /// One `Average T   stdev S%` result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
     /// The average time in seconds, as written.
     pub average: Decimal,
     /// The standard deviation in percent, as written (without `%`).
     pub stdev: Decimal,
+    /// Each run's time in seconds, as runmany printed them before `Average` (none when the
+    /// line gives only the summary).
+    pub times: Vec<f64>,
 }
 
 /// One table row: a group measured in both series.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     /// The hackbench group count.
     pub group: u64,
@@ -271,9 +275,18 @@ fn parse_average(text: &str, line: usize) -> Result<Measurement, HackdiffError> 
     let Some(stdev) = stdev.strip_suffix('%') else {
         return Err(bad(None));
     };
+    // The runs' own times, printed before `Average`; anything else there is not a series.
+    let (before, _) = text.rsplit_once("Average").expect("caller checked");
+    let times: Vec<f64> = before.split_whitespace().map_while(|w| w.parse().ok()).collect();
+    let times = if times.len() == before.split_whitespace().count() {
+        times
+    } else {
+        Vec::new()
+    };
     Ok(Measurement {
         average: Decimal::parse(average).map_err(|e| bad(Some(e)))?,
         stdev: Decimal::parse(stdev).map_err(|e| bad(Some(e)))?,
+        times,
     })
 }
 
@@ -323,17 +336,38 @@ pub fn speedup_fixed(base_ms: i64, new_ms: i64) -> Option<i64> {
 }
 
 /// Writes the comparison table exactly as the original's `printf`s did.
+/// The verdict of each row's change: Welch's t-test on the runs' times (each side's
+/// variance floored by the rounding of runmany's three decimals), Holm-adjusted across
+/// the groups at 5%; `n/a` where a side has fewer than two runs.
+pub fn verdicts(rows: &[Row]) -> Vec<&'static str> {
+    let tests: Vec<Verdict> = rows
+        .iter()
+        .map(|r| bench_test(&r.base.times, &r.new.times, 0.001))
+        .collect();
+    let adjusted = adjust_verdicts(Correction::Holm, &tests);
+    adjusted
+        .iter()
+        .map(|p| match p {
+            Some(p) if *p < ALPHA => "significant",
+            Some(_) => "noise",
+            None => "n/a",
+        })
+        .collect()
+}
+
+/// Writes the original's table, and after its %speedup the 95% verdict of each change
+/// (see [`verdicts`]).
 pub fn render(rows: &[Row], mut out: impl Write) -> io::Result<()> {
     writeln!(out, "{:>21}  {:>13}", "--- base --", "--- new ---")?;
     writeln!(
         out,
-        "{:>6}  {:>6} {:>6}  {:>6} {:>6}  {:>8}",
+        "{:>6}  {:>6} {:>6}  {:>6} {:>6}  {:>8}  95% test",
         "groups", "time", "%stdev", "time", "%stdev", "%speedup"
     )?;
-    for row in rows {
+    for (row, verdict) in rows.iter().zip(verdicts(rows)) {
         writeln!(
             out,
-            "{:>6}  {:>6} {:>6}  {:>6} {:>6}  {:>8}",
+            "{:>6}  {:>6} {:>6}  {:>6} {:>6}  {:>8}  {verdict}",
             row.group,
             row.base.average.printf(3),
             row.base.stdev.printf(1),

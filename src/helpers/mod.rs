@@ -1,4 +1,5 @@
-//! The three hackbench helpers: `runmany`, `hackdiff` and `feat`.
+//! The hackbench helpers `runmany` and `hackdiff` (`feat`'s scheduler features are
+//! [`crate::host::sched_features`]).
 //!
 //! They reproduce the original shell helpers digit for digit. Those scripts kept
 //! times as integer milliseconds (`ftoi`), printed them back with `itof`, let `bc`
@@ -6,7 +7,6 @@
 //! module holds the exact decimal arithmetic they share; `docs/formulas-helpers.md`
 //! spells out every step.
 
-pub mod feat;
 pub mod hackdiff;
 pub mod runmany;
 
@@ -90,11 +90,6 @@ impl Decimal {
         };
         let magnitude = i64::try_from(magnitude).ok()?;
         Some(if self.negative { -magnitude } else { magnitude })
-    }
-
-    /// Whether the value is zero.
-    pub fn is_zero(&self) -> bool {
-        self.digits == 0
     }
 
     /// What bash's `printf "%.{places}f"` prints for this number on x86-64.

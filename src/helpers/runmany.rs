@@ -144,15 +144,17 @@ pub fn parse_runs(arg: Option<&str>) -> Result<u32, RunError> {
     }
 }
 
-/// Finds the run time in a command's standard output: the single line whose
-/// first word is `Time` or `Time:` (hackbench prints `Time: 4.096`); its second
-/// word is the time in seconds.
+/// Finds the run time in a command's standard output: the single line whose first
+/// word is `Time` or `Time:` (hackbench prints `Time: 4.096`), its second word the time
+/// in seconds; or perf bench's `Total time: 0.123 [sec]`, the lines upcmp reads too.
 pub fn extract_time(stdout: &str) -> Result<Decimal, TimeError> {
     let mut found: Vec<(&str, &str)> = Vec::new();
     for line in stdout.lines() {
         let mut words = line.split_whitespace();
-        if matches!(words.next(), Some("Time" | "Time:")) {
-            found.push((line.trim(), words.next().unwrap_or("")));
+        match (words.next(), words.clone().next()) {
+            (Some("Time" | "Time:"), _) => found.push((line.trim(), words.next().unwrap_or(""))),
+            (Some("Total"), Some("time:")) => found.push((line.trim(), words.nth(1).unwrap_or(""))),
+            _ => {}
         }
     }
     match found.as_slice() {
@@ -522,7 +524,10 @@ mod tests {
         let hackbench = "Running in process mode with 1 groups using 40 file descriptors each (== 40 tasks)\nEach sender will pass 50000 messages of 100 bytes\nTime: 4.096\n";
         assert_eq!(extract_time(hackbench).unwrap().to_string(), "4.096");
         assert_eq!(extract_time("Time 12.5 s\n").unwrap().to_string(), "12.5");
-        assert!(matches!(extract_time("Total time: 1\n"), Err(TimeError::Missing)));
+        // perf bench, as upcmp reads it.
+        let perf_bench = "# Running 'sched/messaging' benchmark:\n# 20 sender and receiver processes per group\n\n     Total time: 0.123 [sec]\n";
+        assert_eq!(extract_time(perf_bench).unwrap().to_string(), "0.123");
+        assert!(matches!(extract_time("Total time\n"), Err(TimeError::Missing)));
         assert!(matches!(extract_time("Timer 1\n"), Err(TimeError::Missing)));
         assert!(matches!(
             extract_time("Time: 1\nTime: 2\n"),

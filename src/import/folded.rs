@@ -5,35 +5,33 @@
 //! period, so its idle time is what its idle functions hold. A frame with inferno's
 //! `_[k]` annotation is kernel code; others are counted under the module `user`.
 
-use super::{test_name, Counts, ImportError, ImportOptions, Imported, StackCollector};
-use crate::collect::profile::ProfileMeta;
+use super::{test_name, ImportError, ImportOptions, Imported, StackCollector, DEFAULT_PERIOD_SEC};
+use crate::model::profile::{module, Unit};
+use crate::model::{IdleSet, ProfileBuilder, ProfileMeta};
 use std::io::BufRead;
 use std::path::Path;
 use upcmp_parsers::folded::for_each_stack;
 
-/// The period assumed for folded stacks when none is given: the seed's 1 ms.
-pub const DEFAULT_PERIOD_SEC: f64 = 0.001;
-
 /// Splits inferno's annotations off a frame: `do_idle_[k]` → (`kernel`, `do_idle`).
 pub fn annotated(frame: &str) -> (&'static str, &str) {
     if let Some(f) = frame.strip_suffix("_[k]") {
-        ("kernel", f)
+        (module::KERNEL, f)
     } else if let Some(f) = frame.strip_suffix("_[j]").or_else(|| frame.strip_suffix("_[i]")) {
-        ("user", f)
+        (module::USER, f)
     } else {
-        ("user", frame)
+        (module::USER, frame)
     }
 }
 
 /// Reads folded stacks from `input` (named `name` in errors).
 pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let mut counts = Counts::default();
+    let mut counts = ProfileBuilder::new();
     let mut stacks = StackCollector::new(opts.stacks);
     for_each_stack(input, name, |s| {
         let (module, f) = annotated(s.leaf());
-        counts.add(0, module, f, s.count);
+        counts.add(0, module, f, s.count, s.count, s.count as f64);
         // The stacks already start at the command (as folded by stackcollapse-perf).
-        stacks.add(None, s.frames().map(|f| annotated(f).1), s.count);
+        stacks.add(None, s.frames().map(|f| annotated(f).1), s.count, s.count);
     })?;
     let samples = counts.samples();
     if samples == 0 {
@@ -47,15 +45,18 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
         "folded stacks carry no time or CPU: one CPU, {} ms per sample, elapsed = samples x period",
         period_sec * 1e3
     )];
+    let period = period_sec * 1e9;
+    counts.weigh_by_count(period);
     let meta = ProfileMeta {
         test: test_name(path),
         command: None,
         event: "folded".into(),
-        period_sec,
+        unit: Unit::Nanoseconds,
+        period: Some(period),
         wall_sec: samples as f64 * period_sec,
     };
     Ok(Imported {
-        profile: counts.finish(meta, warnings),
+        profile: counts.finish(meta, &IdleSet::linux_default(), warnings),
         stacks: stacks.finish(),
     })
 }

@@ -2,27 +2,23 @@
 //! folded stacks. Each becomes the same [`Profile`] a uprun test directory holds, so
 //! there is one comparison path whatever the source (`docs/import.md`).
 //!
-//! How time is derived:
-//! - **time per sample** (`period_sec`): for the time events `cpu-clock` and `task-clock`,
-//!   the samples' own period, which perf gives in nanoseconds (the mean when it varies);
-//!   for other events, the file's time range × CPUs ÷ samples, with a warning; for folded
-//!   stacks, which carry no time, 1 ms unless [`ImportOptions::period_sec`] says otherwise.
-//! - **wall time**: from the first to the last sample, plus one period (the first sample
-//!   stands for the period before it). Folded stacks: samples × period ÷ CPUs.
+//! How time is derived: [`SampleTimes::derive`] (folded stacks, which carry no time: 1 ms
+//! a sample unless [`ImportOptions::period_sec`] says otherwise, and samples × period of
+//! wall time).
 //! - **CPUs**: perf.data's online-CPU count (and any other CPU seen in a sample); for
 //!   perf script, the highest CPU number seen + 1; folded stacks: 1.
 
 pub mod folded;
 pub mod perf_data;
+pub mod perf_header;
 pub mod script;
 
-use crate::collect::profile::ProfileMeta;
-use crate::collect::stacks::StackProfile;
-use crate::compare::IdleSet;
+use crate::model::mode::is_kernel_address;
+use crate::model::profile::{module, Unit, UNKNOWN_FUNCTION};
+use crate::model::{IdleSet, Profile, ProfileBuilder, ProfileMeta, StackProfile};
 use crate::store::{prfout, StoreError};
-use crate::{CpuTotals, FunctionSamples, Profile};
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
 use upcmp_parsers::ParseError;
 
@@ -54,14 +50,24 @@ pub enum ImportError {
     },
     /// Kernel symbols could not be loaded.
     #[error(transparent)]
-    Symbols(#[from] crate::collect::symbols::SymbolError),
+    Symbols(#[from] crate::symbols::SymbolError),
     /// The kernel symbols of a recording are not on this machine.
-    #[error("{}: {why}; pass the kernel's symbols with --kallsyms FILE (a copy of that machine's /proc/kallsyms) or --vmlinux FILE", path.display())]
+    #[error("{}: {why}; the kernel's symbols are needed: a copy of that machine's /proc/kallsyms, or its vmlinux", path.display())]
     NoKernelSymbols {
         /// The recording.
         path: PathBuf,
         /// What was looked for.
         why: String,
+    },
+    /// The event asked for is not in the recording.
+    #[error("{}: no event {event}; the input has {available} (--event NAME picks one)", path.display())]
+    NoSuchEvent {
+        /// The input.
+        path: PathBuf,
+        /// The event asked for.
+        event: String,
+        /// The events it has.
+        available: String,
     },
     /// The input held no sample.
     #[error("{}: no samples{hint}", path.display())]
@@ -107,20 +113,22 @@ impl InputFormat {
     /// Guesses the format of `path` from its first bytes: a directory or a file starting
     /// `upcmp-prfout` is a prfout, `PERFILE2` is perf.data, text whose first line ends in a
     /// count after a `;`-joined stack is folded, and other text is perf script output.
+    /// The first line is read whole, however long.
     pub fn detect(path: &Path) -> Result<InputFormat, ImportError> {
         if path.is_dir() {
             return Ok(InputFormat::Prfout);
         }
-        let mut head = Vec::with_capacity(4096);
-        std::fs::File::open(path)
-            .and_then(|f| f.take(4096).read_to_end(&mut head))
-            .map_err(ImportError::io(path))?;
+        let f = open_input(path).map_err(ImportError::io(path))?;
+        let mut head = Vec::new();
+        read_head(&mut BufReader::new(f), &mut head).map_err(ImportError::io(path))?;
         Ok(Self::detect_bytes(&head))
     }
 
-    /// [`InputFormat::detect`] on the first bytes of an input.
+    /// [`InputFormat::detect`] on the first bytes of an input, which must hold its first
+    /// line that is neither blank nor a `#` comment whole (as [`read_head`] reads them): a
+    /// line cut short reads as neither folded nor perf script.
     pub fn detect_bytes(head: &[u8]) -> InputFormat {
-        if head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") {
+        if is_perf_data(head) {
             return InputFormat::PerfData;
         }
         if head.starts_with(prfout_magic().as_bytes()) {
@@ -133,6 +141,52 @@ impl InputFormat {
                 InputFormat::Folded
             }
             _ => InputFormat::PerfScript,
+        }
+    }
+}
+
+/// Opens an input file: a regular file only, so a FIFO cannot block and a device cannot
+/// be read without end (standard input, `-`, is the way to pipe text in).
+pub(crate) fn open_input(path: &Path) -> std::io::Result<std::fs::File> {
+    crate::fsio::open_regular(path, crate::fsio::Links::Follow)
+}
+
+/// Whether `head` starts with perf.data's magic, in either byte order.
+fn is_perf_data(head: &[u8]) -> bool {
+    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
+}
+
+/// Reads the start of `input` into `head`, enough to tell its format: the 8 bytes of a
+/// binary magic, or every line up to and including the first that is neither blank nor a
+/// `#` comment (whole: the format is decided on whole lines, so a folded stack of
+/// thousands of frames is still seen to end in its count). What is read stays in `head`;
+/// the input continues after it.
+pub fn read_head(input: &mut impl BufRead, head: &mut Vec<u8>) -> std::io::Result<()> {
+    // perf.data has no line structure: look for its magic before reading lines.
+    while head.len() < 8 {
+        let avail = input.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(());
+        }
+        let n = avail.len().min(8 - head.len());
+        head.extend_from_slice(&avail[..n]);
+        input.consume(n);
+    }
+    if is_perf_data(head) {
+        return Ok(());
+    }
+    let mut start = 0;
+    loop {
+        if let Some(nl) = head[start..].iter().position(|&b| b == b'\n') {
+            let line = &head[start..start + nl];
+            if !line.trim_ascii().is_empty() && !line.starts_with(b"#") {
+                return Ok(());
+            }
+            start += nl + 1;
+            continue;
+        }
+        if input.read_until(b'\n', head)? == 0 {
+            return Ok(());
         }
     }
 }
@@ -162,6 +216,9 @@ pub struct ImportOptions {
     /// Also collect the call stacks (for differential flame graphs), when the input has
     /// call chains.
     pub stacks: bool,
+    /// The event to read from a recording of several (`cpu-clock`, or `cpu-clock:u` as
+    /// perf names it); the first one when None, as `perf report` shows it first.
+    pub event: Option<String>,
 }
 
 impl ImportOptions {
@@ -178,12 +235,19 @@ impl ImportOptions {
             vmlinux,
             period_sec,
             stacks: false,
+            event: None,
         }
     }
 
     /// The same options, collecting call stacks or not.
     pub fn with_stacks(mut self, stacks: bool) -> Self {
         self.stacks = stacks;
+        self
+    }
+
+    /// The same options, reading `event` (None: the first).
+    pub fn with_event(mut self, event: Option<String>) -> Self {
+        self.event = event;
         self
     }
 }
@@ -222,30 +286,46 @@ impl StackCollector {
         self.profile.is_some()
     }
 
-    /// Adds `count` samples of the stack `root`, then `frames` (root first).
-    pub(crate) fn add<'f>(&mut self, root: Option<&str>, frames: impl Iterator<Item = &'f str>, count: u64) {
+    /// Adds `count` samples weighing `weight` of the stack `root`, then `frames` (root
+    /// first).
+    pub(crate) fn add<'f>(
+        &mut self,
+        root: Option<&str>,
+        frames: impl Iterator<Item = &'f str>,
+        count: u64,
+        weight: u64,
+    ) {
         let Some(p) = &mut self.profile else { return };
         self.frames.clear();
         self.frames.extend(root.map(|r| p.intern(r)));
         let own = self.frames.len();
         self.frames.extend(frames.map(|f| p.intern(f)));
         self.chains |= self.frames.len() > own + 1;
-        p.add_stack(&self.frames, count);
+        p.add_weighted(&self.frames, count, weight);
+    }
+
+    /// The id of the frame called `name` (0 when stacks are not collected).
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        self.profile.as_mut().map_or(0, |p| p.intern(name))
+    }
+
+    /// [`add`](Self::add) with the frames interned: the root `root`, then `leaf_first`
+    /// from the last (outermost) to the first.
+    pub(crate) fn add_ids(&mut self, root: u32, leaf_first: &[u32], count: u64, weight: u64) {
+        let Some(p) = &mut self.profile else { return };
+        self.frames.clear();
+        self.frames.push(root);
+        self.frames.extend(leaf_first.iter().rev());
+        self.chains |= leaf_first.len() > 1;
+        p.add_weighted(&self.frames, count, weight);
     }
 
     /// Adds the stacks `other` collected (a piece of the same input read apart).
     pub(crate) fn merge(&mut self, other: StackCollector) {
         self.chains |= other.chains;
-        let (Some(p), Some(o)) = (&mut self.profile, other.profile) else {
-            return;
-        };
-        for (stack, count) in o.stacks() {
-            self.frames.clear();
-            self.frames.extend(stack.iter().map(|&f| p.intern(o.name(f))));
-            p.add_stack(&self.frames, count);
+        if let (Some(p), Some(o)) = (&mut self.profile, other.profile) {
+            p.merge(&o);
         }
-        p.truncated += o.truncated;
-        p.lost += o.lost;
     }
 
     /// The stacks, when some sample had a call chain.
@@ -265,11 +345,13 @@ pub fn read_profile(path: &Path, opts: &ImportOptions) -> Result<Profile, Import
 /// standard input.
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     if path == Path::new("-") {
-        let stdin = std::io::stdin().lock();
-        let mut input = BufReader::with_capacity(1 << 16, stdin);
-        let head = input.fill_buf().map_err(ImportError::io(path))?.to_vec();
+        let mut stdin = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+        let mut head = Vec::new();
+        read_head(&mut stdin, &mut head).map_err(ImportError::io(path))?;
         let format = opts.format.unwrap_or_else(|| InputFormat::detect_bytes(&head));
-        return read_text(format, input, "(standard input)", path, opts);
+        // What was read to tell the format is read again by the importer.
+        let input = Cursor::new(head).chain(stdin);
+        return read_stream(format, input, "(standard input)", path, opts);
     }
     let format = match opts.format {
         Some(f) => f,
@@ -289,14 +371,15 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
         }
         InputFormat::PerfData => perf_data::read(path, opts),
         InputFormat::PerfScript | InputFormat::Folded => {
-            let f = std::fs::File::open(path).map_err(ImportError::io(path))?;
+            let f = open_input(path).map_err(ImportError::io(path))?;
             let input = BufReader::with_capacity(1 << 16, f);
-            read_text(format, input, &path.display().to_string(), path, opts)
+            read_stream(format, input, &path.display().to_string(), path, opts)
         }
     }
 }
 
-fn read_text(
+/// Reads an input that is read once, front to back (standard input, or a text file).
+fn read_stream(
     format: InputFormat,
     input: impl BufRead,
     name: &str,
@@ -306,143 +389,312 @@ fn read_text(
     match format {
         InputFormat::Folded => folded::read(input, name, path, opts),
         InputFormat::PerfScript => script::read(input, name, path, opts),
-        InputFormat::PerfData | InputFormat::Prfout => Err(ImportError::NoSamples {
+        InputFormat::PerfData => perf_header::contained(path, || perf_data::read_pipe(input, path, opts)),
+        InputFormat::Prfout => Err(ImportError::NoSamples {
             path: path.to_path_buf(),
-            hint: " (perf.data and prfout are read from files, not standard input)",
+            hint: " (a prfout is read from its file, not standard input)",
         }),
     }
 }
 
 /// The module of a perf DSO name, as the live collector names modules: `kernel` for the
-/// kernel image, the module's name for a kernel module (`[ext4]` at a kernel address),
-/// the file name for user code (`libc.so.6`), and the bracketed name of perf's special
-/// maps (`[vdso]` → `vdso`).
-pub fn module_of_dso(dso: Option<&str>, ip: u64) -> &str {
+/// kernel image (`[kernel.kallsyms]`, or the vmlinux file perf read its symbols from), the
+/// module's name for a kernel module (`[ext4]`, or its `.ko` file: `nf-nat.ko.xz` is
+/// `nf_nat`, as the kernel names it), the file name for user code (`libc.so.6`), and the
+/// bracketed name of perf's special maps (`[vdso]` → `vdso`).
+pub fn module_of_dso(dso: Option<&str>, ip: u64) -> Cow<'_, str> {
     let Some(dso) = dso else {
-        return if is_kernel_address(ip) { "kernel" } else { "user" };
-    };
-    match dso {
-        "[kernel.kallsyms]" | "[kernel.vmlinux]" | "[guest.kernel.kallsyms]" => "kernel",
-        d if d.starts_with('[') && d.ends_with(']') => &d[1..d.len() - 1],
-        d if d.starts_with("[kernel.kallsyms]") => "kernel",
-        d => d.rsplit('/').next().unwrap_or(d),
-    }
-}
-
-/// Whether `ip` is in the upper half of a 64-bit address space, where Linux maps itself
-/// on x86_64 and arm64.
-pub fn is_kernel_address(ip: u64) -> bool {
-    ip >> 63 == 1
-}
-
-/// Per-function, per-CPU sample counts, for inputs whose CPUs are known only once read.
-#[derive(Debug, Default)]
-pub(crate) struct Counts {
-    // Looked up once per sample: foldhash, not SipHash (no untrusted keys to defend against).
-    index: HashMap<String, usize, foldhash::fast::RandomState>,
-    keys: Vec<(String, String)>,
-    // counts[function][slot], slots in order of first appearance of their CPU.
-    counts: Vec<Vec<u64>>,
-    slot_of_cpu: HashMap<u32, usize>,
-    cpus: Vec<CpuTotals>,
-    key: String,
-    samples: u64,
-}
-
-impl Counts {
-    fn slot(&mut self, cpu: u32) -> usize {
-        if let Some(&s) = self.slot_of_cpu.get(&cpu) {
-            return s;
-        }
-        let s = self.cpus.len();
-        self.slot_of_cpu.insert(cpu, s);
-        self.cpus.push(CpuTotals {
-            cpu,
-            samples: 0,
-            lost: 0,
-            throttled: 0,
-            procstat_busy_sec: None,
+        return Cow::Borrowed(if is_kernel_address(ip) {
+            module::KERNEL
+        } else {
+            module::USER
         });
-        s
+    };
+    let file = dso.rsplit('/').next().unwrap_or(dso);
+    Cow::Borrowed(match dso {
+        "[kernel.kallsyms]" | "[kernel.vmlinux]" | "[guest.kernel.kallsyms]" => module::KERNEL,
+        d if d.starts_with('[') && d.ends_with(']') => &d[1..d.len() - 1],
+        d if d.starts_with("[kernel.kallsyms]") => module::KERNEL,
+        _ if is_kernel_address(ip) && file.starts_with("vmlinux") => module::KERNEL,
+        _ if is_kernel_address(ip) => match kernel_module_file(file) {
+            Some(m) if m.contains('-') => return Cow::Owned(m.replace('-', "_")),
+            Some(m) => m,
+            None => file,
+        },
+        _ => file,
+    })
+}
+
+/// The module name of a kernel module's file name: `ext4.ko`, `ext4.ko.xz` → `ext4`.
+fn kernel_module_file(file: &str) -> Option<&str> {
+    [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext))
+        .filter(|m| !m.is_empty())
+}
+
+/// The name of a call-stack frame: the function as the flat profile names it, with the
+/// module where the name alone would merge what differs. An unresolved frame keeps its
+/// DSO (`[unknown] [libjvm.so]`, as the flat profile shows it) and a kernel module's
+/// function its module (`ext4_file_write_iter [ext4]`, as a live run's stacks); user
+/// functions and the core kernel's are their bare names, as `perf script` folds them.
+pub(crate) fn push_frame_name(out: &mut String, module: &str, name: &str, kernel_module: bool) {
+    out.push_str(name);
+    let keep_module = match module {
+        module::KERNEL | module::USER => false,
+        _ => kernel_module || name == UNKNOWN_FUNCTION,
+    };
+    if keep_module {
+        out.push_str(" [");
+        out.push_str(module);
+        out.push(']');
+    }
+}
+
+/// A call chain's frame names in one reused buffer: no allocation per frame.
+#[derive(Default)]
+pub(crate) struct FrameNames {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl FrameNames {
+    pub(crate) fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
     }
 
-    /// Makes sure `cpu` has a column even without samples.
-    pub(crate) fn ensure_cpu(&mut self, cpu: u32) {
-        self.slot(cpu);
+    /// Adds the next frame, named by [`push_frame_name`].
+    pub(crate) fn push(&mut self, module: &str, name: &str, kernel_module: bool) {
+        push_frame_name(&mut self.text, module, name, kernel_module);
+        self.ends.push(self.text.len());
     }
 
-    /// Adds `n` samples of `module`'s `name` on `cpu`.
-    pub(crate) fn add(&mut self, cpu: u32, module: &str, name: &str, n: u64) {
-        let slot = self.slot(cpu);
-        self.key.clear();
-        self.key.push_str(module);
-        self.key.push('\0');
-        self.key.push_str(name);
-        let f = match self.index.get(self.key.as_str()) {
-            Some(&f) => f,
-            None => {
-                let f = self.keys.len();
-                self.index.insert(self.key.clone(), f);
-                self.keys.push((module.to_string(), name.to_string()));
-                self.counts.push(Vec::new());
-                f
+    /// The names, last pushed first.
+    pub(crate) fn rev(&self) -> impl Iterator<Item = &str> {
+        (0..self.ends.len()).rev().map(|k| {
+            let start = if k == 0 { 0 } else { self.ends[k - 1] };
+            &self.text[start..self.ends[k]]
+        })
+    }
+}
+
+/// An event's name without perf's modifiers: `cpu-clock:u` → `cpu-clock`; a tracepoint
+/// keeps its subsystem (`sched:sched_switch`).
+pub(crate) fn bare_event_name(name: &str) -> &str {
+    match name.rsplit_once(':') {
+        Some((bare, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => bare,
+        _ => name,
+    }
+}
+
+/// Which of an input's events to read (an index into `events`, the names in the input's
+/// order): the one `wanted` names, as perf names it with or without its modifiers
+/// (`cpu-clock` finds `cpu-clock:u`), else the first.
+pub(crate) fn choose_event(events: &[&str], wanted: Option<&str>, path: &Path) -> Result<usize, ImportError> {
+    let Some(w) = wanted else { return Ok(0) };
+    events
+        .iter()
+        .position(|n| *n == w)
+        .or_else(|| events.iter().position(|n| bare_event_name(n) == bare_event_name(w)))
+        .ok_or_else(|| ImportError::NoSuchEvent {
+            path: path.to_path_buf(),
+            event: w.to_string(),
+            available: if events.is_empty() {
+                "no event".into()
+            } else {
+                events.join(", ")
+            },
+        })
+}
+
+/// The note that lists the events of an input that were left out: `events` are (name,
+/// samples), `chosen` the one read.
+pub(crate) fn other_events_note(events: &[(&str, u64)], chosen: usize) -> Option<String> {
+    let others: Vec<String> = events
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| k != chosen)
+        .map(|(_, (n, s))| format!("{n} ({s} samples)"))
+        .collect();
+    (!others.is_empty()).then(|| {
+        format!(
+            "{} samples are read; the input also has {}: --event NAME reads another",
+            events[chosen].0,
+            others.join(", ")
+        )
+    })
+}
+
+/// What the samples of an input say about time: the range of their timestamps and the
+/// periods they carry. Every importer derives a profile's period and wall time from it by
+/// one rule ([`SampleTimes::derive`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SampleTimes {
+    first: u64,
+    last: u64,
+    period_sum: u128,
+    with_period: u64,
+    without_period: u64,
+}
+
+impl Default for SampleTimes {
+    fn default() -> Self {
+        SampleTimes {
+            first: u64::MAX,
+            last: 0,
+            period_sum: 0,
+            with_period: 0,
+            without_period: 0,
+        }
+    }
+}
+
+/// What a profile's samples weigh and the wall time they cover.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Basis {
+    /// What the weights count.
+    pub(crate) unit: Unit,
+    /// Every sample weighs this, in `unit`, instead of its own period (none carried one,
+    /// or the user said what a sample stands for); `None`: each weighs its period.
+    pub(crate) weigh_by_count: Option<f64>,
+    pub(crate) wall_sec: f64,
+}
+
+impl SampleTimes {
+    /// Takes one sample's time (ns) and period, when it has them.
+    pub(crate) fn sample(&mut self, time_ns: Option<u64>, period: Option<u64>) {
+        if let Some(t) = time_ns {
+            self.first = self.first.min(t);
+            self.last = self.last.max(t);
+        }
+        match period {
+            Some(p) => {
+                self.period_sum += u128::from(p);
+                self.with_period += 1;
             }
+            None => self.without_period += 1,
+        }
+    }
+
+    /// Adds what `o` saw (a piece of the same input read apart).
+    pub(crate) fn merge(&mut self, o: &SampleTimes) {
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+        self.period_sum += o.period_sum;
+        self.with_period += o.with_period;
+        self.without_period += o.without_period;
+    }
+
+    fn range_sec(&self) -> Option<f64> {
+        (self.first <= self.last).then(|| (self.last - self.first) as f64 * 1e-9)
+    }
+
+    /// What the samples weigh, by one rule for every importer:
+    /// - the user's `override_sec` when given: every sample stands for that much time;
+    /// - the samples' own periods when every sample carries one (perf report's weights),
+    ///   in nanoseconds for the time events `cpu-clock` and `task-clock`, else in the
+    ///   event's own unit;
+    /// - otherwise every sample weighs the same: the `declared` period (the recording's
+    ///   sampling setting, in the event's unit); for a time event without one, the time
+    ///   range x CPUs / samples, or 1 ms without sample times; for other events, one
+    ///   event. Each of these says so in a warning.
+    ///
+    /// The wall time is the time range plus one sample's share of it (the first sample
+    /// stands for the time before it), or samples x period / CPUs without sample times.
+    pub(crate) fn basis(
+        &self,
+        event: &str,
+        override_sec: Option<f64>,
+        declared: Option<f64>,
+        cpus: usize,
+        warnings: &mut Vec<String>,
+    ) -> Basis {
+        let cpus = cpus.max(1) as f64;
+        let samples = (self.with_period + self.without_period).max(1) as f64;
+        let range = self.range_sec();
+        let unit = Unit::of_event(event);
+        let time = unit == Unit::Nanoseconds;
+        let (unit, fixed) = if let Some(s) = override_sec {
+            (Unit::Nanoseconds, Some(s * 1e9))
+        } else if self.without_period == 0 && self.with_period > 0 {
+            (unit, None)
+        } else {
+            if self.with_period > 0 {
+                warnings.push(format!(
+                    "{} of {} samples carry no period: every sample is weighed the same",
+                    self.without_period,
+                    self.with_period + self.without_period
+                ));
+            }
+            let p = match (declared, range.filter(|r| *r > 0.0)) {
+                (Some(d), _) => d,
+                (None, Some(r)) if time => {
+                    warnings.push(format!(
+                        "{event} samples carry no period: one sample is taken as the time range x CPUs / samples"
+                    ));
+                    r * cpus / samples * 1e9
+                }
+                (None, None) if time => {
+                    warnings.push(
+                        "no sample times or periods: one sample is taken as 1 ms unless a period is given".into(),
+                    );
+                    DEFAULT_PERIOD_SEC * 1e9
+                }
+                (None, _) => {
+                    warnings.push(format!(
+                        "{event} samples carry no period: each counts as one event (print the period, e.g. perf script -F +period)"
+                    ));
+                    1.0
+                }
+            };
+            (unit, Some(p))
         };
-        let row = &mut self.counts[f];
-        if row.len() <= slot {
-            row.resize(slot + 1, 0);
-        }
-        row[slot] += n;
-        self.cpus[slot].samples += n;
-        self.samples += n;
-    }
-
-    /// Adds everything `other` counted (a piece of the same input read apart).
-    pub(crate) fn merge(&mut self, other: Counts) {
-        for ((module, name), row) in other.keys.iter().zip(&other.counts) {
-            for (slot, &n) in row.iter().enumerate().filter(|(_, &n)| n > 0) {
-                self.add(other.cpus[slot].cpu, module, name, n);
-            }
-        }
-        for c in &other.cpus {
-            let s = self.slot(c.cpu);
-            self.cpus[s].lost += c.lost;
+        let mean = fixed.unwrap_or(if self.with_period > 0 {
+            self.period_sum as f64 / self.with_period as f64
+        } else {
+            1.0
+        });
+        let wall_sec = match (range, unit) {
+            (Some(r), Unit::Nanoseconds) => r + mean * 1e-9,
+            (Some(r), Unit::Events) => r + r * cpus / samples,
+            (None, Unit::Nanoseconds) => samples * mean * 1e-9 / cpus,
+            (None, Unit::Events) => 0.0,
+        };
+        Basis {
+            unit,
+            weigh_by_count: fixed,
+            wall_sec,
         }
     }
+}
 
-    /// Adds lost samples on `cpu`.
-    pub(crate) fn lost(&mut self, cpu: u32, n: u64) {
-        let s = self.slot(cpu);
-        self.cpus[s].lost += n;
-    }
+/// The period assumed for inputs that carry none (folded stacks; text without times): the
+/// seed's 1 ms.
+pub const DEFAULT_PERIOD_SEC: f64 = 0.001;
 
-    /// Samples added.
-    pub(crate) fn samples(&self) -> u64 {
-        self.samples
-    }
-
-    /// CPUs with a column.
-    pub(crate) fn cpu_count(&self) -> usize {
-        self.cpus.len()
-    }
-
-    /// The profile, CPUs in numeric order, functions by total samples (largest first),
-    /// then by name, as [`crate::collect::profile::ProfileBuilder`] orders them.
-    pub(crate) fn finish(self, meta: ProfileMeta, warnings: Vec<String>) -> Profile {
-        let mut order: Vec<usize> = (0..self.cpus.len()).collect();
-        order.sort_by_key(|&s| self.cpus[s].cpu);
-        let functions = self
-            .keys
-            .into_iter()
-            .zip(self.counts)
-            .map(|((module, name), row)| FunctionSamples {
-                module,
-                name,
-                per_cpu: order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect(),
-            })
-            .collect();
-        let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
-        meta.into_profile(&IdleSet::linux_default(), cpus, functions, warnings)
+impl Basis {
+    /// The profile of `counts`, weighed as this basis says.
+    pub(crate) fn finish(
+        &self,
+        mut counts: ProfileBuilder,
+        test: String,
+        command: Option<String>,
+        event: String,
+        warnings: Vec<String>,
+    ) -> Profile {
+        if let Some(p) = self.weigh_by_count {
+            counts.weigh_by_count(p);
+        }
+        let meta = ProfileMeta {
+            test,
+            command,
+            event,
+            unit: self.unit,
+            period: self.weigh_by_count,
+            wall_sec: self.wall_sec,
+        };
+        counts.finish(meta, &IdleSet::linux_default(), warnings)
     }
 }
 
@@ -451,11 +703,6 @@ pub(crate) fn test_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "stdin".into())
-}
-
-/// Whether an event counts time in nanoseconds per unit of period.
-pub(crate) fn is_time_event(event: &str) -> bool {
-    matches!(event, "cpu-clock" | "task-clock")
 }
 
 #[cfg(test)]
@@ -490,29 +737,75 @@ mod tests {
         assert_eq!(module_of_dso(Some("[vdso]"), 0x7fff0000), "vdso");
         assert_eq!(module_of_dso(None, k), "kernel");
         assert_eq!(module_of_dso(None, 0x400000), "user");
+        // The files perf read the kernel's symbols from, when it found them.
+        assert_eq!(
+            module_of_dso(Some("/usr/lib/debug/boot/vmlinux-6.1.0-28-amd64"), k),
+            "kernel"
+        );
+        assert_eq!(
+            module_of_dso(Some("/lib/modules/6.1.0/kernel/fs/ext4/ext4.ko"), k),
+            "ext4"
+        );
+        assert_eq!(
+            module_of_dso(Some("/lib/modules/6.1.0/kernel/nf-nat.ko.xz"), k),
+            "nf_nat"
+        );
+        // A user file that only looks like one.
+        assert_eq!(module_of_dso(Some("/home/me/vmlinux-tools"), 0x1000), "vmlinux-tools");
     }
 
     #[test]
-    fn counts_keep_cpus_in_order() {
-        let mut c = Counts::default();
-        c.add(3, "kernel", "a", 2);
-        c.add(1, "kernel", "b", 5);
-        c.add(3, "kernel", "b", 1);
-        c.ensure_cpu(0);
-        c.lost(1, 4);
-        let meta = ProfileMeta {
-            test: "t".into(),
-            command: None,
-            event: "cpu-clock".into(),
-            period_sec: 0.001,
-            wall_sec: 1.0,
-        };
-        let p = c.finish(meta, vec![]);
-        assert_eq!(p.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [0, 1, 3]);
-        assert_eq!(p.cpus[1].lost, 4);
-        assert_eq!(p.functions[0].name, "b");
-        assert_eq!(p.functions[0].per_cpu, [0, 5, 1]);
-        assert_eq!(p.functions[1].per_cpu, [0, 0, 2]);
-        assert_eq!(p.cpus[2].samples, 3);
+    fn the_format_is_told_from_whole_lines() {
+        // A folded stack of 2000 frames: its first line is far longer than any buffer.
+        let deep: Vec<String> = (0..2000).map(|i| format!("frame_{i}")).collect();
+        let text = format!("\n{} 7\nb;c 3\n", deep.join(";"));
+        assert!(text.len() > 20_000);
+        let mut input = std::io::BufReader::with_capacity(64, text.as_bytes());
+        let mut head = Vec::new();
+        read_head(&mut input, &mut head).unwrap();
+        assert_eq!(
+            head.len(),
+            text.find("\nb;c").unwrap() + 1,
+            "the first line, whole, and no more"
+        );
+        assert_eq!(InputFormat::detect_bytes(&head), InputFormat::Folded);
+        // What was read is read again: nothing is lost.
+        let mut rest = Vec::new();
+        Cursor::new(head).chain(input).read_to_end(&mut rest).unwrap();
+        assert_eq!(rest, text.as_bytes());
+        // perf.data: the magic alone is read.
+        let mut head = Vec::new();
+        read_head(&mut &b"PERFILE2\x10\0\0\0\0\0\0\0\n"[..], &mut head).unwrap();
+        assert_eq!(head, b"PERFILE2");
+        // Comments and a short input.
+        let mut head = Vec::new();
+        read_head(&mut &b"# c\n#\n a 1 [000] 1.0: 1 cpu-clock:\n"[..], &mut head).unwrap();
+        assert_eq!(InputFormat::detect_bytes(&head), InputFormat::PerfScript);
+        let mut head = Vec::new();
+        read_head(&mut &b"ab"[..], &mut head).unwrap();
+        assert_eq!(head, b"ab");
+    }
+
+    #[test]
+    fn events_are_chosen_by_name_with_or_without_modifiers() {
+        let path = Path::new("r.data");
+        let events = ["cpu-clock:u", "page-faults", "sched:sched_switch"];
+        assert_eq!(choose_event(&events, None, path).unwrap(), 0);
+        assert_eq!(choose_event(&events, Some("cpu-clock"), path).unwrap(), 0);
+        assert_eq!(choose_event(&events, Some("page-faults:u"), path).unwrap(), 1);
+        assert_eq!(choose_event(&events, Some("sched:sched_switch"), path).unwrap(), 2);
+        let e = choose_event(&events, Some("sched"), path).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("no event sched; the input has cpu-clock:u, page-faults"),
+            "{e}"
+        );
+        assert_eq!(bare_event_name("cycles:ppp"), "cycles");
+        assert_eq!(bare_event_name("sched:sched_switch"), "sched:sched_switch");
+        assert_eq!(other_events_note(&[("cpu-clock", 5)], 0), None);
+        assert_eq!(
+            other_events_note(&[("cpu-clock", 5), ("page-faults", 2)], 1).unwrap(),
+            "page-faults samples are read; the input also has cpu-clock (5 samples): --event NAME reads another"
+        );
     }
 }

@@ -1,65 +1,98 @@
-//! `perf.data` → [`Profile`], read with the `linux-perf-data` crate.
+//! `perf.data` → [`Profile`](crate::Profile), read with the `linux-perf-data` crate: files
+//! `perf record` wrote to a file or, in pipe mode (`perf record -o -`), to a stream, with
+//! or without compression (`-z`).
 //!
-//! Kernel PCs are named with [`KernelSymbols`], as in a live run. The symbols are, in
-//! order: `--vmlinux`/`--kallsyms` when given; the kallsyms perf saved in its build-id
-//! cache (`~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, or under `$PERF_BUILDID_DIR`);
-//! this machine's `/proc/kallsyms` when the file's kernel build-id is the running
-//! kernel's (or, without a build-id, its release is). User PCs are named from the ELF file
-//! behind their mapping (perf's build-id cache, a separate debug file, or the file itself
-//! when it is the recorded build), under the DSO's file name as module; `[unknown]` when
-//! no file or symbol is found.
+//! Kernel PCs are named with [`KernelSymbols`], as in a live run, loaded when the first
+//! kernel address needs them (a recording of user space alone needs none). The symbols
+//! are, in order: `--vmlinux`/`--kallsyms` when given; the kallsyms perf saved in its
+//! build-id cache (`~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, or under
+//! `$PERF_BUILDID_DIR`); this machine's `/proc/kallsyms` when the file's kernel build-id
+//! is the running kernel's (or, without a build-id, its release is). A kallsyms of
+//! another boot is moved to where the recording's `[kernel.kallsyms]_text` mapping put
+//! the kernel, as perf does. User PCs are named from the ELF file behind their mapping
+//! (perf's build-id cache, a separate debug file, or the file itself when it is the
+//! recorded build), under the DSO's file name as module; `[unknown]` when no file or
+//! symbol is found.
 
 use super::{
-    is_kernel_address, is_time_event, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector,
+    bare_event_name, choose_event, other_events_note, push_frame_name, test_name, ImportError, ImportOptions, Imported,
+    SampleTimes, StackCollector,
 };
-use crate::collect::profile::ProfileMeta;
-use crate::collect::stacks::{context_mode, PERF_CONTEXT_MAX};
-use crate::collect::symbols::{running_kernel_build_id, ElfSymbols, KernelSymbols, RangeNames};
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SamplingPolicy};
-use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
+use crate::host::running_kernel_build_id;
+use crate::model::builder::{sample_function, KernelResolver};
+use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
+use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
+use crate::model::ProfileBuilder;
+use crate::symbols::{buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, UserSymbols, UserSymbolsMissing};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawDataU64, SampleRecord, SamplingPolicy,
+    SoftwareCounterType,
+};
+use linux_perf_data::{AttributeDescription, DsoKey, PerfFileReader, PerfFileRecord};
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::io::{BufRead, Cursor, Read};
 use std::path::{Path, PathBuf};
-use upcmp_parsers::samples::Mode;
+use std::rc::Rc;
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+/// What the kernel's symbols are looked up by: the recording and its kernel.
+struct KernelSource<'o> {
+    path: PathBuf,
+    opts: &'o ImportOptions,
+    build_id: Option<Vec<u8>>,
+    release: Option<String>,
 }
 
-/// perf's build-id cache directory.
-fn buildid_dir() -> Option<PathBuf> {
-    std::env::var_os("PERF_BUILDID_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")))
-}
-
+/// The kernel's symbols for `src`, moved to where the recording put the kernel (`text`:
+/// the symbol perf's `[kernel.kallsyms]_text` mapping names and its address then), and
+/// notes on where they came from.
 fn kernel_symbols(
-    path: &Path,
-    opts: &ImportOptions,
-    build_id: Option<&[u8]>,
-    release: Option<&str>,
-) -> Result<(KernelSymbols, Option<String>), ImportError> {
-    let kallsyms = |p: &Path| KernelSymbols::from_kallsyms_file(p);
-    let with_vmlinux = |k: KernelSymbols| -> Result<KernelSymbols, ImportError> {
-        match &opts.vmlinux {
-            // The recording's build-id, not the running kernel's, is what the ELF must match.
-            Some(v) => Ok(KernelSymbols::from_vmlinux(v, &k, build_id, false)?),
-            None => Ok(k),
+    src: &KernelSource<'_>,
+    text: Option<(&str, u64)>,
+) -> Result<(KernelSymbols, Vec<String>), ImportError> {
+    let (kallsyms, note) = kallsyms_of(src)?;
+    let mut k = KernelSymbols::from_kallsyms_file(&kallsyms)?;
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if let Some((name, at)) = text {
+        match k.relocate(name, at) {
+            Some(0) => {}
+            Some(shift) => notes.push(format!(
+                "the recording found the kernel {} bytes from where {} lists it (another boot): its \
+                 core-kernel symbols are moved by that, as perf moves them; kernel modules' are not",
+                signed_hex(shift),
+                kallsyms.display()
+            )),
+            None => notes.push(format!(
+                "{} has no {name} symbol to place the kernel by: its addresses are taken as recorded",
+                kallsyms.display()
+            )),
         }
+    }
+    let k = match &src.opts.vmlinux {
+        // The recording's build-id, not the running kernel's, is what the ELF must match.
+        Some(v) => KernelSymbols::from_vmlinux(v, &k, src.build_id.as_deref(), false)?,
+        None => k,
     };
-    if let Some(k) = &opts.kallsyms {
-        return Ok((with_vmlinux(kallsyms(k)?)?, None));
+    Ok((k, notes))
+}
+
+/// Which kallsyms names the recording's kernel, and a note when the choice is a guess.
+fn kallsyms_of(src: &KernelSource<'_>) -> Result<(PathBuf, Option<String>), ImportError> {
+    let (path, build_id, release) = (src.path.as_path(), src.build_id.as_deref(), src.release.as_deref());
+    if let Some(k) = &src.opts.kallsyms {
+        return Ok((k.clone(), None));
     }
     if let (Some(id), Some(dir)) = (build_id, buildid_dir()) {
         let cached = dir.join("[kernel.kallsyms]").join(hex(id)).join("kallsyms");
         if cached.is_file() {
-            return Ok((with_vmlinux(kallsyms(&cached)?)?, None));
+            return Ok((cached, None));
         }
     }
     let running = running_kernel_build_id();
     let this_release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
-    let proc = Path::new("/proc/kallsyms");
+    let proc = PathBuf::from("/proc/kallsyms");
     match (build_id, running.as_deref()) {
-        (Some(id), Some(r)) if id == r => Ok((with_vmlinux(kallsyms(proc)?)?, None)),
+        (Some(id), Some(r)) if id == r => Ok((proc, None)),
         (Some(id), _) => Err(ImportError::NoKernelSymbols {
             path: path.to_path_buf(),
             why: format!(
@@ -69,7 +102,7 @@ fn kernel_symbols(
             ),
         }),
         (None, _) if release.is_some() && release.map(str::trim) == this_release.as_deref().map(str::trim) => Ok((
-            with_vmlinux(kallsyms(proc)?)?,
+            proc,
             Some(
                 "the recording names no kernel build-id; /proc/kallsyms of this machine (same release) is used".into(),
             ),
@@ -78,6 +111,23 @@ fn kernel_symbols(
             path: path.to_path_buf(),
             why: "the recording names neither a kernel build-id nor this machine's kernel release".into(),
         }),
+    }
+}
+
+/// An address difference taken modulo 2^64, as a signed hexadecimal number: `-0x4000000`.
+fn signed_hex(d: u64) -> String {
+    match d as i64 {
+        n if n < 0 => format!("-{:#x}", n.unsigned_abs()),
+        n => format!("{n:#x}"),
+    }
+}
+
+/// No kernel symbols: what a recording without kernel samples is read with.
+struct NoKernel;
+
+impl KernelResolver for NoKernel {
+    fn resolve_kernel(&self, _pc: u64) -> Option<(&str, Option<&str>)> {
+        None
     }
 }
 
@@ -93,33 +143,6 @@ fn mode_of(m: CpuMode) -> Mode {
     }
 }
 
-/// A call chain's frame names in one reused buffer: no allocation per frame.
-#[derive(Default)]
-struct Names {
-    text: String,
-    ends: Vec<usize>,
-}
-
-impl Names {
-    fn clear(&mut self) {
-        self.text.clear();
-        self.ends.clear();
-    }
-
-    fn push(&mut self, name: &str) {
-        self.text.push_str(name);
-        self.ends.push(self.text.len());
-    }
-
-    /// The names, last pushed first.
-    fn rev(&self) -> impl Iterator<Item = &str> {
-        (0..self.ends.len()).rev().map(|k| {
-            let start = if k == 0 { 0 } else { self.ends[k - 1] };
-            &self.text[start..self.ends[k]]
-        })
-    }
-}
-
 /// One mapped file: its name as a module, and its symbols once a sample needs them.
 struct Dso {
     path: Vec<u8>,
@@ -129,41 +152,22 @@ struct Dso {
     symbols: Option<Result<UserSymbols, UserSymbolsMissing>>,
 }
 
-/// Where a DSO's function names come from.
-enum UserSymbols {
-    /// An ELF file, looked up by file offset.
-    Elf(Box<ElfSymbols>),
-    /// A JIT's `/tmp/perf-PID.map`, looked up by address.
-    PerfMap(RangeNames),
-}
-
 /// Whether a mapping is anonymous memory, where a JIT puts its code (perf's
 /// `is_anon_memory`).
 fn is_anon(path: &[u8]) -> bool {
     path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage")
 }
 
-/// A JIT's symbol map (`/tmp/perf-PID.map`): every line that parses; `None` without one.
-fn load_perf_map(path: &Path) -> Option<RangeNames> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let name = path.display().to_string();
-    let map = upcmp_parsers::perf_map::read(&text, &name);
-    Some(RangeNames::new(
-        map.entries
-            .into_iter()
-            .map(|e| (e.start, e.start.saturating_add(e.size), e.name.to_string()))
-            .collect(),
-    ))
+/// A place in a DSO: its index and the offset (or address) its symbols are looked up by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Place {
+    dso: usize,
+    at: u64,
 }
 
-/// Why a DSO's user samples stay `[unknown]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum UserSymbolsMissing {
-    /// No file: neither in perf's build-id cache nor at its path.
-    NoFile,
-    /// The file at its path is another build than the one recorded.
-    OtherBuild,
-}
+/// A map with a fast hasher, for the per-sample caches (no untrusted keys to defend
+/// against).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The processes' executable mappings and the files behind them.
 #[derive(Default)]
@@ -226,6 +230,11 @@ impl Maps {
         maps.insert(start, (end, pgoff, i));
     }
 
+    /// A process exited: its mappings go.
+    fn exit(&mut self, pid: i32) {
+        self.by_pid.remove(&pid);
+    }
+
     /// A forked process starts with its parent's mappings.
     fn fork(&mut self, parent: i32, child: i32) {
         if parent != child && !self.by_pid.contains_key(&child) {
@@ -235,9 +244,11 @@ impl Maps {
         }
     }
 
-    /// The module and function of a user address of `pid`: `[unknown]` when no symbol
-    /// covers it; `None` when no mapping does.
-    fn resolve(&mut self, pid: i32, ip: u64) -> Option<(&str, &str)> {
+    /// Where a user address of `pid` is: its DSO and what names it there (the offset in
+    /// the file for an ELF file, the address itself for a JIT's perf map), loading the
+    /// DSO's symbols the first time; `None` when no mapping covers it. Equal places have
+    /// equal names, so an importer names each place once.
+    fn locate(&mut self, pid: i32, ip: u64) -> Option<Place> {
         let (&start, &(end, pgoff, i)) = self.by_pid.get(&pid)?.range(..=ip).next_back()?;
         if ip >= end {
             return None;
@@ -246,10 +257,21 @@ impl Maps {
         let symbols = dso
             .symbols
             .get_or_insert_with(|| load_user_symbols(&dso.path, dso.build_id.as_deref()));
-        let found = match symbols {
-            Ok(UserSymbols::Elf(syms)) => syms.resolve_offset(ip - start + pgoff),
-            Ok(UserSymbols::PerfMap(names)) => names.lookup(ip),
-            Err(_) => None,
+        let at = match symbols {
+            Ok(UserSymbols::PerfMap(_)) => ip,
+            _ => ip - start + pgoff,
+        };
+        Some(Place { dso: i, at })
+    }
+
+    /// The module and function at `place` (from [`locate`](Self::locate)): `[unknown]`
+    /// when no symbol covers it.
+    fn name(&mut self, place: Place) -> (&str, &str) {
+        let dso = &self.dsos[place.dso];
+        let found = match &dso.symbols {
+            Some(Ok(UserSymbols::Elf(syms))) => syms.resolve_offset(place.at),
+            Some(Ok(UserSymbols::PerfMap(names))) => names.lookup(place.at),
+            _ => None,
         };
         let name = match found {
             Some(raw) => {
@@ -259,9 +281,9 @@ impl Maps {
                 }
                 self.demangled[raw].as_str()
             }
-            None => "[unknown]",
+            None => UNKNOWN_FUNCTION,
         };
-        Some((dso.module.as_str(), name))
+        (dso.module.as_str(), name)
     }
 
     /// DSOs that had samples but no symbols, by reason.
@@ -278,103 +300,18 @@ impl Maps {
     }
 }
 
-/// A user DSO's symbols: a JIT's perf map, or an ELF file's.
-fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<UserSymbols, UserSymbolsMissing> {
-    use std::os::unix::ffi::OsStrExt;
-    let local = Path::new(std::ffi::OsStr::from_bytes(path));
-    if path.starts_with(b"/tmp/perf-") && path.ends_with(b".map") {
-        return load_perf_map(local)
-            .map(UserSymbols::PerfMap)
-            .ok_or(UserSymbolsMissing::NoFile);
-    }
-    load_elf_symbols(local, build_id).map(|s| UserSymbols::Elf(Box::new(s)))
-}
-
-/// An ELF DSO's symbols, from the first of these files that has a `.symtab` (else the
-/// first with a `.dynsym`), as perf chooses: the separate debug file
-/// (`/usr/lib/debug/.build-id/ab/cdef….debug`), perf's build-id cache
-/// (`~/.debug/.build-id/ab/cdef…/elf`), the file at its path. A file whose build-id is not
-/// the recorded one is never used.
-fn load_elf_symbols(local: &Path, build_id: Option<&[u8]>) -> Result<ElfSymbols, UserSymbolsMissing> {
-    let build_id = build_id.filter(|id| !id.is_empty());
-    let mut candidates = Vec::new();
-    if let Some(id) = build_id {
-        let h = hex(id);
-        candidates.push(PathBuf::from(format!(
-            "/usr/lib/debug/.build-id/{}/{}.debug",
-            &h[..2],
-            &h[2..]
-        )));
-        if let Some(d) = buildid_dir() {
-            candidates.push(d.join(".build-id").join(&h[..2]).join(&h[2..]).join("elf"));
-        }
-    }
-    if local.is_absolute() {
-        candidates.push(local.to_path_buf());
-    }
-    let mut why = UserSymbolsMissing::NoFile;
-    let mut found: Vec<ElfSymbols> = Vec::new();
-    let full = |s: &ElfSymbols| s.from_symtab() && !s.is_empty();
-    for p in candidates {
-        let Ok(syms) = ElfSymbols::from_file(&p) else {
-            continue;
-        };
-        match (build_id, syms.build_id()) {
-            (Some(want), Some(have)) if want != have => why = UserSymbolsMissing::OtherBuild,
-            _ => found.push(syms),
-        }
-        // Enough once there is a .symtab and a file that holds the code.
-        if found.iter().any(full) && found.iter().any(ElfSymbols::maps_code) {
-            break;
-        }
-    }
-    let best = found
-        .iter()
-        .position(full)
-        .or_else(|| found.iter().position(|s| !s.is_empty()))
-        .ok_or(why)?;
-    let mut syms = found.swap_remove(best);
-    if !syms.maps_code() {
-        let code = found.iter().find(|s| s.maps_code()).ok_or(why)?;
-        syms.use_segments_of(code);
-    }
-    Ok(syms)
-}
-
-/// A symbol name as perf prints it: C++ and Rust names demangled, without parameters and
-/// without Rust's hash.
-fn demangle(name: &str) -> Option<String> {
-    // LLVM's `.llvm.NNNN` suffix on local copies is not part of the mangled name.
-    let base = name.find(".llvm.").map_or(name, |at| &name[..at]);
-    if base.starts_with("_R") || (base.starts_with("_ZN") && is_legacy_rust(base)) {
-        let d = rustc_demangle::try_demangle(base).ok()?;
-        return Some(format!("{d:#}"));
-    }
-    if base.starts_with("_Z") {
-        let sym = cpp_demangle::Symbol::new(base).ok()?;
-        let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
-        // An empty template parameter pack prints as `, >`; perf prints `>`.
-        return sym.demangle(&opts).ok().map(|d| d.replace(", >", ">"));
-    }
-    None
-}
-
-/// A legacy Rust name ends in a 16-digit hash component: `…17h0123456789abcdefE`.
-fn is_legacy_rust(name: &str) -> bool {
-    name.strip_suffix('E')
-        .and_then(|n| n.get(n.len().saturating_sub(19)..))
-        .and_then(|h| h.strip_prefix("17h"))
-        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ {
+/// The error of the perf.data reader; `stops_at` says where the input ends, for one cut
+/// short.
+fn perf_err<'p>(
+    path: &'p Path,
+    stops_at: impl Fn() -> Option<u64> + 'p,
+) -> impl Fn(linux_perf_data::Error) -> ImportError + 'p {
     move |e| {
         let cut_short =
             matches!(&e, linux_perf_data::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof);
-        let reason = match std::fs::metadata(path) {
-            Ok(m) if cut_short => format!(
-                "it stops at byte {} in the middle of a header or record (truncated? perf record still running?)",
-                m.len()
+        let reason = match stops_at() {
+            Some(at) if cut_short => format!(
+                "it stops at byte {at} in the middle of a header or record (truncated? perf record still running?)"
             ),
             _ => e.to_string(),
         };
@@ -385,233 +322,657 @@ fn perf_err(path: &Path) -> impl Fn(linux_perf_data::Error) -> ImportError + '_ 
     }
 }
 
-/// Reads a perf.data file.
-pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let file = std::fs::File::open(path).map_err(ImportError::io(path))?;
-    let reader = std::io::BufReader::with_capacity(1 << 16, file);
-    let PerfFileReader {
-        mut perf_file,
-        mut record_iter,
-    } = PerfFileReader::parse_file(reader).map_err(perf_err(path))?;
+/// One sampling event of a recording.
+struct Event {
+    /// Its index among the file's attributes.
+    index: usize,
+    /// As perf names it, modifiers included (`cpu-clock:u`).
+    name: String,
+    /// The fixed period its attribute declares, in the event's unit.
+    declared_period: Option<f64>,
+}
 
-    // One event per profile: the first that samples (perf adds `dummy` events for
-    // side-band records).
-    let attrs = perf_file.event_attributes();
-    let Some(event_index) = attrs.iter().position(|a| {
-        !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling)
-            && a.name() != Some("dummy:u")
-            && a.name() != Some("dummy")
-    }) else {
+/// What the recording's header says: the events profiled and where they ran.
+struct Header {
+    /// The sampling events, in the file's order (perf's `dummy` side-band events left out).
+    events: Vec<Event>,
+    /// The one read (into `events`).
+    chosen: usize,
+    kernel_build_id: Option<Vec<u8>>,
+    release: Option<String>,
+    cmdline: Option<String>,
+    online_cpus: Option<u32>,
+}
+
+/// An event's name as perf prints it; for a file that names none, the name of its type.
+fn event_name(a: &AttributeDescription) -> String {
+    if let Some(n) = a.name() {
+        return n.to_string();
+    }
+    use HardwareEventId as H;
+    use SoftwareCounterType as S;
+    let known = match a.attributes().type_ {
+        PerfEventType::Hardware(id, _) => match id {
+            H::CpuCycles => "cycles",
+            H::Instructions => "instructions",
+            H::CacheReferences => "cache-references",
+            H::CacheMisses => "cache-misses",
+            H::BranchInstructions => "branches",
+            H::BranchMisses => "branch-misses",
+            H::BusCycles => "bus-cycles",
+            H::StalledCyclesFrontend => "stalled-cycles-frontend",
+            H::StalledCyclesBackend => "stalled-cycles-backend",
+            H::RefCpuCycles => "ref-cycles",
+            _ => "unnamed-event",
+        },
+        PerfEventType::Software(t) => match t {
+            S::CpuClock => "cpu-clock",
+            S::TaskClock => "task-clock",
+            S::PageFaults => "page-faults",
+            S::ContextSwitches => "context-switches",
+            S::CpuMigrations => "cpu-migrations",
+            S::PageFaultsMin => "minor-faults",
+            S::PageFaultsMaj => "major-faults",
+            S::AlignmentFaults => "alignment-faults",
+            S::EmulationFaults => "emulation-faults",
+            S::Dummy => "dummy",
+            S::BpfOutput => "bpf-output",
+            S::CgroupSwitches => "cgroup-switches",
+            _ => "unnamed-event",
+        },
+        _ => "unnamed-event",
+    };
+    known.to_string()
+}
+
+fn read_header(
+    path: &Path,
+    perf_file: &linux_perf_data::PerfFile,
+    opts: &ImportOptions,
+) -> Result<Header, ImportError> {
+    let err = perf_err(path, || None);
+    let events: Vec<Event> = perf_file
+        .event_attributes()
+        .iter()
+        .enumerate()
+        .map(|(index, a)| (index, a, event_name(a)))
+        .filter(|(_, a, name)| {
+            !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling) && bare_event_name(name) != "dummy"
+        })
+        .map(|(index, a, name)| Event {
+            index,
+            name,
+            // A fixed period is what every sample weighs; a frequency says nothing of that.
+            declared_period: match a.attributes().sampling_policy {
+                SamplingPolicy::Period(n) => Some(n.get() as f64),
+                _ => None,
+            },
+        })
+        .collect();
+    if events.is_empty() {
         return Err(ImportError::NoSamples {
             path: path.to_path_buf(),
             hint: " (the recording has no sampling event)",
         });
-    };
-    let event = attrs[event_index]
-        .name()
-        .map(|n| n.split(':').next().unwrap_or(n).to_string())
-        .unwrap_or_else(|| "cpu-clock".into());
-    let policy = attrs[event_index].attributes().sampling_policy;
-    let other_events = attrs.len() > 1;
-
-    let build_ids = perf_file.build_ids().map_err(perf_err(path))?;
-    let kernel_id = build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone());
-    let release = perf_file.os_release().map_err(perf_err(path))?.map(str::to_string);
-    let cmdline = perf_file.cmdline().map_err(perf_err(path))?.map(|c| c.join(" "));
-    let online = perf_file.nr_cpus().map_err(perf_err(path))?.map(|n| n.nr_cpus_online);
-    let (symbols, symbols_note) = kernel_symbols(path, opts, kernel_id.as_deref(), release.as_deref())?;
-
-    let mut counts = Counts::default();
-    for c in 0..online.unwrap_or(0) {
-        counts.ensure_cpu(c);
     }
-    let mut maps = Maps::default();
-    for (key, info) in &build_ids {
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    let chosen = choose_event(&names, opts.event.as_deref(), path)?;
+    let build_ids = perf_file.build_ids().map_err(&err)?;
+    Ok(Header {
+        events,
+        chosen,
+        kernel_build_id: build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone()),
+        release: perf_file.os_release().map_err(&err)?.map(str::to_string),
+        cmdline: perf_file.cmdline().map_err(&err)?.map(|c| c.join(" ")),
+        online_cpus: perf_file.nr_cpus().map_err(&err)?.map(|n| n.nr_cpus_online),
+    })
+}
+
+/// What reading the records builds.
+struct Reader<'o> {
+    event_index: usize,
+    kernel_source: KernelSource<'o>,
+    /// Loaded when the first kernel address needs them.
+    kernel: Option<KernelSymbols>,
+    kernel_notes: Vec<String>,
+    /// perf's `[kernel.kallsyms]_text` mapping: the symbol it names and where the kernel
+    /// had it.
+    kernel_text: Option<(String, u64)>,
+    /// Kernel-mode samples, and those a kernel symbol covers.
+    kernel_samples: u64,
+    kernel_named: u64,
+    maps: Maps,
+    profile: ProfileBuilder,
+    stacks: StackCollector,
+    /// Thread id → command, for the stacks' root frame.
+    comms: HashMap<i32, String>,
+    /// The function of each kernel address seen, and whether a symbol named it.
+    kernel_functions: FastMap<u64, (usize, bool)>,
+    /// The function of each user place seen.
+    user_functions: FastMap<Place, usize>,
+    /// The stack frame of each kernel address, user place and thread seen.
+    kernel_frames: FastMap<u64, u32>,
+    user_frames: FastMap<Place, u32>,
+    comm_frames: FastMap<i32, u32>,
+    /// A call chain's frames, leaf first, and a frame's name being made.
+    frame_ids: Vec<u32>,
+    frame_name: String,
+    times: SampleTimes,
+    user_unmapped: u64,
+    /// Samples per attribute index.
+    samples_by_attr: Vec<u64>,
+}
+
+impl Reader<'_> {
+    fn record(
+        &mut self,
+        attr_index: usize,
+        record: EventRecord<'_>,
+        cpu_of_record: impl FnOnce() -> Option<u32>,
+    ) -> Result<(), ImportError> {
+        match record {
+            EventRecord::Sample(s) => {
+                if let Some(n) = self.samples_by_attr.get_mut(attr_index) {
+                    *n += 1;
+                }
+                if attr_index == self.event_index {
+                    self.sample(&s)?;
+                }
+            }
+            EventRecord::Comm(c) => {
+                self.comms
+                    .insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
+                self.comm_frames.remove(&c.tid);
+            }
+            EventRecord::Fork(f) => {
+                self.maps.fork(f.ppid, f.pid);
+                self.comm_frames.remove(&f.tid);
+                // A new thread or process has its parent's command until it sets its own.
+                if let Some(c) = self.comms.get(&f.ptid).cloned() {
+                    self.comms.entry(f.tid).or_insert(c);
+                }
+            }
+            // A process that exited has no mappings: its pid may be given to another one,
+            // which starts with its own parent's (as perf replaces the thread).
+            EventRecord::Exit(e) if e.pid == e.tid => self.maps.exit(e.pid),
+            // `[kernel.kallsyms]_text`, at the address `_text` had: where the kernel was.
+            EventRecord::Mmap(m) if m.page_offset != 0 && m.path.as_slice().starts_with(b"[kernel.kallsyms]") => {
+                let path = m.path.as_slice();
+                let name = String::from_utf8_lossy(&path["[kernel.kallsyms]".len()..]).into_owned();
+                if !name.is_empty() {
+                    self.kernel_text = Some((name, m.page_offset));
+                }
+            }
+            EventRecord::Mmap(m) if m.is_executable => {
+                self.maps
+                    .add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), None)
+            }
+            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
+                let id = match &m.file_id {
+                    Mmap2FileId::BuildId(id) => Some(id.clone()),
+                    Mmap2FileId::InodeAndVersion(_) => None,
+                };
+                self.maps
+                    .add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), id)
+            }
+            EventRecord::Lost(l) => self.profile.lost(cpu_of_record().unwrap_or(0), l.count),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Loads the kernel's symbols, once.
+    fn load_kernel(&mut self) -> Result<(), ImportError> {
+        if self.kernel.is_none() {
+            let text = self.kernel_text.as_ref().map(|(n, a)| (n.as_str(), *a));
+            let (k, notes) = kernel_symbols(&self.kernel_source, text)?;
+            self.kernel = Some(k);
+            self.kernel_notes = notes;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, s: &SampleRecord<'_>) -> Result<(), ImportError> {
+        let cpu = s.cpu.unwrap_or(0);
+        self.times.sample(s.timestamp, s.period);
+        // Without its own period a sample weighs one here; the basis reweighs them all.
+        let period = s.period.unwrap_or(1);
+        let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
+        let chain = s.callchain.as_ref().filter(|_| self.stacks.wanted());
+        let kernel_frames = chain.is_some_and(|c| (0..c.len()).any(|k| c.get(k) == Some(PERF_CONTEXT_KERNEL)));
+        if mode == Mode::Kernel || kernel_frames {
+            self.load_kernel()?;
+        }
+        if let Some(chain) = chain {
+            self.chain(chain, mode, pid, s.tid.unwrap_or(-1), period);
+        }
+        // Each distinct kernel address and user place is named once (by the rule of
+        // ProfileBuilder::add_sample), then counted by its function's index.
+        let f = match mode {
+            Mode::Kernel => {
+                self.kernel_samples += 1;
+                let (f, named) = match self.kernel_functions.get(&ip) {
+                    Some(&hit) => hit,
+                    None => {
+                        let kernel: &dyn KernelResolver = match &self.kernel {
+                            Some(k) => k,
+                            None => &NoKernel,
+                        };
+                        let named = kernel.resolve_kernel(ip).is_some();
+                        let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
+                        let f = self.profile.function(m, name);
+                        self.kernel_functions.insert(ip, (f, named));
+                        (f, named)
+                    }
+                };
+                self.kernel_named += u64::from(named);
+                f
+            }
+            Mode::User => match self.maps.locate(pid, ip) {
+                Some(place) => match self.user_functions.get(&place) {
+                    Some(&f) => f,
+                    None => {
+                        let (m, name) = self.maps.name(place);
+                        let f = self.profile.function(m, name);
+                        self.user_functions.insert(place, f);
+                        f
+                    }
+                },
+                None => {
+                    self.user_unmapped += 1;
+                    self.profile.function(module::UNKNOWN, UNKNOWN_FUNCTION)
+                }
+            },
+            _ => {
+                let (m, name) = sample_function(mode, ip, &NoKernel, (module::USER, UNKNOWN_FUNCTION));
+                self.profile.function(m, name)
+            }
+        };
+        let p = period as f64;
+        self.profile.add_to(cpu, f, 1, period, p * p);
+        Ok(())
+    }
+
+    /// Counts the call chain of a sample, each distinct address (user place) named once.
+    fn chain(&mut self, chain: &RawDataU64<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
+        self.frame_ids.clear();
+        for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
+            if addr >= PERF_CONTEXT_MAX {
+                mode = context_mode(addr, mode);
+                continue;
+            }
+            let name = &mut self.frame_name;
+            let id = match mode {
+                Mode::Kernel => match self.kernel_frames.get(&addr) {
+                    Some(&id) => id,
+                    None => {
+                        name.clear();
+                        match self.kernel.as_ref().and_then(|k| k.resolve(addr)) {
+                            Some((n, Some(m))) => push_frame_name(name, m, n, true),
+                            Some((n, None)) => push_frame_name(name, module::KERNEL, n, false),
+                            None => push_frame_name(name, module::KERNEL, UNKNOWN_FUNCTION, false),
+                        }
+                        let id = self.stacks.intern(name);
+                        self.kernel_frames.insert(addr, id);
+                        id
+                    }
+                },
+                Mode::User => match self.maps.locate(pid, addr) {
+                    Some(place) => match self.user_frames.get(&place) {
+                        Some(&id) => id,
+                        None => {
+                            name.clear();
+                            let (m, n) = self.maps.name(place);
+                            push_frame_name(name, m, n, false);
+                            let id = self.stacks.intern(name);
+                            self.user_frames.insert(place, id);
+                            id
+                        }
+                    },
+                    None => {
+                        name.clear();
+                        push_frame_name(name, module::UNKNOWN, UNKNOWN_FUNCTION, false);
+                        self.stacks.intern(name)
+                    }
+                },
+                Mode::Hypervisor | Mode::GuestKernel | Mode::GuestUser | Mode::Unknown => {
+                    let (m, n) = match mode {
+                        Mode::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
+                        Mode::Unknown => (module::USER, UNKNOWN_MODE_FUNCTION),
+                        _ => (module::GUEST, GUEST_FUNCTION),
+                    };
+                    name.clear();
+                    push_frame_name(name, m, n, false);
+                    self.stacks.intern(name)
+                }
+            };
+            self.frame_ids.push(id);
+        }
+        let root = match self.comm_frames.get(&tid) {
+            Some(&id) => id,
+            None => {
+                let comm = self.comms.get(&tid).map(String::as_str).unwrap_or(UNKNOWN_FUNCTION);
+                let id = self.stacks.intern(comm);
+                self.comm_frames.insert(tid, id);
+                id
+            }
+        };
+        self.stacks.add_ids(root, &self.frame_ids, 1, period);
+    }
+
+    /// The warnings the reading leaves: symbols not found, samples left out.
+    fn warnings(&self, h: &Header) -> Vec<String> {
+        let mut warnings = self.kernel_notes.clone();
+        if let (Some(k), true) = (&self.kernel, self.kernel_samples > 0 && self.kernel_named == 0) {
+            warnings.push(format!(
+                "none of the {} kernel samples falls in a function of {}: these are not the recorded kernel's \
+                 symbols (pass that kernel's kallsyms with --kallsyms)",
+                self.kernel_samples,
+                k.describe()
+            ));
+        }
+        let other_build = self.maps.missing(UserSymbolsMissing::OtherBuild);
+        if !other_build.is_empty() {
+            warnings.push(format!(
+                "user functions of {} are [unknown]: the file there is another build than the one recorded, \
+                 and perf's build-id cache has no copy (record without --no-buildid-cache, or run perf buildid-cache --add)",
+                other_build.join(", ")
+            ));
+        }
+        if self.user_unmapped > 0 {
+            warnings.push(format!(
+                "{} user samples fell outside every recorded mapping: counted as [unknown] [unknown]",
+                self.user_unmapped
+            ));
+        }
+        let events: Vec<(&str, u64)> = h
+            .events
+            .iter()
+            .map(|e| (e.name.as_str(), self.samples_by_attr.get(e.index).copied().unwrap_or(0)))
+            .collect();
+        warnings.extend(other_events_note(&events, h.chosen));
+        warnings
+    }
+}
+
+/// `PROT_EXEC`: an executable mapping.
+const PROT_EXEC: u32 = 4;
+
+/// The size of pipe mode's header (magic and size), which a file's header is larger than.
+const PIPE_HEADER_SIZE: u64 = 16;
+
+/// The header size a perf.data magic is followed by, in the magic's byte order.
+fn header_size(head: &[u8]) -> Option<u64> {
+    let size: [u8; 8] = head.get(8..16)?.try_into().ok()?;
+    match head.get(..8)? {
+        b"PERFILE2" => Some(u64::from_le_bytes(size)),
+        b"2ELIFREP" => Some(u64::from_be_bytes(size)),
+        _ => None,
+    }
+}
+
+/// Reads a perf.data file, written to a file or in pipe mode.
+pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    // A regular file, its sizes and counts checked against its length (pipe mode too),
+    // then read with any panic of the reader made an error.
+    let file = super::perf_header::open_checked(path)?;
+    super::perf_header::contained(path, || read_checked(path, file, opts))
+}
+
+fn read_checked(path: &Path, file: std::fs::File, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let len = file.metadata().map(|m| m.len()).ok();
+    let mut input = std::io::BufReader::with_capacity(1 << 16, file);
+    let head = input.fill_buf().map_err(ImportError::io(path))?;
+    if header_size(head) == Some(PIPE_HEADER_SIZE) {
+        return read_pipe(input, path, opts);
+    }
+    let reader = PerfFileReader::parse_file(input).map_err(perf_err(path, || len))?;
+    read_records(reader, path, opts, || len, None)
+}
+
+/// Reads a perf.data stream in pipe mode (`perf record -o -`) from `input`, front to back.
+pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let mut head = Vec::with_capacity(PIPE_HEADER_SIZE as usize);
+    (&mut input)
+        .take(PIPE_HEADER_SIZE)
+        .read_to_end(&mut head)
+        .map_err(ImportError::io(path))?;
+    match header_size(&head) {
+        Some(PIPE_HEADER_SIZE) => {}
+        Some(_) => {
+            return Err(ImportError::PerfData {
+                path: path.to_path_buf(),
+                reason: "it is written as a file (perf record -o FILE), which is read from its path, not from a \
+                         stream; perf record -o - writes a stream"
+                    .into(),
+            })
+        }
+        None => {
+            return Err(ImportError::PerfData {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "it stops at byte {} in the middle of its header (truncated?)",
+                    head.len()
+                ),
+            })
+        }
+    }
+    let big_endian = head.starts_with(b"2ELIFREP");
+    let state = Rc::new(Cell::new(Framing::new(PIPE_HEADER_SIZE, big_endian)));
+    let framed = Framed {
+        inner: Cursor::new(head).chain(input),
+        state: Rc::clone(&state),
+        check: super::perf_header::StreamCheck::new(big_endian),
+    };
+    let at = || Some(state.get().pos);
+    let reader = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
+    read_records(reader, path, opts, at, Some(&*state))
+}
+
+/// Where a pipe-mode stream's records begin and end, followed as its bytes pass. The
+/// reader takes the end of the input for the end of the recording wherever it comes; this
+/// tells a stream cut inside a record (copied while `perf record` still wrote it) from a
+/// whole one.
+#[derive(Debug, Clone, Copy)]
+struct Framing {
+    /// Bytes passed.
+    pos: u64,
+    /// Where the current record ends (the next one's header starts).
+    record_end: u64,
+    /// The next record's header, as far as it has passed.
+    header: [u8; 8],
+    have: usize,
+    big_endian: bool,
+    /// Whether the input has ended.
+    ended: bool,
+    /// An AUXTRACE record carries data beyond its size: the framing is no longer known.
+    lost: bool,
+}
+
+/// `PERF_RECORD_AUXTRACE`, whose trace data follows the record outside its size.
+const PERF_RECORD_AUXTRACE: u32 = 71;
+
+impl Framing {
+    fn new(first_record: u64, big_endian: bool) -> Self {
+        Framing {
+            pos: 0,
+            record_end: first_record,
+            header: [0; 8],
+            have: 0,
+            big_endian,
+            ended: false,
+            lost: false,
+        }
+    }
+
+    /// Follows the bytes `data`, the next ones of the stream.
+    fn pass(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.lost {
+                self.pos += data.len() as u64;
+                return;
+            }
+            if self.pos < self.record_end {
+                let k = (self.record_end - self.pos).min(data.len() as u64) as usize;
+                self.pos += k as u64;
+                data = &data[k..];
+                continue;
+            }
+            // A record header: type (u32), misc (u16), size (u16, header included).
+            let k = (8 - self.have).min(data.len());
+            self.header[self.have..self.have + k].copy_from_slice(&data[..k]);
+            self.have += k;
+            self.pos += k as u64;
+            data = &data[k..];
+            if self.have == 8 {
+                let (ty, size) = if self.big_endian {
+                    (
+                        u32::from_be_bytes(self.header[..4].try_into().expect("4 bytes")),
+                        u16::from_be_bytes([self.header[6], self.header[7]]),
+                    )
+                } else {
+                    (
+                        u32::from_le_bytes(self.header[..4].try_into().expect("4 bytes")),
+                        u16::from_le_bytes([self.header[6], self.header[7]]),
+                    )
+                };
+                self.lost = ty == PERF_RECORD_AUXTRACE;
+                self.record_end = self.pos - 8 + u64::from(size.max(8));
+                self.have = 0;
+            }
+        }
+    }
+
+    /// Where the input stopped inside a record, if it did.
+    fn cut_at(&self) -> Option<u64> {
+        (self.ended && !self.lost && (self.have > 0 || self.pos < self.record_end)).then_some(self.pos)
+    }
+}
+
+/// A stream whose framing is followed ([`Framing`]).
+struct Framed<R> {
+    inner: R,
+    state: Rc<Cell<Framing>>,
+    /// What a stream may not announce, refused before the reader parses it.
+    check: super::perf_header::StreamCheck,
+}
+
+impl<R: Read> Read for Framed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.check
+            .pass(&buf[..n])
+            .map_err(|r| std::io::Error::new(std::io::ErrorKind::InvalidData, r.0))?;
+        let mut s = self.state.get();
+        s.ended |= n == 0 && !buf.is_empty();
+        s.pass(&buf[..n]);
+        self.state.set(s);
+        Ok(n)
+    }
+}
+
+/// Reads the records of a recording opened by `reader`.
+fn read_records<R: Read>(
+    reader: PerfFileReader<R>,
+    path: &Path,
+    opts: &ImportOptions,
+    stops_at: impl Fn() -> Option<u64> + Copy,
+    framing: Option<&Cell<Framing>>,
+) -> Result<Imported, ImportError> {
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = reader;
+    let h = read_header(path, &perf_file, opts)?;
+    let event = &h.events[h.chosen];
+    let mut r = Reader {
+        event_index: event.index,
+        kernel_source: KernelSource {
+            path: path.to_path_buf(),
+            opts,
+            build_id: h.kernel_build_id.clone(),
+            release: h.release.clone(),
+        },
+        kernel: None,
+        kernel_notes: Vec::new(),
+        kernel_text: None,
+        kernel_samples: 0,
+        kernel_named: 0,
+        maps: Maps::default(),
+        profile: ProfileBuilder::new(),
+        stacks: StackCollector::new(opts.stacks),
+        comms: HashMap::new(),
+        kernel_functions: FastMap::default(),
+        user_functions: FastMap::default(),
+        kernel_frames: FastMap::default(),
+        user_frames: FastMap::default(),
+        comm_frames: FastMap::default(),
+        frame_ids: Vec::new(),
+        frame_name: String::new(),
+        times: SampleTimes::default(),
+        user_unmapped: 0,
+        samples_by_attr: vec![0; perf_file.event_attributes().len()],
+    };
+    for c in 0..h.online_cpus.unwrap_or(0) {
+        r.profile.ensure_cpu(c);
+    }
+    for (key, info) in &perf_file.build_ids().map_err(perf_err(path, stops_at))? {
         match key {
             DsoKey::User { full_path, .. } => {
-                maps.header_ids.insert(full_path.clone(), info.build_id.clone());
+                r.maps.header_ids.insert(full_path.clone(), info.build_id.clone());
             }
             DsoKey::Vdso32 | DsoKey::VdsoX32 | DsoKey::Vdso64 => {
-                maps.header_ids
+                r.maps
+                    .header_ids
                     .insert(key.name().as_bytes().to_vec(), info.build_id.clone());
             }
             _ => {}
         }
     }
-    let mut user_unmapped = 0u64;
-    let mut stacks = StackCollector::new(opts.stacks);
-    // Thread id → command, for the stacks' root frame.
-    let mut comms: HashMap<i32, String> = HashMap::new();
-    let mut chain_names = Names::default();
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let (mut period_sum, mut with_period, mut skipped) = (0u128, 0u64, 0u64);
-    while let Some(record) = record_iter.next_record(&mut perf_file).map_err(perf_err(path))? {
+    while let Some(record) = record_iter
+        .next_record(&mut perf_file)
+        .map_err(perf_err(path, stops_at))?
+    {
         let PerfFileRecord::EventRecord { attr_index, record } = record else {
             continue;
         };
-        let parsed = record.parse().map_err(|e| perf_err(path)(e.into()))?;
-        match parsed {
-            EventRecord::Sample(s) if attr_index == event_index => {
-                let cpu = s.cpu.unwrap_or(0);
-                if let Some(t) = s.timestamp {
-                    first = first.min(t);
-                    last = last.max(t);
-                }
-                if let Some(p) = s.period {
-                    period_sum += u128::from(p);
-                    with_period += 1;
-                }
-                let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
-                if let (true, Some(chain)) = (stacks.wanted(), &s.callchain) {
-                    chain_names.clear();
-                    let mut mode = mode;
-                    for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
-                        if addr >= PERF_CONTEXT_MAX {
-                            mode = context_mode(addr, mode);
-                            continue;
-                        }
-                        chain_names.push(match mode {
-                            Mode::Kernel => symbols.resolve(addr).map_or("[unknown]", |(n, _)| n),
-                            Mode::User => maps.resolve(pid, addr).map_or("[unknown]", |(_, n)| n),
-                            Mode::Hypervisor => "hypervisor",
-                            Mode::GuestKernel | Mode::GuestUser => "guest",
-                            Mode::Unknown => "[unknown mode]",
-                        });
-                    }
-                    let comm = comms
-                        .get(&s.tid.unwrap_or(-1))
-                        .map(String::as_str)
-                        .unwrap_or("[unknown]");
-                    stacks.add(Some(comm), chain_names.rev(), 1);
-                }
-                match mode {
-                    Mode::Kernel => match symbols.resolve(ip) {
-                        Some((name, module)) => counts.add(cpu, module.unwrap_or("kernel"), name, 1),
-                        None => counts.add(cpu, "kernel", "[unknown]", 1),
-                    },
-                    Mode::User => match maps.resolve(pid, ip) {
-                        Some((module, name)) => counts.add(cpu, module, name, 1),
-                        None => {
-                            user_unmapped += 1;
-                            counts.add(cpu, "unknown", "[unknown]", 1);
-                        }
-                    },
-                    Mode::Hypervisor => counts.add(cpu, "hypervisor", "hypervisor", 1),
-                    Mode::GuestKernel | Mode::GuestUser => counts.add(cpu, "guest", "guest", 1),
-                    Mode::Unknown if is_kernel_address(ip) => counts.add(cpu, "kernel", "[unknown mode]", 1),
-                    Mode::Unknown => counts.add(cpu, "user", "[unknown mode]", 1),
-                }
-            }
-            EventRecord::Sample(_) => skipped += 1,
-            EventRecord::Comm(c) => {
-                comms.insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
-            }
-            EventRecord::Fork(f) => {
-                maps.fork(f.ppid, f.pid);
-                // A new thread or process has its parent's command until it sets its own.
-                if let Some(c) = comms.get(&f.ptid).cloned() {
-                    comms.entry(f.tid).or_insert(c);
-                }
-            }
-            EventRecord::Mmap(m) if m.is_executable => {
-                maps.add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), None)
-            }
-            EventRecord::Mmap2(m) if m.protection & 4 != 0 => {
-                let id = match &m.file_id {
-                    Mmap2FileId::BuildId(id) => Some(id.clone()),
-                    Mmap2FileId::InodeAndVersion(_) => None,
-                };
-                maps.add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), id)
-            }
-            EventRecord::Lost(l) => {
-                let cpu = record.common_data().ok().and_then(|c| c.cpu).unwrap_or(0);
-                counts.lost(cpu, l.count);
-            }
-            _ => {}
-        }
+        let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
+        r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))?;
     }
-    let samples = counts.samples();
-    if samples == 0 {
-        return Err(ImportError::NoSamples {
+    if let Some(at) = framing.and_then(|f| f.get().cut_at()) {
+        return Err(ImportError::PerfData {
             path: path.to_path_buf(),
-            hint: " (the recording has no samples of its first event)",
+            reason: format!("it stops at byte {at} in the middle of a record (truncated? perf record still running?)"),
         });
     }
-    let mut warnings = Vec::new();
-    warnings.extend(symbols_note);
-    let other_build = maps.missing(UserSymbolsMissing::OtherBuild);
-    if !other_build.is_empty() {
-        warnings.push(format!(
-            "user functions of {} are [unknown]: the file there is another build than the one recorded, \
-             and perf's build-id cache has no copy (record without --no-buildid-cache, or run perf buildid-cache --add)",
-            other_build.join(", ")
-        ));
+    if r.profile.samples() == 0 {
+        return Err(ImportError::NoSamples {
+            path: path.to_path_buf(),
+            hint: if h.events.len() > 1 {
+                " of the event read (--event NAME picks another)"
+            } else {
+                " (the recording has no samples of its event)"
+            },
+        });
     }
-    if user_unmapped > 0 {
-        warnings.push(format!(
-            "{user_unmapped} user samples fell outside every recorded mapping: counted as [unknown] [unknown]"
-        ));
-    }
-    if other_events && skipped > 0 {
-        warnings.push(format!("{skipped} samples of events other than {event} are left out"));
-    }
-    let cpus = counts.cpu_count() as f64;
-    let range_sec = if first <= last {
-        (last - first) as f64 * 1e-9
-    } else {
-        0.0
-    };
-    let period_sec = match (opts.period_sec, policy) {
-        (Some(p), _) => p,
-        _ if with_period > 0 && is_time_event(&event) => period_sum as f64 / with_period as f64 * 1e-9,
-        (None, SamplingPolicy::Period(n)) if is_time_event(&event) => n.get() as f64 * 1e-9,
-        (None, SamplingPolicy::Frequency(f)) if is_time_event(&event) && f > 0 => 1.0 / f as f64,
-        _ => {
-            warnings.push(format!(
-                "{event} is not a time event: one sample is taken as the time range x CPUs / samples"
-            ));
-            range_sec * cpus / samples as f64
-        }
-    };
-    let wall_sec = range_sec + period_sec;
-    let profile = counts.finish(
-        ProfileMeta {
-            test: test_name(path),
-            command: cmdline,
-            event,
-            period_sec,
-            wall_sec,
-        },
-        warnings,
+    let mut warnings = r.warnings(&h);
+    let event_name = bare_event_name(&event.name).to_string();
+    let basis = r.times.basis(
+        &event_name,
+        opts.period_sec,
+        event.declared_period,
+        r.profile.cpu_count(),
+        &mut warnings,
     );
     Ok(Imported {
-        profile,
-        stacks: stacks.finish(),
+        profile: basis.finish(r.profile, test_name(path), h.cmdline.clone(), event_name, warnings),
+        stacks: r.stacks.finish(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_demangled_as_perf_prints_them() {
-        // C++: no parameters, no return type; an empty parameter pack prints nothing.
-        assert_eq!(
-            demangle("_ZN4llvm15InstCombinePass3runERNS_8FunctionE").as_deref(),
-            Some("llvm::InstCombinePass::run")
-        );
-        assert_eq!(demangle("_ZN3foo3barIiJEEEvv").as_deref(), Some("foo::bar<int>"));
-        // Rust, legacy with its hash and v0, without the hash; an LLVM clone suffix dropped.
-        assert_eq!(
-            demangle("_ZN4core3fmt5write17h0123456789abcdefE.llvm.123").as_deref(),
-            Some("core::fmt::write")
-        );
-        assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
-        // C and anything else stay as they are.
-        assert_eq!(demangle("__GI___libc_write"), None);
-        assert_eq!(demangle("_Zgarbage"), None);
-    }
 
     #[test]
     fn a_new_mapping_replaces_what_it_covers_and_children_inherit() {
@@ -634,12 +995,11 @@ mod tests {
         m.add(3, 0x1000, 0x1000, 0, b"/three", None);
         m.fork(1, 3);
         assert_eq!(at(&m, 3, 0x1800), Some(("/three".into(), 0)));
-    }
-
-    #[test]
-    fn legacy_rust_needs_its_hash() {
-        assert!(is_legacy_rust("_ZN4core3fmt5write17h0123456789abcdefE"));
-        assert!(!is_legacy_rust("_ZN4llvm15InstCombinePass3runERNS_8FunctionE"));
-        assert!(!is_legacy_rust("_ZN4core3fmt5write17h0123456789abcdxyE"));
+        // A pid given again after its process exited: the new process has its own
+        // parent's mappings, not the dead one's (perf replaces the thread).
+        m.exit(3);
+        assert_eq!(at(&m, 3, 0x1800), None);
+        m.fork(1, 3);
+        assert_eq!(at(&m, 3, 0x1800), Some(("/old".into(), 0)));
     }
 }

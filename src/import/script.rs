@@ -1,24 +1,29 @@
 //! `perf script` text → [`Profile`](crate::Profile): each sample counts for its innermost frame, named as
-//! perf named it, under the module of its DSO.
+//! perf report names it from the symbol table (without the C++ parameters or Rust hash
+//! some `perf script` builds print), under the module of its DSO.
 
-use super::{is_time_event, module_of_dso, test_name, Counts, ImportError, ImportOptions, Imported, StackCollector};
-use crate::collect::profile::ProfileMeta;
+use super::{
+    bare_event_name, choose_event, module_of_dso, other_events_note, test_name, FrameNames, ImportError, ImportOptions,
+    Imported, SampleTimes, StackCollector,
+};
+use crate::model::mode::is_kernel_address;
+use crate::model::profile::{module, NO_IP_FUNCTION, UNKNOWN_FUNCTION};
+use crate::model::ProfileBuilder;
+use crate::symbols::function_name;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::{mpsc, Mutex};
-use upcmp_parsers::perf_script::{for_each_sample_from, piece_end, Chain, Sample};
+use upcmp_parsers::perf_script::{for_each_sample_in_piece, piece_end, Chain, Frame, Sample, MAX_LINE_BYTES};
 use upcmp_parsers::{ParseError, Position};
 
 /// What the samples of one event add up to.
 #[derive(Default)]
 struct EventTally {
-    counts: Counts,
+    counts: ProfileBuilder,
     stacks: StackCollector,
-    first: u64,
-    last: u64,
-    period_sum: u128,
-    with_period: u64,
+    names: FrameNames,
+    times: SampleTimes,
     max_cpu: Option<u32>,
     no_ip: u64,
     /// Where the event's first sample is: (piece, sample in the piece), to find the
@@ -30,33 +35,40 @@ impl EventTally {
     fn new(stacks: bool, first_seen: (usize, u64)) -> Self {
         EventTally {
             stacks: StackCollector::new(stacks),
-            first: u64::MAX,
             first_seen,
             ..Default::default()
         }
     }
 
     fn sample(&mut self, s: &Sample<'_>) {
-        if let Some(t) = s.time_ns {
-            self.first = self.first.min(t);
-            self.last = self.last.max(t);
-        }
-        if let Some(p) = s.period {
-            self.period_sum += u128::from(p);
-            self.with_period += 1;
-        }
+        self.times.sample(s.time_ns, s.period);
+        // Without its own period a sample weighs one here; the basis reweighs them all.
+        let period = s.period.unwrap_or(1);
         let cpu = s.cpu.unwrap_or(0);
         self.max_cpu = self.max_cpu.max(s.cpu);
         match s.leaf() {
             Some(f) => {
-                let name = f.symbol.unwrap_or("[unknown]");
-                self.counts.add(cpu, module_of_dso(f.dso, f.ip), name, 1);
-                let frames = s.frames.iter().rev().map(|f| f.symbol.unwrap_or("[unknown]"));
-                self.stacks.add(Some(s.comm), frames, 1);
+                self.counts
+                    .add_one(cpu, &module_of_dso(f.dso, f.ip), frame_function(f), period);
+                if self.stacks.wanted() {
+                    self.names.clear();
+                    for f in &s.frames {
+                        let name = frame_function(f);
+                        // Most frames are named alone; only these carry their module.
+                        let kernel_module = is_kernel_address(f.ip) && f.dso.is_some_and(|d| d != "[kernel.kallsyms]");
+                        if name == UNKNOWN_FUNCTION || kernel_module {
+                            let m = module_of_dso(f.dso, f.ip);
+                            self.names.push(&m, name, kernel_module && m != module::KERNEL);
+                        } else {
+                            self.names.push(module::USER, name, false);
+                        }
+                    }
+                    self.stacks.add(Some(s.comm), self.names.rev(), 1, period);
+                }
             }
             None => {
                 self.no_ip += 1;
-                self.counts.add(cpu, "user", "[no ip]", 1);
+                self.counts.add_one(cpu, module::USER, NO_IP_FUNCTION, period);
             }
         }
     }
@@ -64,14 +76,26 @@ impl EventTally {
     fn merge(&mut self, o: EventTally) {
         self.counts.merge(o.counts);
         self.stacks.merge(o.stacks);
-        self.first = self.first.min(o.first);
-        self.last = self.last.max(o.last);
-        self.period_sum += o.period_sum;
-        self.with_period += o.with_period;
+        self.times.merge(&o.times);
         self.max_cpu = self.max_cpu.max(o.max_cpu);
         self.no_ip += o.no_ip;
         self.first_seen = self.first_seen.min(o.first_seen);
     }
+}
+
+/// The function of a frame, as perf report names it from the symbol table.
+fn frame_function<'a>(f: &Frame<'a>) -> &'a str {
+    match f.symbol {
+        // A JIT's names are its own, not a demangler's.
+        Some(sym) if f.dso.is_some_and(is_jit_dso) => sym,
+        Some(sym) => function_name(sym),
+        None => UNKNOWN_FUNCTION,
+    }
+}
+
+/// Whether a DSO is a JIT's: its perf map (`/tmp/perf-PID.map`) or jitdump (`[JIT] tid N`).
+fn is_jit_dso(dso: &str) -> bool {
+    dso.starts_with("[JIT]") || (dso.starts_with("/tmp/perf-") && dso.ends_with(".map"))
 }
 
 /// The samples of an input (or of a piece of it), by event; samples that print no event
@@ -87,7 +111,7 @@ impl Tally {
         let mut t = Tally::default();
         let chain = if stacks { Chain::Full } else { Chain::Leaf };
         let mut n = 0u64;
-        for_each_sample_from(piece, name, chain, at, |s| {
+        for_each_sample_in_piece(piece, name, chain, at, |s| {
             let key = s.event.unwrap_or("");
             let e = match t.events.get_mut(key) {
                 Some(e) => e,
@@ -117,6 +141,26 @@ impl Tally {
 /// Bytes a piece holds before it is cut at the next sample boundary.
 const PIECE_BYTES: usize = 1 << 20;
 
+/// The newlines in `b`, counted 32 bytes at a time in byte-wide lanes: the reading
+/// thread counts every piece's lines, and a plain filter-count widens each byte to 64
+/// bits (a fifth of the import's time).
+fn newlines(b: &[u8]) -> usize {
+    const LANES: usize = 32;
+    let mut total = 0;
+    // 255 rounds at most, so that no byte-wide lane overflows.
+    let mut blocks = b.chunks_exact(LANES * 255);
+    for block in &mut blocks {
+        let mut lanes = [0u8; LANES];
+        for c in block.chunks_exact(LANES) {
+            for (lane, &byte) in lanes.iter_mut().zip(c) {
+                *lane += u8::from(byte == b'\n');
+            }
+        }
+        total += lanes.iter().map(|&n| usize::from(n)).sum::<usize>();
+    }
+    total + blocks.remainder().iter().filter(|&&b| b == b'\n').count()
+}
+
 /// Reads until `buf` holds `want` bytes or the input ends; whether it ended.
 fn fill(input: &mut impl BufRead, buf: &mut Vec<u8>, want: usize, path: &Path) -> Result<bool, ImportError> {
     while buf.len() < want {
@@ -140,10 +184,11 @@ fn tally_in_pieces(
     path: &Path,
     stacks: bool,
     piece_bytes: usize,
+    start: Position,
 ) -> Result<Tally, ImportError> {
     let mut first = Vec::with_capacity(piece_bytes.min(PIECE_BYTES));
     if fill(&mut input, &mut first, piece_bytes, path)? {
-        return Ok(Tally::of_piece(&first, name, Position::default(), 0, stacks)?);
+        return Ok(Tally::of_piece(&first, name, start, 0, stacks)?);
     }
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Position, Vec<u8>)>(workers);
@@ -172,7 +217,7 @@ fn tally_in_pieces(
             Err(e) if error.as_ref().map_or(true, |(i, _)| index < *i) => error = Some((index, e)),
             Err(_) => {}
         };
-        let (mut at, mut index, mut buf, mut want) = (Position::default(), 0usize, first, piece_bytes);
+        let (mut at, mut index, mut buf, mut want) = (start, 0usize, first, piece_bytes);
         let read: Result<(), ImportError> = (|| loop {
             let ended = fill(&mut input, &mut buf, want, path)?;
             if ended && buf.is_empty() {
@@ -180,6 +225,13 @@ fn tally_in_pieces(
             }
             let cut = if ended { buf.len() } else { piece_end(&buf).unwrap_or(0) };
             if cut == 0 {
+                let line_start = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+                if buf.len() - line_start > MAX_LINE_BYTES {
+                    // A line longer than the parser reads: its piece says so, and reading
+                    // on would hold the rest of the input in memory.
+                    let _ = work_tx.send((index, at, std::mem::take(&mut buf)));
+                    return Ok(());
+                }
                 // One sample longer than a piece: read on.
                 want = buf.len() + piece_bytes;
                 continue;
@@ -187,7 +239,7 @@ fn tally_in_pieces(
             want = piece_bytes;
             let rest = buf.split_off(cut);
             let here = at;
-            at.lines += buf.iter().filter(|&&b| b == b'\n').count();
+            at.lines += newlines(&buf);
             at.bytes += buf.len() as u64;
             if work_tx.send((index, here, buf)).is_err() {
                 return Ok(());
@@ -210,32 +262,62 @@ fn tally_in_pieces(
     })
 }
 
+/// The events `perf script --header` lists before the samples, in the recording's order
+/// (perf report's), read off the start of `input`, and where the samples start.
+///
+/// `# event : name = cpu-clock, , id = { 1942, 1943 }, type = 1, size = 128, ...`
+fn header_events(input: &mut impl BufRead, name: &str, path: &Path) -> Result<(Vec<String>, Position), ImportError> {
+    let (mut events, mut at, mut line) = (Vec::new(), Position::default(), Vec::new());
+    while input.fill_buf().map_err(ImportError::io(path))?.first() == Some(&b'#') {
+        line.clear();
+        let n = input.read_until(b'\n', &mut line).map_err(ImportError::io(path))?;
+        at.lines += 1;
+        at.bytes += n as u64;
+        let text = String::from_utf8_lossy(&line);
+        if line.last() != Some(&b'\n') {
+            let expected = format!(
+                "a newline: the input stops in the middle of line {} (truncated?)",
+                at.lines
+            );
+            return Err(ParseError::at(name, at.lines, &text, "", expected).into());
+        }
+        if let Some(rest) = text.strip_prefix("# event : name = ") {
+            let name = rest.split(',').next().unwrap_or(rest).trim();
+            events.push(bare_event_name(name).to_string());
+        }
+    }
+    Ok((events, at))
+}
+
 /// Reads perf script output from `input` (named `name` in errors).
-pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let mut tally = tally_in_pieces(input, name, path, opts.stacks, PIECE_BYTES)?;
-    // One event per profile: the input's first; samples that print no event count with it.
-    let event = tally
-        .events
-        .iter()
-        .filter(|(k, _)| !k.is_empty())
-        .min_by_key(|(_, e)| e.first_seen)
-        .map(|(k, _)| k.clone());
+pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let (listed, start) = header_events(&mut input, name, path)?;
+    let mut tally = tally_in_pieces(input, name, path, opts.stacks, PIECE_BYTES, start)?;
+    // One event per profile: the first unless --event names another, first in the order
+    // of the header when it lists them (perf report's), else of the samples. Samples that
+    // print no event count with it.
+    let mut events: Vec<(&String, &EventTally)> = tally.events.iter().filter(|(k, _)| !k.is_empty()).collect();
+    let listed_at = |k: &str| listed.iter().position(|l| l == k).unwrap_or(usize::MAX);
+    events.sort_by_key(|(k, e)| (listed_at(k), e.first_seen));
+    let names: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+    let (event, note) = match events.len() {
+        0 => (None, None),
+        _ => {
+            let chosen = choose_event(&names, opts.event.as_deref(), path)?;
+            let counts: Vec<(&str, u64)> = events.iter().map(|(k, e)| (k.as_str(), e.counts.samples())).collect();
+            (Some(events[chosen].0.clone()), other_events_note(&counts, chosen))
+        }
+    };
     let mut chosen = EventTally::new(opts.stacks, (0, 0));
-    let mut other_events = 0u64;
     for (k, e) in std::mem::take(&mut tally.events) {
         if k.is_empty() || Some(&k) == event.as_ref() {
             chosen.merge(e);
-        } else {
-            other_events += e.counts.samples();
         }
     }
     let EventTally {
         mut counts,
         stacks,
-        first,
-        last,
-        period_sum,
-        with_period,
+        times,
         max_cpu,
         no_ip,
         ..
@@ -247,65 +329,38 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
             hint: " (is this the output of `perf script`?)",
         });
     }
-    // CPUs with no sample (a CPU that never ran, or was never sampled) still count.
-    for c in 0..=max_cpu.unwrap_or(0) {
+    // CPUs with no sample (a CPU that never ran, or was never sampled) still count, up to
+    // Linux's most (8192): not a column per number a damaged line may name.
+    for c in 0..=max_cpu.unwrap_or(0).min(8191) {
         counts.ensure_cpu(c);
     }
-    let cpus = counts.cpu_count() as f64;
     let event = event.unwrap_or_else(|| "cpu-clock".to_string());
-    let mut warnings = Vec::new();
-    if other_events > 0 {
-        warnings.push(format!(
-            "{other_events} samples of events other than {event} are left out (select one with perf script --event)"
-        ));
-    }
+    let mut warnings: Vec<String> = note.into_iter().collect();
     if no_ip > 0 {
         warnings.push(format!(
             "{no_ip} samples had no address or symbol (add -F ip,sym,dso to perf script)"
         ));
     }
-    let range_sec = if first <= last {
-        (last - first) as f64 * 1e-9
-    } else {
-        0.0
-    };
-    let period_sec = match opts.period_sec {
-        Some(p) => p,
-        None if with_period > 0 && is_time_event(&event) => period_sum as f64 / with_period as f64 * 1e-9,
-        None if range_sec > 0.0 => {
-            warnings.push(format!(
-                "{event} samples carry no time period: one sample is taken as the time range x CPUs / samples"
-            ));
-            range_sec * cpus / samples as f64
-        }
-        None => {
-            warnings.push("no sample times or periods: one sample is taken as 1 ms (--period-sec to change)".into());
-            0.001
-        }
-    };
-    let wall_sec = if first <= last {
-        range_sec + period_sec
-    } else {
-        samples as f64 * period_sec / cpus
-    };
+    let basis = times.basis(&event, opts.period_sec, None, counts.cpu_count(), &mut warnings);
     Ok(Imported {
         stacks: stacks.finish(),
-        profile: counts.finish(
-            ProfileMeta {
-                test: test_name(path),
-                command: None,
-                event,
-                period_sec,
-                wall_sec,
-            },
-            warnings,
-        ),
+        profile: basis.finish(counts, test_name(path), None, event, warnings),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newlines_are_counted_across_blocks() {
+        let text: Vec<u8> = (0..20_000u32).map(|i| if i % 7 == 0 { b'\n' } else { b'x' }).collect();
+        for len in [0, 1, 31, 32, 33, 32 * 255, 32 * 255 + 1, 20_000] {
+            let want = text[..len].iter().filter(|&&b| b == b'\n').count();
+            assert_eq!(newlines(&text[..len]), want, "{len} bytes");
+        }
+        assert_eq!(newlines(&[b'\n'; 32 * 255 * 2 + 5]), 32 * 255 * 2 + 5, "every byte");
+    }
 
     #[test]
     fn counts_leaves_and_derives_time() {
@@ -332,7 +387,7 @@ mod tests {
         .profile;
         assert_eq!(p.test, "script.txt");
         assert_eq!(p.event, "cpu-clock");
-        assert!((p.period_sec - 0.00025).abs() < 1e-15);
+        assert_eq!((p.unit, p.period), (crate::model::profile::Unit::Nanoseconds, 250000.0));
         assert!((p.wall_sec - 0.00075).abs() < 1e-12, "{}", p.wall_sec);
         assert_eq!(p.cpus.len(), 2, "the page-fault sample's CPU is not counted");
         let names: Vec<(&str, &str, u64)> = p
@@ -348,7 +403,88 @@ mod tests {
                 ("libc.so.6", "memcpy", 1)
             ]
         );
-        assert!(p.warnings[0].starts_with("1 samples of events other than cpu-clock"));
+        assert_eq!(
+            p.warnings[0],
+            "cpu-clock samples are read; the input also has page-faults (1 samples): --event NAME reads another"
+        );
+        let opts = ImportOptions::default().with_event(Some("page-faults".into()));
+        let p = read(text.as_bytes(), "s", Path::new("s.txt"), &opts).unwrap().profile;
+        assert_eq!(
+            (p.event.as_str(), p.unit),
+            ("page-faults", crate::model::profile::Unit::Events)
+        );
+        assert_eq!(p.functions[0].name, "memcpy");
+        assert!(p.warnings[0].starts_with("page-faults samples are read; the input also has cpu-clock (3 samples)"));
+        // perf script --header lists the events in the recording's order: page-faults first.
+        let header = "# ========\n# event : name = page-faults, , id = { 3 }, type = 1\n\
+                      # event : name = cpu-clock:u, , id = { 4 }, type = 1\n# ========\n#\n";
+        let p = read(
+            format!("{header}{text}").as_bytes(),
+            "s",
+            Path::new("s.txt"),
+            &ImportOptions::default(),
+        )
+        .unwrap()
+        .profile;
+        assert_eq!(p.event, "page-faults");
+        let e = read(
+            format!("{header}{text}zz\n").as_bytes(),
+            "s",
+            Path::new("s.txt"),
+            &ImportOptions::default(),
+        )
+        .unwrap_err();
+        // Errors still name their line in the whole input, header included.
+        assert!(
+            e.to_string().starts_with("s:19:") && e.to_string().contains("sample header"),
+            "{e}"
+        );
+        let e = read(
+            &b"# event : name = x"[..],
+            "s",
+            Path::new("s.txt"),
+            &ImportOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("s:1:19: expected a newline"), "{e}");
+        let opts = ImportOptions::default().with_event(Some("cycles".into()));
+        let e = read(text.as_bytes(), "s", Path::new("s.txt"), &opts).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.txt: no event cycles; the input has cpu-clock, page-faults (--event NAME picks one)"
+        );
+    }
+
+    #[test]
+    fn frames_are_named_as_perf_report_and_the_flat_profile_name_them() {
+        // `perf script -v` of a C++ program: parameters; a JIT's name with a `;`; frames of
+        // a kernel module, of a vmlinux file, and unresolved ones.
+        let text = "java 7 [000] 1.000000: 250000 cpu-clock: \n\
+                    \tffffffffc0a01000 ext4_write+0x10 ([ext4])\n\
+                    \tffffffff81000010 do_syscall_64+0x1 (/usr/lib/debug/boot/vmlinux-6.1.0)\n\
+                    \t7f0000001000 [unknown] (/usr/lib/jvm/libjvm.so)\n\
+                    \t7f0000002000 Lfoo;.bar(I)V+0x5 (/tmp/perf-7.map)\n\
+                    \t401000 ns::work(std::vector<int, std::allocator<int> > const&) const+0x30 (/tmp/cpp)\n\
+                    \n\
+                    java 7 [000] 1.000250: 250000 cpu-clock: \n\
+                    \t401000 ns::work(std::vector<int, std::allocator<int> > const&) const+0x30 (/tmp/cpp)\n\
+                    \n";
+        let opts = ImportOptions::default().with_stacks(true);
+        let i = read(text.as_bytes(), "s", Path::new("s.txt"), &opts).unwrap();
+        let rows: Vec<(&str, &str)> = i
+            .profile
+            .functions
+            .iter()
+            .map(|f| (f.module.as_str(), f.name.as_str()))
+            .collect();
+        assert_eq!(rows, [("ext4", "ext4_write"), ("cpp", "ns::work")]);
+        assert_eq!(
+            i.stacks.unwrap().folded_lines(),
+            [
+                "java;ns::work 1",
+                "java;ns::work;Lfoo;.bar(I)V;[unknown] [libjvm.so];do_syscall_64;ext4_write [ext4] 1",
+            ]
+        );
     }
 
     /// A perf script text of `n` samples with call chains over 2 CPUs and 3 events.
@@ -375,14 +511,15 @@ mod tests {
             .events
             .into_iter()
             .map(|(k, e)| {
-                let meta = ProfileMeta {
+                let meta = crate::model::ProfileMeta {
                     test: "t".into(),
                     command: None,
                     event: k.clone(),
-                    period_sec: 0.001,
+                    unit: crate::model::profile::Unit::Nanoseconds,
+                    period: None,
                     wall_sec: 1.0,
                 };
-                let p = e.counts.finish(meta, vec![]);
+                let p = e.counts.finish(meta, &crate::model::IdleSet::linux_default(), vec![]);
                 let rows = p
                     .functions
                     .iter()
@@ -401,9 +538,9 @@ mod tests {
         let text = synthetic(5000);
         let path = Path::new("s.txt");
         for stacks in [false, true] {
-            let whole = tally_in_pieces(text.as_bytes(), "s", path, stacks, usize::MAX).unwrap();
+            let whole = tally_in_pieces(text.as_bytes(), "s", path, stacks, usize::MAX, Position::default()).unwrap();
             // 300-byte pieces: thousands of them, cut at blank lines.
-            let pieces = tally_in_pieces(text.as_bytes(), "s", path, stacks, 300).unwrap();
+            let pieces = tally_in_pieces(text.as_bytes(), "s", path, stacks, 300, Position::default()).unwrap();
             let first = |t: &Tally| t.events["cpu-clock"].first_seen.min(t.events["page-faults"].first_seen);
             assert_eq!(first(&whole), (0, 0));
             assert_eq!(first(&pieces), (0, 0));
@@ -415,8 +552,8 @@ mod tests {
             .filter(|l| l.starts_with("dd "))
             .map(|l| format!("{l} ffffffff81000000 f ([kernel.kallsyms])\n"))
             .collect();
-        let whole = tally_in_pieces(flat.as_bytes(), "s", path, false, usize::MAX).unwrap();
-        let pieces = tally_in_pieces(flat.as_bytes(), "s", path, false, 256).unwrap();
+        let whole = tally_in_pieces(flat.as_bytes(), "s", path, false, usize::MAX, Position::default()).unwrap();
+        let pieces = tally_in_pieces(flat.as_bytes(), "s", path, false, 256, Position::default()).unwrap();
         assert_eq!(summary(whole), summary(pieces));
     }
 
@@ -427,10 +564,32 @@ mod tests {
         text += &synthetic(500);
         text += "garbage line\n";
         let line = 2000 * 4 + 2;
-        let e = tally_in_pieces(text.as_bytes(), "s", Path::new("s.txt"), false, 4096)
+        let e = tally_in_pieces(
+            text.as_bytes(),
+            "s",
+            Path::new("s.txt"),
+            false,
+            4096,
+            Position::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().starts_with(&format!("s:{line}:2:")), "{e}");
+    }
+
+    #[test]
+    fn a_line_without_end_is_an_error_after_the_line_bound() {
+        // Endless input without a newline: read up to the parser's line bound, not on.
+        let header = "dd 1 [000] 1.0: 1 cpu-clock:\n\tff ";
+        let endless = std::io::BufReader::new(std::io::Read::chain(header.as_bytes(), std::io::repeat(b'x')));
+        let e = tally_in_pieces(endless, "s", Path::new("s.txt"), false, 4096, Position::default())
             .err()
             .unwrap();
-        assert!(e.to_string().starts_with(&format!("s:{line}:2:")), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("s:2: expected a line of at most 1048576 bytes"),
+            "{e}"
+        );
     }
 
     #[test]

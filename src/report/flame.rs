@@ -1,13 +1,15 @@
 //! Flame graphs with inferno: one test's stacks (`flame.svg`), and the differential graph
 //! of two runs coloured by the change of each frame's inclusive time.
 
-use crate::collect::stacks::{FrameKind, StackProfile};
 use crate::compare::stacks::StackDiff;
+use crate::compare::Mark;
+use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
 use inferno::flamegraph::{self, Options};
 use std::io::{self, Write};
 
-/// Fill of a frame whose change is within the noise (inferno's colour for no change).
+/// Fill of a frame whose change is within the noise, or not tested (inferno's colour for
+/// no change).
 pub const NEUTRAL: Color = Color { r: 250, g: 250, b: 250 };
 
 fn hash(name: &str) -> u32 {
@@ -40,8 +42,48 @@ pub fn kind_color(name: &str) -> Color {
     }
 }
 
+/// What a `;` in a frame name is drawn as while inferno lays out the graph: inferno splits
+/// folded lines at every `;`, so a name holding one (every JVM perf-map name,
+/// `Lfoo;.bar()V`) would become two frames. A Unicode noncharacter, which no symbol holds;
+/// the finished SVG gets its `;` back.
+const SEMICOLON_STANDIN: char = '\u{FDD0}';
+
+/// `name` with its `;` replaced by [`SEMICOLON_STANDIN`].
+fn standin(name: &str) -> String {
+    name.replace(';', &SEMICOLON_STANDIN.to_string())
+}
+
+/// The finished SVG of a graph whose names held `;`: written back.
+fn write_back(svg: &[u8], mut w: impl Write) -> io::Result<()> {
+    let svg = String::from_utf8_lossy(svg);
+    w.write_all(svg.replace(SEMICOLON_STANDIN, ";").as_bytes())
+}
+
+/// `p` with every `;` in its frame names stood in for ([`SEMICOLON_STANDIN`]).
+fn without_semicolons(p: &StackProfile) -> StackProfile {
+    let mut q = StackProfile::default();
+    let mut frames = Vec::new();
+    for (s, value) in p.stacks() {
+        frames.clear();
+        frames.extend(s.iter().map(|&f| q.intern(&standin(p.name(f)))));
+        q.add_stack(&frames, value);
+    }
+    (q.samples, q.truncated, q.lost) = (p.samples, p.truncated, p.lost);
+    q
+}
+
 /// Writes the flame graph of `p`; `subtitle` carries notes such as truncated stacks.
 pub fn render(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
+    if p.names().iter().any(|n| n.contains(';')) {
+        let mut svg = Vec::new();
+        render_lines(&without_semicolons(p), title, subtitle, &mut svg)?;
+        return write_back(&svg, w);
+    }
+    render_lines(p, title, subtitle, w)
+}
+
+/// [`render`] of a profile whose frame names hold no `;`.
+fn render_lines(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
     let opts_min_width = Options::default().min_width;
     // Frames narrower than inferno draws are cut before the lines are made.
     let lines = p.folded_lines_pruned((p.samples as f64 * opts_min_width / 100.0) as u64);
@@ -64,9 +106,9 @@ pub fn render(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl W
 
 /// The fill of a node in the differential graph: red when its inclusive share grew,
 /// blue when it shrank, deeper the larger the change relative to `max_delta`; neutral
-/// within the noise.
-pub fn change_color(delta_pct: f64, significant: bool, max_delta: f64) -> Color {
-    if !significant || delta_pct == 0.0 || max_delta <= 0.0 {
+/// unless the change stands out (after the graph's family adjustment).
+pub fn change_color(delta_pct: f64, stands_out: bool, max_delta: f64) -> Color {
+    if !stands_out || delta_pct == 0.0 || max_delta <= 0.0 {
         return NEUTRAL;
     }
     // Even the smallest real change stays visibly apart from the neutral fill.
@@ -81,7 +123,24 @@ pub fn change_color(delta_pct: f64, significant: bool, max_delta: f64) -> Color 
 /// Writes the differential flame graph of `d`: widths are run 2's samples, colours the
 /// change of each frame's inclusive share of CPU time (see `docs/upsrun.md`).
 pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>, mut w: impl Write) -> io::Result<()> {
-    let lines = d.differential_lines();
+    let mut lines = d.differential_lines();
+    let semicolons = (1..d.nodes.len()).any(|n| d.node_name(n).contains(';'));
+    if semicolons {
+        // Each line again with its path's names stood in for; sorted again, as inferno
+        // sorts them, so the layout follows inferno's merge.
+        for (line, n) in &mut lines {
+            let counts = line.split_off(d.path(*n).len());
+            let mut names = Vec::new();
+            let mut k = *n;
+            while k != 0 {
+                names.push(standin(d.node_name(k)));
+                k = d.nodes[k].parent;
+            }
+            names.reverse();
+            *line = names.join(";") + &counts;
+        }
+        lines.sort_unstable();
+    }
     let mut svg = Vec::new();
     let mut opts = Options::default();
     opts.title = title.to_string();
@@ -92,23 +151,31 @@ pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>,
     let layout = d.layout(&lines);
     let max_delta = (1..d.nodes.len())
         .map(|n| d.change(n))
-        .filter(|c| c.significant())
+        .filter(|c| c.stands_out())
         .map(|c| c.delta_pct.abs())
         .fold(0.0, f64::max);
     let recoloured = recolour(&svg, |depth, start| {
         let n = *layout.get(&(depth, start))?;
         let c = d.change(n);
+        let verdict = match c.noise.verdict {
+            Mark::Significant => "",
+            Mark::SamplingOnly => ", beyond the sampling error (run-to-run noise not measured)",
+            Mark::Noise => ", within the noise",
+            Mark::NotTested | Mark::BelowCutoff => ", not tested",
+        };
         let title = format!(
-            "{} (inclusive {:.2}% → {:.2}% of CPU time, {:+.2} ± {:.2} points{})",
+            "{} (inclusive {:.2}% → {:.2}% of CPU time, {:+.2} ± {:.2} points{verdict})",
             d.node_name(n),
             c.pct1,
             c.pct2,
             c.delta_pct,
             c.error_pct,
-            if c.significant() { "" } else { ", within the noise" }
         );
-        Some((change_color(c.delta_pct, c.significant(), max_delta), title))
+        Some((change_color(c.delta_pct, c.stands_out(), max_delta), title))
     })?;
+    if semicolons {
+        return write_back(recoloured.as_bytes(), w);
+    }
     w.write_all(recoloured.as_bytes())
 }
 
@@ -185,11 +252,74 @@ mod tests {
         assert_eq!(change_color(-1.0, true, 10.0).b, 255);
     }
 
+    /// Two profiles of a JVM's frames, whose names hold `;`: `Lfoo;.bar()V` grew.
+    fn jvm_profiles() -> (StackProfile, StackProfile) {
+        let make = |bar: u64, baz: u64| {
+            let mut p = StackProfile::default();
+            let (java, bar_f, baz_f) = (p.intern("java"), p.intern("Lfoo;.bar()V"), p.intern("Lfoo;.baz(I)V"));
+            p.add_stack(&[java, bar_f], bar);
+            p.add_stack(&[java, bar_f, baz_f], baz);
+            p.add_stack(&[java], 1000);
+            p
+        };
+        (make(100, 100), make(400, 100))
+    }
+
+    /// The titles of the frames an SVG draws.
+    fn titles(svg: &str) -> Vec<&str> {
+        svg.match_indices("<g><title>")
+            .map(|(at, t)| {
+                let rest = &svg[at + t.len()..];
+                &rest[..rest.find("</title>").unwrap()]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_frame_name_with_a_semicolon_stays_one_frame() {
+        let (p1, p2) = jvm_profiles();
+        let mut svg = Vec::new();
+        render_differential(
+            &StackDiff::new(std::slice::from_ref(&p1), std::slice::from_ref(&p2)),
+            "t",
+            None,
+            &mut svg,
+        )
+        .unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        let t = titles(&svg);
+        // all, java, bar and baz: four frames, each with its own title.
+        assert_eq!(t.len(), 4, "{t:?}");
+        let bar = t
+            .iter()
+            .find(|t| t.starts_with("Lfoo;.bar()V (inclusive"))
+            .expect("bar's title");
+        assert!(bar.contains("inclusive 16.67% → 33.33%"), "{bar}");
+        let baz = t
+            .iter()
+            .find(|t| t.starts_with("Lfoo;.baz(I)V (inclusive"))
+            .expect("baz's title");
+        assert!(baz.contains("8.33% → 6.67%"), "{baz}");
+        assert!(!svg.contains(SEMICOLON_STANDIN));
+        // bar grew: red, in the rect under its own title.
+        let at = svg.find("<title>Lfoo;.bar()V").unwrap();
+        assert!(attr(&svg[at..], "fill").unwrap().starts_with("rgb(255,"), "{svg}");
+
+        let mut svg = Vec::new();
+        render(&p2, "t", None, &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        let t = titles(&svg);
+        assert_eq!(t.len(), 4, "{t:?}");
+        assert!(t.iter().any(|t| t.starts_with("Lfoo;.bar()V (500 samples")), "{t:?}");
+        assert!(!svg.contains(SEMICOLON_STANDIN));
+    }
+
     #[test]
     fn the_differential_graph_colours_inclusive_changes() {
         let p1 = StackProfile::from_folded("a;b 500\na;b;c 500\nz 1000\n", "1").unwrap();
         let p2 = StackProfile::from_folded("a;b 500\na;b;c 1000\nz 500\n", "2").unwrap();
         let mut svg = Vec::new();
+        let (p1, p2) = (vec![p1], vec![p2]);
         render_differential(&StackDiff::new(&p1, &p2), "t", None, &mut svg).unwrap();
         let svg = String::from_utf8(svg).unwrap();
         let fill_of = |name: &str| {

@@ -1,6 +1,6 @@
 //! Which renderer writes a comparison: `--format text|csv|json|markdown`.
 
-use super::{machine, markdown, text};
+use super::{export, markdown, text};
 use crate::compare::runs::RunComparison;
 use crate::compare::ProfileComparison;
 use std::io::{self, Write};
@@ -11,7 +11,7 @@ pub enum OutputFormat {
     /// The seed's text layout.
     #[default]
     Text,
-    /// One row per number (`machine::CSV_HEADER`).
+    /// One row per number (`export::CSV_HEADER`).
     Csv,
     /// Everything, as JSON.
     Json,
@@ -23,8 +23,8 @@ pub enum OutputFormat {
 pub fn render_runs(format: OutputFormat, r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     match format {
         OutputFormat::Text => text::render_runs(r, out),
-        OutputFormat::Csv => machine::write_csv(r, out),
-        OutputFormat::Json => machine::write_json(r, out),
+        OutputFormat::Csv => export::write_csv(r, out),
+        OutputFormat::Json => export::write_json(r, out),
         OutputFormat::Markdown => markdown::render_runs(r, out),
     }
 }
@@ -33,8 +33,8 @@ pub fn render_runs(format: OutputFormat, r: &RunComparison, out: &mut dyn Write)
 pub fn render_profile(format: OutputFormat, test: &str, c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     match format {
         OutputFormat::Text => text::render_profile(c, out),
-        OutputFormat::Csv => machine::write_profile_csv(test, c, out),
-        OutputFormat::Json => machine::write_profile_json(c, out),
+        OutputFormat::Csv => export::write_profile_csv(test, c, out),
+        OutputFormat::Json => export::write_profile_json(c, out),
         OutputFormat::Markdown => markdown::render_profile(c, out),
     }
 }

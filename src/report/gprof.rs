@@ -5,7 +5,7 @@
 //! are samples: a function's calls are the samples with it on the stack, an arc's the
 //! samples holding that arc.
 
-use crate::collect::stacks::{Arc, CallGraph};
+use crate::model::callgraph::{Arc, CallGraph};
 use std::io::{self, Write};
 
 /// What the header of `prof.out` says about the samples.
@@ -27,110 +27,151 @@ pub struct GprofHeader<'a> {
 
 /// Writes the flat profile and the call graph of `g`.
 pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Result<()> {
-    let sec = |n: u64| n as f64 * h.period_sec;
-    let pct = |n: u64| {
-        if g.samples == 0 {
-            0.0
-        } else {
-            100.0 * n as f64 / g.samples as f64
-        }
-    };
-    writeln!(w, "Stack profile of test {} (upsrun)", h.test)?;
-    writeln!(
-        w,
-        "Each sample counts as {:.6} seconds ({}); {} samples, {} lost, {} truncated at the depth limit of {} frames.",
-        h.period_sec, h.event, g.samples, h.lost, h.truncated, h.max_stack
-    )?;
-    writeln!(
-        w,
-        "Kernel functions are named from the kernel's symbols; user space is one node ('user' or 'user:COMM')."
-    )?;
-    writeln!(w)?;
-    writeln!(w, "Flat profile:")?;
-    writeln!(w)?;
-    writeln!(w, "  %   cumulative   self              total")?;
-    writeln!(w, " time   seconds   seconds    calls  seconds  name")?;
-    let mut flat: Vec<u32> = (0..g.names.len() as u32)
-        .filter(|&f| g.total_samples[f as usize] > 0)
-        .collect();
-    flat.sort_by(|&a, &b| {
-        g.self_samples[b as usize]
-            .cmp(&g.self_samples[a as usize])
-            .then_with(|| g.total_samples[b as usize].cmp(&g.total_samples[a as usize]))
-            .then_with(|| g.names[a as usize].cmp(&g.names[b as usize]))
-    });
-    let mut cumulative = 0;
-    for &f in &flat {
-        let (s, t) = (g.self_samples[f as usize], g.total_samples[f as usize]);
-        cumulative += s;
-        writeln!(
-            w,
-            "{:6.2} {:9.3} {:9.3} {:8} {:8.3}  {}",
-            pct(s),
-            sec(cumulative),
-            sec(s),
-            t,
-            sec(t),
-            g.names[f as usize]
-        )?;
-    }
-    writeln!(w)?;
-    writeln!(
-        w,
-        " %         the share of all samples in which the function is the leaf."
-    )?;
-    writeln!(w, " cumulative a running sum of self seconds.")?;
-    writeln!(w, " self      seconds in the function itself (it is the leaf).")?;
-    writeln!(
-        w,
-        " calls     samples with the function on the stack (once per sample, however deep it recurses)."
-    )?;
-    writeln!(
-        w,
-        " total     those samples as seconds: the function and what it calls."
-    )?;
-    writeln!(w)?;
-
-    writeln!(w, "Call graph:")?;
-    writeln!(w)?;
-    writeln!(
-        w,
-        "Each entry: its callers, the function's own line [index], its callees. On a caller line, self and"
-    )?;
-    writeln!(
-        w,
-        "children are the function's seconds reached through that caller; on a callee line, the callee's"
-    )?;
-    writeln!(
-        w,
-        "seconds reached from the function. called: samples holding the arc / samples with the function."
-    )?;
-    writeln!(w)?;
     let order = g.by_total();
     let mut index = vec![0usize; g.names.len()];
     for (i, &f) in order.iter().enumerate() {
         index[f as usize] = i + 1;
     }
-    let label = |f: u32| format!("{} [{}]", g.names[f as usize], index[f as usize]);
-    // One caller or callee line: the arc's self and children seconds, its samples out of
-    // `of`, and the function at the other end.
-    let arc_line = |w: &mut dyn Write, arc: &Arc, of: u64, other: u32| {
+    let r = Report { g, h, index };
+    r.header(&mut w)?;
+    r.flat(&mut w)?;
+    r.call_graph(&order, &mut w)?;
+    r.name_index(&order, &mut w)
+}
+
+/// The report's numbers: a call graph, its header, and each function's index in the call
+/// graph (by total samples).
+struct Report<'a> {
+    g: &'a CallGraph,
+    h: &'a GprofHeader<'a>,
+    index: Vec<usize>,
+}
+
+impl Report<'_> {
+    fn sec(&self, n: u64) -> f64 {
+        n as f64 * self.h.period_sec
+    }
+
+    fn pct(&self, n: u64) -> f64 {
+        if self.g.samples == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / self.g.samples as f64
+        }
+    }
+
+    fn label(&self, f: u32) -> String {
+        format!("{} [{}]", self.g.names[f as usize], self.index[f as usize])
+    }
+
+    fn header(&self, w: &mut dyn Write) -> io::Result<()> {
+        let (g, h) = (self.g, self.h);
+        writeln!(w, "Stack profile of test {} (upsrun)", h.test)?;
+        writeln!(
+            w,
+            "Each sample counts as {:.6} seconds ({}); {} samples, {} lost, {} truncated at the depth limit of {} frames.",
+            h.period_sec, h.event, g.samples, h.lost, h.truncated, h.max_stack
+        )?;
+        writeln!(
+            w,
+            "Kernel functions are named from the kernel's symbols; user space is one node ('user' or 'user:COMM')."
+        )?;
+        writeln!(w)
+    }
+
+    fn flat(&self, w: &mut dyn Write) -> io::Result<()> {
+        let g = self.g;
+        writeln!(w, "Flat profile:")?;
+        writeln!(w)?;
+        writeln!(w, "  %   cumulative   self              total")?;
+        writeln!(w, " time   seconds   seconds    calls  seconds  name")?;
+        let mut flat: Vec<u32> = (0..g.names.len() as u32)
+            .filter(|&f| g.total_samples[f as usize] > 0)
+            .collect();
+        flat.sort_by(|&a, &b| {
+            g.self_samples[b as usize]
+                .cmp(&g.self_samples[a as usize])
+                .then_with(|| g.total_samples[b as usize].cmp(&g.total_samples[a as usize]))
+                .then_with(|| g.names[a as usize].cmp(&g.names[b as usize]))
+        });
+        let mut cumulative = 0;
+        for &f in &flat {
+            let (s, t) = (g.self_samples[f as usize], g.total_samples[f as usize]);
+            cumulative += s;
+            writeln!(
+                w,
+                "{:6.2} {:9.3} {:9.3} {:8} {:8.3}  {}",
+                self.pct(s),
+                self.sec(cumulative),
+                self.sec(s),
+                t,
+                self.sec(t),
+                g.names[f as usize]
+            )?;
+        }
+        writeln!(w)?;
+        writeln!(
+            w,
+            " %         the share of all samples in which the function is the leaf."
+        )?;
+        writeln!(w, " cumulative a running sum of self seconds.")?;
+        writeln!(w, " self      seconds in the function itself (it is the leaf).")?;
+        writeln!(
+            w,
+            " calls     samples with the function on the stack (once per sample, however deep it recurses)."
+        )?;
+        writeln!(
+            w,
+            " total     those samples as seconds: the function and what it calls."
+        )?;
+        writeln!(w)
+    }
+
+    /// One caller or callee line: the arc's self and children seconds, its samples out of
+    /// `of`, and the function at the other end.
+    fn arc_line(&self, w: &mut dyn Write, arc: &Arc, of: u64, other: u32) -> io::Result<()> {
         writeln!(
             w,
             "{:13}{:10.3}{:10.3}{:>12}       {}",
             "",
-            sec(arc.leaf),
-            sec(arc.children()),
+            self.sec(arc.leaf),
+            self.sec(arc.children()),
             format!("{}/{of}", arc.samples),
-            label(other)
+            self.label(other)
         )
-    };
-    writeln!(
-        w,
-        "{:<6}{:>7}{:>10}{:>10}{:>12}   name",
-        "index", "% time", "self", "children", "called"
-    )?;
-    for &f in &order {
+    }
+
+    fn call_graph(&self, order: &[u32], w: &mut dyn Write) -> io::Result<()> {
+        writeln!(w, "Call graph:")?;
+        writeln!(w)?;
+        writeln!(
+            w,
+            "Each entry: its callers, the function's own line [index], its callees. On a caller line, self and"
+        )?;
+        writeln!(
+            w,
+            "children are the function's seconds reached through that caller; on a callee line, the callee's"
+        )?;
+        writeln!(
+            w,
+            "seconds reached from the function. called: samples holding the arc / samples with the function."
+        )?;
+        writeln!(w)?;
+        writeln!(
+            w,
+            "{:<6}{:>7}{:>10}{:>10}{:>12}   name",
+            "index", "% time", "self", "children", "called"
+        )?;
+        for &f in order {
+            self.entry(f, w)?;
+        }
+        writeln!(w)
+    }
+
+    /// A function's entry: its callers (fewest samples first), its own line, its callees
+    /// (most samples first).
+    fn entry(&self, f: u32, w: &mut dyn Write) -> io::Result<()> {
+        let (g, index) = (self.g, &self.index);
         let fi = f as usize;
         let total = g.total_samples[fi];
         if g.root_samples[fi] > 0 {
@@ -150,18 +191,17 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
                 .then_with(|| index[a.0 as usize].cmp(&index[b.0 as usize]))
         });
         for (p, a) in callers {
-            arc_line(&mut w, a, total, p)?;
+            self.arc_line(w, a, total, p)?;
         }
-        let primary = format!("[{}]", index[fi]);
         writeln!(
             w,
             "{:<6}{:7.1}{:10.3}{:10.3}{:>12}   {}",
-            primary,
-            pct(total),
-            sec(g.self_samples[fi]),
-            sec(total - g.self_samples[fi]),
+            format!("[{}]", index[fi]),
+            self.pct(total),
+            self.sec(g.self_samples[fi]),
+            self.sec(total - g.self_samples[fi]),
             total,
-            label(f)
+            self.label(f)
         )?;
         let mut callees: Vec<_> = g.callees(f).collect();
         callees.sort_by(|a, b| {
@@ -170,17 +210,25 @@ pub fn render(g: &CallGraph, h: &GprofHeader<'_>, mut w: impl Write) -> io::Resu
                 .then_with(|| index[a.0 as usize].cmp(&index[b.0 as usize]))
         });
         for (c, a) in callees {
-            arc_line(&mut w, a, g.total_samples[c as usize], c)?;
+            self.arc_line(w, a, g.total_samples[c as usize], c)?;
         }
-        writeln!(w, "-----------------------------------------------")?;
+        writeln!(w, "-----------------------------------------------")
     }
-    writeln!(w)?;
-    writeln!(w, "Index by function name")?;
-    writeln!(w)?;
-    let mut by_name: Vec<u32> = order.clone();
-    by_name.sort_by(|&a, &b| g.names[a as usize].cmp(&g.names[b as usize]));
-    for f in by_name {
-        writeln!(w, "{:>7} {}", format!("[{}]", index[f as usize]), g.names[f as usize])?;
+
+    fn name_index(&self, order: &[u32], w: &mut dyn Write) -> io::Result<()> {
+        let g = self.g;
+        writeln!(w, "Index by function name")?;
+        writeln!(w)?;
+        let mut by_name: Vec<u32> = order.to_vec();
+        by_name.sort_by(|&a, &b| g.names[a as usize].cmp(&g.names[b as usize]));
+        for f in by_name {
+            writeln!(
+                w,
+                "{:>7} {}",
+                format!("[{}]", self.index[f as usize]),
+                g.names[f as usize]
+            )?;
+        }
+        Ok(())
     }
-    Ok(())
 }

@@ -1,9 +1,9 @@
 //! Markdown (GitHub-flavoured tables), for pull requests and mailing lists: the same
 //! sections and numbers as the text report.
 
-use super::{fmt_pct, fmt_ratio, fmt_sec};
+use super::{fmt_pct, fmt_ratio, fmt_sec, msec};
 use crate::compare::runs::{RunComparison, TestOutcome};
-use crate::compare::{ratio, ProfileComparison};
+use crate::compare::{ratio, Basis, ProfileComparison};
 use std::io::{self, Write};
 
 // `|` would end a table cell early; `*`, `_` and backquotes would start emphasis or code.
@@ -21,58 +21,89 @@ fn cell(s: &str) -> String {
 /// The Profiling Summary and the CPU Time Analysis of one comparison.
 pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (a, b) = (&c.run1, &c.run2);
+    let m = &c.measure;
+    let unit = cell(&m.unit);
+    for w in &c.warnings {
+        writeln!(out, "> **Note:** {}\n", cell(w))?;
+    }
     writeln!(
         out,
-        "| Profiling Summary (sum of all CPUs) | Run1 (sec) | Run2 (sec) | R2/R1 |"
+        "| Profiling Summary (sum of all CPUs) | Run1 ({unit}) | Run2 ({unit}) | R2/R1 |"
     )?;
     writeln!(out, "|:--|--:|--:|--:|")?;
     writeln!(out, "| Number of CPUs | {} | {} | |", a.cpus, b.cpus)?;
-    let mut line = |name: &str, x: f64, y: f64| {
+    let comparable = m.basis != Basis::Share;
+    let mut line = |name: &str, x: f64, y: f64, scale: f64| {
+        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
         writeln!(
             out,
-            "| {name} | {} | {} | {} |",
-            fmt_sec(x),
-            fmt_sec(y),
-            fmt_ratio(ratio(x, y))
+            "| {name} | {} | {} | {r} |",
+            fmt_sec(x / scale),
+            fmt_sec(y / scale)
         )
     };
-    line("Elapsed time", a.elapsed_sec, b.elapsed_sec)?;
-    line("Idle time", a.idle_sec, b.idle_sec)?;
-    line("CPU time", a.cpu_sec, b.cpu_sec)?;
-    if a.lost_sec > 0.0 || b.lost_sec > 0.0 {
-        line("Lost samples", a.lost_sec, b.lost_sec)?;
+    if m.is_time() {
+        line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0)?;
+        line("Idle time", a.idle, b.idle, 1.0)?;
+        line("CPU time", a.cpu, b.cpu, 1.0)?;
+    } else {
+        line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0)?;
+        line("Idle functions", a.idle, b.idle, m.scale)?;
+        line("Other functions", a.cpu, b.cpu, m.scale)?;
+    }
+    if a.lost > 0.0 || b.lost > 0.0 {
+        line("Lost samples", a.lost, b.lost, m.scale)?;
     }
     writeln!(out)?;
     writeln!(
         out,
-        "| Function (cutoff {:.2}%) | Run1 (sec) | Run2 (sec) | R2-R1 (sec) | R2-R1 / total R1 CPU (%) |",
+        "| Function (cutoff {:.2}%) | Run1 ({unit}) | Run2 ({unit}) | R2-R1 ({unit}) | R2-R1 / total R1 CPU (%) | 95% test |",
         c.cutoff_pct
     )?;
-    writeln!(out, "|:--|--:|--:|--:|--:|")?;
-    let opt = |x: Option<f64>| x.map(fmt_sec).unwrap_or_default();
+    writeln!(out, "|:--|--:|--:|--:|--:|:--|")?;
+    let value = |x: f64| fmt_sec(x / m.scale);
+    let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             cell(&r.function),
-            opt(r.run1_sec),
-            opt(r.run2_sec),
-            fmt_sec(r.delta_sec),
-            fmt_pct(r.delta_pct_of_run1_cpu)
+            opt(r.run1),
+            opt(r.run2),
+            value(r.delta),
+            fmt_pct(r.delta_pct_of_run1_cpu),
+            r.noise.verdict.word()
         )?;
     }
-    let hidden = c.rows.len() - c.listed().count();
     writeln!(out)?;
-    if hidden > 0 {
-        writeln!(out, "{hidden} functions below the cutoff are not shown.")?;
+    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
+    let quiet = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
+    if below > 0 {
+        writeln!(out, "{below} functions below the cutoff are not shown.")?;
     }
+    if quiet > 0 {
+        writeln!(out, "{quiet} functions within the noise are not shown.")?;
+    }
+    let per_sample = |s: &crate::compare::ProfileSummary| match m.basis {
+        Basis::SampledTime => format!("{} ms", msec(s.period * 1e-9)),
+        _ => format!("{:.0} {}", s.period, cell(&s.event)),
+    };
+    let idle = if m.is_time() {
+        " Idle = elapsed - CPU - lost."
+    } else {
+        ""
+    };
     writeln!(
         out,
-        "Sampling: {} ({} ms per sample in run 1, {} ms in run 2). Idle = elapsed - CPU - lost.",
+        "Sampling: {} ({} per sample in run 1, {} in run 2).{idle}",
         cell(&a.event),
-        a.period_sec * 1e3,
-        b.period_sec * 1e3
-    )
+        per_sample(a),
+        per_sample(b)
+    )?;
+    for line in super::text::noise_notes(c) {
+        writeln!(out, "\n{}", cell(&line))?;
+    }
+    Ok(())
 }
 
 /// A whole upcmp comparison: warnings, then per test its benchmark and profile tables.
@@ -112,18 +143,25 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                     writeln!(out)?;
                 }
                 if !bench.is_empty() {
-                    writeln!(out, "| Operation | Run1 | Run2 | Speed R2 vs R1 |\n|:--|--:|--:|--:|")?;
+                    writeln!(
+                        out,
+                        "| Operation | Run1 | Run2 | Speed R2 vs R1 | 95% test |\n|:--|--:|--:|--:|:--|"
+                    )?;
                     for b in bench {
                         let v = |x: Option<f64>| x.map(|x| format!("{x:.3}")).unwrap_or_default();
                         writeln!(
                             out,
-                            "| {} ({}) | {} | {} | {} |",
+                            "| {} ({}) | {} | {} | {} | {} |",
                             cell(&b.description),
                             cell(&b.unit),
                             v(b.run1),
                             v(b.run2),
-                            fmt_ratio(b.speed_ratio)
+                            fmt_ratio(b.speed_ratio),
+                            b.noise.as_ref().map_or("n/a", |n| n.verdict.word())
                         )?;
+                    }
+                    if let Some(line) = super::text::bench_noise_line(bench) {
+                        writeln!(out, "\n{}", cell(&line))?;
                     }
                     writeln!(out)?;
                 }
@@ -153,7 +191,7 @@ mod tests {
         let md = String::from_utf8(out).unwrap();
         assert!(md.contains("| Elapsed time | 2.000 | 2.000 | 1.00 |"), "{md}");
         assert!(
-            md.contains("| \\_\\_do\\_sys\\|x | 1.000 | 1.000 | 0.000 | 0.00 |"),
+            md.contains("| \\_\\_do\\_sys\\|x | 1.000 | 1.000 | 0.000 | 0.00 | noise |"),
             "{md}"
         );
         // Every table row has as many cells as its header.

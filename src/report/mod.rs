@@ -1,11 +1,11 @@
-//! Pure renderers: the text report, CSV and JSON. Numbers come computed from
+//! Pure renderers: the text report, CSV and JSON, the HTML page. Numbers come computed from
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
+pub mod export;
 pub mod flame;
-pub mod folded;
 pub mod format;
 pub mod gprof;
-pub mod machine;
+pub mod html;
 pub mod markdown;
 #[cfg(feature = "parquet")]
 pub mod parquet;
@@ -36,6 +36,13 @@ pub fn fmt_rate(x: f64) -> String {
 /// A ratio with two decimals, or `-` when undefined.
 pub fn fmt_ratio(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
+}
+
+/// Seconds as milliseconds with up to six decimals and no trailing zeros (`1`, `0.25`).
+pub fn msec(period_sec: f64) -> String {
+    let ms = period_sec * 1000.0;
+    let s = format!("{ms:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn no_negative_zero(s: String) -> String {

@@ -1,8 +1,8 @@
-//! `results.parquet`: the machine-readable table of [`machine::rows`](super::machine::rows)
+//! `results.parquet`: the machine-readable table of [`export::rows`](super::export::rows)
 //! as one Parquet file, for comparisons too large to read as CSV. Built only with the
 //! `parquet` cargo feature (polars-io's Parquet writer).
 
-use super::machine::Row;
+use super::export::Row;
 use polars::prelude::*;
 use polars_io::parquet::write::ParquetWriter;
 use std::io::Write;
@@ -38,6 +38,15 @@ pub fn frame<'r>(rows: &[Row<'r>]) -> PolarsResult<DataFrame> {
             number("p_value", &|r| r.p_value),
             flag("significant", &|r| r.significant),
             flag("listed", &|r| r.listed),
+            text("unit", &|r| (!r.unit.is_empty()).then_some(r.unit)),
+            text("verdict", &|r| r.verdict),
+            number("q_value", &|r| r.q_value),
+            text("noise_test", &|r| r.noise_test),
+            number("detectable_observed", &|r| r.detectable_observed),
+            number("detectable_true_80", &|r| r.detectable_true_80),
+            number("share_p_value", &|r| r.share_p_value),
+            number("share_q_value", &|r| r.share_q_value),
+            text("share_verdict", &|r| r.share_verdict),
         ],
     )
 }

@@ -1,7 +1,7 @@
 //! The files a stack comparison adds to RESULTS_DIR: a differential flame graph and a
 //! caller/callee table per test, and the section of `results` that names them.
 
-use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, NOISE_Z};
+use crate::compare::stacks::{ArcChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::report::flame::render_differential;
 use std::io::{self, Write};
 
@@ -28,21 +28,43 @@ fn share(c: &ShareChange) -> String {
         c.pct2,
         c.delta_pct,
         c.error_pct,
-        if c.significant() { " *" } else { "" }
+        if c.stands_out() { " *" } else { "" }
     )
 }
 
+/// What the noise of a stack comparison with `repetitions` of each run was, for the
+/// table's header and the flame graph's subtitle.
+fn noise_words(repetitions: [usize; 2]) -> String {
+    if repetitions[0] > 1 || repetitions[1] > 1 {
+        format!(
+            "tested on the spread of {} and {} repetitions",
+            repetitions[0], repetitions[1]
+        )
+    } else {
+        "tested against the sampling error only (one run a side: run-to-run noise not measured)".into()
+    }
+}
+
 /// Writes the caller/callee table of one test.
-pub fn render_callers(test: &str, functions: &[FunctionChange], mut w: impl Write) -> io::Result<()> {
+pub fn render_callers(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
+    let (test, functions) = (&t.test, &t.functions);
     writeln!(
         w,
         "Test {test}: the functions whose inclusive CPU time changed most, and the arcs that carry it."
     )?;
     writeln!(
         w,
-        "Percent of each run's CPU samples (idle left out); R2-R1 in points ± one standard error (Poisson);"
+        "Percent of each run's CPU samples (idle left out); R2-R1 in points ± one standard error;"
     )?;
-    writeln!(w, "* marks a change beyond {NOISE_Z} standard errors.")?;
+    writeln!(
+        w,
+        "* marks a change that stands out at a false-discovery rate of 5% (Benjamini-Hochberg over the"
+    )?;
+    writeln!(
+        w,
+        "functions, and over the rows below, at or above {FRAME_CUTOFF_PCT}%), {}.",
+        noise_words(t.diff.repetitions())
+    )?;
     if functions.is_empty() {
         writeln!(w)?;
         writeln!(w, "No function's inclusive time changed beyond the noise.")?;
@@ -74,15 +96,16 @@ pub fn files(s: &RunStacks) -> io::Result<Vec<(String, Vec<u8>)>> {
         let mut svg = Vec::new();
         let title = format!("{} → {}: test {}", s.dir1.display(), s.dir2.display(), t.test);
         let subtitle = format!(
-            "width: run 2; colour: change of inclusive share of CPU time (red grew, blue shrank, \
-             neutral within {NOISE_Z} standard errors)"
+            "width: run 2; colour: change of inclusive share of CPU time (red grew, blue shrank, neutral \
+             within the noise: 5% false-discovery rate over the frames, {})",
+            noise_words(t.diff.repetitions())
         );
         if t.diff.samples[1] > 0 {
             render_differential(&t.diff, &title, Some(subtitle), &mut svg)?;
             out.push((flame_file(&t.test), svg));
         }
         let mut table = Vec::new();
-        render_callers(&t.test, &t.functions, &mut table)?;
+        render_callers(t, &mut table)?;
         out.push((callers_file(&t.test), table));
     }
     Ok(out)

@@ -1,10 +1,11 @@
 //! The text report, in the layout of the original upcmp (seed 001's example).
 
-use super::{fmt_pct, fmt_ratio, fmt_sec};
-use crate::compare::bench::{resolvable_pct, BenchRow};
+use super::{fmt_pct, fmt_ratio, fmt_sec, msec};
+use crate::compare::bench::{first_detectable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
-use crate::compare::{ratio, ProfileComparison};
-use crate::compare::{Method, DEFAULT_IDLE_FUNCTIONS};
+use crate::compare::stats::{NoiseTest, NotTested, EXACT_BELOW};
+use crate::compare::{ratio, Basis, Measure, Method, ProfileComparison, ProfileSummary, Significance};
+use crate::model::DEFAULT_IDLE_FUNCTIONS;
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
 use std::io::{self, Write};
@@ -29,16 +30,28 @@ fn print_table(t: &Table, out: &mut dyn Write) -> io::Result<()> {
     t.print(out).map(|_| ())
 }
 
-fn noise_word(significant: bool) -> &'static str {
-    if significant {
-        "significant"
-    } else {
-        "noise"
+fn noise_word(n: &Significance) -> &'static str {
+    n.verdict.word()
+}
+
+/// The line under the benchmark table: what the repetitions resolve of the first
+/// operation, or that one run a side measured no run-to-run noise.
+pub(crate) fn bench_noise_line(rows: &[BenchRow]) -> Option<String> {
+    if let Some((r, d)) = first_detectable_pct(rows) {
+        return Some(format!(
+            "Benchmark ({}): an observed change below {:.1}% is not significant at 95%; a true change of \
+             about {:.1}% is detected 80% of the time.",
+            r.description, d.observed, d.true_change_80
+        ));
     }
+    (!rows.is_empty() && rows.iter().all(|r| r.noise.is_none())).then(|| {
+        "Benchmark values: one run a side, so their run-to-run noise was not measured and no change is tested."
+            .to_string()
+    })
 }
 
 /// Section 1: the benchmark results side by side (with repetitions: means, their
-/// standard deviation in %, and Welch's verdict).
+/// standard deviation in %, and the verdict of the repetitions' test).
 pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "(no benchmark results in either upout)");
@@ -82,20 +95,14 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
         }
         cells.push(right(format!(" {ratio}")));
         if repeated {
-            cells.push(left(format!(
-                " {}",
-                r.noise.map_or("n/a", |n| noise_word(n.significant))
-            )));
+            cells.push(left(format!(" {}", r.noise.as_ref().map_or("n/a", noise_word))));
         }
         cells.push(left(format!(" {desc}")));
         t.add_row(Row::new(cells));
     }
     print_table(&t, out)?;
-    if let Some(pct) = resolvable_pct(rows) {
-        writeln!(
-            out,
-            "Benchmark changes below {pct:.1}% are within noise (95% confidence, Welch's t-test)."
-        )?;
+    if let Some(line) = bench_noise_line(rows) {
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }
@@ -103,12 +110,20 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
 /// Sections 2 and 3: the profiling summary and the per-function table, with notes.
 pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (a, b) = (&c.run1, &c.run2);
+    let m = &c.measure;
+    let unit = format!("({})", m.unit);
+    for w in &c.warnings {
+        writeln!(out, "NOTE: {w}")?;
+    }
+    if !c.warnings.is_empty() {
+        writeln!(out)?;
+    }
     let mut t = Table::new();
     t.set_format(plain_format());
     t.set_titles(Row::new(vec![
         left("Profiling Summary\nSum of all cpus"),
-        right("Run1\n(sec)"),
-        right("Run2\n(sec)"),
+        right(format!("Run1\n{unit}")),
+        right(format!("Run2\n{unit}")),
         right("R2/R1\n"),
     ]));
     t.add_row(Row::new(vec![
@@ -126,19 +141,28 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
             right(""),
         ]));
     }
-    let mut line = |name: &str, x: f64, y: f64| {
+    // Runs in different units have no ratio of values.
+    let comparable = m.basis != Basis::Share;
+    let mut line = |name: &str, x: f64, y: f64, scale: f64| {
+        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
         t.add_row(Row::new(vec![
             left(name),
-            right(format!("    {}", fmt_sec(x))),
-            right(format!("    {}", fmt_sec(y))),
-            right(format!("    {}", fmt_ratio(ratio(x, y)))),
+            right(format!("    {}", fmt_sec(x / scale))),
+            right(format!("    {}", fmt_sec(y / scale))),
+            right(format!("    {r}")),
         ]));
     };
-    line("Elapsed time", a.elapsed_sec, b.elapsed_sec);
-    line("Idle time", a.idle_sec, b.idle_sec);
-    line("CPU time", a.cpu_sec, b.cpu_sec);
-    if a.lost_sec > 0.0 || b.lost_sec > 0.0 {
-        line("Lost samples", a.lost_sec, b.lost_sec);
+    if m.is_time() {
+        line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0);
+        line("Idle time", a.idle, b.idle, 1.0);
+        line("CPU time", a.cpu, b.cpu, 1.0);
+    } else {
+        line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0);
+        line("Idle functions", a.idle, b.idle, m.scale);
+        line("Other functions", a.cpu, b.cpu, m.scale);
+    }
+    if a.lost > 0.0 || b.lost > 0.0 {
+        line("Lost samples", a.lost, b.lost, m.scale);
     }
     print_table(&t, out)?;
     writeln!(out)?;
@@ -147,73 +171,112 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     t.set_format(plain_format());
     let mut titles = vec![
         left(format!("CPU Time Analysis\nFunction (cutoff={:.2}%)", c.cutoff_pct)),
-        right("Run1\n(sec)"),
+        right(format!("Run1\n{unit}")),
     ];
     if repeated {
         titles.push(right("\n sd%"));
     }
-    titles.push(right("Run2\n(sec)"));
+    titles.push(right(format!("Run2\n{unit}")));
     if repeated {
         titles.push(right("\n sd%"));
     }
     titles.extend([
-        right("R2-R1\n(sec)"),
+        right(format!("R2-R1\n{unit}")),
         right("R2-R1/total R1 CPU\n(%)"),
         left("\n 95% test"),
     ]);
     t.set_titles(Row::new(titles));
-    let opt = |x: Option<f64>| x.map(fmt_sec).unwrap_or_default();
+    let value = |x: f64| fmt_sec(x / m.scale);
+    let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
-        let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1_sec)))];
+        let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1)))];
         if repeated {
             cells.push(right(format!(" {:.1}", r.run1_sd_pct)));
         }
-        cells.push(right(format!("  {}", opt(r.run2_sec))));
+        cells.push(right(format!("  {}", opt(r.run2))));
         if repeated {
             cells.push(right(format!(" {:.1}", r.run2_sd_pct)));
         }
         cells.extend([
-            right(format!("  {}", fmt_sec(r.delta_sec))),
+            right(format!("  {}", value(r.delta))),
             right(format!("  {}", fmt_pct(r.delta_pct_of_run1_cpu))),
-            left(format!(" {}", noise_word(r.noise.significant))),
+            left(format!(" {}", noise_word(&r.noise))),
         ]);
         t.add_row(Row::new(cells));
     }
     print_table(&t, out)?;
-    let hidden = c.rows.len() - c.listed().count();
-    if hidden > 0 {
-        writeln!(
+    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
+    let quiet = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
+    match (below, quiet) {
+        (0, 0) => {}
+        (below, 0) => writeln!(
             out,
-            "({hidden} functions below the cutoff are in results.csv and results.json)"
-        )?;
+            "({below} functions below the cutoff are in results.csv and results.json)"
+        )?,
+        (below, quiet) => writeln!(
+            out,
+            "({quiet} functions within the noise and {below} below the cutoff are in results.csv and results.json)"
+        )?,
     }
     render_notes(c, out)
 }
 
-fn msec(period_sec: f64) -> String {
-    let ms = period_sec * 1000.0;
-    let s = format!("{ms:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+/// A run's period, for the notes: milliseconds for time, else counts of the event.
+fn period_text(s: &ProfileSummary, m: &Measure) -> String {
+    match m.basis {
+        Basis::SampledTime => format!("{} msec", msec(s.period * 1e-9)),
+        _ => format!("{:.0} {}", s.period, s.event),
+    }
+}
+
+/// How one run's samples were taken and weighed, for the notes.
+fn sampling(s: &ProfileSummary, m: &Measure) -> String {
+    match (m.basis, s.fixed_period) {
+        (Basis::SampledTime, true) => format!("{} profiling sample rate ({})", period_text(s, m), s.event),
+        (_, true) => format!("{} sampled every {}", s.event, period_text(s, m)),
+        (_, false) => format!(
+            "{} sampled at a varying period (mean {}); every sample weighs its period",
+            s.event,
+            period_text(s, m)
+        ),
+    }
 }
 
 fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (a, b) = (&c.run1, &c.run2);
-    if a.period_sec == b.period_sec && a.event == b.event {
+    let m = &c.measure;
+    let (sa, sb) = (sampling(a, m), sampling(b, m));
+    if sa == sb {
+        writeln!(out, "Notes: {sa}.")?;
+    } else if a.event == b.event && !a.fixed_period && !b.fixed_period {
         writeln!(
             out,
-            "Notes: {} msec profiling sample rate ({}).",
-            msec(a.period_sec),
-            a.event
+            "Notes: {} sampled at a varying period (mean {} in run 1, {} in run 2); every sample weighs its period.",
+            a.event,
+            period_text(a, m),
+            period_text(b, m)
         )?;
     } else {
-        writeln!(
+        writeln!(out, "Notes: run 1: {sa}; run 2: {sb}.")?;
+    }
+    match m.basis {
+        Basis::BusyTime => writeln!(
             out,
-            "Notes: {} msec ({}) in run 1, {} msec ({}) in run 2 profiling sample rate.",
-            msec(a.period_sec),
-            a.event,
-            msec(b.period_sec),
-            b.event
-        )?;
+            "Time: each function's share of its CPU's {} outside idle functions x that CPU's busy time \
+             from /proc/stat (docs/formulas.md).",
+            a.event
+        )?,
+        Basis::EventCount => writeln!(
+            out,
+            "Values are counts of {} in {}; a recording does not say how busy each CPU was, so they are \
+             not turned into time.",
+            a.event, m.unit
+        )?,
+        Basis::Share => writeln!(
+            out,
+            "Values are each run's % of its own total: the runs were measured in different units."
+        )?,
+        Basis::SampledTime => {}
     }
     let quoted = |set: &[String]| {
         if set
@@ -226,25 +289,16 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
             set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
         }
     };
-    writeln!(out, "Idle time calculated as elapsed - CPU time - lost samples.")?;
-    match c.method() {
-        Method::SamplingError => writeln!(
+    if m.is_time() {
+        writeln!(
             out,
-            "Noise: one run on a side, so each delta is tested against the sampling error of its sample \
-             counts (Poisson, 95%).\nRun-to-run variation is not measured that way and is usually larger: \
-             repeat the runs (uprun --runs N)."
-        )?,
-        Method::Welch => writeln!(
-            out,
-            "Noise: {} and {} repetitions; each delta is tested with Welch's t-test at 95% on the repetitions' times.",
-            a.repetitions, b.repetitions
-        )?,
+            "Idle time calculated as elapsed - CPU time - lost samples: the time not sampled (idle CPUs, and \
+             any sampling the kernel throttled)."
+        )?;
     }
-    writeln!(
-        out,
-        "Changes of total CPU time below {:.2}% are within noise.",
-        c.resolvable_pct()
-    )?;
+    for line in noise_notes(c) {
+        writeln!(out, "{line}")?;
+    }
     if a.idle_set == b.idle_set {
         writeln!(
             out,
@@ -256,6 +310,71 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "Idle functions, run 2: {}.", quoted(&b.idle_set))?;
     }
     Ok(())
+}
+
+/// The notes that say how each verdict of a profile comparison was reached: the test,
+/// the question it answers, the family, and what the data resolve of the total CPU time
+/// (shared with the Markdown report).
+pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
+    let (a, b) = (c.run1.repetitions, c.run2.repetitions);
+    let mut notes = vec![match c.method() {
+        Method::SamplingError => format!(
+            "Noise: one run a side, so each function's change of CPU time is tested against the sampling error \
+             of its samples only (exact below {EXACT_BELOW} samples, the multinomial normal above). \
+             Run-to-run variation was not measured and is usually larger: a change beyond the sampling error is \
+             marked \"sampling only\", not \"significant\". Repeat the runs (uprun --runs N)."
+        ),
+        Method::Welch if a == 1 || b == 1 => format!(
+            "Noise: {a} and {b} repetitions; each function's change of CPU time is tested against the \
+             repetitions' spread, taken for both sides (t-test with {} degrees of freedom), each side's variance \
+             at least its sampling variance; the change must also stand above the sampling error of the summed \
+             samples.",
+            a.max(b) - 1
+        ),
+        Method::Welch => format!(
+            "Noise: {a} and {b} repetitions; each function's change of CPU time is tested with Welch's t-test on \
+             the repetitions, each side's variance at least its sampling variance; the change must also stand \
+             above the sampling error of the summed samples."
+        ),
+    }];
+    notes.push(format!(
+        "The 95% test asks whether a function's CPU time changed (whether its share of CPU time changed, the \
+         flame graph's question, is share_verdict in the CSV and JSON results); marked at a false-discovery \
+         rate of 5% over the {} tested functions above the cutoff in this report (Benjamini-Hochberg).",
+        c.families.functions
+    ));
+    let cpu_change = if c.run1.cpu > 0.0 {
+        format!("{:+.2}%", 100.0 * (c.run2.cpu - c.run1.cpu) / c.run1.cpu)
+    } else {
+        "-".into()
+    };
+    let n = &c.cpu_noise;
+    notes.push(match c.cpu_detectable_pct() {
+        Some(d) => format!(
+            "Total CPU time {cpu_change}: {} (Holm over the {} benchmark values and CPU totals tested in this \
+             report). An observed change below {:.2}% is not significant at 95%; a true change of about {:.2}% \
+             is detected 80% of the time.",
+            n.verdict.word(),
+            c.families.headline,
+            d.observed,
+            d.true_change_80
+        ),
+        None if n.sampling_only || a == 1 && b == 1 => format!(
+            "Total CPU time {cpu_change}: one run a side, so its run-to-run noise was not measured and no \
+             smallest detectable change can be given."
+        ),
+        None => format!("Total CPU time {cpu_change}: not tested ({}).", not_tested_why(n)),
+    });
+    notes
+}
+
+fn not_tested_why(n: &Significance) -> &'static str {
+    match (n.not_tested, n.test) {
+        (Some(NotTested::NoValues), _) => "a side has no value",
+        (Some(_), _) => "the values vary neither between repetitions nor by sampling",
+        (None, Some(NoiseTest::ExactCounts | NoiseTest::NormalCounts)) => "sampling error only",
+        (None, _) => "run 1 has no CPU time",
+    }
 }
 
 fn banner(name: &str) -> String {
@@ -327,4 +446,65 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
         render_test(t, out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{compare_profile_sets, CompareOptions};
+    use crate::model::Profile;
+    use crate::store::prfout::parse;
+
+    fn profile(a: u64, idle: u64) -> Profile {
+        let text = format!(
+            "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.01\ncpus 1\nwall-sec 10\nidle-set idle\n\
+             cpu 0 samples {} lost 0 throttled 0\nfunctions 2\n{a} [kernel] a\n{idle} [kernel] idle\nend\n",
+            a + idle
+        );
+        parse(&text, "t").unwrap()
+    }
+
+    fn notes(s1: &[Profile], s2: &[Profile]) -> String {
+        let c = compare_profile_sets(s1, s2, &CompareOptions::default()).unwrap();
+        let mut out = Vec::new();
+        render_profile(&c, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    // With repetitions the total CPU time gets its verdict and both thresholds; with
+    // one run a side, the statement that run-to-run noise was not measured instead of a
+    // threshold of sampling error (which is 0 for a run without idle samples).
+    #[test]
+    fn the_notes_say_what_the_data_resolve() {
+        let r = notes(
+            &[profile(300, 700), profile(310, 690), profile(290, 710)],
+            &[profile(350, 650), profile(360, 640), profile(340, 660)],
+        );
+        assert!(
+            r.contains("Noise: 3 and 3 repetitions; each function's change of CPU time is tested with Welch's t-test"),
+            "{r}"
+        );
+        assert!(
+            r.contains("marked at a false-discovery rate of 5% over the 1 tested functions"),
+            "{r}"
+        );
+        assert!(
+            r.contains("Total CPU time +16.67%: significant (Holm over the 1 benchmark values and CPU totals"),
+            "{r}"
+        );
+        assert!(
+            r.contains("An observed change below ") && r.contains("is detected 80% of the time."),
+            "{r}"
+        );
+        assert!(
+            r.lines().any(|l| l.starts_with("a ") && l.ends_with(" significant")),
+            "{r}"
+        );
+        let r = notes(&[profile(1000, 0)], &[profile(900, 0)]);
+        assert!(
+            r.contains("Total CPU time -10.00%: one run a side, so its run-to-run noise was not measured"),
+            "{r}"
+        );
+        assert!(!r.contains("An observed change below"), "{r}");
+    }
 }

@@ -1,10 +1,15 @@
 //! The output-directory format (`docs/format.md`): writing and reading it.
 
+pub mod folded;
 pub mod outdir;
 pub mod prfout;
+pub mod procstat;
+pub mod run;
 pub mod samples;
+pub mod stacks;
 pub mod system;
 
+use crate::fsio::{self, Links};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +43,31 @@ pub enum StoreError {
         /// The marker file it lacks.
         marker: &'static str,
     },
+    /// Another process holds the lock of a directory being written.
+    #[error("another {tool} is writing {path} (it holds {path}.lock); wait for it to end, or choose another name")]
+    Locked {
+        /// The directory.
+        path: PathBuf,
+        /// The command that writes it (`uprun`, `upcmp`).
+        tool: &'static str,
+    },
+    /// The directory to write sits where every user may replace what is put there.
+    #[error(
+        "{path}: its directory {parent} may be written by every user and has no sticky bit, so anyone \
+         could replace what is written there; choose another place, or insist with --allow-world-writable-parent"
+    )]
+    SharedParent {
+        /// The directory to write.
+        path: PathBuf,
+        /// Its parent.
+        parent: PathBuf,
+    },
+    /// A path that names no directory of its own (`/`, `.`, `..`).
+    #[error("{path}: names no new directory; give a name such as results1")]
+    NoName {
+        /// The path.
+        path: PathBuf,
+    },
     /// A format version this build cannot read.
     #[error(
         "{path}: output-directory format {found}, but this upcmp reads formats 1 to {supported}; use the upcmp that wrote it"
@@ -60,17 +90,45 @@ pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     }
 }
 
-/// Reads a whole text file, naming it in the error.
-pub fn read_text(path: &Path) -> Result<String, StoreError> {
-    std::fs::read_to_string(path).map_err(io_err(path))
+/// The most a small file of a run may hold: the marker, `system`, `test_list`, `status`,
+/// `checks` (a test list of a million bytes is already absurd).
+pub const SMALL_FILE_CAP: u64 = 1 << 20;
+/// The most a benchmark's `upout` may hold.
+pub const UPOUT_CAP: u64 = 256 << 20;
+/// The most a profile or a stack file may hold (`prfout`, `stacks.folded`): a profile of
+/// 10^5 functions on 64 CPUs takes about 100 MB.
+pub const PROFILE_CAP: u64 = 2 << 30;
+
+/// Reads a whole regular text file of at most `cap` bytes, naming it in the error. Inside
+/// a run directory `links` is [`Links::Refuse`]: a run may have been written by another
+/// user, and a link there must not make upcmp read, or quote, a file it points to.
+pub fn read_text_with(path: &Path, links: Links, cap: u64) -> Result<String, StoreError> {
+    fsio::read_text(path, links, cap).map_err(io_err(path))
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so a reader never
-/// sees a half-written file.
+/// Reads a small file of a run directory ([`SMALL_FILE_CAP`], no symbolic link).
+pub fn read_text(path: &Path) -> Result<String, StoreError> {
+    read_text_with(path, Links::Refuse, SMALL_FILE_CAP)
+}
+
+/// Writes `bytes` to `path` through a new temporary file and a rename, so a reader never
+/// sees a half-written file; the mode is 0666 less the umask (a run sets its own, see
+/// `docs/security.md`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    fsio::write_atomic(path, bytes, 0o666).map_err(io_err(path))
+}
+
+/// What an error shows instead of the text of a file reached through a symbolic link.
+pub const NOT_QUOTED: &str = "(not quoted: the file is reached through a symbolic link)";
+
+/// Drops the quoted text of `e` when its file was reached through a symbolic link: a link
+/// someone else placed must not make an error message show what the file it points to
+/// holds (`docs/security.md`). The file, line and column stay.
+pub fn unquoted(mut e: upcmp_parsers::ParseError, through_link: bool) -> upcmp_parsers::ParseError {
+    if through_link && !e.found.is_empty() {
+        e.found = NOT_QUOTED.to_string();
+    }
+    e
 }
 
 /// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.

@@ -1,7 +1,9 @@
 //! The run directory: its marker, rotation to `.old`, test directories and their status.
 
+use super::prfout::PRFOUT_FILE;
 use super::{io_err, read_text, write_atomic, StoreError};
-use std::collections::HashMap;
+use crate::fsio;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use upcmp_parsers::keyvalue::{parse_key_values, KeyValues};
@@ -91,6 +93,62 @@ pub struct RunMarker {
     pub runs: u32,
     /// Which collector wrote it.
     pub kind: RunKind,
+    /// Why the run failed (`status: failed`): the error that stopped it.
+    pub reason: Option<String>,
+    /// The process writing the run, so a reader can tell a run still going from one whose
+    /// writer died without a word (`kill -9`, a crash, a reboot).
+    pub writer: Option<Writer>,
+}
+
+/// A process, told apart from any later one with the same pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writer {
+    /// Its pid.
+    pub pid: u32,
+    /// When it started, in clock ticks after boot (`/proc/PID/stat`, field 22).
+    pub start_ticks: u64,
+    /// The boot it ran in (`/proc/sys/kernel/random/boot_id`).
+    pub boot_id: String,
+}
+
+impl Writer {
+    /// This process, when /proc tells.
+    pub fn current() -> Option<Self> {
+        let pid = std::process::id();
+        Some(Writer {
+            pid,
+            start_ticks: start_ticks(pid)?,
+            boot_id: boot_id()?,
+        })
+    }
+
+    /// Whether the process still runs: same boot, and its pid names a process that
+    /// started at the same tick.
+    pub fn is_running(&self) -> bool {
+        boot_id().as_deref() == Some(self.boot_id.as_str()) && start_ticks(self.pid) == Some(self.start_ticks)
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        let mut w = s.split_whitespace();
+        let (pid, start, boot) = (w.next()?, w.next()?, w.next()?);
+        Some(Writer {
+            pid: pid.parse().ok()?,
+            start_ticks: start.parse().ok()?,
+            boot_id: boot.to_string(),
+        })
+    }
+}
+
+fn boot_id() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(text.trim().to_string())
+}
+
+/// Field 22 of `/proc/PID/stat`, counted after the command name, which may hold spaces.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 impl RunMarker {
@@ -105,7 +163,21 @@ impl RunMarker {
             status: Status::Running,
             runs: 1,
             kind: RunKind::Uprun,
+            reason: None,
+            writer: Writer::current(),
         }
+    }
+
+    /// The marker of a run that stopped on `error`: `status: failed`, with the reason.
+    pub fn fail(&mut self, error: &str) {
+        self.status = Status::Failed;
+        self.ended = Some(super::now_utc());
+        self.reason = Some(error.replace(['\n', '\r'], " "));
+    }
+
+    /// Whether the run is marked running but its writer no longer runs.
+    pub fn writer_died(&self) -> bool {
+        self.status == Status::Running && self.writer.as_ref().is_some_and(|w| !w.is_running())
     }
 
     /// Writes the marker into `dir` (atomically).
@@ -123,17 +195,28 @@ impl RunMarker {
             let _ = writeln!(s, "ended: {e}");
         }
         let _ = writeln!(s, "status: {}", self.status.as_str());
+        if let Some(r) = &self.reason {
+            let _ = writeln!(s, "reason: {r}");
+        }
         let _ = writeln!(s, "runs: {}", self.runs);
         if self.kind != RunKind::Uprun {
             let _ = writeln!(s, "kind: {}", self.kind.as_str());
         }
-        write_atomic(&dir.join(RUN_MARKER), s.as_bytes())
+        if let Some(w) = &self.writer {
+            let _ = writeln!(s, "writer: {} {} {}", w.pid, w.start_ticks, w.boot_id);
+        }
+        let path = dir.join(RUN_MARKER);
+        write_atomic(&path, s.as_bytes()).or_else(|e| {
+            // A full disk has no room for the temporary file: the marker is then rewritten
+            // in place, so a run is never left marked running for want of a few bytes.
+            fsio::overwrite_in_place(&path, s.as_bytes()).map_err(|_| e)
+        })
     }
 
     /// Reads and checks the marker of `dir`.
     pub fn read(dir: &Path) -> Result<Self, StoreError> {
         let path = dir.join(RUN_MARKER);
-        if !path.is_file() {
+        if path.symlink_metadata().is_err() {
             return Err(StoreError::NotARun {
                 path: dir.to_path_buf(),
                 marker: RUN_MARKER,
@@ -174,54 +257,149 @@ impl RunMarker {
                     )
                 }
             },
+            reason: kv.get("reason").map(str::to_string),
+            writer: match kv.get("writer") {
+                None => None,
+                Some(w) => Some(Writer::parse(w).ok_or_else(|| {
+                    upcmp_parsers::ParseError::whole(&path.display().to_string(), "writer: PID START-TICKS BOOT-ID")
+                })?),
+            },
         })
     }
 }
 
-/// Makes `path` a fresh, empty directory for a new run or results, as the original
-/// tools did: an existing `path` becomes `path.old`, after an older `path.old` is
-/// removed. Only directories that carry `marker` are ever moved or removed.
-pub fn rotate_and_create(path: &Path, marker: &'static str) -> Result<(), StoreError> {
-    rotate_away(path, marker)?;
-    std::fs::create_dir_all(path).map_err(io_err(path))
+/// One directory moved aside by a rotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moved {
+    /// Where it was.
+    pub from: PathBuf,
+    /// Where it is now.
+    pub to: PathBuf,
 }
 
-/// Moves an existing `path` (ours: it carries `marker`) to `path.old`, removing an
-/// older `path.old` (also ours) first. Nothing happens when `path` does not exist.
-pub fn rotate_away(path: &Path, marker: &'static str) -> Result<(), StoreError> {
-    check_rotatable(path, marker)?;
-    if path.symlink_metadata().is_ok() {
-        let old = old_path(path);
-        if old.symlink_metadata().is_ok() {
-            std::fs::remove_dir_all(&old).map_err(io_err(&old))?;
-        }
-        std::fs::rename(path, &old).map_err(io_err(path))?;
+/// A directory claimed for writing: its cleaned path (no trailing slash) and the lock
+/// held while it is written.
+#[derive(Debug)]
+pub struct Claim {
+    /// The directory, cleaned of trailing slashes and `.` components.
+    pub path: PathBuf,
+    /// The lock beside it (`PATH.lock`), released when dropped.
+    pub lock: fsio::DirLock,
+}
+
+/// Claims the directory `path` for writing by `tool`: refuses a path that names no
+/// directory of its own, a parent directory every user may write that has no sticky bit
+/// (unless `allow_shared_parent`), and a directory another process is writing (the lock
+/// beside it).
+pub fn claim_dir(path: &Path, tool: &'static str, allow_shared_parent: bool) -> Result<Claim, StoreError> {
+    let path = fsio::clean(path);
+    if !matches!(path.components().next_back(), Some(std::path::Component::Normal(_))) {
+        return Err(StoreError::NoName { path });
     }
-    Ok(())
+    if let (Some(parent), false) = (fsio::shared_parent(&path), allow_shared_parent) {
+        return Err(StoreError::SharedParent { path, parent });
+    }
+    match fsio::DirLock::try_lock(&path) {
+        Ok(Some(lock)) => Ok(Claim { path, lock }),
+        Ok(None) => Err(StoreError::Locked { path, tool }),
+        Err(source) => {
+            let mut lock = path.into_os_string();
+            lock.push(".lock");
+            Err(StoreError::Io {
+                path: lock.into(),
+                source,
+            })
+        }
+    }
+}
+
+/// Makes `path` a fresh, empty directory with `mode` (exactly, whatever the umask) for a
+/// new run, as the original tools did: an existing `path` becomes `path.old`, and earlier
+/// generations move one further (`path.old` to `path.old.2`, ...). Nothing is ever
+/// deleted, and only directories that carry `marker` are moved. Returns what moved where.
+pub fn rotate_and_create(path: &Path, marker: &'static str, mode: u32) -> Result<Vec<Moved>, StoreError> {
+    let moved = rotate_away(path, marker)?;
+    let parent = fsio::parent_of(path);
+    std::fs::create_dir_all(&parent).map_err(io_err(&parent))?;
+    // Never through a link, never into a directory someone else made in between.
+    fsio::create_dir(path, mode).map_err(io_err(path))?;
+    Ok(moved)
+}
+
+/// Moves an existing `path` (ours: it carries `marker`) to `path.old`, after moving each
+/// earlier generation (`path.old`, `path.old.2`, ..., as far as they follow each other
+/// without a gap; all ours) one further. Nothing is deleted, so a baseline run survives
+/// any number of new runs under its name. Nothing happens when `path` does not exist.
+pub fn rotate_away(path: &Path, marker: &'static str) -> Result<Vec<Moved>, StoreError> {
+    check_rotatable(path, marker)?;
+    let mut moved = Vec::new();
+    if path.symlink_metadata().is_err() {
+        return Ok(moved);
+    }
+    let generations = old_generations(path);
+    for k in (1..=generations.len()).rev() {
+        let (from, to) = (old_path_n(path, k), old_path_n(path, k + 1));
+        fsio::rename_noreplace(&from, &to).map_err(io_err(&from))?;
+        moved.push(Moved { from, to });
+    }
+    let to = old_path(path);
+    fsio::rename_noreplace(path, &to).map_err(io_err(path))?;
+    moved.push(Moved {
+        from: path.to_path_buf(),
+        to,
+    });
+    moved.reverse();
+    Ok(moved)
+}
+
+/// The existing generations of `path`: `path.old`, `path.old.2`, ... up to the first
+/// that does not exist.
+fn old_generations(path: &Path) -> Vec<PathBuf> {
+    (1..)
+        .map(|k| old_path_n(path, k))
+        .take_while(|p| p.symlink_metadata().is_ok())
+        .collect()
 }
 
 /// Publishes a directory whole: writes `files` (name, contents) and the `marker` into
-/// a temporary sibling, then moves an existing `path` to `path.old` (see
-/// [`rotate_away`]) and renames the sibling to `path`. A failure part-way leaves no
-/// half-written `path`.
-pub fn publish_dir(path: &Path, marker: &'static str, files: &[(&str, Vec<u8>)]) -> Result<(), StoreError> {
+/// a new temporary sibling (an unpredictable name, created exclusively with mode 0700, so
+/// nobody can have prepared it or a link under its name), then moves an existing `path`
+/// aside (see [`rotate_away`]) and renames the sibling to `path`, never onto anything that
+/// appeared there meanwhile. A failure part-way leaves no half-written `path`. The
+/// directory ends with the mode a new directory gets under the umask. Returns what the
+/// rotation moved.
+pub fn publish_dir<N: AsRef<str>>(
+    path: &Path,
+    marker: &'static str,
+    files: &[(N, Vec<u8>)],
+) -> Result<Vec<Moved>, StoreError> {
     check_rotatable(path, marker)?;
-    let mut tmp_name = path.as_os_str().to_os_string();
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp_name);
+    let tmp = fsio::create_temp_dir_beside(path).map_err(io_err(path))?;
     let result = (|| {
-        std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
         let mark = format!(
-            "# Written by upcmp {}; upcmp may move or replace this directory.\n",
+            "# Written by upcmp {}; upcmp may move this directory aside (never deletes it).\n",
             crate::TOOL_VERSION
         );
-        std::fs::write(tmp.join(marker), mark).map_err(io_err(&tmp))?;
-        for (name, bytes) in files {
+        let write = |name: &str, bytes: &[u8]| {
             let p = tmp.join(name);
-            std::fs::write(&p, bytes).map_err(io_err(&p))?;
+            // A name is one plain component: nothing is written outside the directory.
+            if !matches!(
+                Path::new(name).components().collect::<Vec<_>>()[..],
+                [std::path::Component::Normal(_)]
+            ) {
+                return Err(StoreError::NoName { path: p });
+            }
+            fsio::write_new(&p, bytes, 0o666).map_err(io_err(&p))
+        };
+        write(marker, mark.as_bytes())?;
+        for (name, bytes) in files {
+            write(name.as_ref(), bytes)?;
         }
-        rotate_away(path, marker)?;
-        std::fs::rename(&tmp, path).map_err(io_err(path))
+        let mode = 0o777 & !fsio::current_umask();
+        std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(io_err(&tmp))?;
+        let moved = rotate_away(path, marker)?;
+        fsio::rename_noreplace(&tmp, path).map_err(io_err(path))?;
+        Ok(moved)
     })();
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -230,43 +408,75 @@ pub fn publish_dir(path: &Path, marker: &'static str, files: &[(&str, Vec<u8>)])
 }
 
 /// Checks, without changing anything, that [`rotate_and_create`] would succeed as far
-/// as ownership goes, so a run can refuse before it starts any work.
+/// as ownership goes, so a run can refuse before it starts any work: `path` and every
+/// generation that would move must carry `marker`.
 pub fn check_rotatable(path: &Path, marker: &'static str) -> Result<(), StoreError> {
-    if path.symlink_metadata().is_ok() {
-        if !path.join(marker).is_file() || path.is_symlink() {
-            return Err(StoreError::NotOurs {
-                path: path.to_path_buf(),
-                marker,
-            });
-        }
-        let old = old_path(path);
-        if old.symlink_metadata().is_ok() && (!old.join(marker).is_file() || old.is_symlink()) {
-            return Err(StoreError::NotOurs { path: old, marker });
+    if path.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    for dir in std::iter::once(path.to_path_buf()).chain(old_generations(path)) {
+        if !is_ours(&dir, marker) {
+            return Err(StoreError::NotOurs { path: dir, marker });
         }
     }
     Ok(())
 }
 
-/// `path` with `.old` appended to its last component.
+fn owned_by_us(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    path.symlink_metadata()
+        .is_ok_and(|m| m.uid() == me && m.file_type().is_file())
+}
+
+/// Whether `dir` is a directory carrying `marker`, neither of them a symbolic link: a link
+/// (to a directory, or as the marker) would let anyone make a foreign directory look
+/// like ours.
+fn is_ours(dir: &Path, marker: &str) -> bool {
+    fsio::is_real_dir(dir) && fsio::is_real_file(&dir.join(marker))
+}
+
+/// `path` with `.old` appended to its last component: where [`rotate_away`] moves it.
 pub fn old_path(path: &Path) -> PathBuf {
+    old_path_n(path, 1)
+}
+
+/// Generation `k` of `path`: `path.old` for 1, `path.old.K` after.
+pub fn old_path_n(path: &Path, k: usize) -> PathBuf {
     let mut s = path.as_os_str().to_os_string();
     s.push(".old");
+    if k > 1 {
+        s.push(format!(".{k}"));
+    }
     PathBuf::from(s)
 }
 
-/// Directory names for the tests of a list: the test's name, with `.2`, `.3`, … for
-/// the second and later lines of the same name.
+/// The files uprun writes at the top of a run directory, which no test may be named.
+pub const RUN_FILES: &[&str] = &[RUN_MARKER, "system", TEST_LIST_FILE, "kallsyms.gz"];
+
+/// Directory names for the tests of a list, unique by construction: the test's name for
+/// its first line; for a later line of the same name, `NAME.K` with the smallest K from 2
+/// that no line names itself and no earlier line got (so `a`, `a`, `a.2` give `a`, `a.3`,
+/// `a.2`).
 pub fn test_dir_names(tests: &[TestLine]) -> Vec<String> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut taken: HashSet<String> = tests.iter().map(|t| t.spec.name().to_string()).collect();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut next: HashMap<&str, usize> = HashMap::new();
     tests
         .iter()
         .map(|t| {
-            let n = seen.entry(t.spec.name()).or_insert(0);
-            *n += 1;
-            if *n == 1 {
-                t.spec.name().to_string()
-            } else {
-                format!("{}.{n}", t.spec.name())
+            let name = t.spec.name();
+            if seen.insert(name) {
+                return name.to_string();
+            }
+            let k = next.entry(name).or_insert(1);
+            loop {
+                *k += 1;
+                let candidate = format!("{name}.{k}");
+                if taken.insert(candidate.clone()) {
+                    return candidate;
+                }
             }
         })
         .collect()
@@ -274,15 +484,38 @@ pub fn test_dir_names(tests: &[TestLine]) -> Vec<String> {
 
 /// The directories holding one test's repetitions: the test directory itself when it
 /// has a `prfout` (one run, and every format-1 directory), else `r1`, `r2`, … in order,
-/// as far as they have a `prfout`.
-pub fn repetition_dirs(test_dir: &Path) -> Vec<PathBuf> {
-    if test_dir.join("prfout").is_file() {
-        return vec![test_dir.to_path_buf()];
+/// as far as they have a `prfout`; none when the test directory does not exist. A
+/// directory of the run that is a symbolic link is an error: it is not followed.
+pub fn repetition_dirs(test_dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let exists = |p: &Path| p.symlink_metadata().is_ok();
+    let real_dir = |d: &Path| -> Result<bool, StoreError> {
+        match d.symlink_metadata() {
+            Err(_) => Ok(false),
+            Ok(m) if m.file_type().is_dir() => Ok(true),
+            Ok(_) => Err(StoreError::Io {
+                path: d.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "not a directory (a symbolic link is not followed inside a run; docs/security.md)",
+                ),
+            }),
+        }
+    };
+    if !real_dir(test_dir)? {
+        return Ok(Vec::new());
     }
-    (1..)
-        .map(|k| test_dir.join(repetition_name(k)))
-        .take_while(|d| d.join("prfout").is_file())
-        .collect()
+    if exists(&test_dir.join(PRFOUT_FILE)) {
+        return Ok(vec![test_dir.to_path_buf()]);
+    }
+    let mut reps = Vec::new();
+    for k in 1.. {
+        let d = test_dir.join(repetition_name(k));
+        if !real_dir(&d)? || !exists(&d.join(PRFOUT_FILE)) {
+            break;
+        }
+        reps.push(d);
+    }
+    Ok(reps)
 }
 
 /// The directory name of repetition `k` (1-based).
@@ -383,7 +616,18 @@ impl Run {
                 source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
             });
         }
-        let marker = RunMarker::read(dir)?;
+        let mut marker = RunMarker::read(dir)?;
+        if marker.writer_died() {
+            let pid = marker.writer.as_ref().map_or(0, |w| w.pid);
+            marker.fail(&format!(
+                "uprun (pid {pid}) ended without finishing the run (killed, or the machine restarted)"
+            ));
+            // Said once for every later reader, when the marker is ours to rewrite: a
+            // reader never writes into another user's run.
+            if owned_by_us(&dir.join(RUN_MARKER)) {
+                let _ = marker.write(dir);
+            }
+        }
         let list = dir.join(TEST_LIST_FILE);
         let tests = parse_test_list(&read_text(&list)?, &list.display().to_string())?;
         let test_dirs = test_dir_names(&tests);
@@ -406,43 +650,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rotation_moves_only_our_directories() {
+    fn rotation_keeps_every_generation_and_moves_only_ours() {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
-        rotate_and_create(&out, RUN_MARKER).unwrap();
+        assert!(rotate_and_create(&out, RUN_MARKER, 0o700).unwrap().is_empty());
         assert!(out.is_dir());
-        // Ours (marked): rotated to .old, and a second time the older .old goes.
-        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
-        std::fs::write(out.join("first"), "1").unwrap();
-        rotate_and_create(&out, RUN_MARKER).unwrap();
-        assert!(old_path(&out).join("first").is_file());
-        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
-        std::fs::write(out.join("second"), "2").unwrap();
-        rotate_and_create(&out, RUN_MARKER).unwrap();
-        assert!(old_path(&out).join("second").is_file());
-        assert!(!old_path(&out).join("first").exists());
+        // Ours (marked): each new run pushes the earlier ones one generation further.
+        for k in 1..=3 {
+            std::fs::write(out.join(RUN_MARKER), "x").unwrap();
+            std::fs::write(out.join("run"), k.to_string()).unwrap();
+            let moved = rotate_and_create(&out, RUN_MARKER, 0o700).unwrap();
+            assert_eq!(moved.len(), k, "{moved:?}");
+            assert_eq!(
+                (moved[0].from.clone(), moved[0].to.clone()),
+                (out.clone(), old_path(&out))
+            );
+        }
+        let run_in = |p: PathBuf| std::fs::read_to_string(p.join("run")).unwrap();
+        assert_eq!(run_in(old_path(&out)), "3");
+        assert_eq!(run_in(old_path_n(&out, 2)), "2");
+        assert_eq!(run_in(old_path_n(&out, 3)), "1", "the first run, a baseline, is kept");
+        assert!(!old_path_n(&out, 4).exists());
         // Not ours: refused, untouched.
         let mine = tmp.path().join("home");
         std::fs::create_dir(&mine).unwrap();
         std::fs::write(mine.join("thesis.tex"), "data").unwrap();
-        let e = rotate_and_create(&mine, RUN_MARKER).unwrap_err();
+        let e = rotate_and_create(&mine, RUN_MARKER, 0o700).unwrap_err();
         assert!(e.to_string().contains("will not move or delete it"), "{e}");
         assert!(check_rotatable(&mine, RUN_MARKER).is_err());
         assert_eq!(std::fs::read_to_string(mine.join("thesis.tex")).unwrap(), "data");
-        // Ours, but its .old is not: refused before anything moves.
+        // Ours, but a generation that would move is not: refused before anything moves.
         std::fs::write(out.join(RUN_MARKER), "x").unwrap();
-        std::fs::remove_dir_all(old_path(&out)).unwrap();
-        std::fs::create_dir(old_path(&out)).unwrap();
-        std::fs::write(old_path(&out).join("keep"), "k").unwrap();
-        assert!(rotate_and_create(&out, RUN_MARKER).is_err());
-        assert!(old_path(&out).join("keep").is_file());
-        assert!(out.join(RUN_MARKER).is_file());
+        std::fs::remove_file(old_path_n(&out, 2).join(RUN_MARKER)).unwrap();
+        let e = rotate_and_create(&out, RUN_MARKER, 0o700).unwrap_err();
+        assert!(e.to_string().contains("out.old.2: exists but has no upcmp-run"), "{e}");
+        assert!(out.join(RUN_MARKER).is_file() && old_path_n(&out, 3).is_dir());
     }
 
     #[test]
     fn duplicate_tests_get_numbered_dirs() {
         let t = parse_test_list("forkwait\nx: true\nforkwait -loop 5\nforkwait\n", "t").unwrap();
         assert_eq!(test_dir_names(&t), ["forkwait", "x", "forkwait.2", "forkwait.3"]);
+        // A line naming itself like a later copy keeps its name; the copy moves on.
+        let t = parse_test_list("a: true\na: true\na.2: true\n", "t").unwrap();
+        assert_eq!(test_dir_names(&t), ["a", "a.3", "a.2"]);
+        let t = parse_test_list("a.2: true\na: true\na.2: true\na: true\na.3: true\n", "t").unwrap();
+        let names = test_dir_names(&t);
+        assert_eq!(names, ["a.2", "a", "a.2.2", "a.4", "a.3"]);
+        assert_eq!(names.iter().collect::<HashSet<_>>().len(), names.len());
     }
 
     #[test]

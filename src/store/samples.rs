@@ -1,13 +1,15 @@
 //! `TEST/samples.gz`: the raw samples, gzip-compressed text (`docs/format.md`).
 
 use super::{io_err, StoreError};
+use crate::fsio::{self, Links};
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use upcmp_parsers::samples::{check_header, parse_record, Record, HEADER};
+pub use upcmp_parsers::samples::MAX_LINE_BYTES;
+use upcmp_parsers::samples::{Record, HEADER};
 
 /// Streams records into a `samples.gz`.
 pub struct SamplesWriter {
@@ -32,16 +34,11 @@ impl SamplesWriter {
         let o = &mut self.out;
         let res = match r {
             Record::Sample(s) => {
-                let mut res = write!(
-                    o,
-                    "s {} {} {} {} {} {:x}",
-                    s.time_ns,
-                    s.cpu,
-                    s.pid,
-                    s.tid,
-                    s.mode.code(),
-                    s.pc
-                );
+                let mut res = write!(o, "s {} {} {} {} {}", s.time_ns, s.cpu, s.pid, s.tid, s.mode.code());
+                if let Some(p) = s.period {
+                    res = res.and_then(|_| write!(o, " @{p}"));
+                }
+                res = res.and_then(|_| write!(o, " {:x}", s.pc));
                 for pc in &s.callchain {
                     res = res.and_then(|_| write!(o, " {pc:x}"));
                 }
@@ -64,21 +61,50 @@ impl SamplesWriter {
     }
 }
 
-/// Reads a `samples.gz` record by record, in bounded memory.
-pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> Result<(), StoreError> {
-    let file = File::open(path).map_err(io_err(path))?;
-    let name = path.display().to_string();
-    let reader = BufReader::new(GzDecoder::new(file));
-    let mut lines = reader.lines();
-    let first = match lines.next() {
-        Some(l) => l.map_err(io_err(path))?,
-        None => return Err(upcmp_parsers::ParseError::whole(&name, "a samples stream, but it is empty").into()),
-    };
-    check_header(&first, &name)?;
-    for (i, line) in lines.enumerate() {
-        let line = line.map_err(io_err(path))?;
-        f(parse_record(&line, &name, i + 2)?);
+/// The most text a `samples.gz` may expand to: 100 times its compressed size (the
+/// collector's text compresses about 5 times), and at least 256 MiB. A gzip bomb stops
+/// there with an error instead of running for minutes.
+pub fn max_text_bytes(compressed: u64) -> u64 {
+    compressed.saturating_mul(100).max(256 << 20)
+}
+
+/// Counts what passes through, and fails past a cap.
+struct Capped<R> {
+    inner: R,
+    read: u64,
+    cap: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.cap {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "expands to more than {} (100 times its compressed size): not samples uprun wrote",
+                    crate::fsio::human_bytes(self.cap)
+                ),
+            ));
+        }
+        Ok(n)
     }
+}
+
+/// Reads a `samples.gz` of a run record by record, in bounded memory: a regular file (no
+/// symbolic link), at most [`max_text_bytes`] of text, read by the parser's
+/// [`for_each_record`](upcmp_parsers::samples::for_each_record) (lines of at most
+/// [`MAX_LINE_BYTES`], CPU numbers checked, command names cut).
+pub fn for_each_record(path: &Path, f: impl FnMut(Record)) -> Result<(), StoreError> {
+    let file = fsio::open_regular(path, Links::Refuse).map_err(io_err(path))?;
+    let compressed = file.metadata().map_err(io_err(path))?.len();
+    let reader = BufReader::new(Capped {
+        inner: GzDecoder::new(file),
+        read: 0,
+        cap: max_text_bytes(compressed),
+    });
+    upcmp_parsers::samples::for_each_record(reader, &path.display().to_string(), f)?;
     Ok(())
 }
 
@@ -103,6 +129,7 @@ mod tests {
                 pid: 1,
                 tid: 1,
                 mode: Mode::Kernel,
+                period: Some(1_000_000),
                 pc: 0xffffffff81000000,
                 callchain: vec![0xfffffffffffffe00, 0x10],
             }),

@@ -12,7 +12,8 @@ use crate::workload::Ctx;
 
 /// Runs unixperf with `args` (without the program name); returns the exit code.
 /// `generate` answers `-generate`: the unixperf program passes its printer of completions and
-/// man pages, which holds the clap description of this command line (clap stays there).
+/// man pages, which renders [`options::OPTIONS`] and the suite's tables with clap (clap stays
+/// there).
 pub fn main(args: &[String], generate: fn(Generate) -> i32) -> i32 {
     let cfg = match options::parse(args) {
         Ok(cfg) => cfg,
@@ -33,13 +34,13 @@ pub fn main(args: &[String], generate: fn(Generate) -> i32) -> i32 {
         return 0;
     }
     if let Err(e) = team::become_supervisor() {
-        complain(&e.0);
+        complain(e.message());
         return 1;
     }
     let scratch = match make_scratch(&cfg.tmpdir) {
         Ok(p) => p,
         Err(e) => {
-            complain(&e.0);
+            complain(e.message());
             return 1;
         }
     };
@@ -116,12 +117,9 @@ fn remove_scratch(scratch: &Path) {
 }
 
 fn emit(line: &str) -> Result<(), Stop> {
-    report::emit(line).map_err(|e| {
-        if e.0 == report::BROKEN_PIPE {
-            Stop::BrokenPipe
-        } else {
-            Stop::Failed(e.0)
-        }
+    report::emit(line).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Stop::BrokenPipe,
+        _ => Stop::Failed(e.to_string()),
     })
 }
 

@@ -1,14 +1,14 @@
 //! unixperf: see `unixperf -help` and docs/unixperf.md.
 //!
-//! The library's hand parser reads the command line (x11perf style, one dash). This file holds
-//! a clap description of that command line, used only for `-generate`: completions and the man
-//! page. It is built from the same tables the parser reads (options, tests, aliases), so the
-//! two cannot drift.
+//! The library's tables describe the command line once: its options (`options::OPTIONS`, each
+//! with what it takes), tests and aliases (`suite::TESTS`, `suite::ALIASES`). The library's
+//! parser, usage and `-list` read them; this file renders them as a clap `Command` for
+//! `-generate` only: completions and the man page. clap parses nothing here.
 
 use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, Command, ValueHint};
 use std::io::{self, Write};
-use unixperf::options::{self, Generate, OptionGroup, OPTIONS};
+use unixperf::options::{self, Generate, Takes, OPTIONS};
 use unixperf::suite::{ALIASES, TESTS};
 
 fn main() {
@@ -31,7 +31,7 @@ fn generate(what: Generate) -> i32 {
     }
 }
 
-/// The command line as clap sees it: every option, then every test and alias as a flag.
+/// The command line as clap renders it: every option, then every test and alias as a flag.
 /// clap spells them `--loop`, which unixperf accepts as well as `-loop`.
 fn command() -> Command {
     let examples: String = options::EXAMPLES.lines().map(|l| format!("\n  {l}")).collect();
@@ -48,21 +48,18 @@ fn command() -> Command {
         if let Some(c) = o.short {
             arg = arg.short(c);
         }
-        arg = match o.value {
+        arg = match o.takes.value_name() {
             None => arg.action(ArgAction::SetTrue),
-            Some(value) => {
-                let arg = arg.value_name(value).action(ArgAction::Set);
-                if !o.choices.is_empty() {
-                    arg.value_parser(PossibleValuesParser::new(o.choices))
-                } else if value == "DIR" {
-                    arg.value_hint(ValueHint::DirPath)
-                } else {
-                    arg.value_hint(ValueHint::Other)
-                }
-            }
+            Some(value) => arg.value_name(value).action(ArgAction::Set),
         };
-        if o.group == OptionGroup::Hackbench {
-            arg = arg.help_heading("Hackbench options");
+        arg = match o.takes {
+            Takes::Nothing(_) => arg,
+            Takes::OneOf { choices, .. } => arg.value_parser(PossibleValuesParser::new(choices)),
+            Takes::Dir { .. } => arg.value_hint(ValueHint::DirPath),
+            _ => arg.value_hint(ValueHint::Other),
+        };
+        if let Some(test) = o.for_test {
+            arg = arg.help_heading(format!("{}{} options", test[..1].to_uppercase(), &test[1..]));
         }
         cmd = cmd.arg(arg);
     }
@@ -133,70 +130,9 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    fn longs(cmd: &Command) -> Vec<String> {
-        cmd.get_arguments()
-            .filter_map(|a| a.get_long())
-            .map(String::from)
-            .collect()
-    }
-
-    /// A value the hand parser accepts for `arg`.
-    fn sample_value(arg: &Arg) -> Option<String> {
-        if !arg.get_action().takes_values() {
-            return None;
-        }
-        let value = arg.get_value_names().and_then(|v| v.first()).map(|v| v.as_str());
-        Some(match (arg.get_possible_values().first(), value) {
-            (Some(p), _) => p.get_name().to_string(),
-            (None, Some("S")) => "0.5".into(),
-            (None, Some("DIR")) => "/tmp".into(),
-            (None, Some("1,2,4")) => "1,2,4".into(),
-            (None, _) => "2".into(),
-        })
-    }
-
     #[test]
     fn command_is_well_formed() {
         command().debug_assert();
-    }
-
-    /// Every test, alias and option the hand parser accepts is in the clap description, and
-    /// nothing else: an option added to the parser without completion fails here.
-    #[test]
-    fn command_describes_exactly_what_the_parser_accepts() {
-        let cmd = command();
-        let described = longs(&cmd);
-        let unique: BTreeSet<&String> = described.iter().collect();
-        assert_eq!(unique.len(), described.len(), "a name is described twice");
-        let accepted: BTreeSet<String> = OPTIONS
-            .iter()
-            .map(|o| o.name)
-            .chain(TESTS.iter().map(|t| t.name))
-            .chain(ALIASES.iter().map(|(a, _)| *a))
-            .map(String::from)
-            .collect();
-        assert_eq!(described.iter().cloned().collect::<BTreeSet<_>>(), accepted);
-        let shorts: Vec<char> = cmd.get_arguments().filter_map(|a| a.get_short()).collect();
-        assert_eq!(shorts, OPTIONS.iter().filter_map(|o| o.short).collect::<Vec<_>>());
-        // And the parser takes each of them, in both spellings, with a value where one is due.
-        for arg in cmd.get_arguments() {
-            let long = arg.get_long().unwrap();
-            for dashes in ["-", "--"] {
-                let mut line = vec!["-getpid".to_string(), format!("{dashes}{long}")];
-                line.extend(sample_value(arg));
-                let cfg = options::parse(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-                if TESTS.iter().any(|t| t.name == long) {
-                    assert!(cfg.tests.iter().any(|t| t.name == long), "{line:?}");
-                }
-            }
-            // A test or alias of clap's is an option of the parser, or the other way round.
-            let is_option = options::find_option(long).is_some();
-            assert_eq!(
-                is_option,
-                arg.get_help_heading() != Some("Tests") && arg.get_help_heading() != Some("Aliases")
-            );
-        }
-        assert!(options::parse(&["-nosuchtest"]).is_err());
     }
 
     /// The options table of docs/unixperf.md names the same options.
@@ -232,7 +168,12 @@ mod tests {
             .split_whitespace()
             .collect();
         let fish = rendered(Generate::Fish);
-        for name in longs(&command()) {
+        let names = OPTIONS
+            .iter()
+            .map(|o| o.name)
+            .chain(TESTS.iter().map(|t| t.name))
+            .chain(ALIASES.iter().map(|(a, _)| *a));
+        for name in names {
             assert!(offered.contains(format!("--{name}").as_str()), "bash lacks --{name}");
             let fish_long = format!(" -l {name} ");
             assert!(

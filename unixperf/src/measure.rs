@@ -174,6 +174,6 @@ mod tests {
             seconds: 1.0,
         };
         let e = measure(&mut Broken, &plan, "x", &mut |_| Ok(())).unwrap_err();
-        assert_eq!(e.0, "broken");
+        assert_eq!(e.message(), "broken");
     }
 }

@@ -1,4 +1,10 @@
 //! The command line, in the original's single-dash style: `unixperf -forkwait -loop 1000`.
+//!
+//! One description: [`OPTIONS`] (each option's spelling, what it takes, how that is checked and
+//! where it goes in [`Config`]) with the suite's tests and aliases ([`suite::TESTS`],
+//! [`suite::ALIASES`]). [`parse`] walks these tables and nothing else, so it accepts exactly
+//! them; [`usage`] prints them for `-help`, `-list` lists the tests, and the unixperf program
+//! renders the same tables with clap for completions and the man page.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -60,20 +66,125 @@ impl Default for Config {
     }
 }
 
-/// A command line unixperf cannot run.
+/// A command line unixperf cannot run: the message, and the argument at fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
+pub struct UsageError {
+    /// The index of the argument at fault; `None` when the line as a whole is wrong (no test).
+    pub index: Option<usize>,
+    /// What was expected there, e.g. `a whole number from 1 to 1000000 after -repeat`.
+    pub expected: String,
+    /// The argument found there; empty when the arguments ended before it.
+    pub found: String,
+    /// The nearest valid spelling, for a misspelt name: `-loop` for `-lop`.
+    pub suggestion: Option<String>,
+    /// What unixperf prints (after `unixperf: `).
+    pub message: String,
+}
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (unixperf -help shows the options, -list the tests)", self.0)
+        write!(
+            f,
+            "{} (unixperf -help shows the options, -list the tests)",
+            self.message
+        )
     }
 }
 
 impl std::error::Error for UsageError {}
 
+impl UsageError {
+    fn new(index: Option<usize>, expected: String, found: &str, message: String) -> UsageError {
+        UsageError {
+            index,
+            expected,
+            found: found.to_string(),
+            suggestion: None,
+            message,
+        }
+    }
+
+    /// `arg` (at `index`) lacks its dash: `getpid`.
+    fn no_dash(index: usize, arg: &str) -> UsageError {
+        let known = suite::resolve(arg).is_some() || find_option(arg).is_some();
+        let suggestion = known.then(|| format!("-{arg}"));
+        let hint = did_you_mean(&suggestion);
+        UsageError {
+            suggestion,
+            ..UsageError::new(
+                Some(index),
+                "a test or option, starting with -".into(),
+                arg,
+                format!("unexpected argument {arg:?}: tests and options start with -{hint}"),
+            )
+        }
+    }
+
+    /// `-name` (at `index`) is no test, alias or option; the closest one when it is a typing
+    /// slip away (`-forkwiat`: did you mean -forkwait?).
+    fn unknown(index: usize, arg: &str, name: &str) -> UsageError {
+        let names = OPTIONS
+            .iter()
+            .map(|o| o.name)
+            .chain(suite::TESTS.iter().map(|t| t.name))
+            .chain(suite::ALIASES.iter().map(|(alias, _)| *alias));
+        let suggestion = nearest(name, names).map(|n| format!("-{n}"));
+        let hint = did_you_mean(&suggestion);
+        UsageError {
+            suggestion,
+            ..UsageError::new(
+                Some(index),
+                "a unixperf test or option".into(),
+                arg,
+                format!("unknown test or option {arg}{hint}"),
+            )
+        }
+    }
+
+    /// Option `opt` (at `index`) ended the line without its value.
+    fn no_value(index: usize, opt: &OptionDef) -> UsageError {
+        let what = opt.takes.what();
+        UsageError::new(
+            Some(index),
+            format!("{what} after -{}", opt.name),
+            "",
+            format!("-{} expects {what} after it", opt.name),
+        )
+    }
+
+    /// `value` (at `index`) is not a value option `opt` takes.
+    fn bad_value(index: usize, opt: &OptionDef, value: &str, bad: BadValue) -> UsageError {
+        // For a list, the message names the bad item, and `expected` the whole value.
+        let expected = if bad.item == value {
+            format!("{} after -{}", bad.expected, opt.name)
+        } else {
+            format!("{}, each {}, after -{}", opt.takes.what(), bad.expected, opt.name)
+        };
+        UsageError::new(
+            Some(index),
+            expected,
+            value,
+            format!("-{} expects {}, got {:?}", opt.name, bad.expected, bad.item),
+        )
+    }
+}
+
+/// `; did you mean -loop?` for a suggestion, or nothing.
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    suggestion
+        .as_ref()
+        .map(|s| format!("; did you mean {s}?"))
+        .unwrap_or_default()
+}
+
+/// What is wrong with an option's value: what was expected, and the item that is not it.
+struct BadValue {
+    expected: String,
+    item: String,
+}
+
 /// `-generate`: what the unixperf program prints instead of running tests. It prints it from
-/// a clap description of this command line, built from [`OPTIONS`] and the suite's tables.
+/// a clap rendering of [`OPTIONS`] and the suite's tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Generate {
     /// Bash completions.
@@ -89,143 +200,315 @@ pub enum Generate {
 impl Generate {
     /// Every value `-generate` takes, as spelled on the command line.
     pub const NAMES: &'static [&'static str] = &["bash", "zsh", "fish", "man"];
+    /// Every value, in the order of [`NAMES`](Generate::NAMES).
+    pub const ALL: [Generate; 4] = [Generate::Bash, Generate::Zsh, Generate::Fish, Generate::Man];
 
     /// The value spelled `name`.
     pub fn from_name(name: &str) -> Option<Generate> {
-        match name {
-            "bash" => Some(Generate::Bash),
-            "zsh" => Some(Generate::Zsh),
-            "fish" => Some(Generate::Fish),
-            "man" => Some(Generate::Man),
-            _ => None,
-        }
+        let i = Self::NAMES.iter().position(|n| *n == name)?;
+        Some(Self::ALL[i])
     }
 }
 
-/// Where the usage (and the man page) lists an option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OptionGroup {
-    /// Options of every test.
-    General,
-    /// Options of the hackbench test.
-    Hackbench,
+/// What an option takes after it, how that is checked, and where it goes in [`Config`].
+/// [`parse`] does nothing per option but what this says.
+#[derive(Debug)]
+pub enum Takes {
+    /// Nothing: a flag.
+    Nothing(fn(&mut Config)),
+    /// A whole number from 1 to `max`.
+    Number {
+        /// Its name in the usage: `N`.
+        value: &'static str,
+        /// What is missing when it is: `a number of operations`.
+        what: &'static str,
+        /// The largest accepted.
+        max: u64,
+        /// Stores it.
+        set: fn(&mut Config, u64),
+    },
+    /// A number of seconds, more than 0 and at most `max`.
+    Seconds {
+        /// Its name in the usage.
+        value: &'static str,
+        /// The largest accepted.
+        max: u32,
+        /// Stores it.
+        set: fn(&mut Config, f64),
+    },
+    /// A directory.
+    Dir {
+        /// Its name in the usage.
+        value: &'static str,
+        /// Stores it.
+        set: fn(&mut Config, PathBuf),
+    },
+    /// Whole numbers from 1 to `max`, separated by commas.
+    Numbers {
+        /// Its name in the usage: `1,2,4`.
+        value: &'static str,
+        /// What is missing when it is.
+        what: &'static str,
+        /// The largest accepted.
+        max: u64,
+        /// Stores them.
+        set: fn(&mut Config, Vec<u64>),
+    },
+    /// One word of `choices`.
+    OneOf {
+        /// Its name in the usage.
+        value: &'static str,
+        /// The words it takes.
+        choices: &'static [&'static str],
+        /// Stores the index of the word in `choices`.
+        set: fn(&mut Config, usize),
+    },
+}
+
+impl Takes {
+    /// The name of the value in the usage (`N`); `None` for a flag.
+    pub fn value_name(&self) -> Option<&'static str> {
+        match *self {
+            Takes::Nothing(_) => None,
+            Takes::Number { value, .. }
+            | Takes::Seconds { value, .. }
+            | Takes::Dir { value, .. }
+            | Takes::Numbers { value, .. }
+            | Takes::OneOf { value, .. } => Some(value),
+        }
+    }
+
+    /// The words the value must be one of; empty when it is not a fixed set.
+    pub fn choices(&self) -> &'static [&'static str] {
+        match *self {
+            Takes::OneOf { choices, .. } => choices,
+            _ => &[],
+        }
+    }
+
+    /// What follows the option, as an error says it is missing.
+    fn what(&self) -> String {
+        match *self {
+            Takes::Nothing(_) => "nothing".into(),
+            Takes::Number { what, .. } | Takes::Numbers { what, .. } => what.into(),
+            Takes::Seconds { .. } => "a number of seconds".into(),
+            Takes::Dir { .. } => "a directory".into(),
+            Takes::OneOf { choices, .. } => match choices.split_last() {
+                Some((last, [])) => last.to_string(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => "nothing".into(),
+            },
+        }
+    }
+
+    /// Checks `v` and stores it in `cfg`.
+    fn apply(&self, cfg: &mut Config, v: &str) -> Result<(), BadValue> {
+        match *self {
+            Takes::Nothing(set) => set(cfg),
+            Takes::Number { max, set, .. } => set(cfg, whole_number(v, max)?),
+            Takes::Seconds { max, set, .. } => match v.parse::<f64>() {
+                Ok(s) if s.is_finite() && s > 0.0 && s <= f64::from(max) => set(cfg, s),
+                _ => {
+                    return Err(BadValue {
+                        expected: format!("seconds between 0 and {max}"),
+                        item: v.into(),
+                    })
+                }
+            },
+            Takes::Dir { set, .. } => set(cfg, PathBuf::from(v)),
+            Takes::Numbers { max, set, .. } => {
+                let numbers = v.split(',').map(|n| whole_number(n, max));
+                set(cfg, numbers.collect::<Result<_, _>>()?);
+            }
+            Takes::OneOf { choices, set, .. } => match choices.iter().position(|c| *c == v) {
+                Some(i) => set(cfg, i),
+                None => {
+                    return Err(BadValue {
+                        expected: format!("one of {}", choices.join(", ")),
+                        item: v.into(),
+                    })
+                }
+            },
+        }
+        Ok(())
+    }
+}
+
+/// A whole number in 1..=max.
+fn whole_number(v: &str, max: u64) -> Result<u64, BadValue> {
+    match v.parse::<u64>() {
+        Ok(n) if n >= 1 && n <= max => Ok(n),
+        _ => Err(BadValue {
+            expected: if max == u64::MAX {
+                "a whole number of at least 1".into()
+            } else {
+                format!("a whole number from 1 to {max}")
+            },
+            item: v.into(),
+        }),
+    }
 }
 
 /// One option of the command line. [`parse`] accepts exactly these names (and the tests and
-/// aliases of [`suite`]); the usage, the completions and the man page are made from them.
+/// aliases of [`suite`]) and does what [`Takes`] says; the usage, the completions and the man
+/// page are made from them.
 #[derive(Debug)]
 pub struct OptionDef {
     /// The name after the dash: `loop` for `-loop`.
     pub name: &'static str,
     /// A one-letter spelling, such as `-h`.
     pub short: Option<char>,
-    /// What follows the option, as the usage names it (`N`); `None` for a flag.
-    pub value: Option<&'static str>,
-    /// The values the option takes, when they are a fixed set.
-    pub choices: &'static [&'static str],
+    /// What follows it and where it goes.
+    pub takes: Takes,
     /// One line saying what it does.
     pub help: &'static str,
-    /// Where it is listed.
-    pub group: OptionGroup,
+    /// The one test it applies to (`hackbench`); `None` for an option of every test. When
+    /// tests are named, that test must be among them.
+    pub for_test: Option<&'static str>,
 }
 
-const fn flag(name: &'static str, help: &'static str, group: OptionGroup) -> OptionDef {
+const fn option(name: &'static str, takes: Takes, help: &'static str) -> OptionDef {
     OptionDef {
         name,
         short: None,
-        value: None,
-        choices: &[],
+        takes,
         help,
-        group,
+        for_test: None,
     }
 }
 
-const fn valued(name: &'static str, value: &'static str, help: &'static str, group: OptionGroup) -> OptionDef {
+const fn flag(name: &'static str, help: &'static str, set: fn(&mut Config)) -> OptionDef {
+    option(name, Takes::Nothing(set), help)
+}
+
+const fn number(
+    name: &'static str,
+    value: &'static str,
+    what: &'static str,
+    max: u64,
+    help: &'static str,
+    set: fn(&mut Config, u64),
+) -> OptionDef {
+    option(name, Takes::Number { value, what, max, set }, help)
+}
+
+const fn hackbench(def: OptionDef) -> OptionDef {
     OptionDef {
-        value: Some(value),
-        ..flag(name, help, group)
+        for_test: Some("hackbench"),
+        ..def
     }
 }
 
-/// Every option, in the order of the usage.
+/// Every option, in the order of the usage: the single description of unixperf's options.
+/// The `as u32` casts are lossless: each `max` fits.
 pub static OPTIONS: &[OptionDef] = &[
-    flag(
-        "all",
-        "run the standard tests (those -list shows without *)",
-        OptionGroup::General,
-    ),
-    flag("list", "list the tests and their descriptions", OptionGroup::General),
-    valued(
+    flag("all", "run the standard tests (those -list shows without *)", |c| {
+        c.tests.extend(suite::standard())
+    }),
+    flag("list", "list the tests and their descriptions", |c| c.list = true),
+    number(
         "loop",
         "N",
+        "a number of operations",
+        u64::MAX,
         "operations per pass (default: calibrate)",
-        OptionGroup::General,
+        |c, n| c.count = Some(n),
     ),
-    valued("repeat", "R", "passes per test (default 5)", OptionGroup::General),
-    valued(
+    number(
+        "repeat",
+        "R",
+        "a number of passes",
+        1_000_000,
+        "passes per test (default 5)",
+        |c, n| c.repeat = n as u32,
+    ),
+    option(
         "time",
-        "S",
+        Takes::Seconds {
+            value: "S",
+            max: 86_400,
+            set: |c, s| c.seconds = s,
+        },
         "seconds per calibrated pass (default 5)",
-        OptionGroup::General,
     ),
-    valued(
+    number(
         "mp",
         "N",
+        "a number of copies",
+        MAX_COPIES as u64,
         "run N copies at once, each printing its lines, plus an aggregate line",
-        OptionGroup::General,
+        |c, n| c.copies = n as u32,
     ),
-    flag("pin", "pin copy k to the k-th usable CPU", OptionGroup::General),
-    valued(
+    flag("pin", "pin copy k to the k-th usable CPU", |c| c.pin = true),
+    option(
         "scaling",
-        "1,2,4",
+        Takes::Numbers {
+            value: "1,2,4",
+            what: "copy counts such as 1,2,4",
+            max: MAX_COPIES as u64,
+            set: |c, counts| c.scaling = Some(counts.into_iter().map(|n| n as u32).collect()),
+        },
         "table of nanoseconds per operation at these numbers of copies",
-        OptionGroup::General,
     ),
-    valued(
+    option(
         "tmpdir",
-        "DIR",
+        Takes::Dir {
+            value: "DIR",
+            set: |c, dir| c.tmpdir = dir,
+        },
         "where to make the scratch directory (default $TMPDIR or /tmp)",
-        OptionGroup::General,
     ),
-    OptionDef {
-        choices: Generate::NAMES,
-        ..valued(
-            "generate",
-            "WHAT",
-            "print bash, zsh or fish completions, or the man page (man), and exit",
-            OptionGroup::General,
-        )
-    },
+    option(
+        "generate",
+        Takes::OneOf {
+            value: "WHAT",
+            choices: Generate::NAMES,
+            set: |c, i| c.generate = Some(Generate::ALL[i]),
+        },
+        "print bash, zsh or fish completions, or the man page (man), and exit",
+    ),
     OptionDef {
         short: Some('h'),
-        ..flag("help", "print this usage (also -h)", OptionGroup::General)
+        ..flag("help", "print this usage (also -h)", |c| c.help = true)
     },
-    valued(
+    hackbench(number(
         "groups",
         "G",
+        "a number of groups",
+        10_000,
         "groups of senders and receivers (default 10)",
-        OptionGroup::Hackbench,
-    ),
-    valued(
+        |c, n| c.hackbench.groups = n as u32,
+    )),
+    hackbench(number(
         "fds",
         "F",
+        "a number of senders",
+        1_000,
         "senders, and receivers, per group (default 20)",
-        OptionGroup::Hackbench,
-    ),
-    valued(
+        |c, n| c.hackbench.fds = n as u32,
+    )),
+    hackbench(number(
         "msgs",
         "M",
+        "a number of messages",
+        u32::MAX as u64,
         "messages per sender to each receiver (default 100)",
-        OptionGroup::Hackbench,
-    ),
-    valued(
+        |c, n| c.hackbench.messages = n as u32,
+    )),
+    hackbench(number(
         "datasize",
         "D",
+        "a number of bytes",
+        1 << 30,
         "bytes per message (default 100)",
-        OptionGroup::Hackbench,
-    ),
-    flag("threads", "threads instead of processes", OptionGroup::Hackbench),
-    flag("pipe", "pipes instead of socketpairs", OptionGroup::Hackbench),
+        |c, n| c.hackbench.datasize = n as usize,
+    )),
+    hackbench(flag("threads", "threads instead of processes", |c| {
+        c.hackbench.threads = true
+    })),
+    hackbench(flag("pipe", "pipes instead of socketpairs", |c| {
+        c.hackbench.pipes = true
+    })),
 ];
 
 /// The option spelled `name` (without its dash).
@@ -260,6 +543,17 @@ so that a pass takes -time seconds. Options take one dash, as in the original; t
 two-dash spelling (--loop) is accepted too.
 ";
 
+/// The tests options apply to, in the order of [`OPTIONS`]: `None` (every test) first.
+pub fn option_groups() -> Vec<Option<&'static str>> {
+    let mut groups = vec![None];
+    for o in OPTIONS {
+        if !groups.contains(&o.for_test) {
+            groups.push(o.for_test);
+        }
+    }
+    groups
+}
+
 /// The usage text of `-help`, made from [`OPTIONS`].
 pub fn usage() -> String {
     let mut out = String::new();
@@ -270,15 +564,13 @@ pub fn usage() -> String {
     }
     out += "\n";
     out += ABOUT;
-    for (group, heading) in [
-        (OptionGroup::General, "options:"),
-        (OptionGroup::Hackbench, "hackbench:"),
-    ] {
-        out += if group == OptionGroup::General { "\n" } else { "" };
-        out += heading;
-        out += "\n";
-        for o in OPTIONS.iter().filter(|o| o.group == group) {
-            let spelling = match o.value {
+    for group in option_groups() {
+        match group {
+            None => out += "\noptions:\n",
+            Some(test) => out += &format!("{test}:\n"),
+        }
+        for o in OPTIONS.iter().filter(|o| o.for_test == group) {
+            let spelling = match o.takes.value_name() {
                 Some(v) => format!("-{} {v}", o.name),
                 None => format!("-{}", o.name),
             };
@@ -292,116 +584,166 @@ pub fn usage() -> String {
     out
 }
 
-/// Parses the arguments (without the program name).
+/// Parses the arguments (without the program name): each is a test or alias of [`suite`], or
+/// an option of [`OPTIONS`] followed by its value, with one dash or two.
 pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Config, UsageError> {
     let mut cfg = Config::default();
-    let mut it = args.iter().map(AsRef::as_ref);
-    while let Some(arg) = it.next() {
+    // The options given, with their index, for the checks of the whole line.
+    let mut given: Vec<(&OptionDef, usize)> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_ref();
         let Some(name) = arg.strip_prefix('-') else {
-            let hint = suite::resolve(arg).is_some() || find_option(arg).is_some();
-            return Err(UsageError(format!(
-                "unexpected argument {arg:?}: tests and options start with -{}",
-                if hint {
-                    format!("; did you mean -{arg}?")
-                } else {
-                    String::new()
-                }
-            )));
+            return Err(UsageError::no_dash(i, arg));
         };
         // Also take GNU-style --loop.
         let name = name.strip_prefix('-').unwrap_or(name);
-        let Some(opt) = find_option(name) else {
-            match suite::resolve(name) {
+        match find_option(name) {
+            None => match suite::resolve(name) {
                 Some(tests) => cfg.tests.extend(tests),
-                None => return Err(unknown(arg, name)),
-            }
-            continue;
-        };
-        let name = opt.name;
-        let mut value = |what: &str| {
-            it.next()
-                .ok_or_else(|| UsageError(format!("-{name} expects {what} after it")))
-        };
-        match name {
-            "all" => cfg.tests.extend(suite::standard()),
-            "list" => cfg.list = true,
-            "help" => cfg.help = true,
-            "pin" => cfg.pin = true,
-            "threads" => cfg.hackbench.threads = true,
-            "pipe" => cfg.hackbench.pipes = true,
-            "loop" => cfg.count = Some(positive(name, value("a number of operations")?, u64::MAX)?),
-            "repeat" => cfg.repeat = positive(name, value("a number of passes")?, 1_000_000)? as u32,
-            "mp" => cfg.copies = positive(name, value("a number of copies")?, MAX_COPIES as u64)? as u32,
-            "groups" => cfg.hackbench.groups = positive(name, value("a number of groups")?, 10_000)? as u32,
-            "fds" => cfg.hackbench.fds = positive(name, value("a number of senders")?, 1_000)? as u32,
-            "msgs" => cfg.hackbench.messages = positive(name, value("a number of messages")?, u32::MAX as u64)? as u32,
-            "datasize" => cfg.hackbench.datasize = positive(name, value("a number of bytes")?, 1 << 30)? as usize,
-            "time" => {
-                let v = value("a number of seconds")?;
-                cfg.seconds = match v.parse::<f64>() {
-                    Ok(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => s,
-                    _ => {
-                        return Err(UsageError(format!(
-                            "-time expects seconds between 0 and 86400, got {v:?}"
-                        )))
+                None => return Err(UsageError::unknown(i, arg, name)),
+            },
+            Some(opt) => {
+                given.push((opt, i));
+                match opt.takes {
+                    Takes::Nothing(set) => set(&mut cfg),
+                    ref takes => {
+                        let value = args.get(i + 1).ok_or_else(|| UsageError::no_value(i, opt))?;
+                        i += 1;
+                        let value = value.as_ref();
+                        takes
+                            .apply(&mut cfg, value)
+                            .map_err(|bad| UsageError::bad_value(i, opt, value, bad))?;
                     }
-                };
+                }
             }
-            "tmpdir" => cfg.tmpdir = PathBuf::from(value("a directory")?),
-            "scaling" => {
-                let v = value("copy counts such as 1,2,4")?;
-                let counts = v
-                    .split(',')
-                    .map(|c| positive(name, c, MAX_COPIES as u64).map(|n| n as u32))
-                    .collect::<Result<Vec<_>, _>>()?;
-                cfg.scaling = Some(counts);
-            }
-            "generate" => {
-                let v = value("bash, zsh, fish or man")?;
-                let what = Generate::from_name(v).ok_or_else(|| {
-                    UsageError(format!(
-                        "-generate expects one of {}, got {v:?}",
-                        Generate::NAMES.join(", ")
-                    ))
-                })?;
-                cfg.generate = Some(what);
-            }
-            other => unreachable!("-{other} is in OPTIONS but has no case in parse"),
         }
+        i += 1;
     }
     // Each test once: upcmp reads a repeated description as another copy.
     let mut seen = std::collections::HashSet::new();
     cfg.tests.retain(|t| seen.insert(t.name));
     if cfg.scaling.is_some() && cfg.copies > 1 {
-        return Err(UsageError(
+        let last = given
+            .iter()
+            .filter(|(o, _)| ["mp", "scaling"].contains(&o.name))
+            .max_by_key(|(_, at)| *at);
+        let (opt, at) = last.expect("-mp and -scaling were given");
+        return Err(UsageError::new(
+            Some(*at),
+            format!("-mp or -scaling, not both (-{} is the second)", opt.name),
+            args[*at].as_ref(),
             "-mp and -scaling exclude each other: -scaling chooses the copies".into(),
         ));
     }
+    // An option of one test does nothing for the others: given with other tests only, it is
+    // a mistake. (With no test named, -list shows what it sets in the test's description.)
+    if !cfg.tests.is_empty() {
+        let named = |test: &str| cfg.tests.iter().any(|t| t.name == test);
+        let misplaced = given.iter().find(|(o, _)| o.for_test.is_some_and(|test| !named(test)));
+        if let Some(&(opt, at)) = misplaced {
+            let test = opt.for_test.unwrap_or_default();
+            return Err(UsageError::new(
+                Some(at),
+                format!("an option of the tests given (-{} is one of -{test})", opt.name),
+                args[at].as_ref(),
+                format!("-{} is an option of -{test}, which is not among the tests", opt.name),
+            ));
+        }
+    }
     if cfg.tests.is_empty() && !cfg.list && !cfg.help && cfg.generate.is_none() {
-        return Err(UsageError(
+        return Err(UsageError::new(
+            None,
+            "a test such as -forkwait, or -all".into(),
+            "",
             "no test given: name tests such as -forkwait, or -all".into(),
         ));
     }
     Ok(cfg)
 }
 
-/// The error for an unknown `-name`, naming the closest test, alias or option when one is
-/// a typing slip away (`-forkwiat`: did you mean -forkwait?).
-fn unknown(arg: &str, name: &str) -> UsageError {
-    let names = OPTIONS
-        .iter()
-        .map(|o| o.name)
-        .chain(suite::TESTS.iter().map(|t| t.name))
-        .chain(suite::ALIASES.iter().map(|(alias, _)| *alias));
+/// What is wrong with the arguments of a line of uprun's test list (see [`check_test_args`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgProblem {
+    /// The argument at fault: `Some(i)` for `args[i]`, `None` for the test name.
+    pub arg: Option<usize>,
+    /// What was expected there, e.g. `a number of operations after -loop`.
+    pub expected: String,
+    /// What was found there: the argument as written; empty when the arguments ended.
+    pub found: String,
+    /// The nearest valid spelling, for a misspelt name: `-loop` for `-lop`, `forkwait` for the
+    /// test `forkwiat`.
+    pub suggestion: Option<String>,
+    /// The whole message, as unixperf prints it for the same arguments.
+    pub message: String,
+}
+
+impl fmt::Display for ArgProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ArgProblem {}
+
+/// Checks a line of uprun's test list, `test args...`, before anything runs: `Ok` exactly when
+/// `test` is a test or alias without its dash (`forkwait`, `select`; not an option such as
+/// `all`) and `unixperf -test args...` would run, since this is [`parse`] on that command line.
+///
+/// ```
+/// use unixperf::options::check_test_args;
+///
+/// assert!(check_test_args("pipeping1", &["-loop", "1000", "-repeat", "2"]).is_ok());
+/// let e = check_test_args("pipeping1", &["-lop", "1000"]).unwrap_err();
+/// assert_eq!((e.arg, e.suggestion.as_deref()), (Some(0), Some("-loop")));
+/// assert_eq!(e.to_string(), "unknown test or option -lop; did you mean -loop?");
+/// let e = check_test_args("forkwiat", &[] as &[&str]).unwrap_err();
+/// assert_eq!((e.arg, e.suggestion.as_deref()), (None, Some("forkwait")));
+/// ```
+pub fn check_test_args<S: AsRef<str>>(test: &str, args: &[S]) -> Result<(), ArgProblem> {
+    // An option's name is no test, though parse would take `-loop` as one.
+    if suite::resolve(test).is_none() {
+        let names = suite::TESTS
+            .iter()
+            .map(|t| t.name)
+            .chain(suite::ALIASES.iter().map(|(alias, _)| *alias));
+        let suggestion = nearest(test, names).map(String::from);
+        return Err(ArgProblem {
+            arg: None,
+            expected: "a unixperf test name (see unixperf -list)".into(),
+            found: test.into(),
+            message: format!("unknown test {test}{}", did_you_mean(&suggestion)),
+            suggestion,
+        });
+    }
+    let dashed = format!("-{test}");
+    let line: Vec<&str> = [dashed.as_str()]
+        .into_iter()
+        .chain(args.iter().map(AsRef::as_ref))
+        .collect();
+    match parse(&line) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(ArgProblem {
+            // Index 0 is the test, which resolved; a problem of the line as a whole is the
+            // test's line.
+            arg: e.index.and_then(|i| i.checked_sub(1)),
+            expected: e.expected,
+            found: e.found,
+            suggestion: e.suggestion,
+            message: e.message,
+        }),
+    }
+}
+
+/// The name of `names` closest to `name`, when it is a typing slip away: one letter for names
+/// under 6 letters, two for longer ones.
+fn nearest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let limit = if name.chars().count() >= 6 { 2 } else { 1 };
-    let closest = names
+    names
         .map(|n| (edit_distance(name, n), n))
         .filter(|&(d, _)| d <= limit)
-        .min_by_key(|&(d, _)| d);
-    match closest {
-        Some((_, near)) => UsageError(format!("unknown test or option {arg}; did you mean -{near}?")),
-        None => UsageError(format!("unknown test or option {arg}")),
-    }
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, n)| n)
 }
 
 /// The Levenshtein distance: single-character insertions, deletions and substitutions.
@@ -418,19 +760,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
-}
-
-/// A whole number in 1..=max for option `-name`.
-fn positive(name: &str, v: &str, max: u64) -> Result<u64, UsageError> {
-    match v.parse::<u64>() {
-        Ok(n) if n >= 1 && n <= max => Ok(n),
-        _ if max == u64::MAX => Err(UsageError(format!(
-            "-{name} expects a whole number of at least 1, got {v:?}"
-        ))),
-        _ => Err(UsageError(format!(
-            "-{name} expects a whole number from 1 to {max}, got {v:?}"
-        ))),
-    }
 }
 
 #[cfg(test)]
@@ -488,7 +817,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_option_and_what_it_expects() {
-        let e = |args: &[&str]| parse(args).unwrap_err().0;
+        let e = |args: &[&str]| parse(args).unwrap_err().message;
         assert_eq!(e(&["-nosuch"]), "unknown test or option -nosuch");
         assert_eq!(
             e(&["-getpid", "-loop"]),
@@ -528,7 +857,7 @@ mod tests {
 
     #[test]
     fn unknown_names_suggest_the_nearest_test_or_option() {
-        let e = |arg: &str| parse(&[arg]).unwrap_err().0;
+        let e = |arg: &str| parse(&[arg]).unwrap_err().message;
         assert_eq!(
             e("-forkwiat"),
             "unknown test or option -forkwiat; did you mean -forkwait?"
@@ -554,18 +883,19 @@ mod tests {
         }
         assert_eq!(Generate::from_name("csh"), None);
         assert_eq!(
-            parse(&["-generate"]).unwrap_err().0,
+            parse(&["-generate"]).unwrap_err().message,
             "-generate expects bash, zsh, fish or man after it"
         );
     }
 
     /// A value each option accepts, by the name the usage gives it.
     fn sample_value(o: &OptionDef) -> Option<&'static str> {
-        Some(match o.value? {
-            "S" => "0.5",
-            "DIR" => "/tmp",
-            _ if !o.choices.is_empty() => o.choices[0],
-            _ => "2",
+        Some(match o.takes {
+            Takes::Nothing(_) => return None,
+            Takes::Seconds { .. } => "0.5",
+            Takes::Dir { .. } => "/var/tmp/unixperf-sample",
+            Takes::OneOf { choices, .. } => choices[0],
+            Takes::Number { .. } | Takes::Numbers { .. } => "2",
         })
     }
 
@@ -574,20 +904,255 @@ mod tests {
         let usage = usage();
         for o in OPTIONS {
             for dashes in ["-", "--"] {
-                let mut args = vec!["-getpid".to_string(), format!("{dashes}{}", o.name)];
+                let test = format!("-{}", o.for_test.unwrap_or("getpid"));
+                let mut args = vec![test, format!("{dashes}{}", o.name)];
                 args.extend(sample_value(o).map(String::from));
                 parse(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
             }
             if let Some(c) = o.short {
                 assert!(parse(&[format!("-{c}")]).is_ok(), "-{c}");
             }
-            let spelling = match o.value {
+            let spelling = match o.takes.value_name() {
                 Some(v) => format!("\n  -{} {v} ", o.name),
                 None => format!("\n  -{} ", o.name),
             };
             assert!(usage.contains(&spelling), "the usage lacks {spelling:?}");
             assert!(usage.contains(o.help), "the usage lacks the help of -{}", o.name);
         }
+    }
+
+    /// Each option changes what the command line says: none is parsed and then dropped.
+    #[test]
+    fn every_option_reaches_the_config() {
+        for o in OPTIONS {
+            let test = format!("-{}", o.for_test.unwrap_or("getpid"));
+            let plain = format!("{:?}", parse(&[&test]).unwrap());
+            let mut args = vec![test, format!("-{}", o.name)];
+            args.extend(sample_value(o).map(String::from));
+            let cfg = parse(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_ne!(format!("{cfg:?}"), plain, "{args:?} changed nothing");
+        }
+    }
+
+    #[test]
+    fn errors_point_at_the_argument_at_fault() {
+        let e = |args: &[&str]| {
+            let e = parse(args).unwrap_err();
+            (e.index, e.expected, e.found, e.suggestion)
+        };
+        let s = |v: &str| v.to_string();
+        assert_eq!(
+            e(&["-getpid", "-lop", "5"]),
+            (Some(1), s("a unixperf test or option"), s("-lop"), Some(s("-loop")))
+        );
+        assert_eq!(
+            e(&["-getpid", "getpid"]),
+            (
+                Some(1),
+                s("a test or option, starting with -"),
+                s("getpid"),
+                Some(s("-getpid"))
+            )
+        );
+        assert_eq!(
+            e(&["-getpid", "-repeat", "2", "-loop"]),
+            (Some(3), s("a number of operations after -loop"), s(""), None)
+        );
+        // A bad value: the value is at fault, not the option.
+        assert_eq!(
+            e(&["-getpid", "-loop", "x"]),
+            (Some(2), s("a whole number of at least 1 after -loop"), s("x"), None)
+        );
+        assert_eq!(
+            e(&["-getpid", "-generate", "csh"]),
+            (
+                Some(2),
+                s("one of bash, zsh, fish, man after -generate"),
+                s("csh"),
+                None
+            )
+        );
+        // A list names the whole value, the message the bad item.
+        let scaling = parse(&["-getpid", "-scaling", "1,,4"]).unwrap_err();
+        assert_eq!(
+            (scaling.index, scaling.expected.as_str(), scaling.found.as_str()),
+            (
+                Some(2),
+                "copy counts such as 1,2,4, each a whole number from 1 to 1024, after -scaling",
+                "1,,4"
+            )
+        );
+        // Two options in conflict: the later one.
+        assert_eq!(e(&["-getpid", "-scaling", "1", "-mp", "2", "-pin"]).0, Some(3));
+        assert_eq!(e(&["-mp", "2", "-getpid", "-scaling", "1"]).0, Some(3));
+        // No test: the line as a whole.
+        assert_eq!(e(&["-loop", "5"]).0, None);
+    }
+
+    #[test]
+    fn an_option_of_one_test_needs_that_test() {
+        let hackbench_options: Vec<&OptionDef> = OPTIONS.iter().filter(|o| o.for_test.is_some()).collect();
+        assert!(!hackbench_options.is_empty());
+        for o in hackbench_options {
+            let test = o.for_test.unwrap();
+            assert!(suite::find(test).is_some(), "-{}: no test {test}", o.name);
+            let mut option = vec![format!("--{}", o.name)];
+            option.extend(sample_value(o).map(String::from));
+            let line = |tests: &[&str]| [tests.iter().map(|t| t.to_string()).collect(), option.clone()].concat();
+            // With its test, with -all (which runs it), and with no test (-list shows it).
+            for ok in [&["-getpid", "-hackbench"][..], &["-all"], &["-list"]] {
+                let args = line(ok);
+                assert!(parse(&args).is_ok(), "{args:?}");
+            }
+            let e = parse(&line(&["-getpid", "-select"])).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("-{} is an option of -hackbench, which is not among the tests", o.name)
+            );
+            assert_eq!((e.index, e.found), (Some(2), format!("--{}", o.name)));
+        }
+    }
+
+    #[test]
+    fn test_lines_unixperf_runs_pass_the_check() {
+        let names = suite::TESTS
+            .iter()
+            .map(|t| t.name)
+            .chain(suite::ALIASES.iter().map(|(a, _)| *a));
+        for name in names {
+            check_test_args::<&str>(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            check_test_args(name, &["-loop", "200000", "-repeat", "2"]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        for o in OPTIONS {
+            for dashes in ["-", "--"] {
+                let mut args = vec![format!("{dashes}{}", o.name)];
+                args.extend(sample_value(o).map(String::from));
+                let test = o.for_test.unwrap_or("getpid");
+                check_test_args(test, &args).unwrap_or_else(|e| panic!("{test} {args:?}: {e}"));
+            }
+        }
+        let lines: &[(&str, &[&str])] = &[
+            (
+                "hackbench",
+                &["-groups", "4", "-msgs", "100", "-loop", "10", "-repeat", "2"],
+            ),
+            ("pipeping1", &["-mp", "2", "-pin", "-loop", "1000"]),
+            ("getpid", &["-select", "-scaling", "1,2,4", "-loop", "1000000"]),
+            ("forkwait", &["-time", "0.5", "-tmpdir", "/var/tmp"]),
+        ];
+        for (test, args) in lines {
+            check_test_args(test, args).unwrap_or_else(|e| panic!("{test} {args:?}: {e}"));
+        }
+    }
+
+    /// The check is unixperf's parser: over every short line made of these words, it accepts
+    /// what `unixperf -TEST ARGS...` accepts, with the same message at the same argument.
+    #[test]
+    fn the_check_agrees_with_the_command_line() {
+        let words = [
+            "-loop",
+            "5",
+            "x",
+            "-lop",
+            "-groups",
+            "-mp",
+            "2",
+            "-scaling",
+            "1,2",
+            "getpid",
+            "-select",
+            "--repeat",
+            "-threads",
+            "-time",
+            "0",
+            "-generate",
+            "man",
+            "",
+        ];
+        // Every line of up to 3 of the words.
+        let (mut lines, mut longest): (Vec<Vec<&str>>, Vec<Vec<&str>>) = (vec![vec![]], vec![vec![]]);
+        for _ in 0..3 {
+            longest = longest
+                .iter()
+                .flat_map(|l| words.iter().map(move |w| [l.clone(), vec![*w]].concat()))
+                .collect();
+            lines.extend(longest.iter().cloned());
+        }
+        assert!(lines.len() > 5000, "{}", lines.len());
+        let (mut passed, mut refused) = (0, 0);
+        for test in ["getpid", "hackbench", "select"] {
+            for args in &lines {
+                let dashed = format!("-{test}");
+                let line = [vec![dashed.as_str()], args.clone()].concat();
+                match (check_test_args(test, args), parse(&line)) {
+                    (Ok(()), Ok(_)) => passed += 1,
+                    (Err(problem), Err(usage)) => {
+                        assert_eq!(problem.message, usage.message, "{line:?}");
+                        assert_eq!(problem.arg.map(|i| i + 1), usage.index, "{line:?}");
+                        assert_eq!(problem.found, usage.found, "{line:?}");
+                        refused += 1;
+                    }
+                    (check, parsed) => panic!("{line:?}: the check says {check:?}, unixperf {:?}", parsed.err()),
+                }
+            }
+        }
+        assert!(passed > 100 && refused > 100, "{passed} passed, {refused} refused");
+    }
+
+    #[test]
+    fn each_kind_of_bad_test_line_is_refused_at_its_argument() {
+        let e = |test: &str, args: &[&str]| check_test_args(test, args).unwrap_err();
+        let at = |p: &ArgProblem| (p.arg, p.found.clone(), p.suggestion.clone());
+        let s = |v: &str| v.to_string();
+
+        // An unknown test: the nearest test or alias, never an option.
+        let p = e("forkwiat", &["-loop", "5"]);
+        assert_eq!(at(&p), (None, s("forkwiat"), Some(s("forkwait"))));
+        assert_eq!(p.message, "unknown test forkwiat; did you mean forkwait?");
+        assert_eq!(p.expected, "a unixperf test name (see unixperf -list)");
+        assert_eq!(at(&e("selct", &[])), (None, s("selct"), Some(s("select"))));
+        assert_eq!(at(&e("loop", &[])), (None, s("loop"), None));
+        assert_eq!(e("nosuchtest", &[]).message, "unknown test nosuchtest");
+
+        // A misspelt option.
+        let p = e("pipeping1", &["-lop", "1000"]);
+        assert_eq!(at(&p), (Some(0), s("-lop"), Some(s("-loop"))));
+        assert_eq!(p.to_string(), "unknown test or option -lop; did you mean -loop?");
+        // A word without its dash.
+        assert_eq!(at(&e("getpid", &["1000"])), (Some(0), s("1000"), None));
+        assert_eq!(
+            at(&e("getpid", &["-loop", "5", "repeat", "2"])),
+            (Some(2), s("repeat"), Some(s("-repeat")))
+        );
+        // A value missing at the end of the line: the option.
+        let p = e("getpid", &["-repeat", "2", "-loop"]);
+        assert_eq!(at(&p), (Some(2), s(""), None));
+        assert_eq!(p.expected, "a number of operations after -loop");
+        // A value that is not a number, or out of range: the value.
+        let p = e("getpid", &["-loop", "x"]);
+        assert_eq!(at(&p), (Some(1), s("x"), None));
+        assert_eq!(p.message, "-loop expects a whole number of at least 1, got \"x\"");
+        assert_eq!(
+            at(&e("getpid", &["-loop", "5", "-mp", "2000"])),
+            (Some(3), s("2000"), None)
+        );
+        assert_eq!(at(&e("getpid", &["-time", "0"])), (Some(1), s("0"), None));
+        assert_eq!(at(&e("getpid", &["-scaling", "1,,2"])), (Some(1), s("1,,2"), None));
+        assert_eq!(at(&e("getpid", &["-generate", "csh"])), (Some(1), s("csh"), None));
+        // An option of another test.
+        let p = e("getpid", &["-loop", "5", "-threads"]);
+        assert_eq!(at(&p), (Some(2), s("-threads"), None));
+        assert_eq!(
+            p.message,
+            "-threads is an option of -hackbench, which is not among the tests"
+        );
+        // Options that exclude each other: the later one.
+        assert_eq!(
+            at(&e("getpid", &["-mp", "2", "--scaling", "1"])),
+            (Some(2), s("--scaling"), None)
+        );
+        // An option is no test, though unixperf -all runs.
+        assert_eq!(at(&e("all", &[])), (None, s("all"), None));
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //!
 //! and the single-write output that keeps lines whole when copies share one file.
 
+use std::os::fd::RawFd;
+
 use crate::sys;
 
 /// Rounds a rate to 3 significant digits, as x11perf does: nobody can use "193658.4/sec".
@@ -82,26 +84,27 @@ pub fn time_line(seconds: f64, copies: Option<u32>) -> String {
 /// supervisor exits quietly, as a pipeline member should.
 pub const EXIT_BROKEN_PIPE: i32 = 141;
 
-/// The error [`emit`] returns when standard output's reader has gone away.
-pub const BROKEN_PIPE: &str = "standard output closed";
-
 /// Writes a whole line to standard output with one write(2), so that copies writing to one
-/// file never interleave inside a line.
+/// file never interleave inside a line. When the reader has gone away, the error's
+/// [`kind`](sys::Error::kind) is `BrokenPipe` (SIGPIPE is ignored, as in every Rust program).
 pub fn emit(line: &str) -> sys::Result<()> {
+    write_line(1, line)
+}
+
+/// [`emit`] to any descriptor.
+fn write_line(fd: RawFd, line: &str) -> sys::Result<()> {
     let buf = line.as_bytes();
     loop {
-        let n = unsafe { libc::write(1, buf.as_ptr().cast(), buf.len()) };
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
         if n >= 0 {
             if n as usize == buf.len() {
                 return Ok(());
             }
             // Only a full disk or a signal makes a regular write short; finish it.
-            return sys::write_all(1, &buf[n as usize..]);
+            return sys::write_all(fd, &buf[n as usize..]);
         }
-        match sys::errno() {
-            libc::EINTR => continue,
-            libc::EPIPE => return Err(sys::Error(BROKEN_PIPE.to_string())),
-            _ => return Err(sys::os_error("write to standard output")),
+        if sys::errno() != libc::EINTR {
+            return Err(sys::os_error("write to standard output"));
         }
     }
 }
@@ -123,6 +126,18 @@ mod tests {
         assert_eq!(format_rate(6.7), "    6.70");
         assert_eq!(format_rate(999.7), "  1000.0");
         assert_eq!(format_rate(1_294_000.0), "1290000.0");
+    }
+
+    #[test]
+    fn a_closed_reader_is_a_broken_pipe_by_kind() {
+        let (reader, writer) = sys::pipe().unwrap();
+        write_line(writer.raw(), "open\n").unwrap();
+        drop(reader);
+        let e = write_line(writer.raw(), "closed\n").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+        // Any other failure is not: a descriptor that is not open.
+        let e = write_line(-1, "x\n").unwrap_err();
+        assert_ne!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
     }
 
     #[test]

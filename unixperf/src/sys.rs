@@ -5,15 +5,32 @@
 
 use std::ffi::CStr;
 use std::fmt;
+use std::io;
 use std::os::fd::RawFd;
 
 /// A failed system call or a failed correctness check of a workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(pub String);
+pub struct Error {
+    message: String,
+    kind: io::ErrorKind,
+}
+
+impl Error {
+    /// What failed, as printed.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The kind of the failed system call's errno (`BrokenPipe` for EPIPE), so that callers
+    /// tell causes apart by type; `Other` for a failed correctness check.
+    pub fn kind(&self) -> io::ErrorKind {
+        self.kind
+    }
+}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -22,16 +39,23 @@ impl std::error::Error for Error {}
 /// Result of the harness and the workloads.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// An error for the system call `what` that just failed, with errno's text.
+/// An error for the system call `what` that just failed, with errno's text and kind.
 #[cold]
 pub fn os_error(what: &str) -> Error {
-    Error(format!("{what}: {}", std::io::Error::last_os_error()))
+    let e = io::Error::last_os_error();
+    Error {
+        message: format!("{what}: {e}"),
+        kind: e.kind(),
+    }
 }
 
 /// A failed correctness check.
 #[cold]
 pub fn check_failed(msg: impl Into<String>) -> Error {
-    Error(msg.into())
+    Error {
+        message: msg.into(),
+        kind: io::ErrorKind::Other,
+    }
 }
 
 /// Turns a `-1` return into an error naming `what`.

@@ -209,7 +209,7 @@ pub struct Team {
 impl Team {
     /// Starts `copies` workers; with `cpus`, copy k is pinned to `cpus[(k-1) % len]`.
     pub fn spawn(cfg: &Config, copies: u32, cpus: Option<&[usize]>, scratch: &Path) -> Result<Team, Stop> {
-        let failed = |e: sys::Error| Stop::Failed(e.0);
+        let failed = |e: sys::Error| Stop::Failed(e.to_string());
         let (reports, report_w) = sys::pipe().map_err(failed)?;
         let mut team = Team {
             workers: Vec::new(),
@@ -280,7 +280,7 @@ impl Team {
                 if sys::errno() == libc::EINTR {
                     continue;
                 }
-                return Err(Stop::Failed(sys::os_error("poll").0));
+                return Err(Stop::Failed(sys::os_error("poll").to_string()));
             }
             // Reports first: a worker that failed says so before it exits.
             if fds[0].revents & libc::POLLIN != 0 {
@@ -288,7 +288,7 @@ impl Team {
                 match sys::read_exact(self.reports.raw(), &mut buf) {
                     Ok(true) => {}
                     Ok(false) => return Err(Stop::Failed("all copies ended without a report".into())),
-                    Err(e) => return Err(Stop::Failed(e.0)),
+                    Err(e) => return Err(Stop::Failed(e.to_string())),
                 }
                 let (kind, report) = decode(&buf);
                 let i = report.copy as usize - 1;
@@ -374,9 +374,6 @@ fn worker_main(cfg: &Config, copy: u32, cpu: Option<usize>, cmd: RawFd, reports:
     };
     let send = |kind: u64, r: &CopyReport| sys::write_all(reports, &encode(kind, r)).is_ok();
     let fail = |test: &str, e: &sys::Error| {
-        if e.0 == report::BROKEN_PIPE {
-            return EXIT_BROKEN_PIPE;
-        }
         complain(&format!("{test} (copy {copy}): {e}"));
         send(
             REP_FAILED,
@@ -398,7 +395,10 @@ fn worker_main(cfg: &Config, copy: u32, cpu: Option<usize>, cmd: RawFd, reports:
         }
     }
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        return fail("scratch directory", &sys::Error(format!("creating {dir:?}: {e}")));
+        return fail(
+            "scratch directory",
+            &sys::check_failed(format!("creating {dir:?}: {e}")),
+        );
     }
     let ctx = Ctx {
         dir,
@@ -440,13 +440,17 @@ fn worker_main(cfg: &Config, copy: u32, cpu: Option<usize>, cmd: RawFd, reports:
                     return 1;
                 };
                 let def = &TESTS[*test];
+                // Set when standard output's reader went away: not a failure of the test.
+                let mut stdout_closed = false;
                 let result = if op == CMD_RUN {
                     let plan = Plan {
                         count: (count > 0).then_some(count),
                         repeat: cfg.repeat,
                         seconds: cfg.seconds,
                     };
-                    let mut emit = |line: &str| report::emit(line);
+                    let mut emit = |line: &str| {
+                        report::emit(line).inspect_err(|e| stdout_closed = e.kind() == std::io::ErrorKind::BrokenPipe)
+                    };
                     measure::measure(w.as_mut(), &plan, &def.describe(&ctx), &mut emit).map(|o| {
                         report.count = o.count;
                         report.ops = o.ops;
@@ -457,6 +461,10 @@ fn worker_main(cfg: &Config, copy: u32, cpu: Option<usize>, cmd: RawFd, reports:
                     quiet_pass(w.as_mut(), count, cfg.seconds, &mut report)
                 };
                 if let Err(e) = result {
+                    // Ends the copy quietly, as a pipeline member should.
+                    if stdout_closed {
+                        return EXIT_BROKEN_PIPE;
+                    }
                     return fail(def.name, &e);
                 }
                 if !send(REP_DONE, &report) {

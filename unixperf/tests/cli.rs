@@ -239,6 +239,10 @@ fn list_and_usage_errors() {
             &["-getpid", "-mp", "two"][..],
             "unixperf: -mp expects a whole number from 1 to 1024, got \"two\"",
         ),
+        (
+            &["-getpid", "-groups", "4"][..],
+            "unixperf: -groups is an option of -hackbench, which is not among the tests",
+        ),
     ] {
         let out = run(&tmp, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

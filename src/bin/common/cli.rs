@@ -4,6 +4,7 @@
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use upcmp::compare::DEFAULT_CUTOFF_PCT;
 use upcmp::import::{ImportOptions, InputFormat};
 use upcmp::report::format::OutputFormat;
 
@@ -74,6 +75,11 @@ pub struct ImportArgs {
     /// stacks: 0.001 by default), e.g. --period-sec 0.00025.
     #[arg(long, value_name = "SEC")]
     pub period_sec: Option<f64>,
+    /// The event to compare when a recording has several (perf record -e
+    /// cpu-clock,page-faults); the first one by default, as perf report shows first. E.g.
+    /// --event page-faults.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
 }
 
 impl ImportArgs {
@@ -85,6 +91,7 @@ impl ImportArgs {
             self.vmlinux.clone(),
             self.period_sec,
         )
+        .with_event(self.event.clone())
     }
 }
 
@@ -114,4 +121,63 @@ pub fn colorize_text(report: &str) -> String {
         }
     }
     out
+}
+
+/// A percentage as the synopsis writes it, with or without its sign: `1`, `1%`, `0.5%`.
+pub fn percent(s: &str) -> Result<f64, String> {
+    s.strip_suffix('%')
+        .unwrap_or(s)
+        .parse::<f64>()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 1 or 1%)"))
+}
+
+/// The cutoff from the original's positional `cutoff%` or `--cutoff` (they must agree
+/// when both are given); the default when neither is.
+pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> anyhow::Result<f64> {
+    let c = match (positional, option) {
+        (Some(a), Some(b)) if a != b => {
+            anyhow::bail!("the cutoff is given twice ({a} and --cutoff {b}); give it once")
+        }
+        (a, b) => a.or(b).unwrap_or(DEFAULT_CUTOFF_PCT),
+    };
+    if !(0.0..=100.0).contains(&c) {
+        anyhow::bail!("cutoff {c} is not a percentage between 0 and 100 (e.g. --cutoff 1)");
+    }
+    Ok(c)
+}
+
+/// The hint of the options that answer an import's error, after its message (the
+/// library's messages do not know the command line).
+pub fn with_import_hint(e: anyhow::Error) -> anyhow::Error {
+    let needs_symbols = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<upcmp::import::ImportError>(),
+            Some(upcmp::import::ImportError::NoKernelSymbols { .. })
+        )
+    });
+    if needs_symbols {
+        anyhow::anyhow!("{e:#}: pass --kallsyms FILE (a copy of that machine's /proc/kallsyms) or --vmlinux FILE")
+    } else {
+        e
+    }
+}
+
+#[cfg(test)]
+mod cli_tests {
+    use super::*;
+
+    #[test]
+    fn cutoffs() {
+        let ok = |a, b| resolve_cutoff(a, b).ok();
+        assert_eq!(ok(Some(1.0), None), Some(1.0));
+        assert_eq!(ok(None, Some(2.0)), Some(2.0));
+        assert_eq!(ok(Some(2.0), Some(2.0)), Some(2.0));
+        assert_eq!(ok(Some(1.0), Some(2.0)), None);
+        assert_eq!(ok(Some(101.0), None), None);
+        assert_eq!(ok(Some(-1.0), None), None);
+        assert_eq!(ok(None, None), Some(0.5));
+        assert_eq!(percent("1%"), Ok(1.0));
+        assert_eq!(percent("0.5"), Ok(0.5));
+        assert!(percent("1%%").is_err() && percent("x").is_err());
+    }
 }

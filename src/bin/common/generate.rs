@@ -17,6 +17,17 @@ pub enum GenerateArg {
     Man,
 }
 
+/// Parses the command line of `A`; when `--generate` (read by `generate_of`) asks for
+/// completions or the man page, prints them and returns `None`: the command has nothing
+/// more to do.
+pub fn parse_or_generate<A: clap::Parser>(generate_of: fn(&A) -> Option<GenerateArg>) -> anyhow::Result<Option<A>> {
+    let a = A::parse();
+    match generate_of(&a) {
+        Some(what) => generate(what, A::command()).map(|()| None),
+        None => Ok(Some(a)),
+    }
+}
+
 /// Prints the completions or man page of `cmd` to standard output.
 pub fn generate(what: GenerateArg, mut cmd: clap::Command) -> anyhow::Result<()> {
     let name = cmd.get_name().to_string();

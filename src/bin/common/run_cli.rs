@@ -4,22 +4,15 @@
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use upcmp::collect::profile::UserBy;
-use upcmp::collect::run::{RunOutcome, UprunOptions};
-use upcmp::collect::sampler::EventChoice;
-use upcmp::compare::IdleSet;
+use upcmp::app::uprun::{RunOutcome, UprunError, UprunOptions};
+use upcmp::collect::run::RunError;
+use upcmp::collect::sampler::{EventChoice, EVENTS};
+use upcmp::collect::KernelImage;
 use upcmp::exit::EXIT_INTERRUPTED;
+use upcmp::host::tuning::TuningError;
+use upcmp::model::{IdleSet, UserBy};
 use upcmp::store::outdir::Status;
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Event {
-    /// cycles where the machine counts them, else cpu-clock
-    Auto,
-    /// the software timer (works in VMs)
-    CpuClock,
-    /// the hardware cycle counter
-    Cycles,
-}
+use upcmp::symbols::SymbolError;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum UserNaming {
@@ -46,9 +39,12 @@ pub struct RunArgs {
     /// Samples per second on each CPU, e.g. --freq 4000.
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub freq: u64,
-    /// The sampled event.
-    #[arg(long, value_enum, default_value_t = Event::Auto)]
-    pub event: Event,
+    /// The sampled event: `auto` (cycles where the machine counts them, else
+    /// cpu-clock), or an event by perf's name, e.g. --event cpu-clock, --event
+    /// instructions, --event page-faults. Time events (cpu-clock, task-clock) are sampled
+    /// at a fixed period; the others at --freq, each sample weighing its period.
+    #[arg(long, default_value = "auto", value_name = "EVENT", value_parser = event_names())]
+    pub event: String,
     /// Idle functions (comma-separated), replacing the Linux default set, e.g.
     /// --idle-symbols do_idle,default_idle.
     #[arg(long, value_name = "LIST")]
@@ -86,20 +82,31 @@ pub struct RunArgs {
     /// spelled --export-perf-folded).
     #[arg(long, visible_alias = "export-perf-folded")]
     pub export_folded: bool,
+    /// Let every user read the run (directories 0755, files 0644). By default a run is
+    /// private (0700, files 0600, as perf writes perf.data), whatever the umask: its raw
+    /// samples and kernel symbol table give away kernel addresses (docs/security.md).
+    #[arg(long)]
+    pub share: bool,
+    /// Write OUTDIR even when its directory may be written by every user and has no sticky
+    /// bit (anyone there could replace the run), e.g. a shared scratch directory you trust.
+    #[arg(long)]
+    pub allow_world_writable_parent: bool,
+}
+
+/// `auto` and every event name uprun knows, for clap's check and completions.
+fn event_names() -> clap::builder::PossibleValuesParser {
+    let names = std::iter::once("auto").chain(EVENTS.iter().map(|(n, _)| *n));
+    clap::builder::PossibleValuesParser::new(names)
 }
 
 impl RunArgs {
     /// The library's options for `vmlinux`, `outdir` and `parallelism` with these flags.
-    pub fn options(&self, vmlinux: String, outdir: PathBuf, parallelism: u32) -> UprunOptions {
-        let mut o = UprunOptions::new(vmlinux, outdir);
+    pub fn options(&self, vmlinux: &str, outdir: PathBuf, parallelism: u32) -> UprunOptions {
+        let mut o = UprunOptions::new(KernelImage::parse(vmlinux), outdir);
         o.parallelism = parallelism;
         o.test_list = self.test_list.clone();
         o.sampler.frequency_hz = self.freq;
-        o.sampler.event = match self.event {
-            Event::Auto => EventChoice::Auto,
-            Event::CpuClock => EventChoice::CpuClock,
-            Event::Cycles => EventChoice::Cycles,
-        };
+        o.sampler.event = EventChoice::parse(&self.event).expect("clap checks the name");
         if let Some(list) = &self.idle_symbols {
             o.idle = IdleSet::parse_list(list);
         }
@@ -112,6 +119,8 @@ impl RunArgs {
         o.features = self.features.clone();
         o.set_governor = self.set_governor.clone();
         o.export_folded = self.export_folded;
+        o.share = self.share;
+        o.allow_shared_parent = self.allow_world_writable_parent;
         o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         o
     }
@@ -137,4 +146,27 @@ pub fn finish(prog: &str, outcome: &RunOutcome, outdir: &Path) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// The error of a run, with the option that caused it named (the library's messages do
+/// not know the command line).
+pub fn with_option(e: UprunError) -> anyhow::Error {
+    let option = match &e {
+        UprunError::Features(_) => Some("--feat"),
+        UprunError::Tuning(TuningError::NoCpufreq { .. }) => Some("--set-governor"),
+        UprunError::Tuning(TuningError::Write { path, .. }) if path.starts_with("/sys") => Some("--set-governor"),
+        UprunError::Tuning(_) | UprunError::Run(RunError::Tuning(_)) => Some("--drop-caches"),
+        UprunError::Run(RunError::Pre(_)) => Some("--pre"),
+        UprunError::Plan(upcmp::collect::plan::PlanError::NoUnixperf { .. }) => Some("--unixperf"),
+        _ => None,
+    };
+    let forcible = matches!(
+        e,
+        UprunError::Symbols(SymbolError::BuildIdMismatch { .. } | SymbolError::MissingBuildId { .. })
+    );
+    match option {
+        Some(o) => anyhow::Error::new(e).context(o),
+        None if forcible => anyhow::anyhow!("{e}; pass --force-vmlinux to use it anyway"),
+        None => e.into(),
+    }
 }

@@ -179,9 +179,9 @@ mod tests {
         assert!(forks_since_boot() - before >= 10);
         let mut bad = ForkExec::new("/bin/false").unwrap();
         let e = bad.run(1).unwrap_err();
-        assert!(e.0.contains("exited with 1"), "{e}");
+        assert!(e.message().contains("exited with 1"), "{e}");
         let mut missing = ForkExec::new("/nonexistent/program").unwrap();
-        assert!(missing.run(1).unwrap_err().0.contains("127"));
+        assert!(missing.run(1).unwrap_err().message().contains("127"));
     }
 
     #[test]

@@ -1,39 +1,18 @@
-//! Call stacks from samples: symbolized frames, folded stacks, and the call graph that
-//! `prof.out` prints (see `docs/upsrun.md`).
+//! Call stacks from samples: symbolized frames and folded stacks (see `docs/upsrun.md`).
 //!
 //! A [`StackProfile`] counts samples per distinct stack (root first), so its memory
 //! grows with the number of distinct stacks, not with the number of samples. It is built
-//! from `samples.gz` records ([`StackBuilder`]) or read back from `stacks.folded`
+//! from sample records ([`StackBuilder`]) or read back from folded stacks
 //! ([`StackProfile::from_folded`]); both feed the same call graph and flame graphs.
 
-use super::profile::UserBy;
-use super::symbols::KernelSymbols;
-use std::collections::{BTreeMap, HashMap};
+use super::builder::KernelResolver;
+use super::idle::IdleSet;
+use super::mode::{context_mode, Mode, Record, ThreadNames, PERF_CONTEXT_MAX};
+use super::profile::{user_function_of, UserBy, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION};
+use super::profile::{GUEST_FUNCTION, HYPERVISOR_FUNCTION};
+use std::collections::HashMap;
 use std::io::{self, Write};
-use upcmp_parsers::samples::{Mode, Record, Sample};
-
-/// perf's context markers are the call-chain values at or above this (`PERF_CONTEXT_MAX`,
-/// -4095 as u64); they say which mode the following frames were taken in.
-pub const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
-const PERF_CONTEXT_HV: u64 = -32i64 as u64;
-const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
-const PERF_CONTEXT_USER: u64 = -512i64 as u64;
-const PERF_CONTEXT_GUEST_KERNEL: u64 = -2176i64 as u64;
-const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
-
-/// The mode the call-chain frames after the context `marker` (a value at or above
-/// [`PERF_CONTEXT_MAX`]) were taken in. A value that is no context the kernel writes, a
-/// junk value from a user stack walked without frame pointers, leaves `current`.
-pub fn context_mode(marker: u64, current: Mode) -> Mode {
-    match marker {
-        PERF_CONTEXT_KERNEL => Mode::Kernel,
-        PERF_CONTEXT_USER => Mode::User,
-        PERF_CONTEXT_HV => Mode::Hypervisor,
-        PERF_CONTEXT_GUEST_KERNEL => Mode::GuestKernel,
-        PERF_CONTEXT_GUEST_USER => Mode::GuestUser,
-        _ => current,
-    }
-}
+use upcmp_parsers::samples::Sample;
 
 /// The root frame put under a stack that reached the kernel's depth limit: its outermost
 /// frames are missing, so it must not pass for a call from the top.
@@ -41,14 +20,6 @@ pub const TRUNCATED_FRAME: &str = "[truncated]";
 
 /// The kernel's default `kernel.perf_event_max_stack`.
 pub const DEFAULT_MAX_STACK: usize = 127;
-
-/// The running kernel's call-chain depth limit (`/proc/sys/kernel/perf_event_max_stack`).
-pub fn kernel_max_stack() -> usize {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(DEFAULT_MAX_STACK)
-}
 
 /// What a frame is, for colouring: decided by its name alone, so a folded file carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +35,9 @@ pub enum FrameKind {
 impl FrameKind {
     /// The kind of the frame called `name`.
     pub fn of(name: &str) -> Self {
-        if name == "user" || name.starts_with("user:") {
+        if name == USER_FUNCTION || name.strip_prefix(USER_FUNCTION).is_some_and(|c| c.starts_with(':')) {
             FrameKind::User
-        } else if name == TRUNCATED_FRAME || name == "hypervisor" || name == "guest" {
+        } else if name == TRUNCATED_FRAME || name == HYPERVISOR_FUNCTION || name == GUEST_FUNCTION {
             FrameKind::Other
         } else {
             FrameKind::Kernel
@@ -74,12 +45,22 @@ impl FrameKind {
     }
 }
 
-/// Samples per distinct stack, frames interned.
+/// Weight per distinct stack, frames interned.
+///
+/// Every sample weighs its period; a stack's value, as folded lines and call graphs show
+/// it, is its weight in samples of the profile's mean period ("sample equivalents"):
+/// exactly its samples when the period is fixed, and weighted as perf weighs them when
+/// the period varies.
 #[derive(Debug, Clone, Default)]
 pub struct StackProfile {
     names: Vec<String>,
-    ids: HashMap<String, u32>,
-    stacks: HashMap<Box<[u32]>, u64>,
+    // Looked up per frame and per sample: foldhash, not SipHash (no untrusted keys).
+    ids: HashMap<String, u32, foldhash::fast::RandomState>,
+    stacks: HashMap<Box<[u32]>, u64, foldhash::fast::RandomState>,
+    /// The stacks' summed weight.
+    weight: u64,
+    /// Samples per unit of weight, when fixed by the profile this one was taken from.
+    scale: Option<f64>,
     /// Samples counted.
     pub samples: u64,
     /// Samples whose call chain reached the depth limit (rooted at [`TRUNCATED_FRAME`]).
@@ -100,33 +81,78 @@ impl StackProfile {
         id
     }
 
+    /// Every frame name, by id.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     /// The name of frame `id`.
     pub fn name(&self, id: u32) -> &str {
         &self.names[id as usize]
     }
 
-    /// Adds `count` samples of the stack `frames` (root first).
+    /// Adds `count` samples of the stack `frames` (root first), each weighing one.
     pub fn add_stack(&mut self, frames: &[u32], count: u64) {
+        self.add_weighted(frames, count, count);
+    }
+
+    /// Adds `count` samples of the stack `frames` (root first) weighing `weight` in all.
+    pub fn add_weighted(&mut self, frames: &[u32], count: u64, weight: u64) {
         if frames.is_empty() || count == 0 {
             return;
         }
-        self.samples += count;
+        self.samples = self.samples.saturating_add(count);
+        self.weight = self.weight.saturating_add(weight);
         match self.stacks.get_mut(frames) {
-            Some(c) => *c += count,
+            Some(w) => *w = w.saturating_add(weight),
             None => {
-                self.stacks.insert(frames.into(), count);
+                self.stacks.insert(frames.into(), weight);
             }
         }
     }
 
-    /// The distinct stacks and their samples, in no particular order.
-    pub fn stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
-        self.stacks.iter().map(|(s, &c)| (&s[..], c))
+    /// Adds every stack of `other` (a piece of the same input read apart).
+    pub fn merge(&mut self, other: &StackProfile) {
+        let mut frames = Vec::new();
+        for (stack, w) in other.weighted_stacks() {
+            frames.clear();
+            frames.extend(stack.iter().map(|&f| self.intern(other.name(f))));
+            match self.stacks.get_mut(&frames[..]) {
+                Some(x) => *x = x.saturating_add(w),
+                None => {
+                    self.stacks.insert(frames.as_slice().into(), w);
+                }
+            }
+        }
+        self.samples = self.samples.saturating_add(other.samples);
+        self.weight = self.weight.saturating_add(other.weight);
+        self.truncated += other.truncated;
+        self.lost += other.lost;
     }
 
-    /// How many distinct stacks.
-    pub fn distinct_stacks(&self) -> usize {
-        self.stacks.len()
+    /// Samples per unit of weight.
+    fn per_weight(&self) -> f64 {
+        self.scale.unwrap_or(if self.weight == 0 {
+            1.0
+        } else {
+            self.samples as f64 / self.weight as f64
+        })
+    }
+
+    /// The distinct stacks and their values (sample equivalents), in no particular order.
+    pub fn stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
+        let scale = self.per_weight();
+        // Where every sample weighs one, weights are values: no rounding at all.
+        let exact = scale == 1.0;
+        self.stacks.iter().map(move |(s, &w)| {
+            let value = if exact { w } else { (w as f64 * scale).round() as u64 };
+            (&s[..], value)
+        })
+    }
+
+    /// The distinct stacks and their raw weights (the sampled event's unit).
+    pub fn weighted_stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
+        self.stacks.iter().map(|(s, &w)| (&s[..], w))
     }
 
     /// The folded line of a stack without its count: `root;...;leaf`.
@@ -229,18 +255,21 @@ impl StackProfile {
 
     /// The same profile without the stacks whose leaf is an idle function: what is left
     /// is CPU time, as upcmp counts it.
-    pub fn without_idle(&self, idle: &crate::compare::IdleSet) -> StackProfile {
+    pub fn without_idle(&self, idle: &IdleSet) -> StackProfile {
+        let scale = self.per_weight();
         let mut p = StackProfile {
             names: self.names.clone(),
             ids: self.ids.clone(),
             truncated: 0,
             lost: self.lost,
+            scale: Some(scale),
             ..Default::default()
         };
-        for (s, c) in self.stacks() {
+        for (s, w) in self.weighted_stacks() {
             let leaf = self.name(*s.last().expect("stacks are not empty"));
             if !idle.contains(leaf) {
-                p.add_stack(s, c);
+                let c = (w as f64 * scale).round() as u64;
+                p.add_weighted(s, c, w);
                 if self.name(s[0]) == TRUNCATED_FRAME {
                     p.truncated += c;
                 }
@@ -257,6 +286,8 @@ pub struct StackOptions {
     pub max_stack: usize,
     /// How the user-space node is named, as uprun's `--user-by`.
     pub user_by: UserBy,
+    /// The weight of a sample that does not carry its period (a version 1 stream).
+    pub default_period: u64,
 }
 
 impl Default for StackOptions {
@@ -264,27 +295,28 @@ impl Default for StackOptions {
         StackOptions {
             max_stack: DEFAULT_MAX_STACK,
             user_by: UserBy::Single,
+            default_period: 1,
         }
     }
 }
 
-/// Builds a [`StackProfile`] from samples records.
-pub struct StackBuilder<'a> {
-    symbols: &'a KernelSymbols,
+/// Builds a [`StackProfile`] from sample records.
+pub struct StackBuilder<'a, K: ?Sized> {
+    symbols: &'a K,
     opts: StackOptions,
-    comms: HashMap<u32, String>,
+    threads: ThreadNames,
     kernel_frames: HashMap<u64, u32>,
     profile: StackProfile,
     scratch: Vec<u32>,
 }
 
-impl<'a> StackBuilder<'a> {
+impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
     /// A builder resolving kernel frames with `symbols`.
-    pub fn new(symbols: &'a KernelSymbols, opts: StackOptions) -> Self {
+    pub fn new(symbols: &'a K, opts: StackOptions) -> Self {
         StackBuilder {
             symbols,
             opts,
-            comms: HashMap::new(),
+            threads: ThreadNames::default(),
             kernel_frames: HashMap::new(),
             profile: StackProfile::default(),
             scratch: Vec::new(),
@@ -295,10 +327,10 @@ impl<'a> StackBuilder<'a> {
         if let Some(&id) = self.kernel_frames.get(&addr) {
             return id;
         }
-        let name = match self.symbols.resolve(addr) {
+        let name = match self.symbols.resolve_kernel(addr) {
             Some((name, None)) => name.to_string(),
             Some((name, Some(module))) => format!("{name} [{module}]"),
-            None => "[unknown]".to_string(),
+            None => UNKNOWN_FUNCTION.to_string(),
         };
         let id = self.profile.intern(&name);
         // Distinct kernel addresses are bounded by the kernel's text, so is this cache.
@@ -308,11 +340,11 @@ impl<'a> StackBuilder<'a> {
 
     fn user_frame(&mut self, tid: u32) -> u32 {
         match self.opts.user_by {
-            UserBy::Single => self.profile.intern("user"),
+            UserBy::Single => self.profile.intern(USER_FUNCTION),
             UserBy::Comm => {
-                let comm = self.comms.get(&tid).map(String::as_str).unwrap_or("[unknown]");
+                let comm = self.threads.get(tid).unwrap_or(UNKNOWN_FUNCTION);
                 // ';' separates frames in a folded line and a space ends one.
-                let name = format!("user:{}", comm.replace([';', '\n', '\r'], "_"));
+                let name = user_function_of(&comm.replace([';', '\n', '\r'], "_"));
                 self.profile.intern(&name)
             }
         }
@@ -323,14 +355,7 @@ impl<'a> StackBuilder<'a> {
         match r {
             Record::Sample(s) => self.add_sample(s),
             Record::Lost { count, .. } => self.profile.lost += count,
-            Record::Comm { tid, comm, .. } => {
-                self.comms.insert(*tid, comm.clone());
-            }
-            Record::Fork { tid, ptid, .. } => {
-                if let Some(c) = self.comms.get(ptid).cloned() {
-                    self.comms.insert(*tid, c);
-                }
-            }
+            Record::Comm { .. } | Record::Fork { .. } => self.threads.observe(r),
             Record::Throttle { .. } => {}
         }
     }
@@ -365,7 +390,8 @@ impl<'a> StackBuilder<'a> {
             self.profile.truncated += 1;
         }
         frames.reverse();
-        self.profile.add_stack(&frames, 1);
+        let period = s.period.unwrap_or(self.opts.default_period);
+        self.profile.add_weighted(&frames, 1, period);
         self.scratch = frames;
     }
 
@@ -388,9 +414,9 @@ impl<'a> StackBuilder<'a> {
             // (which matters when the call is a function's last instruction).
             Mode::Kernel => self.kernel_frame(if leaf { addr } else { addr.wrapping_sub(1) }),
             Mode::User => self.user_frame(tid),
-            Mode::Hypervisor => self.profile.intern("hypervisor"),
-            Mode::GuestKernel | Mode::GuestUser => self.profile.intern("guest"),
-            Mode::Unknown => self.profile.intern("[unknown mode]"),
+            Mode::Hypervisor => self.profile.intern(HYPERVISOR_FUNCTION),
+            Mode::GuestKernel | Mode::GuestUser => self.profile.intern(GUEST_FUNCTION),
+            Mode::Unknown => self.profile.intern(UNKNOWN_MODE_FUNCTION),
         };
         frames.push(id);
         *last_kind = Some(mode);
@@ -402,112 +428,11 @@ impl<'a> StackBuilder<'a> {
     }
 }
 
-/// One caller → callee arc of the call graph.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Arc {
-    /// Samples whose stack holds this arc (once per sample, however often it recurs).
-    pub samples: u64,
-    /// Of those, the samples whose stack ends in it (the callee's self time via this caller).
-    pub leaf: u64,
-}
-
-impl Arc {
-    /// The samples spent below the callee when reached through this arc.
-    pub fn children(&self) -> u64 {
-        self.samples - self.leaf
-    }
-}
-
-/// gprof's numbers, from exact stacks instead of call counts and arc guesses.
-#[derive(Debug, Clone, Default)]
-pub struct CallGraph {
-    /// Function names, by id (the profile's frame ids).
-    pub names: Vec<String>,
-    /// Samples in which the function is the leaf.
-    pub self_samples: Vec<u64>,
-    /// Samples in which the function is anywhere on the stack (once per sample).
-    pub total_samples: Vec<u64>,
-    /// Samples in which the function is the outermost frame (gprof's `<spontaneous>`).
-    pub root_samples: Vec<u64>,
-    /// Arcs (caller, callee).
-    pub arcs: BTreeMap<(u32, u32), Arc>,
-    /// All samples.
-    pub samples: u64,
-}
-
-impl CallGraph {
-    /// The call graph of `p`.
-    pub fn of(p: &StackProfile) -> Self {
-        let n = p.names.len();
-        let mut g = CallGraph {
-            names: p.names.clone(),
-            self_samples: vec![0; n],
-            total_samples: vec![0; n],
-            root_samples: vec![0; n],
-            arcs: BTreeMap::new(),
-            samples: p.samples,
-        };
-        let mut seen: Vec<u32> = Vec::new();
-        let mut seen_arcs: Vec<(u32, u32)> = Vec::new();
-        for (s, c) in p.stacks() {
-            g.self_samples[*s.last().expect("not empty") as usize] += c;
-            g.root_samples[s[0] as usize] += c;
-            seen.clear();
-            seen.extend_from_slice(s);
-            seen.sort_unstable();
-            seen.dedup();
-            for &f in &seen {
-                g.total_samples[f as usize] += c;
-            }
-            seen_arcs.clear();
-            seen_arcs.extend(s.windows(2).map(|w| (w[0], w[1])));
-            seen_arcs.sort_unstable();
-            seen_arcs.dedup();
-            for a in &seen_arcs {
-                g.arcs.entry(*a).or_default().samples += c;
-            }
-            if let [.., caller, callee] = s {
-                g.arcs.entry((*caller, *callee)).or_default().leaf += c;
-            }
-        }
-        g
-    }
-
-    /// Ids of the functions seen, by total samples (largest first), then name.
-    pub fn by_total(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> = (0..self.names.len() as u32)
-            .filter(|&i| self.total_samples[i as usize] > 0)
-            .collect();
-        ids.sort_by(|&a, &b| {
-            self.total_samples[b as usize]
-                .cmp(&self.total_samples[a as usize])
-                .then_with(|| self.names[a as usize].cmp(&self.names[b as usize]))
-        });
-        ids
-    }
-
-    /// The id of the function called `name`.
-    pub fn id(&self, name: &str) -> Option<u32> {
-        self.names.iter().position(|n| n == name).map(|i| i as u32)
-    }
-
-    /// The callers of `f` with their arcs.
-    pub fn callers(&self, f: u32) -> impl Iterator<Item = (u32, &Arc)> {
-        self.arcs
-            .iter()
-            .filter(move |((_, c), _)| *c == f)
-            .map(|((p, _), a)| (*p, a))
-    }
-
-    /// The callees of `f` with their arcs.
-    pub fn callees(&self, f: u32) -> impl Iterator<Item = (u32, &Arc)> {
-        self.arcs.range((f, 0)..=(f, u32::MAX)).map(|((_, c), a)| (*c, a))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::mode::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
+    use crate::symbols::KernelSymbols;
 
     fn syms() -> KernelSymbols {
         KernelSymbols::from_kallsyms_text(
@@ -525,6 +450,7 @@ mod tests {
             pid: 7,
             tid: 7,
             mode,
+            period: None,
             pc,
             callchain,
         })
@@ -538,6 +464,7 @@ mod tests {
             StackOptions {
                 max_stack: 6,
                 user_by: UserBy::Comm,
+                default_period: 1,
             },
         );
         b.add(&Record::Comm {
@@ -612,25 +539,5 @@ mod tests {
         // b (2 samples) is below 3: cut, its samples stay with a; z is a root and stays.
         assert_eq!(p.folded_lines_pruned(3), ["a 4", "a;e 10", "z 1"]);
         assert_eq!(p.folded_lines_pruned(1), p.folded_lines());
-    }
-
-    #[test]
-    fn call_graph_counts_recursion_once_per_sample() {
-        let p = StackProfile::from_folded("main;f;f;g 2\nmain;f 1\nmain;h;g 3\n", "x").unwrap();
-        let g = CallGraph::of(&p);
-        let id = |n| g.id(n).unwrap();
-        assert_eq!(g.total_samples[id("f") as usize], 3);
-        assert_eq!(g.self_samples[id("f") as usize], 1);
-        assert_eq!(g.total_samples[id("g") as usize], 5);
-        assert_eq!(g.root_samples[id("main") as usize], 6);
-        assert_eq!(g.arcs[&(id("f"), id("f"))], Arc { samples: 2, leaf: 0 });
-        assert_eq!(g.arcs[&(id("f"), id("g"))], Arc { samples: 2, leaf: 2 });
-        assert_eq!(g.arcs[&(id("main"), id("f"))], Arc { samples: 3, leaf: 1 });
-        let callers_of_g: Vec<_> = g
-            .callers(id("g"))
-            .map(|(c, a)| (g.names[c as usize].clone(), a.samples))
-            .collect();
-        assert_eq!(callers_of_g, [("f".to_string(), 2), ("h".to_string(), 3)]);
-        assert_eq!(g.by_total()[0], id("main"));
     }
 }

@@ -1,25 +1,29 @@
 //! upsrun's analysis of one test: from `samples.gz` to `stacks.folded`, `prof.out` and
-//! `flame.svg` (`docs/upsrun.md`). uprun calls it after each test when
-//! [`UprunOptions::stacks`](super::run::UprunOptions::stacks) is on; `upsrun --analyse`
-//! calls it on a test directory written earlier.
+//! `flame.svg` (`docs/upsrun.md`). uprun calls it after each test of an upsrun run;
+//! `upsrun --analyse` calls it on a test directory written earlier.
 
-use super::profile::UserBy;
-use super::run::{UprunError, UprunOptions};
-use super::stacks::{kernel_max_stack, CallGraph, StackBuilder, StackOptions, StackProfile};
-use super::symbols::KernelSymbols;
+use crate::host::kernel_max_stack;
+use crate::model::stacks::{StackBuilder, StackOptions};
+use crate::model::{CallGraph, Profile, StackProfile, UserBy};
 use crate::report::{flame, gprof};
 use crate::store::samples::for_each_record;
-use crate::store::{io_err, write_atomic, StoreError};
+use crate::store::stacks::{FLAME_SVG, PROF_OUT, STACKS_FOLDED};
+use crate::store::{io_err, prfout, write_atomic, StoreError};
+use crate::symbols::{KernelSymbols, SymbolError};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-/// File names of the analysis in a test directory.
-pub const PROF_OUT: &str = "prof.out";
-/// Folded stacks.
-pub const STACKS_FOLDED: &str = "stacks.folded";
-/// The flame graph.
-pub const FLAME_SVG: &str = "flame.svg";
+/// Why a test's stacks could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyseError {
+    /// Reading the samples or writing the analysis.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run's kernel symbols could not be loaded.
+    #[error(transparent)]
+    Symbols(#[from] SymbolError),
+}
 
 /// What the analysis needs besides the samples.
 #[derive(Debug, Clone)]
@@ -30,10 +34,32 @@ pub struct AnalyseOptions {
     pub run: String,
     /// The sampled event.
     pub event: String,
-    /// Seconds per sample.
+    /// Seconds one sample stands for (see [`seconds_per_sample`]).
     pub period_sec: f64,
     /// How stacks are built.
     pub stacks: StackOptions,
+}
+
+/// What one sample (of the mean period) stands for in seconds: the period of a time
+/// event; for another event, /proc/stat's busy time over the test divided among its
+/// non-idle samples, as the flat profile values it (docs/formulas.md).
+pub fn seconds_per_sample(p: &Profile) -> f64 {
+    if let Some(s) = p.period_sec() {
+        return s;
+    }
+    let idle = crate::model::IdleSet::new(p.idle_set.clone());
+    let busy_samples: u64 = p
+        .functions
+        .iter()
+        .filter(|f| !idle.contains(&f.name))
+        .map(|f| f.total())
+        .sum();
+    let busy_sec: f64 = p.cpus.iter().filter_map(|c| c.procstat_busy_sec).sum();
+    if busy_samples == 0 {
+        0.0
+    } else {
+        busy_sec / busy_samples as f64
+    }
 }
 
 /// Reads `dir/samples.gz` into a stack profile (memory: distinct stacks, not samples).
@@ -86,23 +112,25 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
     Ok(warnings)
 }
 
-/// The analysis of a test that just ran (uprun's extension point for upsrun).
+/// The analysis of a test that just ran in the run `run` (its name in the graph's title).
 pub fn analyse_test(
     dir: &Path,
     symbols: &KernelSymbols,
-    profile: &crate::Profile,
-    opts: &UprunOptions,
-) -> Result<Vec<String>, UprunError> {
+    profile: &Profile,
+    run: &str,
+    user_by: UserBy,
+) -> Result<Vec<String>, AnalyseError> {
     let stacks = StackOptions {
         max_stack: kernel_max_stack(),
-        user_by: opts.user_by,
+        user_by,
+        default_period: profile.period.round() as u64,
     };
     let p = read_stacks(dir, symbols, stacks)?;
     let o = AnalyseOptions {
         test: profile.test.clone(),
-        run: opts.outdir.display().to_string(),
+        run: run.to_string(),
         event: profile.event.clone(),
-        period_sec: profile.period_sec,
+        period_sec: seconds_per_sample(profile),
         stacks,
     };
     Ok(write_analysis(dir, &p, &o)?)
@@ -110,7 +138,7 @@ pub fn analyse_test(
 
 /// Analyses a test directory written earlier (`RUN/TEST`), with the kernel symbols the
 /// run kept (`RUN/kallsyms.gz`) and its `prfout`'s event and period.
-pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result<Vec<String>, UprunError> {
+pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result<Vec<String>, AnalyseError> {
     // RUN/TEST, or RUN/TEST/rK for a repetition.
     let run = test_dir
         .ancestors()
@@ -118,14 +146,18 @@ pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result
         .find(|d| d.join("kallsyms.gz").is_file())
         .unwrap_or(Path::new("."));
     let symbols = KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz"))?;
-    let profile = crate::store::prfout::read(&test_dir.join("prfout"))?;
-    let stacks = StackOptions { max_stack, user_by };
+    let profile = prfout::read(&test_dir.join(prfout::PRFOUT_FILE))?;
+    let stacks = StackOptions {
+        max_stack,
+        user_by,
+        default_period: profile.period.round() as u64,
+    };
     let p = read_stacks(test_dir, &symbols, stacks)?;
     let o = AnalyseOptions {
         test: profile.test.clone(),
         run: run.display().to_string(),
         event: profile.event.clone(),
-        period_sec: profile.period_sec,
+        period_sec: seconds_per_sample(&profile),
         stacks,
     };
     Ok(write_analysis(test_dir, &p, &o)?)

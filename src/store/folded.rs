@@ -1,21 +1,25 @@
-//! A flat profile as folded stacks, for tools that read them (inferno, FlameGraph,
-//! speedscope): one line per function, `[module;]function COUNT`.
+//! `TEST/profile.folded` (`uprun --export-folded`): a flat profile as folded stacks, for
+//! tools that read them (inferno, FlameGraph, speedscope): one line per function,
+//! `[module;]function COUNT`.
 
-use crate::Profile;
+use crate::model::profile::module;
+use crate::model::Profile;
 use std::io::{self, Write};
 
-/// The file `uprun --export-folded` writes next to `prfout`.
+/// The file written next to `prfout` when asked for.
 pub const PROFILE_FOLDED: &str = "profile.folded";
 
 /// Writes every function of `p` (idle ones too: the reader decides) as a one- or
 /// two-frame stack: kernel modules and hypervisor/guest time under their module's
-/// frame, the rest on their own. Counts are samples over all CPUs.
+/// frame, the rest on their own. Counts are the function's weight over all CPUs in
+/// samples of the profile's period: its samples when the period is fixed.
 pub fn write_profile(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     for f in &p.functions {
         let name = f.name.replace(';', ":");
+        let count = (f.weight() as f64 / p.period).round() as u64;
         match f.module.as_str() {
-            "kernel" | "user" => writeln!(out, "{name} {}", f.total())?,
-            m => writeln!(out, "[{m}];{name} {}", f.total())?,
+            module::KERNEL | module::USER => writeln!(out, "{name} {count}")?,
+            m => writeln!(out, "[{m}];{name} {count}")?,
         }
     }
     Ok(())
@@ -24,21 +28,23 @@ pub fn write_profile(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FunctionSamples;
+    use crate::model::FunctionSamples;
 
     #[test]
     fn one_line_per_function_readable_as_folded() {
         let f = |m: &str, n: &str, c: Vec<u64>| FunctionSamples {
             module: m.into(),
             name: n.into(),
+            weight_per_cpu: c.iter().map(|n| n * 1_000_000).collect(),
+            weight_sq: c.iter().sum::<u64>() as f64 * 1e12,
             per_cpu: c,
         };
         let p = Profile {
-            format: 1,
             test: "t".into(),
             command: None,
             event: "cpu-clock".into(),
-            period_sec: 0.001,
+            unit: crate::model::profile::Unit::Nanoseconds,
+            period: 1e6,
             wall_sec: 1.0,
             idle_set: vec![],
             cpus: vec![],

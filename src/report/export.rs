@@ -1,12 +1,15 @@
-//! Machine-readable results: CSV (one row per number) and JSON (everything).
+//! Exports for other programs: CSV (one row per number) and JSON (everything); the rows
+//! also feed the Parquet writer.
 
 use crate::compare::runs::{RunComparison, TestOutcome};
-use crate::compare::{ratio, Method, ProfileComparison};
+use crate::compare::stats::NoiseTest;
+use crate::compare::{ratio, Basis, Method, ProfileComparison, Significance};
 use std::io::{self, Write};
 
 /// The CSV header.
 pub const CSV_HEADER: &str =
-    "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,run1_sd_pct,run2_sd_pct,noise_method,ci95,p_value,significant,listed";
+    "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,run1_sd_pct,run2_sd_pct,noise_method,ci95,p_value,significant,listed,unit,\
+verdict,q_value,noise_test,detectable_observed,detectable_true_80,share_p_value,share_q_value,share_verdict";
 
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -24,6 +27,15 @@ fn method(m: Method) -> &'static str {
     match m {
         Method::Welch => "welch",
         Method::SamplingError => "sampling_error",
+    }
+}
+
+fn test_name(t: NoiseTest) -> &'static str {
+    match t {
+        NoiseTest::ExactCounts => "exact_counts",
+        NoiseTest::NormalCounts => "normal_counts",
+        NoiseTest::Welch => "welch",
+        NoiseTest::OneVsMany => "one_vs_many",
     }
 }
 
@@ -65,6 +77,26 @@ pub struct Row<'a> {
     pub significant: Option<bool>,
     /// Whether the text report lists the function (above the cutoff).
     pub listed: Option<bool>,
+    /// The unit of run1, run2 and delta: `sec`, `/sec` (a rate), the sampled event's
+    /// name for its counts, `%` for shares; empty for counts of CPUs and repetitions.
+    pub unit: &'a str,
+    /// What the report prints: `significant`, `sampling only`, `noise`, `n/a`, or
+    /// `below cutoff` (tested, in no family).
+    pub verdict: Option<&'static str>,
+    /// The p-value adjusted in the row's family (BH q-value, or Holm).
+    pub q_value: Option<f64>,
+    /// The test that decided: `exact_counts`, `normal_counts`, `welch`, `one_vs_many`.
+    pub noise_test: Option<&'static str>,
+    /// The observed change below which the delta is not significant at 95% (X).
+    pub detectable_observed: Option<f64>,
+    /// The true change detected 80% of the time (Y).
+    pub detectable_true_80: Option<f64>,
+    /// The p-value of the function's share of CPU samples.
+    pub share_p_value: Option<f64>,
+    /// Its BH q-value over the shares of the rows above the cutoff.
+    pub share_q_value: Option<f64>,
+    /// Its verdict.
+    pub share_verdict: Option<&'static str>,
 }
 
 impl<'a> Row<'a> {
@@ -87,6 +119,31 @@ impl<'a> Row<'a> {
             p_value: None,
             significant: None,
             listed: None,
+            unit: "",
+            verdict: None,
+            q_value: None,
+            noise_test: None,
+            detectable_observed: None,
+            detectable_true_80: None,
+            share_p_value: None,
+            share_q_value: None,
+            share_verdict: None,
+        }
+    }
+
+    /// The row with the columns of the test `n`.
+    fn with_noise(self, n: &Significance) -> Self {
+        Row {
+            noise_method: Some(method(n.method)),
+            ci95: n.ci95,
+            p_value: n.p_value,
+            significant: Some(n.significant),
+            verdict: Some(n.verdict.word()),
+            q_value: n.q_value,
+            noise_test: n.test.map(test_name),
+            detectable_observed: n.detectable.map(|d| d.observed),
+            detectable_true_80: n.detectable.map(|d| d.true_change_80),
+            ..self
         }
     }
 }
@@ -99,18 +156,22 @@ pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
             continue;
         };
         for b in bench {
-            let n = b.noise;
-            out.push(Row {
+            let row = Row {
                 run1: b.run1,
                 run2: b.run2,
                 ratio: b.speed_ratio,
                 run1_sd_pct: Some(b.run1_sd_pct),
                 run2_sd_pct: Some(b.run2_sd_pct),
-                noise_method: n.map(|_| "welch"),
-                ci95: n.map(|n| n.ci95),
-                p_value: n.map(|n| n.p_value),
-                significant: n.map(|n| n.significant),
+                unit: &b.unit,
                 ..Row::new(&t.name, "bench", &b.description)
+            };
+            out.push(match &b.noise {
+                Some(n) => row.with_noise(n),
+                // One run a side: nothing tested.
+                None => Row {
+                    verdict: Some("n/a"),
+                    ..row
+                },
             });
         }
         profile_rows(&t.name, profile, &mut out);
@@ -121,13 +182,18 @@ pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
 /// One profile comparison's summary and function rows, with `test` as their test.
 pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut Vec<Row<'a>>) {
     let (a, c) = (&profile.run1, &profile.run2);
+    // Values are written unscaled: seconds, an event's count, or a share.
+    let unit = match profile.measure.basis {
+        Basis::EventCount => a.event.as_str(),
+        _ => profile.measure.unit.as_str(),
+    };
     let summary = [
         ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
         ("repetitions", a.repetitions as f64, c.repetitions as f64),
         ("elapsed", a.elapsed_sec, c.elapsed_sec),
-        ("idle", a.idle_sec, c.idle_sec),
-        ("cpu", a.cpu_sec, c.cpu_sec),
-        ("lost", a.lost_sec, c.lost_sec),
+        ("idle", a.idle, c.idle),
+        ("cpu", a.cpu, c.cpu),
+        ("lost", a.lost, c.lost),
     ];
     for (k, x, y) in summary {
         let mut row = Row {
@@ -135,35 +201,36 @@ pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             run2: Some(y),
             delta: Some(y - x),
             ratio: ratio(x, y),
+            unit: match k {
+                "cpus" | "repetitions" => "",
+                "elapsed" => "sec",
+                _ => unit,
+            },
             ..Row::new(test, "summary", k)
         };
         if k == "cpu" {
-            let n = profile.cpu_noise;
             row.run1_sd_pct = Some(a.cpu_sd_pct);
             row.run2_sd_pct = Some(c.cpu_sd_pct);
-            row.noise_method = Some(method(n.method));
-            row.ci95 = Some(n.ci95);
-            row.p_value = Some(n.p_value);
-            row.significant = Some(n.significant);
+            row = row.with_noise(&profile.cpu_noise);
         }
         out.push(row);
     }
     for f in &profile.rows {
         out.push(Row {
-            run1: f.run1_sec,
-            run2: f.run2_sec,
-            delta: Some(f.delta_sec),
+            run1: f.run1,
+            run2: f.run2,
+            delta: Some(f.delta),
             delta_pct_of_run1_cpu: Some(f.delta_pct_of_run1_cpu),
             run1_pct_of_cpu: Some(f.run1_pct_of_cpu),
             run2_pct_of_cpu: Some(f.run2_pct_of_cpu),
             run1_sd_pct: Some(f.run1_sd_pct),
             run2_sd_pct: Some(f.run2_sd_pct),
-            noise_method: Some(method(f.noise.method)),
-            ci95: Some(f.noise.ci95),
-            p_value: Some(f.noise.p_value),
-            significant: Some(f.noise.significant),
             listed: Some(f.listed),
-            ..Row::new(test, "function", &f.function)
+            unit,
+            share_p_value: f.share_noise.p_value,
+            share_q_value: f.share_noise.q_value,
+            share_verdict: Some(f.share_noise.verdict.word()),
+            ..Row::new(test, "function", &f.function).with_noise(&f.noise)
         });
     }
 }
@@ -174,7 +241,7 @@ fn write_rows(rows: &[Row<'_>], out: &mut dyn Write) -> io::Result<()> {
     for r in rows {
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             field(r.test),
             r.kind,
             field(r.name),
@@ -191,7 +258,16 @@ fn write_rows(rows: &[Row<'_>], out: &mut dyn Write) -> io::Result<()> {
             num(r.ci95),
             num(r.p_value),
             flag(r.significant),
-            flag(r.listed)
+            flag(r.listed),
+            field(r.unit),
+            r.verdict.unwrap_or_default(),
+            num(r.q_value),
+            r.noise_test.unwrap_or_default(),
+            num(r.detectable_observed),
+            num(r.detectable_true_80),
+            num(r.share_p_value),
+            num(r.share_q_value),
+            r.share_verdict.unwrap_or_default()
         )?;
     }
     Ok(())

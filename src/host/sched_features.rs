@@ -9,6 +9,7 @@
 //! [`set_features`] returns a [`Restore`] holding the previous states, so that a
 //! measurement run can put the machine back as it found it.
 
+use super::is_root;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::{self, OpenOptions};
@@ -164,11 +165,6 @@ fn errno_text(errno: &i32) -> String {
     // Drop std's " (os error N)" suffix; the errno number follows instead.
     let text = text.split(" (os error").next().unwrap_or(&text);
     format!("{name} ({text}, errno {errno})")
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Turns an I/O error on `path` into the message a user can act on.
@@ -351,11 +347,6 @@ impl Restore {
         }
         first_error.map_or(Ok(()), Err)
     }
-}
-
-/// Lists the features under `debugfs`.
-pub fn list_features(debugfs: &Path) -> Result<Vec<Feature>, FeatError> {
-    FeatureFile::locate(debugfs)?.read()
 }
 
 /// Sets features under [`DEFAULT_DEBUGFS`] (see [`FeatureFile::set`]) and

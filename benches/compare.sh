@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Comparison and import speed against perf diff, perf report and inferno, on a pair of
+# large system-wide recordings with call chains (not a test).
+#
+#   benches/compare.sh [DIR]     # as root, after cargo build --release
+#
+# DIR (default /var/tmp/upcmp-compare-bench) keeps the recordings between runs: a.data
+# (a fork load) and b.data (a file-read load), each `perf record -a -g -F 4000 -e
+# cpu-clock` for $SECS seconds (default 120: about 10^6 samples on 2 CPUs), and a.txt,
+# the `perf script` text of a.data. They are made when absent.
+# Each row is the median of $RUNS runs (default 5) with its range and the largest peak
+# RSS (/usr/bin/time); each peer's median divided by ours (above 1: we are faster).
+# $BIN (default $CARGO_TARGET_DIR/release, else target/release) holds prfcmp and upcmp,
+# so the binaries of another commit can be timed by the same script.
+set -euo pipefail
+dir=${1:-/var/tmp/upcmp-compare-bench}
+secs=${SECS:-120}
+runs=${RUNS:-5}
+bin=${BIN:-${CARGO_TARGET_DIR:-target}/release}
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+for t in perf inferno-collapse-perf /usr/bin/time bc; do
+    command -v "$t" >/dev/null || { echo "needs $t (inferno: cargo install inferno; time: apt-get install time)" >&2; exit 2; }
+done
+[ -x "$bin/prfcmp" ] && [ -x "$bin/upcmp" ] || { echo "build first: cargo build --release" >&2; exit 2; }
+mkdir -p "$dir"
+cd "$dir"
+
+if [ ! -s a.data ]; then
+    echo "recording a.data: fork load, ${secs} s" >&2
+    perf record -q -a -g -F 4000 -e cpu-clock -o a.data -- \
+        sh -c "end=\$((\$(date +%s) + $secs)); while [ \$(date +%s) -lt \$end ]; do /bin/true; done" 2>/dev/null
+fi
+if [ ! -s b.data ]; then
+    echo "recording b.data: file-read load, ${secs} s" >&2
+    [ -s read.bin ] || head -c 200000000 /dev/urandom > read.bin
+    perf record -q -a -g -F 4000 -e cpu-clock -o b.data -- \
+        timeout "$secs" sh -c 'while :; do dd if=read.bin of=/dev/null bs=4k 2>/dev/null; done' 2>/dev/null || true
+fi
+[ -s a.txt ] || perf script -i a.data > a.txt 2>/dev/null
+echo "tiny 1" > tiny.folded
+echo "tiny;stack 1" > tiny-stack.folded
+
+samples_a=$(perf report -i a.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+samples_b=$(perf report -i b.data --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+echo "a.data: ${samples_a:-?} samples, $(du -h a.data | cut -f1); b.data: ${samples_b:-?} samples, $(du -h b.data | cut -f1); a.txt: $(du -h a.txt | cut -f1)"
+echo "binaries: $bin; $runs runs each, median (min-max), largest peak RSS"
+echo
+
+# measure NAME CMD...: runs CMD $runs times; sets med, lo, hi (seconds) and mem (MB).
+measure() {
+    local name=$1 times=() kib=0 t k
+    shift
+    for _ in $(seq "$runs"); do
+        rm -rf res
+        /usr/bin/time -f "%e %M" -o time.txt "$@" >/dev/null 2>err.txt || {
+            echo "$name failed:" >&2; cat err.txt >&2; exit 1; }
+        read -r t k < <(tail -n 1 time.txt)
+        times+=("$t")
+        [ "$k" -gt "$kib" ] && kib=$k
+    done
+    mapfile -t sorted < <(printf '%s\n' "${times[@]}" | sort -g)
+    med=${sorted[$((runs / 2))]} lo=${sorted[0]} hi=${sorted[$((runs - 1))]} mem=$((kib / 1024))
+    printf '%-46s %6.2f s (%.2f-%.2f) %5d MB\n' "$name" "$med" "$lo" "$hi" "$mem"
+}
+ratio() { echo "scale=2; $1 / $2" | bc -l; }
+
+measure "perf diff a.data b.data" perf diff a.data b.data; diff=$med
+measure "prfcmp a.data b.data" "$bin/prfcmp" a.data b.data; flat=$med
+measure "upcmp --perf a.data b.data R (stacks)" "$bin/upcmp" --perf a.data b.data res -q; stacks=$med
+measure "perf report --no-children -g none (a.data)" perf report --no-children -g none --stdio -i a.data; report=$med
+measure "prfcmp a.data TINY (one perf.data import)" "$bin/prfcmp" a.data tiny.folded; import=$med
+measure "inferno-collapse-perf a.txt" inferno-collapse-perf a.txt; inferno=$med
+measure "prfcmp a.txt TINY (one perf script import)" "$bin/prfcmp" a.txt tiny.folded; text=$med
+measure "upcmp --perf a.txt TINY R (text, stacks)" "$bin/upcmp" --perf a.txt tiny-stack.folded res -q; text_stacks=$med
+measure "cat a.txt" cat a.txt; cat_=$med
+echo
+echo "perf diff / prfcmp (flat):                $(ratio "$diff" "$flat")   (target >= 10)"
+echo "perf diff / upcmp --perf (stacks):        $(ratio "$diff" "$stacks")   (target >= 5)"
+echo "perf report / prfcmp import of perf.data: $(ratio "$report" "$import")"
+echo "inferno / prfcmp import of perf script:   $(ratio "$inferno" "$text")   (target >= 3)"
+echo "inferno / upcmp --perf text with stacks:  $(ratio "$inferno" "$text_stacks")"
+echo "cat / prfcmp import of perf script:       $(ratio "$cat_" "$text")"
+if [ -n "${samples_a:-}" ]; then
+    echo "perf.data import: $(echo "$samples_a / $import / 1" | bc) samples/s (a.data, wall time of the whole prfcmp)"
+fi

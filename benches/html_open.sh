@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# results.html at scale: upcmp on two synthetic runs of one test with FUNCTIONS functions
+# (as benches/scale.sh makes them), then headless chromium opens the page from disk.
+# Prints the page's size, what writing it adds to upcmp, how long headless chromium takes
+# to open and draw it (against an empty page), and the page's own clock: ready_ms from
+# navigation to the function table drawn, then the time to show all rows, sort, scroll
+# and filter. Run from the repository root after `cargo build --release`:
+#   benches/html_open.sh [FUNCTIONS] [SAMPLES]
+set -euo pipefail
+functions=${1:-100000}
+samples=${2:-1000000}
+bin="${CARGO_TARGET_DIR:-target}/release"
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+[ -x "$bin/upcmp" ] || { echo "no $bin/upcmp: cargo build --release first" >&2; exit 1; }
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome) || {
+  echo "needs a headless browser: apt-get install chromium" >&2
+  exit 1
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+python3 - "$work" "$functions" "$samples" <<'PY'
+import os, random, sys
+work, nf, ns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for run in (1, 2):
+    rng = random.Random(run)
+    weights = [1.0 / (i + 1) for i in range(nf)]
+    total = sum(weights)
+    counts = [int(ns * w / total) for w in weights]
+    counts[0] += ns - sum(counts)
+    if run == 2:
+        rng.shuffle(counts[1000:])
+    d = os.path.join(work, f"run{run}", "big")
+    os.makedirs(d)
+    with open(os.path.join(d, "prfout"), "w") as f:
+        f.write(f"upcmp-prfout 1\ntest big\nevent cpu-clock\nperiod-sec 0.001\ncpus 2\nwall-sec {ns / 1000:.3f}\n")
+        f.write("idle-set do_idle\n")
+        c0 = sum(c // 2 for c in counts)
+        f.write(f"cpu 0 samples {c0} lost 0 throttled 0\ncpu 1 samples {ns - c0} lost 0 throttled 0\n")
+        f.write(f"functions {nf}\n")
+        for i, c in enumerate(counts):
+            f.write(f"{c // 2} {c - c // 2} [kernel] function_{i:06d}\n")
+        f.write("end\n")
+    for name, text in (("test_list", "big: true\n"), ("system", "host: synthetic\n"),
+                       ("upcmp-run", "format: 2\ntool-version: 0\ncommand: synthetic\nstarted: x\nstatus: completed\n")):
+        with open(os.path.join(work, f"run{run}", name), "w") as f:
+            f.write(text)
+PY
+
+cd "$work"
+/usr/bin/time -f "%e %M" -o with.txt "$bin/upcmp" run1 run2 res -q 2>/dev/null
+/usr/bin/time -f "%e %M" -o without.txt "$bin/upcmp" run1 run2 plain -q --no-html 2>/dev/null
+read -r s_with k_with < with.txt
+read -r s_without k_without < without.txt
+echo "upcmp over ${functions} functions: ${s_with} s and $((k_with / 1024)) MiB peak with results.html," \
+  "${s_without} s and $((k_without / 1024)) MiB without"
+echo "results.html: $(du -h res/results.html | cut -f1) (results.csv: $(du -h res/results.csv | cut -f1))"
+
+headless() {
+  local profile
+  profile=$(mktemp -d)
+  "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$profile" "$@" 2>/dev/null
+  rm -rf "$profile"
+}
+# Open and draw (a screenshot of the first screen), against the same for an empty page;
+# --dump-dom is not timed: writing out a 10 MB DOM takes longer than opening it.
+echo '<!DOCTYPE html><title>empty</title>' > empty.html
+for i in 1 2 3; do
+  t0=$(date +%s.%N); headless --screenshot="$work/e.png" "file://$work/empty.html" > /dev/null; t1=$(date +%s.%N)
+  headless --screenshot="$work/p.png" "file://$work/res/results.html" > /dev/null; t2=$(date +%s.%N)
+  echo "open $i: $(echo "$t2 - $t1" | bc) s to a screenshot of the page against $(echo "$t1 - $t0" | bc) s for an empty page"
+done
+# The page's own clock, from navigation to the function table drawn, and interaction on
+# the whole table: every row shown, sorted, scrolled, filtered.
+headless --dump-dom "file://$work/res/results.html#timing" |
+  grep -o '<pre id="upcmp-timing" hidden="">[^<]*' | sed 's/.*>/in the page (ms): /'

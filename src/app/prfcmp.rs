@@ -1,0 +1,64 @@
+//! `prfcmp`: compare two profiles of any source (prfout, perf.data, perf script, folded).
+
+use crate::compare::{compare_profiles, CompareOptions, ProfileComparison};
+use crate::import::{read_profile, ImportError, ImportOptions};
+use crate::model::Profile;
+use std::path::{Path, PathBuf};
+
+/// Why prfcmp stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum PrfcmpError {
+    /// A profile could not be read.
+    #[error("reading profile {which}, {}", path.display())]
+    Import {
+        /// 1 or 2.
+        which: u8,
+        /// Its path.
+        path: PathBuf,
+        /// Why.
+        source: ImportError,
+    },
+    /// The comparison failed.
+    #[error("computing the comparison: {0}")]
+    Polars(#[from] polars::error::PolarsError),
+}
+
+/// Two profiles and their comparison.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// The first profile.
+    pub profile1: Profile,
+    /// The second profile.
+    pub profile2: Profile,
+    /// Their comparison.
+    pub comparison: ProfileComparison,
+}
+
+/// Reads `path1` and `path2` (any supported format) and compares them.
+pub fn prfcmp(
+    path1: &Path,
+    path2: &Path,
+    import: &ImportOptions,
+    opts: &CompareOptions,
+) -> Result<Compared, PrfcmpError> {
+    let read = |which: u8, path: &Path| {
+        read_profile(path, import).map_err(|source| PrfcmpError::Import {
+            which,
+            path: path.to_path_buf(),
+            source: super::unquoted_import(source, path),
+        })
+    };
+    // The two imports are independent: each on its own core.
+    let (r1, r2) = std::thread::scope(|s| {
+        let second = s.spawn(|| read(2, path2));
+        (read(1, path1), second.join())
+    });
+    let profile1 = r1?;
+    let profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let comparison = compare_profiles(&profile1, &profile2, opts)?;
+    Ok(Compared {
+        profile1,
+        profile2,
+        comparison,
+    })
+}

@@ -1,0 +1,234 @@
+//! `upcmp`: compare two runs (or two perf recordings), write `RESULTS_DIR`, and give the
+//! report back for the terminal.
+
+use crate::compare::imported::compare_imported;
+use crate::compare::runs::{compare_runs, CompareError, RunComparison};
+use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
+use crate::compare::CompareOptions;
+use crate::import::{import, ImportError, ImportOptions, Imported};
+use crate::model::IdleSet;
+use crate::report::html::{self, HtmlOptions};
+use crate::report::{export, stackcmp, text};
+use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
+use crate::store::run::{load_run, StoredRun};
+use crate::store::StoreError;
+use std::path::{Path, PathBuf};
+
+/// What upcmp compares.
+#[derive(Debug, Clone)]
+pub enum Inputs {
+    /// Two uprun or upsrun output directories.
+    Runs {
+        /// The base.
+        dir1: PathBuf,
+        /// The change.
+        dir2: PathBuf,
+    },
+    /// Two perf recordings (perf.data, perf script output or folded stacks).
+    Recordings {
+        /// The base.
+        path1: PathBuf,
+        /// The change.
+        path2: PathBuf,
+        /// How they are read.
+        import: ImportOptions,
+    },
+}
+
+/// What upcmp does.
+#[derive(Debug, Clone)]
+pub struct UpcmpOptions {
+    /// The two sides.
+    pub inputs: Inputs,
+    /// Where the results go.
+    pub results_dir: PathBuf,
+    /// How they are compared.
+    pub compare: CompareOptions,
+    /// Write RESULTS_DIR even when its parent directory may be written by every user and
+    /// has no sticky bit.
+    pub allow_shared_parent: bool,
+    /// Also write `results.html`, the comparison as one self-contained page.
+    pub html: bool,
+}
+
+/// Why upcmp stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum UpcmpError {
+    /// A recording could not be read.
+    #[error("reading {}", path.display())]
+    Import {
+        /// The recording.
+        path: PathBuf,
+        /// Why.
+        source: ImportError,
+    },
+    /// A run could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The comparison failed.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+    /// The comparison of recordings failed.
+    #[error("computing the comparison: {0}")]
+    Polars(#[from] polars::error::PolarsError),
+    /// A report could not be rendered.
+    #[error("rendering the report: {0}")]
+    Render(#[from] std::io::Error),
+    /// The results directory could not be written.
+    #[error("writing results to {}", path.display())]
+    Publish {
+        /// The results directory.
+        path: PathBuf,
+        /// Why.
+        source: StoreError,
+    },
+}
+
+/// What upcmp wrote, for the terminal.
+#[derive(Debug, Clone)]
+pub struct UpcmpOutput {
+    /// The comparison.
+    pub comparison: RunComparison,
+    /// The text report, as written to `RESULTS_DIR/results`.
+    pub report: Vec<u8>,
+    /// The files written into the results directory, marker aside.
+    pub files: Vec<String>,
+    /// The earlier results directories moved aside (none is ever deleted).
+    pub moved: Vec<Moved>,
+    /// Where the results are (RESULTS_DIR without trailing slashes).
+    pub results_dir: PathBuf,
+}
+
+fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError> {
+    import(path, opts).map_err(|source| UpcmpError::Import {
+        path: path.to_path_buf(),
+        source: super::unquoted_import(source, path),
+    })
+}
+
+/// Compares two recordings; with call chains in both, the same stack comparison as two
+/// upsrun runs get.
+fn compare_recordings(
+    path1: &Path,
+    path2: &Path,
+    import_opts: &ImportOptions,
+    opts: &CompareOptions,
+) -> Result<(RunComparison, Option<RunStacks>), UpcmpError> {
+    let import_opts = import_opts.clone().with_stacks(true);
+    // The two imports are independent: each on its own core.
+    let (r1, r2) = std::thread::scope(|s| {
+        let second = s.spawn(|| import_one(path2, &import_opts));
+        (import_one(path1, &import_opts), second.join())
+    });
+    let i1 = r1?;
+    let i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let cmp = compare_imported(path1, &i1.profile, path2, &i2.profile, opts)?;
+    let stacks = match (&i1.stacks, &i2.stacks) {
+        (Some(s1), Some(s2)) => {
+            let idle = opts
+                .idle_override
+                .clone()
+                .unwrap_or_else(|| IdleSet::new(i1.profile.idle_set.clone()));
+            let test = cmp.tests.first().map_or("recording", |t| t.name.as_str());
+            Some(RunStacks {
+                dir1: path1.to_path_buf(),
+                dir2: path2.to_path_buf(),
+                tests: vec![compare_stacks(
+                    test,
+                    std::slice::from_ref(s1),
+                    std::slice::from_ref(s2),
+                    &idle,
+                )],
+            })
+        }
+        _ => None,
+    };
+    Ok((cmp, stacks))
+}
+
+/// What the reader must know of runs that did not complete: why a run failed, and which
+/// tests have no profile (not run, or stopped before their profile was written), which
+/// the comparison otherwise leaves out without a word.
+fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (k, r) in runs.iter().enumerate() {
+        if let Some(reason) = &r.marker.reason {
+            notes.push(format!("run {} ({}) failed: {reason}", k + 1, r.dir.display()));
+        }
+        let missing: Vec<&str> = r
+            .tests
+            .iter()
+            .filter(|t| t.repetitions.is_empty())
+            .map(|t| t.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            notes.push(format!(
+                "run {} ({}) has no profile of {}: not run, or stopped before its profile was written",
+                k + 1,
+                r.dir.display(),
+                missing.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
+/// Compares, renders and publishes `RESULTS_DIR` whole: `results`, `results.csv`,
+/// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
+/// comparison's files when both sides have stacks.
+pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
+    // First, so that a second upcmp writing the same directory stops at once.
+    let claim =
+        claim_dir(&opts.results_dir, "upcmp", opts.allow_shared_parent).map_err(|source| UpcmpError::Publish {
+            path: opts.results_dir.clone(),
+            source,
+        })?;
+    let results_dir = claim.path.as_path();
+    let (cmp, stacks) = match &opts.inputs {
+        Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
+        Inputs::Runs { dir1, dir2 } => {
+            let (run1, run2) = (load_run(dir1)?, load_run(dir2)?);
+            let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
+            cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
+            let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());
+            (cmp, stacks)
+        }
+    };
+    let (mut report, mut csv, mut json) = (Vec::new(), Vec::new(), Vec::new());
+    text::render_runs(&cmp, &mut report)?;
+    export::write_csv(&cmp, &mut csv)?;
+    export::write_json(&cmp, &mut json)?;
+    let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
+    if let Some(s) = &stacks {
+        stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
+    }
+    let mut files = vec![
+        ("results".to_string(), report.clone()),
+        ("results.csv".to_string(), csv),
+        ("results.json".to_string(), json),
+    ];
+    #[cfg(feature = "parquet")]
+    {
+        let mut parquet = Vec::new();
+        crate::report::parquet::write(&export::rows(&cmp), &mut parquet)?;
+        files.push(("results.parquet".to_string(), parquet));
+    }
+    if opts.html {
+        let mut page = Vec::new();
+        let html_opts = HtmlOptions::new(opts.compare.hide_noise);
+        html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, &mut page)?;
+        files.push(("results.html".to_string(), page));
+    }
+    files.extend(stack_files);
+    let moved = publish_dir(results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
+        path: results_dir.to_path_buf(),
+        source,
+    })?;
+    Ok(UpcmpOutput {
+        comparison: cmp,
+        report,
+        files: files.into_iter().map(|(n, _)| n).collect(),
+        moved,
+        results_dir: results_dir.to_path_buf(),
+    })
+}

@@ -1,0 +1,398 @@
+//! `uprun` and `upsrun`: run each test of a test list while sampling every CPU, and write
+//! the output directory of `docs/format.md` (upsrun adds each test's stack analysis).
+
+use crate::analyse::stacks::{analyse_test, AnalyseError};
+use crate::collect::group::reap_orphans;
+use crate::collect::plan::{find_unixperf, plan, PlanError, PlannedTest, TestList};
+use crate::collect::run::{run_test, RunError, TestContext};
+use crate::collect::sampler::{CpuSamplers, SamplerConfig, SamplerError};
+use crate::collect::signals::interrupted;
+use crate::collect::{load_kernel_symbols, KernelImage};
+use crate::fsio::Umask;
+use crate::host::sched_features::{set_features, FeatError, Restore};
+use crate::host::tuning::{check_drop_caches, set_governor, GovernorRestore, TuningError};
+use crate::host::{online_cpus, system};
+use crate::model::{IdleSet, UserBy};
+use crate::store::outdir::{
+    check_rotatable, claim_dir, repetition_name, rotate_and_create, Claim, RunKind, RunMarker, Status, RUN_MARKER,
+};
+use crate::store::{now_utc, write_atomic, StoreError};
+use crate::symbols::{KernelSymbols, SymbolError};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+pub use crate::collect::signals::install_signal_handlers;
+
+/// What uprun does.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct UprunOptions {
+    /// Where kernel symbols come from.
+    pub vmlinux: KernelImage,
+    /// Use a vmlinux whose build-id differs from the running kernel's.
+    pub force_vmlinux: bool,
+    /// The output directory.
+    pub outdir: PathBuf,
+    /// Copies of each test at once.
+    pub parallelism: u32,
+    /// The test list; None: `./test_list`, or the built-in list when there is none.
+    pub test_list: Option<PathBuf>,
+    /// Sampler settings.
+    pub sampler: SamplerConfig,
+    /// Idle functions.
+    pub idle: IdleSet,
+    /// How user time is named.
+    pub user_by: UserBy,
+    /// The unixperf binary; None: next to this program, else on PATH.
+    pub unixperf: Option<PathBuf>,
+    /// The command line, for the marker.
+    pub command_line: String,
+    /// Repetitions of each test, each profiled and kept (`TEST/rK` when more than one).
+    pub runs: u32,
+    /// A command run (untimed, unprofiled) before each repetition.
+    pub pre: Option<String>,
+    /// Sync and drop the page cache before each repetition.
+    pub drop_caches: bool,
+    /// Scheduler features to set for the run (restored afterwards).
+    pub features: Vec<String>,
+    /// cpufreq governor to set for the run (restored afterwards).
+    pub set_governor: Option<String>,
+    /// upsrun: take call chains, and write each test's stack analysis (`prof.out`,
+    /// `stacks.folded`, `flame.svg`) after its other files.
+    pub stacks: bool,
+    /// Also write each test's profile as folded stacks (`profile.folded`) for other tools.
+    pub export_folded: bool,
+    /// Let every user read the run (directories 0755, files 0644). By default a run is
+    /// private to its writer (0700 and 0600, as perf writes perf.data): its raw samples and
+    /// kernel symbol table give away the kernel's addresses (`docs/security.md`).
+    pub share: bool,
+    /// Write OUTDIR even when its parent directory may be written by every user and has no
+    /// sticky bit.
+    pub allow_shared_parent: bool,
+}
+
+impl UprunOptions {
+    /// Options with defaults for everything but the kernel image and the output directory.
+    pub fn new(vmlinux: KernelImage, outdir: PathBuf) -> Self {
+        UprunOptions {
+            vmlinux,
+            force_vmlinux: false,
+            outdir,
+            parallelism: 1,
+            test_list: None,
+            sampler: SamplerConfig::default(),
+            idle: IdleSet::linux_default(),
+            user_by: UserBy::Single,
+            unixperf: None,
+            command_line: String::new(),
+            runs: 1,
+            pre: None,
+            drop_caches: false,
+            features: Vec::new(),
+            set_governor: None,
+            stacks: false,
+            export_folded: false,
+            share: false,
+            allow_shared_parent: false,
+        }
+    }
+}
+
+/// Why uprun stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum UprunError {
+    /// A file or directory problem.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The test list cannot run.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// Kernel symbols could not be loaded.
+    #[error(transparent)]
+    Symbols(#[from] SymbolError),
+    /// Sampling could not start.
+    #[error(transparent)]
+    Sampler(#[from] SamplerError),
+    /// A test could not be run or recorded.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// A test's stack analysis failed.
+    #[error(transparent)]
+    Analyse(#[from] AnalyseError),
+    /// A machine setting could not be changed.
+    #[error(transparent)]
+    Tuning(#[from] TuningError),
+    /// Scheduler features could not be set.
+    #[error(transparent)]
+    Features(#[from] FeatError),
+    /// A count that must be at least one.
+    #[error("{what} must be at least 1")]
+    Zero {
+        /// What was zero.
+        what: &'static str,
+    },
+    /// The run's kernel symbol table could not be kept.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Completed or interrupted.
+    pub status: Status,
+    /// Tests that exited non-zero.
+    pub failed: Vec<String>,
+    /// Tests that ran.
+    pub ran: usize,
+}
+
+/// Restores scheduler features when the run ends, also on an error or a signal.
+struct FeatureGuard(Restore);
+
+impl Drop for FeatureGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.restore() {
+            eprintln!("uprun: restoring scheduler features: {e}");
+        }
+    }
+}
+
+/// Restores the cpufreq governors when the run ends.
+struct GovernorGuard(GovernorRestore);
+
+impl Drop for GovernorGuard {
+    fn drop(&mut self) {
+        self.0.restore();
+    }
+}
+
+/// Keeps the kernel's symbol table with the run (addresses change at every boot), so
+/// prfout can be rebuilt from samples.gz later.
+fn save_kallsyms(outdir: &Path) -> Result<(), UprunError> {
+    let io_at = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| UprunError::Io { path, source }
+    };
+    let src = Path::new("/proc/kallsyms");
+    let dst = outdir.join("kallsyms.gz");
+    let mut input = File::open(src).map_err(io_at(src))?;
+    let f = File::create(&dst).map_err(io_at(&dst))?;
+    let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    io::copy(&mut input, &mut gz).map_err(io_at(&dst))?;
+    gz.finish().map_err(io_at(&dst))?;
+    Ok(())
+}
+
+/// Everything checked before the output directory is touched: the options, the list,
+/// the permission to sample, the kernel image, the directory's ownership and lock.
+struct Prepared {
+    claim: Claim,
+    list: TestList,
+    tests: Vec<PlannedTest>,
+    cpus: Vec<u32>,
+    samplers: CpuSamplers,
+    symbols: KernelSymbols,
+}
+
+fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunError> {
+    if opts.parallelism == 0 {
+        return Err(UprunError::Zero {
+            what: "the number of copies (PARALLELISM)",
+        });
+    }
+    if opts.runs == 0 {
+        return Err(UprunError::Zero {
+            what: "the number of repetitions",
+        });
+    }
+    let claim = claim_dir(&opts.outdir, "uprun", opts.allow_shared_parent)?;
+    let list = TestList::load(opts.test_list.as_deref())?;
+    let unixperf = opts.unixperf.clone().or_else(find_unixperf);
+    let tests = plan(&list, unixperf.as_deref())?;
+    if list.builtin {
+        let _ = writeln!(out, "uprun: no ./test_list; running the built-in list:\n{}", list.text);
+    }
+    // Permission first: without it nothing else matters.
+    let cpus = online_cpus();
+    let mut sampler = opts.sampler.clone();
+    sampler.callchain |= opts.stacks;
+    let samplers = CpuSamplers::open(&cpus, &sampler)?;
+    let symbols = load_kernel_symbols(&opts.vmlinux, opts.force_vmlinux, out)?;
+    check_rotatable(&claim.path, RUN_MARKER)?;
+    if opts.drop_caches {
+        check_drop_caches()?;
+    }
+    Ok(Prepared {
+        claim,
+        list,
+        tests,
+        cpus,
+        samplers,
+        symbols,
+    })
+}
+
+/// Creates the output directory with its marker; the marker is written first, so a
+/// failure after it can mark the run failed.
+fn create_outdir(opts: &UprunOptions, outdir: &Path, out: &mut dyn Write) -> Result<RunMarker, UprunError> {
+    let mode = if opts.share { 0o755 } else { 0o700 };
+    for m in rotate_and_create(outdir, RUN_MARKER, mode)? {
+        let _ = writeln!(
+            out,
+            "uprun: kept the earlier run: moved {} to {}",
+            m.from.display(),
+            m.to.display()
+        );
+    }
+    let mut marker = RunMarker::start(opts.command_line.clone());
+    marker.runs = opts.runs;
+    if opts.stacks {
+        marker.kind = RunKind::Upsrun;
+    }
+    marker.write(outdir)?;
+    Ok(marker)
+}
+
+/// Writes the run's `system`, `test_list` and `kallsyms.gz`.
+fn describe_run(opts: &UprunOptions, p: &Prepared) -> Result<(), UprunError> {
+    let outdir = p.claim.path.as_path();
+    let mut facts = system::describe(now_utc());
+    facts.push(("sampling-event", p.samplers.event_name().to_string()));
+    facts.push(("sampling-frequency-hz", opts.sampler.frequency_hz.to_string()));
+    facts.push(("tool-version", format!("upcmp {}", crate::TOOL_VERSION)));
+    crate::store::system::write(outdir, &facts)?;
+    write_atomic(&outdir.join("test_list"), p.list.text.as_bytes())?;
+    save_kallsyms(outdir)?;
+    Ok(())
+}
+
+/// Runs the whole list. Everything that can be checked is checked before the output
+/// directory is touched: the list, the kernel image, the permission to sample.
+pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, UprunError> {
+    let mut p = prepare(opts, out)?;
+    for line in reap_orphans() {
+        let _ = writeln!(out, "uprun: {line}");
+    }
+    // Machine settings for the run; the guards put them back however the run ends.
+    let _features = if opts.features.is_empty() {
+        None
+    } else {
+        let r = set_features(&opts.features)?;
+        let _ = writeln!(out, "uprun: scheduler features set: {}", opts.features.join(" "));
+        Some(FeatureGuard(r))
+    };
+    let _governor = match &opts.set_governor {
+        Some(g) => Some(GovernorGuard(set_governor(g)?)),
+        None => None,
+    };
+    // The run's files are private (or, with --share, readable by all) whatever the
+    // user's umask; the tests themselves get the user's.
+    let umask = Umask::set(if opts.share { 0o022 } else { 0o077 });
+    let outdir = p.claim.path.clone();
+    let mut marker = create_outdir(opts, &outdir, out)?;
+    let result = run_tests(opts, &mut p, umask.previous(), out);
+    drop(p.samplers);
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            // A full disk, a file that cannot be written: the run says so, with the reason,
+            // instead of staying marked running.
+            marker.fail(&e.to_string());
+            match marker.write(&outdir) {
+                Ok(()) => {
+                    let _ = writeln!(out, "uprun: {} is marked failed", outdir.display());
+                }
+                Err(w) => {
+                    let _ = writeln!(out, "uprun: could not mark {} failed: {w}", outdir.display());
+                }
+            }
+            return Err(e);
+        }
+    };
+    marker.ended = Some(now_utc());
+    marker.status = outcome.status;
+    marker.write(&outdir)?;
+    Ok(outcome)
+}
+
+/// Describes the run and runs every test of the list (each repetition), until the end or
+/// a signal.
+fn run_tests(
+    opts: &UprunOptions,
+    p: &mut Prepared,
+    child_umask: u32,
+    out: &mut dyn Write,
+) -> Result<RunOutcome, UprunError> {
+    let outdir = p.claim.path.clone();
+    describe_run(opts, p)?;
+    let every = match p.samplers.fixed_period() {
+        Some(ns) => format!("every {:.3} ms", ns as f64 * 1e-6),
+        None => format!(
+            "{} times a second (the kernel adjusts the period)",
+            opts.sampler.frequency_hz
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "uprun: sampling {} CPUs with {} {every}; output in {}",
+        p.cpus.len(),
+        p.samplers.event_name(),
+        outdir.display()
+    );
+
+    let ctx = TestContext {
+        symbols: &p.symbols,
+        cpus: &p.cpus,
+        idle: &opts.idle,
+        user_by: opts.user_by,
+        copies: opts.parallelism,
+        pre: opts.pre.as_deref(),
+        drop_caches: opts.drop_caches,
+        export_folded: opts.export_folded,
+        child_umask,
+    };
+    let mut outcome = RunOutcome {
+        status: Status::Completed,
+        failed: Vec::new(),
+        ran: 0,
+    };
+    'tests: for t in &p.tests {
+        for k in 1..=opts.runs {
+            if interrupted() {
+                break 'tests;
+            }
+            let (dir, label) = if opts.runs == 1 {
+                (outdir.join(&t.dir), t.dir.clone())
+            } else {
+                let rep = repetition_name(k as usize);
+                (outdir.join(&t.dir).join(&rep), format!("{} [{k}/{}]", t.dir, opts.runs))
+            };
+            let rec = run_test(t, &dir, &label, &ctx, &mut p.samplers, out)?;
+            if opts.stacks {
+                let run = outdir.display().to_string();
+                for w in analyse_test(&dir, &p.symbols, &rec.profile, &run, opts.user_by)? {
+                    let _ = writeln!(out, "upsrun: warning: {label}: {w}");
+                }
+            }
+            outcome.ran += 1;
+            match rec.status.status {
+                Status::Failed => outcome.failed.push(label),
+                Status::Interrupted => break 'tests,
+                _ => {}
+            }
+        }
+    }
+    outcome.status = if interrupted() {
+        Status::Interrupted
+    } else {
+        Status::Completed
+    };
+    Ok(outcome)
+}

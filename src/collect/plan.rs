@@ -1,0 +1,304 @@
+//! The test list: where it comes from, and each line made ready to run, all checked before
+//! anything runs.
+
+use crate::fsio::{self, Links};
+use crate::store::outdir::{test_dir_names, RUN_FILES};
+use crate::store::unquoted;
+use std::path::{Path, PathBuf};
+use upcmp_parsers::test_list::{parse_test_list, TestLine, TestSpec};
+use upcmp_parsers::ParseError;
+
+/// The most a test list may hold.
+pub const TEST_LIST_CAP: u64 = 1 << 20;
+
+/// The options a unixperf line gets when it has none, as the original.
+pub const DEFAULT_UNIXPERF_ARGS: &[&str] = &["-loop", "200000", "-repeat", "2"];
+
+/// The list used when there is no `./test_list` and none is given: about a minute on a
+/// 2-CPU machine.
+pub const DEFAULT_TEST_LIST: &str = "\
+# uprun's built-in test list (used when ./test_list does not exist)
+getpid -loop 12000000 -repeat 2
+ezsyscalls -loop 1800000 -repeat 2
+forkwait -loop 12000 -repeat 2
+pipeping1 -loop 80000 -repeat 2
+select16r -loop 1800000 -repeat 2
+openclose -loop 1000000 -repeat 2
+createunlink -loop 30000 -repeat 2
+devzerowalk -loop 5000 -repeat 2
+hackbench -groups 4 -msgs 100 -loop 10 -repeat 2
+";
+
+/// Why a test list cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The list could not be read.
+    #[error("reading the test list {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A line is malformed or names an unknown test.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// A unixperf test, but no unixperf program.
+    #[error(
+        "{list}:{line}: '{test}' is a unixperf test, but no unixperf program was found next to uprun \
+         or on PATH; build it with 'cargo build --release --workspace' or name the program to use"
+    )]
+    NoUnixperf {
+        /// The list's name.
+        list: String,
+        /// The line.
+        line: usize,
+        /// The test.
+        test: String,
+    },
+}
+
+/// A test list's text and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestList {
+    /// Its text.
+    pub text: String,
+    /// Its name in messages: the file, or `(built-in test list)`.
+    pub name: String,
+    /// Whether it is uprun's built-in list.
+    pub builtin: bool,
+    /// Whether its file was reached through a symbolic link (errors then quote nothing).
+    pub through_link: bool,
+}
+
+impl TestList {
+    /// The given file, `./test_list`, or the built-in list.
+    pub fn load(given: Option<&Path>) -> Result<Self, PlanError> {
+        let path = match given {
+            Some(p) => p.to_path_buf(),
+            None if Path::new("test_list").symlink_metadata().is_ok() => PathBuf::from("test_list"),
+            None => {
+                return Ok(TestList {
+                    text: DEFAULT_TEST_LIST.to_string(),
+                    name: "(built-in test list)".to_string(),
+                    builtin: true,
+                    through_link: false,
+                })
+            }
+        };
+        // A regular file only (a FIFO would block, /dev/zero never end), of a sane size.
+        let text = fsio::read_text(&path, Links::Follow, TEST_LIST_CAP).map_err(|source| PlanError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(TestList {
+            text,
+            name: path.display().to_string(),
+            builtin: false,
+            through_link: fsio::is_symlink(&path),
+        })
+    }
+}
+
+/// Finds the unixperf program: next to this executable, else on PATH.
+pub fn find_unixperf() -> Option<PathBuf> {
+    let beside = std::env::current_exe().ok()?.parent()?.join("unixperf");
+    if beside.is_file() {
+        return Some(beside);
+    }
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join("unixperf"))
+        .find(|p| p.is_file())
+}
+
+/// A test of the list, ready to run.
+#[derive(Debug, Clone)]
+pub struct PlannedTest {
+    /// Its directory name.
+    pub dir: String,
+    /// The line it came from.
+    pub line: TestLine,
+    /// The program and arguments of one copy.
+    pub argv: Vec<String>,
+    /// What the progress line shows in parentheses.
+    pub shown_args: String,
+}
+
+/// Parses and validates the whole list before anything runs: every unixperf test must
+/// exist (an unknown one is an error naming its line).
+pub fn plan(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTest>, PlanError> {
+    plan_lines(list, unixperf).map_err(|e| match e {
+        PlanError::Parse(p) => PlanError::Parse(unquoted(p, list.through_link)),
+        e => e,
+    })
+}
+
+fn plan_lines(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTest>, PlanError> {
+    let name = list.name.as_str();
+    let lines = parse_test_list(&list.text, name)?;
+    let dirs = test_dir_names(&lines);
+    // A test named like a file of the run would collide with it half-way through the run.
+    if let Some((line, dir)) = lines.iter().zip(&dirs).find(|(_, d)| RUN_FILES.contains(&d.as_str())) {
+        return Err(ParseError {
+            file: name.to_string(),
+            line: line.line,
+            column: 1,
+            expected: format!(
+                "a test name other than the files of a run ({}); name the command 'NAME: command'",
+                RUN_FILES.join(", ")
+            ),
+            found: dir.clone(),
+        }
+        .into());
+    }
+    let mut out = Vec::new();
+    for (line, dir) in lines.into_iter().zip(dirs) {
+        let (argv, shown_args) = match &line.spec {
+            TestSpec::Unixperf { test, args } => {
+                check_unixperf_line(&list.text, name, line.line, test, args)?;
+                let exe = unixperf.ok_or_else(|| PlanError::NoUnixperf {
+                    list: name.to_string(),
+                    line: line.line,
+                    test: test.clone(),
+                })?;
+                let args: Vec<String> = if args.is_empty() {
+                    DEFAULT_UNIXPERF_ARGS.iter().map(|s| s.to_string()).collect()
+                } else {
+                    args.clone()
+                };
+                let mut argv = vec![exe.display().to_string(), format!("-{test}")];
+                argv.extend(args.iter().cloned());
+                (argv, args.join(" "))
+            }
+            TestSpec::External { command, .. } => {
+                (vec!["/bin/sh".into(), "-c".into(), command.clone()], command.clone())
+            }
+        };
+        out.push(PlannedTest {
+            dir,
+            line,
+            argv,
+            shown_args,
+        });
+    }
+    Ok(out)
+}
+
+/// The 1-based column of each white-space-separated word of `line`.
+fn word_columns(line: &str) -> Vec<usize> {
+    let mut cols = Vec::new();
+    let mut prev_blank = true;
+    for (k, c) in line.chars().enumerate() {
+        let blank = c.is_whitespace();
+        if !blank && prev_blank {
+            cols.push(k + 1);
+        }
+        prev_blank = blank;
+    }
+    cols
+}
+
+/// Checks a unixperf line with unixperf's own parser: an unknown test, an unknown or
+/// misspelt option, a missing or malformed value are errors naming the line and column,
+/// with the nearest valid spelling.
+fn check_unixperf_line(text: &str, file: &str, line_no: usize, test: &str, args: &[String]) -> Result<(), ParseError> {
+    let Err(problem) = unixperf::options::check_test_args(test, args) else {
+        return Ok(());
+    };
+    let columns = text.lines().nth(line_no - 1).map(word_columns).unwrap_or_default();
+    // Word 0 is the test, word k + 1 the k-th argument.
+    let word = problem.arg.map_or(0, |k| k + 1);
+    let column = columns.get(word).or(columns.last()).copied().unwrap_or(1);
+    let hint = problem
+        .suggestion
+        .as_ref()
+        .map(|s| format!(" (did you mean {s}?)"))
+        .unwrap_or_default();
+    let expected = match problem.arg {
+        None => format!("a unixperf test name (see 'unixperf -list') or 'NAME: command'{hint}"),
+        Some(_) => format!("{}{hint}", problem.expected),
+    };
+    Err(ParseError {
+        file: file.to_string(),
+        line: line_no,
+        column,
+        expected,
+        found: problem.found,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(text: &str) -> TestList {
+        TestList {
+            text: text.into(),
+            name: "tl".into(),
+            builtin: false,
+            through_link: false,
+        }
+    }
+
+    #[test]
+    fn plan_validates_the_whole_list_first() {
+        let exe = Path::new("/usr/bin/unixperf");
+        let t = plan(&list("forkwait\nhb: echo hi\npipeping1 -loop 10\n"), Some(exe)).unwrap();
+        assert_eq!(
+            t[0].argv,
+            ["/usr/bin/unixperf", "-forkwait", "-loop", "200000", "-repeat", "2"]
+        );
+        assert_eq!(t[0].shown_args, "-loop 200000 -repeat 2");
+        assert_eq!(t[1].argv, ["/bin/sh", "-c", "echo hi"]);
+        assert_eq!(t[2].argv[2..], ["-loop", "10"]);
+        let e = plan(&list("forkwait\nforkwiat\n"), Some(exe)).unwrap_err().to_string();
+        assert!(e.starts_with("tl:2:1: expected a unixperf test name"), "{e}");
+        assert!(e.contains("(did you mean forkwait?)"), "{e}");
+        let e = plan(&list("forkwait\n"), None).unwrap_err().to_string();
+        assert!(e.contains("no unixperf program was found"), "{e}");
+        assert!(
+            plan(&list("x: true\n"), None).is_ok(),
+            "external commands need no unixperf"
+        );
+    }
+
+    #[test]
+    fn options_are_checked_by_unixperf_itself() {
+        let exe = Some(Path::new("/usr/bin/unixperf"));
+        let e = plan(&list("getpid\n  pipeping1 -lop 1000\n"), exe)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("tl:2:13: expected "), "{e}");
+        assert!(
+            e.contains("(did you mean -loop?)") && e.contains("found \"-lop\""),
+            "{e}"
+        );
+        let e = plan(&list("forkwait -loop x\n"), exe).unwrap_err().to_string();
+        assert!(e.starts_with("tl:1:16: expected "), "{e}");
+        let e = plan(&list("forkwait -loop\n"), exe).unwrap_err().to_string();
+        assert!(e.starts_with("tl:1:"), "{e}");
+        assert!(plan(&list("forkwait -loop 10 -repeat 2\nhackbench -groups 2\n"), exe).is_ok());
+    }
+
+    #[test]
+    fn tests_named_like_the_files_of_a_run_are_refused() {
+        for reserved in RUN_FILES {
+            let e = plan(&list(&format!("x: true\n{reserved}: true\n")), None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("tl:2:1: expected a test name other than the files of a run"),
+                "{e}"
+            );
+            assert!(e.contains(&format!("found \"{reserved}\"")), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_built_in_list_is_valid() {
+        let t = plan(&list(DEFAULT_TEST_LIST), Some(Path::new("unixperf"))).unwrap();
+        assert!(t.len() >= 5);
+    }
+}

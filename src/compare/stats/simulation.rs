@@ -1,0 +1,445 @@
+//! Seeded simulations of synthetic comparisons with known truth: the size of each test at
+//! 5%, the false-discovery (or family-wise error) rate of each family, and the power at
+//! the detectable change. Run with `--nocapture` to see the measured rates; the
+//! numbers quoted in docs/formulas.md are these.
+//!
+//! Each rate is a proportion over `trials` synthetic comparisons; the bounds allow two
+//! Monte Carlo standard errors where a bound sits at the nominal rate itself, so that the
+//! outcome does not hang on the seed.
+
+use super::*;
+
+/// xoshiro256** seeded by splitmix64: small, fast, and enough for simulation.
+struct Rng([u64; 4]);
+
+impl Rng {
+    fn new(mut seed: u64) -> Self {
+        let mut next = || {
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = seed;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        Rng([next(), next(), next(), next()])
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let s = &mut self.0;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform on [0, 1).
+    fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Standard normal (Box–Muller).
+    fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.uniform();
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// Poisson: multiplication of uniforms below 10, Hörmann's transformed rejection
+    /// (PTRS, 1993) from 10 on.
+    fn poisson(&mut self, lambda: f64) -> u64 {
+        if lambda <= 0.0 {
+            return 0;
+        }
+        if lambda < 10.0 {
+            let limit = (-lambda).exp();
+            let (mut k, mut p) = (0, self.uniform());
+            while p > limit {
+                k += 1;
+                p *= self.uniform();
+            }
+            return k;
+        }
+        let slam = lambda.sqrt();
+        let loglam = lambda.ln();
+        let b = 0.931 + 2.53 * slam;
+        let a = -0.059 + 0.02483 * b;
+        let inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+        let vr = 0.9277 - 3.6224 / (b - 2.0);
+        loop {
+            let u = self.uniform() - 0.5;
+            let v = self.uniform();
+            let us = 0.5 - u.abs();
+            let k = ((2.0 * a / us + b) * u + lambda + 0.43).floor();
+            if us >= 0.07 && v <= vr {
+                return k as u64;
+            }
+            if k < 0.0 || (us < 0.013 && v > us) {
+                continue;
+            }
+            if v.ln() + inv_alpha.ln() - (a / (us * us) + b).ln() <= -lambda + k * loglam - dist::ln_gamma(k + 1.0) {
+                return k as u64;
+            }
+        }
+    }
+
+    /// Multinomial counts of `n` draws over categories with cumulative shares `cum`.
+    fn multinomial(&mut self, n: u64, cum: &[f64]) -> Vec<u64> {
+        let mut counts = vec![0; cum.len()];
+        for _ in 0..n {
+            let u = self.uniform();
+            let i = cum.iter().position(|&c| u < c).unwrap_or(cum.len() - 1);
+            counts[i] += 1;
+        }
+        counts
+    }
+}
+
+fn rate(hits: usize, trials: usize) -> f64 {
+    hits as f64 / trials as f64
+}
+
+/// Two Monte Carlo standard errors of a proportion near `p` over `trials`.
+fn two_se(p: f64, trials: usize) -> f64 {
+    2.0 * (p * (1.0 - p) / trials as f64).sqrt()
+}
+
+fn significant(v: Verdict) -> bool {
+    v.p_value().is_some_and(|p| p < ALPHA)
+}
+
+#[test]
+fn the_sampler_is_poisson() {
+    // Mean and variance within 3 standard errors, both branches; P(0) for λ = 2.
+    let mut rng = Rng::new(1);
+    for lambda in [2.0, 15.0, 400.0] {
+        let n = 40_000;
+        let xs: Vec<f64> = (0..n).map(|_| rng.poisson(lambda) as f64).collect();
+        let (m, s) = (mean(&xs), stddev(&xs).powi(2));
+        assert!(
+            (m - lambda).abs() < 3.0 * (lambda / n as f64).sqrt(),
+            "{lambda}: mean {m}"
+        );
+        assert!(
+            (s / lambda - 1.0).abs() < 3.0 * (2.0 / n as f64).sqrt() + 0.01,
+            "{lambda}: var {s}"
+        );
+        if lambda == 2.0 {
+            let zeros = rate(xs.iter().filter(|&&x| x == 0.0).count(), n);
+            assert!((zeros - (-2.0f64).exp()).abs() < 0.006, "P(0) = {zeros}");
+        }
+    }
+}
+
+/// Single runs, time: both runs sample the same 10 s of work, run 1 at 1 ms (10,000
+/// samples), run 2 at 0.5 ms (20,000): counts multinomial given the totals, functions
+/// from 2 to 6,000 samples, up to 60% of the run.
+#[test]
+fn single_run_time_tests_keep_their_size() {
+    const TRIALS: usize = 2000;
+    let shares = [0.0002, 0.003, 0.02, 0.3, 0.6, 0.0768];
+    let cum: Vec<f64> = shares
+        .iter()
+        .scan(0.0, |c, s| Some(*c + s))
+        .map(|c: f64| c.min(1.0))
+        .collect();
+    let mut rng = Rng::new(2);
+    let mut hits = [0usize; 5];
+    let mut tests = [None; 5];
+    for _ in 0..TRIALS {
+        let (c1, c2) = (rng.multinomial(10_000, &cum), rng.multinomial(20_000, &cum));
+        for f in 0..5 {
+            let v = time_test(
+                &[SampledTime::fixed_period(c1[f], 0.001, 10_000)],
+                &[SampledTime::fixed_period(c2[f], 0.0005, 20_000)],
+            );
+            tests[f] = v.tested().map(|t| t.test);
+            hits[f] += usize::from(significant(v));
+        }
+    }
+    let size: Vec<f64> = hits.iter().map(|&h| rate(h, TRIALS)).collect();
+    eprintln!(
+        "single-run time test, size at 5% by share {:?}: {size:.4?}",
+        &shares[..5]
+    );
+    // ~6 samples a side: the exact test is conservative (discrete), never above 5%.
+    assert!(size[0] <= ALPHA + two_se(ALPHA, TRIALS), "{size:?}");
+    // ~90 and ~600 samples: exact; 9,000 and 18,000 samples at 30% and 60%: normal,
+    // multinomial.
+    assert_eq!(tests[2], Some(NoiseTest::ExactCounts));
+    assert_eq!(tests[3], Some(NoiseTest::NormalCounts));
+    for s in &size[1..] {
+        assert!((0.03..=0.07).contains(s), "{size:?}");
+    }
+}
+
+/// Repetitions with 3% run-to-run noise on every function's rate, on top of Poisson
+/// sampling: Welch (k a side) and one against k.
+#[test]
+fn repetition_tests_keep_their_size() {
+    const TRIALS: usize = 4000;
+    let mut rng = Rng::new(3);
+    let mut rep = |lambda: f64, k: usize| -> Vec<SampledTime> {
+        (0..k)
+            .map(|_| {
+                let rate = lambda * (1.0 + 0.03 * rng.normal()).max(0.0);
+                let n = rng.poisson(rate);
+                SampledTime::fixed_period(n, 0.001, 10_000_000)
+            })
+            .collect()
+    };
+    for lambda in [20.0, 2_000.0, 50_000.0] {
+        for (k1, k2) in [(2, 2), (3, 3), (5, 5), (1, 3), (1, 5)] {
+            let hits = (0..TRIALS)
+                .filter(|_| significant(time_test(&rep(lambda, k1), &rep(lambda, k2))))
+                .count();
+            let size = rate(hits, TRIALS);
+            eprintln!("time test, {k1} vs {k2} repetitions, {lambda} samples, 3% noise: size {size:.4}");
+            assert!(size <= 0.07, "{lambda} {k1} {k2}: {size}");
+            // Where run-to-run noise dominates, the tests are near 5% from 3 a side.
+            if lambda == 50_000.0 && k2 >= 3 {
+                assert!(size >= 0.03, "{lambda} {k1} {k2}: {size}");
+            }
+        }
+    }
+}
+
+/// Benchmark values, 3% noise, printed to three decimals (and to one, coarser than the
+/// noise).
+#[test]
+fn benchmark_tests_keep_their_size() {
+    const TRIALS: usize = 4000;
+    let mut rng = Rng::new(4);
+    for d in [0.001, 0.1] {
+        let mut side = |k: usize| -> Vec<f64> {
+            (0..k)
+                .map(|_| ((2.0 * (1.0 + 0.03 * rng.normal())) / d).round() * d)
+                .collect()
+        };
+        for (k1, k2) in [(3, 3), (5, 5), (1, 4)] {
+            let hits = (0..TRIALS)
+                .filter(|_| significant(bench_test(&side(k1), &side(k2), d)))
+                .count();
+            let size = rate(hits, TRIALS);
+            eprintln!("benchmark test, {k1} vs {k2}, resolution {d}: size {size:.4}");
+            assert!(size <= 0.07, "{d} {k1} {k2}: {size}");
+            if d == 0.001 {
+                assert!(size >= 0.03, "{d} {k1} {k2}: {size}");
+            }
+        }
+    }
+}
+
+/// The false-discovery rate of function rows under Benjamini–Hochberg: 100 functions
+/// from 5 to 50,000 samples, 10 of which truly grow by 50% (A/B), or none (A/A, where
+/// the FDR is the chance of any false row). Single runs are tested against sampling
+/// noise alone (the test's premise); the last case adds 3% run-to-run noise to single
+/// runs, which the sampling error cannot see: it is measured, not bounded, and every
+/// verdict must say `sampling_only`.
+#[test]
+fn function_families_keep_their_false_discovery_rate() {
+    const TRIALS: usize = 1000;
+    let mut rng = Rng::new(5);
+    let lambdas: Vec<f64> = (0..100).map(|i| 5.0 * 10f64.powf(4.0 * i as f64 / 99.0)).collect();
+    for (changed, k, noise) in [(0, 1, 0.0), (10, 1, 0.0), (0, 3, 0.03), (10, 3, 0.03), (0, 1, 0.03)] {
+        let (mut fdp, mut any_false, mut found, mut false_total) = (0.0, 0, 0usize, 0usize);
+        for _ in 0..TRIALS {
+            let mut side = |factor: &dyn Fn(usize) -> f64| -> Vec<Vec<SampledTime>> {
+                (0..lambdas.len())
+                    .map(|f| {
+                        (0..k)
+                            .map(|_| {
+                                let l = lambdas[f] * factor(f) * (1.0 + noise * rng.normal()).max(0.0);
+                                let n = rng.poisson(l);
+                                SampledTime::fixed_period(n, 0.001, 100_000_000)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            };
+            // Every tenth function changes (spread over the sizes).
+            let truly = |f: usize| changed > 0 && f % (100 / changed.max(1)) == 0;
+            let s1 = side(&|_| 1.0);
+            let s2 = side(&|f| if truly(f) { 1.5 } else { 1.0 });
+            let verdicts: Vec<Verdict> = s1.iter().zip(&s2).map(|(a, b)| time_test(a, b)).collect();
+            let single = k == 1;
+            assert!(verdicts.iter().all(|v| v.tested().unwrap().sampling_only == single));
+            let q = adjust_verdicts(Correction::BenjaminiHochberg, &verdicts);
+            let flagged: Vec<usize> = (0..q.len()).filter(|&i| q[i].is_some_and(|q| q < ALPHA)).collect();
+            let false_rows = flagged.iter().filter(|&&f| !truly(f)).count();
+            fdp += false_rows as f64 / flagged.len().max(1) as f64;
+            any_false += usize::from(false_rows > 0);
+            false_total += false_rows;
+            found += flagged.len() - false_rows;
+        }
+        let fdr = fdp / TRIALS as f64;
+        eprintln!(
+            "functions, BH, {changed} of 100 changed, {k} run(s) a side, {noise} noise: FDR {fdr:.4}, \
+             P(any false row) {:.4}, false rows {:.2}, true rows found {:.2} of {changed}",
+            rate(any_false, TRIALS),
+            false_total as f64 / TRIALS as f64,
+            found as f64 / TRIALS as f64
+        );
+        if !(k == 1 && noise > 0.0) {
+            assert!(fdr <= ALPHA + two_se(ALPHA, TRIALS), "FDR {fdr}");
+        }
+    }
+}
+
+/// Flame-graph frames: inclusive shares of a random call tree, A/A. Shares of siblings
+/// are negatively dependent and a frame's share is part of its parent's (positive); the
+/// simulation shows BH keeps the chance of any false frame at or below 5%, and BY far
+/// below.
+#[test]
+fn frame_families_keep_their_false_discovery_rate() {
+    const TRIALS: usize = 1000;
+    const NODES: usize = 400;
+    const SAMPLES: f64 = 20_000.0;
+    let mut rng = Rng::new(6);
+    let mut parent = vec![0usize; NODES];
+    for (i, p) in parent.iter_mut().enumerate().skip(1) {
+        let u = rng.uniform();
+        *p = if u < 0.7 {
+            (rng.uniform() * i as f64) as usize
+        } else {
+            i - 1 - ((rng.uniform() * 5.0) as usize).min(i - 1)
+        };
+    }
+    // Self weights heavy-tailed (Pareto, shape 1.2), normalised.
+    let mut w: Vec<f64> = (0..NODES)
+        .map(|_| (1.0 - rng.uniform()).powf(-1.0 / 1.2) - 0.99)
+        .collect();
+    let total: f64 = w.iter().sum();
+    w.iter_mut().for_each(|x| *x /= total);
+    let inclusive = |own: &[u64]| -> Vec<u64> {
+        let mut inc = own.to_vec();
+        // Parents have smaller indices: accumulate from the leaves up.
+        for i in (1..NODES).rev() {
+            inc[parent[i]] += inc[i];
+        }
+        inc
+    };
+    let (mut any_bh, mut any_by, mut tested) = (0, 0, 0);
+    for _ in 0..TRIALS {
+        // Poisson counts per frame: given the total they are multinomial, as the share
+        // test assumes.
+        let own1: Vec<u64> = w.iter().map(|x| rng.poisson(x * SAMPLES)).collect();
+        let own2: Vec<u64> = w.iter().map(|x| rng.poisson(x * SAMPLES)).collect();
+        let (i1, i2) = (inclusive(&own1), inclusive(&own2));
+        let (n1, n2) = (i1[0], i2[0]);
+        let verdicts: Vec<Verdict> = (1..NODES)
+            .filter(|&f| i1[f].max(i2[f]) as f64 >= 0.005 * n1.min(n2) as f64)
+            .map(|f| {
+                share_test(
+                    &[ShareCount {
+                        count: i1[f],
+                        total: n1,
+                    }],
+                    &[ShareCount {
+                        count: i2[f],
+                        total: n2,
+                    }],
+                )
+            })
+            .collect();
+        tested += verdicts.len();
+        let any = |c| {
+            adjust_verdicts(c, &verdicts)
+                .iter()
+                .any(|q| q.is_some_and(|q| q < ALPHA))
+        };
+        any_bh += usize::from(any(Correction::BenjaminiHochberg));
+        any_by += usize::from(any(Correction::BenjaminiYekutieli));
+    }
+    let (bh, by) = (rate(any_bh, TRIALS), rate(any_by, TRIALS));
+    eprintln!(
+        "frames A/A, {:.0} frames tested a comparison: P(any false frame) BH {bh:.4}, BY {by:.4}",
+        tested as f64 / TRIALS as f64
+    );
+    assert!(bh <= ALPHA + two_se(ALPHA, TRIALS), "BH {bh}");
+    assert!(by <= bh);
+}
+
+/// Benchmark values, total CPU and system counters: Holm keeps the chance of any false
+/// row at or below 5% (12 rows, 3 repetitions a side, 3% noise, A/A).
+#[test]
+fn holm_keeps_the_family_wise_error_rate() {
+    const TRIALS: usize = 2000;
+    let mut rng = Rng::new(7);
+    let mut any = 0;
+    for _ in 0..TRIALS {
+        let verdicts: Vec<Verdict> = (0..12)
+            .map(|r| {
+                let mu = 1.0 + r as f64;
+                let mut side = || (0..3).map(|_| mu * (1.0 + 0.03 * rng.normal())).collect::<Vec<_>>();
+                let (a, b) = (side(), side());
+                bench_test(&a, &b, 0.001)
+            })
+            .collect();
+        any += usize::from(
+            adjust_verdicts(Correction::Holm, &verdicts)
+                .iter()
+                .any(|q| q.is_some_and(|q| q < ALPHA)),
+        );
+    }
+    let fwer = rate(any, TRIALS);
+    eprintln!("benchmarks A/A, Holm, 12 rows: P(any false row) {fwer:.4}");
+    assert!(fwer <= ALPHA + two_se(ALPHA, TRIALS), "{fwer}");
+}
+
+/// Power: a true change of 1.5 X (X = the observed-significance threshold at the true
+/// standard error) is detected at least 75% of the time; a true change of Y about 80%.
+#[test]
+fn power_at_the_detectable_change() {
+    const TRIALS: usize = 4000;
+    let mut rng = Rng::new(8);
+    // Single runs, 10,000 samples of 1 ms: the normal test.
+    let se = 0.001 * (2.0 * 10_000.0f64).sqrt();
+    let mut single = |change: f64| {
+        let lambda2 = 10_000.0 + change / 0.001;
+        let hits = (0..TRIALS)
+            .filter(|_| {
+                significant(time_test(
+                    &[SampledTime::fixed_period(rng.poisson(10_000.0), 0.001, 100_000_000)],
+                    &[SampledTime::fixed_period(rng.poisson(lambda2), 0.001, 100_000_000)],
+                ))
+            })
+            .count();
+        rate(hits, TRIALS)
+    };
+    let d = detectable(se, None);
+    let (at_15x, at_y) = (single(1.5 * d.observed), single(d.true_change_80));
+    eprintln!("single runs, normal: power at 1.5X {at_15x:.4}, at Y {at_y:.4}");
+    assert!(at_15x >= 0.75 && (0.75..=0.85).contains(&at_y), "{at_15x} {at_y}");
+
+    // Benchmark values, 3% noise: Welch with 5 a side (ν = 8) and one against 3 (ν = 2).
+    for (k1, k2) in [(5, 5), (1, 3)] {
+        let sigma = 0.03;
+        let (se, df) = if k1 == 1 {
+            (sigma * (1.0 + 1.0 / k2 as f64).sqrt(), k2 as f64 - 1.0)
+        } else {
+            (sigma * (2.0 / k1 as f64).sqrt(), 2.0 * (k1 as f64 - 1.0))
+        };
+        let d = detectable(se, Some(df));
+        let mut power = |change: f64| {
+            let hits = (0..TRIALS)
+                .filter(|_| {
+                    let a: Vec<f64> = (0..k1).map(|_| 1.0 + sigma * rng.normal()).collect();
+                    let b: Vec<f64> = (0..k2).map(|_| 1.0 + change + sigma * rng.normal()).collect();
+                    significant(bench_test(&a, &b, 1e-6))
+                })
+                .count();
+            rate(hits, TRIALS)
+        };
+        let (at_15x, at_y) = (power(1.5 * d.observed), power(d.true_change_80));
+        eprintln!("benchmarks {k1} vs {k2}: power at 1.5X {at_15x:.4}, at Y {at_y:.4}");
+        assert!(
+            at_15x >= 0.75 && (0.72..=0.88).contains(&at_y),
+            "{k1} {k2}: {at_15x} {at_y}"
+        );
+    }
+}

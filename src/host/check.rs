@@ -1,0 +1,200 @@
+//! What the machine looks like just before a test: what can bias a run (governor, boost,
+//! SMT, other busy processes).
+
+use super::{clock_ticks, governors, read_trim};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// What the machine looked like just before a test.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MachineCheck {
+    /// `cpuN=governor` for each CPU with cpufreq.
+    pub governors: Vec<String>,
+    /// Turbo/boost: `on`, `off`, or None where the machine does not say.
+    pub boost: Option<String>,
+    /// SMT active: `1`, `0`, or None.
+    pub smt_active: Option<String>,
+    /// 1-minute load average.
+    pub load1: f64,
+    /// Other processes that used more than 10% of a CPU over the check, busiest first.
+    pub busy: Vec<BusyProcess>,
+}
+
+/// A process that used a CPU beside the test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusyProcess {
+    /// Its process id.
+    pub pid: u32,
+    /// Its command name.
+    pub comm: String,
+    /// The share of one CPU it used over the check, in percent.
+    pub cpu_pct: f64,
+}
+
+impl MachineCheck {
+    /// Warnings for the terminal and prfout: a governor other than `performance`, a
+    /// machine that is not quiet.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let slow: Vec<&String> = self.governors.iter().filter(|g| !g.ends_with("=performance")).collect();
+        if !slow.is_empty() {
+            w.push(format!(
+                "cpufreq governor is not 'performance' ({}): frequency changes can look like regressions; \
+                 set the performance governor for the run",
+                slow.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+            ));
+        }
+        // The load average is recorded, not warned about: it carries the previous tests'
+        // own load for minutes. Busy processes measure what runs now.
+        if !self.busy.is_empty() {
+            let list: Vec<String> = self
+                .busy
+                .iter()
+                .map(|b| format!("{}({}) {:.0}%", b.comm, b.pid, b.cpu_pct))
+                .collect();
+            w.push(format!("busy processes before the test: {}", list.join(", ")));
+        }
+        w
+    }
+
+    /// The check as `key: value` lines (the test's `checks` file).
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let none = || "none".to_string();
+        let _ = writeln!(
+            s,
+            "cpufreq-governors: {}",
+            if self.governors.is_empty() {
+                "none (no cpufreq)".into()
+            } else {
+                self.governors.join(" ")
+            }
+        );
+        let _ = writeln!(s, "boost: {}", self.boost.clone().unwrap_or_else(|| "unknown".into()));
+        let _ = writeln!(
+            s,
+            "smt-active: {}",
+            self.smt_active.clone().unwrap_or_else(|| "unknown".into())
+        );
+        let _ = writeln!(s, "load-1min: {:.2}", self.load1);
+        let busy: Vec<String> = self
+            .busy
+            .iter()
+            .map(|b| format!("{}({})={:.0}%", b.comm, b.pid, b.cpu_pct))
+            .collect();
+        let _ = writeln!(
+            s,
+            "busy-processes: {}",
+            if busy.is_empty() { none() } else { busy.join(" ") }
+        );
+        s
+    }
+}
+
+/// Turbo/boost state from intel_pstate or the generic cpufreq boost switch.
+fn boost() -> Option<String> {
+    if let Some(no_turbo) = read_trim("/sys/devices/system/cpu/intel_pstate/no_turbo") {
+        return Some(if no_turbo == "1" { "off" } else { "on" }.into());
+    }
+    read_trim("/sys/devices/system/cpu/cpufreq/boost").map(|b| if b == "1" { "on" } else { "off" }.into())
+}
+
+/// CPU ticks (utime + stime) and comm of every process.
+fn process_ticks() -> HashMap<u32, (String, u64)> {
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let ticks = f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        out.insert(pid, (comm, ticks));
+    }
+    out
+}
+
+/// Looks at the machine for `window`, ignoring this process.
+pub fn check_machine(window: Duration) -> MachineCheck {
+    let before = process_ticks();
+    std::thread::sleep(window);
+    let after = process_ticks();
+    let hz = clock_ticks();
+    let me = std::process::id();
+    let mut busy: Vec<BusyProcess> = after
+        .iter()
+        .filter(|(pid, _)| **pid != me)
+        .filter_map(|(pid, (comm, t1))| {
+            let t0 = before.get(pid).map_or(0, |(_, t)| *t);
+            let pct = 100.0 * (t1.saturating_sub(t0)) as f64 / hz / window.as_secs_f64();
+            (pct > 10.0).then(|| BusyProcess {
+                pid: *pid,
+                comm: comm.clone(),
+                cpu_pct: pct,
+            })
+        })
+        .collect();
+    busy.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+    MachineCheck {
+        governors: governors(),
+        boost: boost(),
+        smt_active: read_trim("/sys/devices/system/cpu/smt/active"),
+        load1: read_trim("/proc/loadavg")
+            .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
+            .unwrap_or(0.0),
+        busy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_name_what_biases_a_run() {
+        let c = MachineCheck {
+            governors: vec!["cpu0=performance".into(), "cpu1=powersave".into()],
+            boost: Some("on".into()),
+            smt_active: Some("1".into()),
+            load1: 1.25,
+            busy: vec![BusyProcess {
+                pid: 42,
+                comm: "make".into(),
+                cpu_pct: 95.0,
+            }],
+        };
+        let w = c.warnings();
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("cpu1=powersave") && !w[0].contains("cpu0"));
+        assert!(w[1].contains("make(42) 95%"));
+        let quiet = MachineCheck {
+            governors: vec!["cpu0=performance".into()],
+            ..Default::default()
+        };
+        assert!(quiet.warnings().is_empty());
+        assert!(c.to_text().contains("busy-processes: make(42)=95%"));
+    }
+
+    #[test]
+    fn a_busy_process_is_seen() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let c = check_machine(Duration::from_millis(300));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(c.busy.iter().any(|b| b.pid == child.id()), "{:?}", c.busy);
+    }
+}

@@ -1,0 +1,499 @@
+//! The one way samples become a [`Profile`]: live runs, rebuilt runs and imported
+//! recordings all count through [`ProfileBuilder`], and name a sampled PC by the one rule
+//! of [`ProfileBuilder::add_sample`].
+
+use super::idle::IdleSet;
+use super::mode::{is_kernel_address, Mode, Record, ThreadNames};
+use super::profile::{
+    module, user_function_of, CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy, GUEST_FUNCTION,
+    HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION,
+};
+use std::collections::HashMap;
+
+/// Names kernel PCs: the kernel's symbol table implements it.
+pub trait KernelResolver {
+    /// The function containing `pc` and its module (`None` for the core kernel); `None`
+    /// when no symbol covers it.
+    fn resolve_kernel(&self, pc: u64) -> Option<(&str, Option<&str>)>;
+}
+
+/// Per-function, per-CPU sample counts and weights, and the per-CPU totals. A sample
+/// weighs its period (in the profile's unit); sums saturate at 2^64 rather than wrap.
+///
+/// The CPUs are either fixed up front ([`ProfileBuilder::with_cpus`]: a live run samples
+/// the CPUs online at its start, and a sample from another CPU is left out and counted)
+/// or found as samples name them ([`ProfileBuilder::new`]: recordings).
+#[derive(Debug, Default)]
+pub struct ProfileBuilder {
+    // Looked up once per sample: foldhash, not SipHash (no untrusted keys to defend against).
+    index: HashMap<String, usize, foldhash::fast::RandomState>,
+    keys: Vec<(String, String)>,
+    // counts[function][slot] and weights[function][slot], slots in order of first
+    // appearance of their CPU; squares[function]: the sum of the squared weights.
+    counts: Vec<Vec<u64>>,
+    weights: Vec<Vec<u64>>,
+    squares: Vec<f64>,
+    slot_of_cpu: HashMap<u32, usize>,
+    cpus: Vec<CpuTotals>,
+    fixed_cpus: bool,
+    foreign_cpu_samples: u64,
+    key: String,
+    samples: u64,
+}
+
+impl ProfileBuilder {
+    /// A builder whose CPUs are those its samples name.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder for exactly the CPUs `cpus`, in this column order.
+    pub fn with_cpus(cpus: &[u32]) -> Self {
+        let mut b = Self::default();
+        for &c in cpus {
+            b.slot(c);
+        }
+        b.fixed_cpus = true;
+        b
+    }
+
+    fn slot(&mut self, cpu: u32) -> usize {
+        if let Some(&s) = self.slot_of_cpu.get(&cpu) {
+            return s;
+        }
+        let s = self.cpus.len();
+        self.slot_of_cpu.insert(cpu, s);
+        self.cpus.push(CpuTotals::empty(cpu));
+        s
+    }
+
+    /// The column of `cpu`, or None for a CPU outside a fixed set.
+    fn column(&mut self, cpu: u32) -> Option<usize> {
+        match self.slot_of_cpu.get(&cpu) {
+            Some(&s) => Some(s),
+            None if self.fixed_cpus => None,
+            None => Some(self.slot(cpu)),
+        }
+    }
+
+    /// Makes sure `cpu` has a column even without samples.
+    pub fn ensure_cpu(&mut self, cpu: u32) {
+        self.column(cpu);
+    }
+
+    /// Adds `n` samples of `module`'s `name` on `cpu`, weighing `weight` in all, whose
+    /// squares sum to `weight_sq`.
+    pub fn add(&mut self, cpu: u32, module: &str, name: &str, n: u64, weight: u64, weight_sq: f64) {
+        let Some(slot) = self.column(cpu) else {
+            self.foreign_cpu_samples += n;
+            return;
+        };
+        let f = self.function(module, name);
+        self.add_at(slot, f, n, weight, weight_sq);
+    }
+
+    /// The index of `module`'s `name`, adding the function (with no samples) when new. An
+    /// importer that names each distinct address once keeps these, and counts each
+    /// sample with [`add_to`](Self::add_to) without naming or hashing it again.
+    pub fn function(&mut self, module: &str, name: &str) -> usize {
+        self.key.clear();
+        self.key.push_str(module);
+        self.key.push('\0');
+        self.key.push_str(name);
+        match self.index.get(self.key.as_str()) {
+            Some(&f) => f,
+            None => {
+                let f = self.keys.len();
+                self.index.insert(self.key.clone(), f);
+                self.keys.push((module.to_string(), name.to_string()));
+                self.counts.push(Vec::new());
+                self.weights.push(Vec::new());
+                self.squares.push(0.0);
+                f
+            }
+        }
+    }
+
+    /// [`add`](Self::add) for the function of index `f` (from [`function`](Self::function)).
+    pub fn add_to(&mut self, cpu: u32, f: usize, n: u64, weight: u64, weight_sq: f64) {
+        match self.column(cpu) {
+            Some(slot) => self.add_at(slot, f, n, weight, weight_sq),
+            None => self.foreign_cpu_samples += n,
+        }
+    }
+
+    fn add_at(&mut self, slot: usize, f: usize, n: u64, weight: u64, weight_sq: f64) {
+        let (row, wrow) = (&mut self.counts[f], &mut self.weights[f]);
+        if row.len() <= slot {
+            row.resize(slot + 1, 0);
+            wrow.resize(slot + 1, 0);
+        }
+        row[slot] = row[slot].saturating_add(n);
+        wrow[slot] = wrow[slot].saturating_add(weight);
+        self.squares[f] += weight_sq;
+        let c = &mut self.cpus[slot];
+        c.samples = c.samples.saturating_add(n);
+        c.weight = c.weight.saturating_add(weight);
+        self.samples = self.samples.saturating_add(n);
+    }
+
+    /// Adds one sample of `module`'s `name` on `cpu`, of period `period`.
+    pub fn add_one(&mut self, cpu: u32, module: &str, name: &str, period: u64) {
+        let p = period as f64;
+        self.add(cpu, module, name, 1, period, p * p);
+    }
+
+    /// Counts one sample of a PC, of period `period`, by the rule every source shares: a
+    /// kernel PC is named by `kernel` (`[unknown]` where no symbol covers it), a user PC
+    /// is `user` (module, function) as the caller names it, hypervisor and guest time are
+    /// one function each, and a sample of unknown mode is placed by its address.
+    pub fn add_sample<K: KernelResolver + ?Sized>(
+        &mut self,
+        cpu: u32,
+        (mode, pc, period): (Mode, u64, u64),
+        kernel: &K,
+        user: (&str, &str),
+    ) {
+        let (m, name) = sample_function(mode, pc, kernel, user);
+        self.add_one(cpu, m, name, period);
+    }
+
+    /// Makes every sample weigh `period` (its own period was not known).
+    pub fn weigh_by_count(&mut self, period: f64) {
+        let weigh = |n: u64| (n as f64 * period).round() as u64;
+        for (f, row) in self.counts.iter().enumerate() {
+            self.weights[f] = row.iter().map(|&n| weigh(n)).collect();
+            self.squares[f] = row.iter().sum::<u64>() as f64 * period * period;
+        }
+        for (slot, c) in self.cpus.iter_mut().enumerate() {
+            c.weight = self.weights.iter().filter_map(|w| w.get(slot)).sum();
+        }
+    }
+
+    /// Adds everything `other` counted (a piece of the same input read apart).
+    pub fn merge(&mut self, other: ProfileBuilder) {
+        for (f, (module, name)) in other.keys.iter().enumerate() {
+            let (row, wrow) = (&other.counts[f], &other.weights[f]);
+            // The squares are the function's, not a CPU's: they go with its first column.
+            let mut sq = other.squares[f];
+            for (slot, &n) in row.iter().enumerate().filter(|(_, &n)| n > 0) {
+                self.add(
+                    other.cpus[slot].cpu,
+                    module,
+                    name,
+                    n,
+                    wrow[slot],
+                    std::mem::take(&mut sq),
+                );
+            }
+        }
+        for c in &other.cpus {
+            if let Some(s) = self.column(c.cpu) {
+                self.cpus[s].lost += c.lost;
+                self.cpus[s].throttled += c.throttled;
+            }
+        }
+        self.foreign_cpu_samples += other.foreign_cpu_samples;
+    }
+
+    /// Adds samples the kernel reported lost on `cpu`.
+    pub fn lost(&mut self, cpu: u32, n: u64) {
+        if let Some(s) = self.column(cpu) {
+            self.cpus[s].lost += n;
+        }
+    }
+
+    /// Adds a throttle event on `cpu`.
+    pub fn throttled(&mut self, cpu: u32) {
+        if let Some(s) = self.column(cpu) {
+            self.cpus[s].throttled += 1;
+        }
+    }
+
+    /// Samples counted (on the profile's CPUs).
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Their summed weight.
+    pub fn weight(&self) -> u64 {
+        self.cpus.iter().fold(0u64, |s, c| s.saturating_add(c.weight))
+    }
+
+    /// CPUs with a column.
+    pub fn cpu_count(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The profile: CPUs in column order when fixed, else in numeric order; functions by
+    /// total samples (largest first), then by name. Samples of CPUs outside a fixed set
+    /// are reported in a warning.
+    pub fn finish(self, meta: ProfileMeta, idle: &IdleSet, mut warnings: Vec<String>) -> Profile {
+        let mut order: Vec<usize> = (0..self.cpus.len()).collect();
+        if !self.fixed_cpus {
+            order.sort_by_key(|&s| self.cpus[s].cpu);
+        }
+        let column = |row: &[u64]| -> Vec<u64> { order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect() };
+        let functions = self
+            .keys
+            .into_iter()
+            .enumerate()
+            .map(|(f, (module, name))| FunctionSamples {
+                module,
+                name,
+                per_cpu: column(&self.counts[f]),
+                weight_per_cpu: column(&self.weights[f]),
+                weight_sq: self.squares[f],
+            })
+            .collect();
+        if self.foreign_cpu_samples > 0 {
+            warnings.push(format!(
+                "{} samples came from CPUs that were not online at the start and are left out",
+                self.foreign_cpu_samples
+            ));
+        }
+        let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
+        meta.into_profile(idle, cpus, functions, warnings)
+    }
+}
+
+/// The (module, function) of a sampled PC, by the rule of [`ProfileBuilder::add_sample`]:
+/// it depends on the mode and the PC alone (and on `user`, which the caller names), so an
+/// importer may name each distinct address once.
+pub fn sample_function<'a, K: KernelResolver + ?Sized>(
+    mode: Mode,
+    pc: u64,
+    kernel: &'a K,
+    user: (&'a str, &'a str),
+) -> (&'a str, &'a str) {
+    match mode {
+        Mode::Kernel => match kernel.resolve_kernel(pc) {
+            Some((name, m)) => (m.unwrap_or(module::KERNEL), name),
+            None => (module::KERNEL, UNKNOWN_FUNCTION),
+        },
+        Mode::User => user,
+        Mode::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
+        Mode::GuestKernel | Mode::GuestUser => (module::GUEST, GUEST_FUNCTION),
+        Mode::Unknown if is_kernel_address(pc) => (module::KERNEL, UNKNOWN_MODE_FUNCTION),
+        Mode::Unknown => (module::USER, UNKNOWN_MODE_FUNCTION),
+    }
+}
+
+/// Builds a profile from a record stream (a live run's, or a stored `samples.gz`): kernel
+/// PCs named by the kernel's symbols, user time as `user` or `user:COMM`.
+pub struct RecordProfiler<'a, K: ?Sized> {
+    kernel: &'a K,
+    /// The period of a sample that does not carry its own (a version 1 stream).
+    default_period: u64,
+    user_by: UserBy,
+    threads: ThreadNames,
+    profile: ProfileBuilder,
+    user_name: String,
+}
+
+impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
+    /// A profiler of the CPUs `cpus` (column order), resolving kernel PCs with `kernel`;
+    /// a sample without its own period weighs `default_period`.
+    pub fn new(kernel: &'a K, cpus: &[u32], user_by: UserBy, default_period: u64) -> Self {
+        RecordProfiler {
+            kernel,
+            default_period,
+            user_by,
+            threads: ThreadNames::default(),
+            profile: ProfileBuilder::with_cpus(cpus),
+            user_name: String::new(),
+        }
+    }
+
+    /// Adds one record.
+    pub fn add(&mut self, r: &Record) {
+        match r {
+            Record::Sample(s) => {
+                if s.mode == Mode::User && self.user_by == UserBy::Comm {
+                    self.user_name = user_function_of(self.threads.get(s.tid).unwrap_or(UNKNOWN_FUNCTION));
+                } else {
+                    self.user_name.clear();
+                    self.user_name.push_str(USER_FUNCTION);
+                }
+                let user = (module::USER, self.user_name.as_str());
+                let period = s.period.unwrap_or(self.default_period);
+                self.profile
+                    .add_sample(s.cpu, (s.mode, s.pc, period), self.kernel, user);
+            }
+            Record::Lost { cpu, count } => self.profile.lost(*cpu, *count),
+            Record::Throttle { cpu } => self.profile.throttled(*cpu),
+            Record::Comm { .. } | Record::Fork { .. } => self.threads.observe(r),
+        }
+    }
+
+    /// The profile (see [`ProfileBuilder::finish`]).
+    pub fn finish(self, meta: ProfileMeta, idle: &IdleSet, warnings: Vec<String>) -> Profile {
+        self.profile.finish(meta, idle, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use upcmp_parsers::samples::Sample;
+
+    /// Two kernel functions and a module's, as a symbol table would name them.
+    struct Table;
+
+    impl KernelResolver for Table {
+        fn resolve_kernel(&self, pc: u64) -> Option<(&str, Option<&str>)> {
+            match pc {
+                0xffffffff81000000..=0xffffffff810000ff => Some(("alpha", None)),
+                0xffffffff81000100..=0xffffffff810001ff => Some(("beta", None)),
+                0xffffffffc0000000..=0xffffffffc00000ff => Some(("gamma", Some("ext4"))),
+                _ => None,
+            }
+        }
+    }
+
+    fn meta() -> ProfileMeta {
+        ProfileMeta {
+            test: "t".into(),
+            command: None,
+            event: "cpu-clock".into(),
+            unit: crate::model::profile::Unit::Nanoseconds,
+            period: Some(1e6),
+            wall_sec: 1.0,
+        }
+    }
+
+    fn sample(cpu: u32, tid: u32, mode: Mode, pc: u64) -> Record {
+        Record::Sample(Sample {
+            time_ns: 0,
+            cpu,
+            pid: tid,
+            tid,
+            mode,
+            period: None,
+            pc,
+            callchain: vec![],
+        })
+    }
+
+    #[test]
+    fn records_count_per_function_and_cpu() {
+        let mut b = RecordProfiler::new(&Table, &[0, 2], UserBy::Comm, 1_000_000);
+        for r in [
+            Record::Comm {
+                pid: 10,
+                tid: 10,
+                comm: "bash".into(),
+            },
+            sample(0, 1, Mode::Kernel, 0xffffffff81000010),
+            sample(2, 1, Mode::Kernel, 0xffffffff81000010),
+            sample(2, 1, Mode::Kernel, 0xffffffff81000180),
+            sample(0, 10, Mode::User, 0x400000),
+            Record::Fork {
+                pid: 11,
+                ppid: 10,
+                tid: 11,
+                ptid: 10,
+            },
+            sample(2, 11, Mode::User, 0x400000),
+            Record::Comm {
+                pid: 11,
+                tid: 11,
+                comm: "ls".into(),
+            },
+            sample(2, 11, Mode::User, 0x400000),
+            sample(0, 1, Mode::Kernel, 0xffffffffc0000004),
+            sample(7, 1, Mode::Kernel, 0xffffffff81000010),
+            Record::Lost { cpu: 2, count: 5 },
+            Record::Throttle { cpu: 0 },
+        ] {
+            b.add(&r);
+        }
+        let p = b.finish(meta(), &IdleSet::new(vec![]), vec![]);
+        let get = |n: &str| {
+            p.functions
+                .iter()
+                .find(|f| f.name == n)
+                .unwrap_or_else(|| panic!("{n}"))
+        };
+        assert_eq!(get("alpha").per_cpu, [1, 1]);
+        assert_eq!(get("beta").per_cpu, [0, 1]);
+        assert_eq!(
+            get("user:bash").per_cpu,
+            [1, 1],
+            "the forked child is bash until it execs"
+        );
+        assert_eq!(get("user:ls").per_cpu, [0, 1]);
+        assert_eq!(get("gamma").module, "ext4");
+        assert_eq!(p.functions[0].name, "alpha", "largest first, then by name");
+        assert_eq!(p.cpus[0].samples, 3);
+        assert_eq!(p.cpus[1].samples, 4);
+        assert_eq!(p.cpus[1].lost, 5);
+        assert_eq!(p.cpus[0].throttled, 1);
+        assert!(p.warnings[0].starts_with("1 samples came from CPUs"));
+    }
+
+    #[test]
+    fn found_cpus_come_in_numeric_order() {
+        let mut c = ProfileBuilder::new();
+        c.add(3, "kernel", "a", 2, 20, 200.0);
+        c.add(1, "kernel", "b", 5, 50, 500.0);
+        c.add(3, "kernel", "b", 1, 10, 100.0);
+        c.ensure_cpu(0);
+        c.lost(1, 4);
+        let p = c.finish(meta(), &IdleSet::linux_default(), vec![]);
+        assert_eq!(p.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [0, 1, 3]);
+        assert_eq!(p.cpus[1].lost, 4);
+        assert_eq!(p.functions[0].name, "b");
+        assert_eq!(p.functions[0].per_cpu, [0, 5, 1]);
+        assert_eq!(p.functions[0].weight_per_cpu, [0, 50, 10]);
+        assert_eq!(p.functions[0].weight_sq, 600.0);
+        assert_eq!(p.functions[1].per_cpu, [0, 0, 2]);
+        assert_eq!(p.cpus[2].samples, 3);
+    }
+
+    #[test]
+    fn one_naming_rule_for_every_mode() {
+        let mut b = ProfileBuilder::new();
+        let user = ("libc.so.6", "memcpy");
+        b.add_sample(0, (Mode::Kernel, 0xffffffff81000001, 1), &Table, user);
+        b.add_sample(0, (Mode::Kernel, 0xffffffff8f000000, 1), &Table, user);
+        b.add_sample(0, (Mode::User, 0x1000, 1), &Table, user);
+        b.add_sample(0, (Mode::Hypervisor, 0, 1), &Table, user);
+        b.add_sample(0, (Mode::GuestUser, 0, 1), &Table, user);
+        b.add_sample(0, (Mode::Unknown, 0xffffffff81000001, 1), &Table, user);
+        b.add_sample(0, (Mode::Unknown, 0x1000, 1), &Table, user);
+        let p = b.finish(meta(), &IdleSet::new(vec![]), vec![]);
+        let mut rows: Vec<(&str, &str)> = p
+            .functions
+            .iter()
+            .map(|f| (f.module.as_str(), f.name.as_str()))
+            .collect();
+        rows.sort();
+        assert_eq!(
+            rows,
+            [
+                ("guest", "guest"),
+                ("hypervisor", "hypervisor"),
+                ("kernel", "[unknown mode]"),
+                ("kernel", "[unknown]"),
+                ("kernel", "alpha"),
+                ("libc.so.6", "memcpy"),
+                ("user", "[unknown mode]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn merged_pieces_add_up() {
+        let (mut a, mut b) = (ProfileBuilder::new(), ProfileBuilder::new());
+        a.add(0, "kernel", "x", 2, 2, 2.0);
+        b.add(1, "kernel", "x", 3, 6, 12.0);
+        b.lost(1, 7);
+        a.merge(b);
+        let p = a.finish(meta(), &IdleSet::new(vec![]), vec![]);
+        assert_eq!(p.functions[0].per_cpu, [2, 3]);
+        assert_eq!(p.functions[0].weight_per_cpu, [2, 6]);
+        assert_eq!(p.functions[0].weight_sq, 14.0);
+        assert_eq!(p.cpus[1].lost, 7);
+    }
+}

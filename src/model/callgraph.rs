@@ -1,0 +1,132 @@
+//! gprof's call graph from exact stacks: self, total and per-arc samples.
+
+use super::stacks::StackProfile;
+use std::collections::BTreeMap;
+
+/// One caller → callee arc of the call graph.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Arc {
+    /// Samples whose stack holds this arc (once per sample, however often it recurs).
+    pub samples: u64,
+    /// Of those, the samples whose stack ends in it (the callee's self time via this caller).
+    pub leaf: u64,
+}
+
+impl Arc {
+    /// The samples spent below the callee when reached through this arc.
+    pub fn children(&self) -> u64 {
+        self.samples - self.leaf
+    }
+}
+
+/// gprof's numbers, from exact stacks instead of call counts and arc guesses.
+#[derive(Debug, Clone, Default)]
+pub struct CallGraph {
+    /// Function names, by id (the profile's frame ids).
+    pub names: Vec<String>,
+    /// Samples in which the function is the leaf.
+    pub self_samples: Vec<u64>,
+    /// Samples in which the function is anywhere on the stack (once per sample).
+    pub total_samples: Vec<u64>,
+    /// Samples in which the function is the outermost frame (gprof's `<spontaneous>`).
+    pub root_samples: Vec<u64>,
+    /// Arcs (caller, callee).
+    pub arcs: BTreeMap<(u32, u32), Arc>,
+    /// All samples.
+    pub samples: u64,
+}
+
+impl CallGraph {
+    /// The call graph of `p`.
+    pub fn of(p: &StackProfile) -> Self {
+        let n = p.names().len();
+        let mut g = CallGraph {
+            names: p.names().to_vec(),
+            self_samples: vec![0; n],
+            total_samples: vec![0; n],
+            root_samples: vec![0; n],
+            arcs: BTreeMap::new(),
+            samples: p.samples,
+        };
+        let mut seen: Vec<u32> = Vec::new();
+        let mut seen_arcs: Vec<(u32, u32)> = Vec::new();
+        for (s, c) in p.stacks() {
+            g.self_samples[*s.last().expect("not empty") as usize] += c;
+            g.root_samples[s[0] as usize] += c;
+            seen.clear();
+            seen.extend_from_slice(s);
+            seen.sort_unstable();
+            seen.dedup();
+            for &f in &seen {
+                g.total_samples[f as usize] += c;
+            }
+            seen_arcs.clear();
+            seen_arcs.extend(s.windows(2).map(|w| (w[0], w[1])));
+            seen_arcs.sort_unstable();
+            seen_arcs.dedup();
+            for a in &seen_arcs {
+                g.arcs.entry(*a).or_default().samples += c;
+            }
+            if let [.., caller, callee] = s {
+                g.arcs.entry((*caller, *callee)).or_default().leaf += c;
+            }
+        }
+        g
+    }
+
+    /// Ids of the functions seen, by total samples (largest first), then name.
+    pub fn by_total(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = (0..self.names.len() as u32)
+            .filter(|&i| self.total_samples[i as usize] > 0)
+            .collect();
+        ids.sort_by(|&a, &b| {
+            self.total_samples[b as usize]
+                .cmp(&self.total_samples[a as usize])
+                .then_with(|| self.names[a as usize].cmp(&self.names[b as usize]))
+        });
+        ids
+    }
+
+    /// The id of the function called `name`.
+    pub fn id(&self, name: &str) -> Option<u32> {
+        self.names.iter().position(|n| n == name).map(|i| i as u32)
+    }
+
+    /// The callers of `f` with their arcs.
+    pub fn callers(&self, f: u32) -> impl Iterator<Item = (u32, &Arc)> {
+        self.arcs
+            .iter()
+            .filter(move |((_, c), _)| *c == f)
+            .map(|((p, _), a)| (*p, a))
+    }
+
+    /// The callees of `f` with their arcs.
+    pub fn callees(&self, f: u32) -> impl Iterator<Item = (u32, &Arc)> {
+        self.arcs.range((f, 0)..=(f, u32::MAX)).map(|((_, c), a)| (*c, a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_graph_counts_recursion_once_per_sample() {
+        let p = StackProfile::from_folded("main;f;f;g 2\nmain;f 1\nmain;h;g 3\n", "x").unwrap();
+        let g = CallGraph::of(&p);
+        let id = |n| g.id(n).unwrap();
+        assert_eq!(g.total_samples[id("f") as usize], 3);
+        assert_eq!(g.self_samples[id("f") as usize], 1);
+        assert_eq!(g.total_samples[id("g") as usize], 5);
+        assert_eq!(g.root_samples[id("main") as usize], 6);
+        assert_eq!(g.arcs[&(id("f"), id("f"))], Arc { samples: 2, leaf: 0 });
+        assert_eq!(g.arcs[&(id("f"), id("g"))], Arc { samples: 2, leaf: 2 });
+        assert_eq!(g.arcs[&(id("main"), id("f"))], Arc { samples: 3, leaf: 1 });
+        let callers_of_g: Vec<_> = g
+            .callers(id("g"))
+            .map(|(c, a)| (g.names[c as usize].clone(), a.samples))
+            .collect();
+        assert_eq!(callers_of_g, [("f".to_string(), 2), ("h".to_string(), 3)]);
+        assert_eq!(g.by_total()[0], id("main"));
+    }
+}

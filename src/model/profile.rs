@@ -1,0 +1,234 @@
+//! A profile: samples per function and CPU, with what they stand for.
+
+use super::idle::IdleSet;
+
+/// Module names a profile uses besides kernel modules' and user files' own names.
+pub mod module {
+    /// The core kernel.
+    pub const KERNEL: &str = "kernel";
+    /// User space as one module (live runs) or code outside any known file.
+    pub const USER: &str = "user";
+    /// Time in the hypervisor.
+    pub const HYPERVISOR: &str = "hypervisor";
+    /// Time in a guest.
+    pub const GUEST: &str = "guest";
+    /// A user address of a recording that no mapping covers.
+    pub const UNKNOWN: &str = "unknown";
+}
+
+/// The function of a PC that no symbol covers, as perf prints it.
+pub const UNKNOWN_FUNCTION: &str = "[unknown]";
+/// The function of a sample whose processor mode was not said.
+pub const UNKNOWN_MODE_FUNCTION: &str = "[unknown mode]";
+/// The function of a recorded sample that carried neither an address nor a symbol.
+pub const NO_IP_FUNCTION: &str = "[no ip]";
+/// User time as one function (uprun's default, as the original).
+pub const USER_FUNCTION: &str = "user";
+/// Hypervisor time as one function.
+pub const HYPERVISOR_FUNCTION: &str = "hypervisor";
+/// Guest time as one function.
+pub const GUEST_FUNCTION: &str = "guest";
+
+/// The function user time of the command `comm` counts for with `--user-by comm`.
+pub fn user_function_of(comm: &str) -> String {
+    format!("{USER_FUNCTION}:{comm}")
+}
+
+/// How user-mode samples are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UserBy {
+    /// All user time is the one function `user`, as the original.
+    #[default]
+    Single,
+    /// One function per command name: `user:COMM`.
+    Comm,
+}
+
+/// What a profile's weights count: every sample weighs its period in this unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Unit {
+    /// Nanoseconds: the time events `cpu-clock` and `task-clock`.
+    #[default]
+    Nanoseconds,
+    /// Occurrences of the sampled event (cycles, instructions, page faults, ...).
+    Events,
+}
+
+impl Unit {
+    /// The unit of an event: time events count nanoseconds.
+    pub fn of_event(event: &str) -> Self {
+        if is_time_event(event) {
+            Unit::Nanoseconds
+        } else {
+            Unit::Events
+        }
+    }
+
+    /// The word written in a profile: `ns` or `events`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Nanoseconds => "ns",
+            Unit::Events => "events",
+        }
+    }
+}
+
+/// Whether an event counts time, its period in nanoseconds.
+pub fn is_time_event(event: &str) -> bool {
+    matches!(event, "cpu-clock" | "task-clock")
+}
+
+/// The profile of one test (one repetition), or of one recording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The test's name (its directory name in the run), or the recording's file name.
+    pub test: String,
+    /// The command that ran, when known.
+    pub command: Option<String>,
+    /// Sampling event, e.g. `cpu-clock`.
+    pub event: String,
+    /// What the weights count.
+    pub unit: Unit,
+    /// What one sample stands for, in `unit`: the sampling period, or the mean of the
+    /// periods where they vary (a sampling frequency).
+    pub period: f64,
+    /// Wall-clock duration of the sampled interval, in seconds.
+    pub wall_sec: f64,
+    /// Functions whose samples count as idle when the profile was made.
+    pub idle_set: Vec<String>,
+    /// One entry per sampled CPU, in column order.
+    pub cpus: Vec<CpuTotals>,
+    /// Things the collector or importer wants the reader to know.
+    pub warnings: Vec<String>,
+    /// Sample counts per function, one count per CPU in `cpus` order.
+    pub functions: Vec<FunctionSamples>,
+}
+
+impl Profile {
+    /// What one sample stands for in seconds, for a time event.
+    pub fn period_sec(&self) -> Option<f64> {
+        (self.unit == Unit::Nanoseconds).then_some(self.period * 1e-9)
+    }
+
+    /// Whether every weight is its count times the period (a fixed period): the weights
+    /// then add nothing to the counts.
+    pub fn fixed_period(&self) -> bool {
+        let p = self.period;
+        let implied = |n: u64| (n as f64 * p).round();
+        self.functions.iter().all(|f| {
+            f.per_cpu
+                .iter()
+                .zip(&f.weight_per_cpu)
+                .all(|(&n, &w)| implied(n) == w as f64)
+                && (f.weight_sq - f.total() as f64 * p * p).abs() <= 1e-9 * f.weight_sq.max(1.0)
+        })
+    }
+}
+
+/// Per-CPU totals of a profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuTotals {
+    /// The CPU's number.
+    pub cpu: u32,
+    /// Samples taken on it (all functions, idle included).
+    pub samples: u64,
+    /// Their summed weight (in the profile's unit).
+    pub weight: u64,
+    /// Samples the kernel reported lost (PERF_RECORD_LOST).
+    pub lost: u64,
+    /// Throttle events seen.
+    pub throttled: u64,
+    /// Busy time from /proc/stat over the same interval, when recorded.
+    pub procstat_busy_sec: Option<f64>,
+}
+
+impl CpuTotals {
+    /// A CPU with nothing counted yet.
+    pub fn empty(cpu: u32) -> Self {
+        CpuTotals {
+            cpu,
+            samples: 0,
+            weight: 0,
+            lost: 0,
+            throttled: 0,
+            procstat_busy_sec: None,
+        }
+    }
+}
+
+/// Samples and weights of one function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionSamples {
+    /// Module: `kernel`, `user`, a kernel module's name, or a user file's name.
+    pub module: String,
+    /// Function name (may contain spaces, e.g. a user command's name).
+    pub name: String,
+    /// Samples on each CPU, in the order of [`Profile::cpus`].
+    pub per_cpu: Vec<u64>,
+    /// Their summed weights on each CPU, in the profile's unit.
+    pub weight_per_cpu: Vec<u64>,
+    /// The sum of the squares of the samples' weights: the variance of the summed weight
+    /// when samples arrive as a Poisson process (docs/formulas.md).
+    pub weight_sq: f64,
+}
+
+impl FunctionSamples {
+    /// Samples on all CPUs.
+    pub fn total(&self) -> u64 {
+        self.per_cpu.iter().sum()
+    }
+
+    /// Weight on all CPUs.
+    pub fn weight(&self) -> u64 {
+        self.weight_per_cpu.iter().fold(0u64, |s, &w| s.saturating_add(w))
+    }
+}
+
+/// What a profile says about itself, apart from its counts.
+#[derive(Debug, Clone)]
+pub struct ProfileMeta {
+    /// The test's name.
+    pub test: String,
+    /// What ran, when known.
+    pub command: Option<String>,
+    /// The sampled event.
+    pub event: String,
+    /// What the weights count.
+    pub unit: Unit,
+    /// What one sample stands for, in `unit` (see [`Profile::period`]); `None`: the
+    /// mean of the samples' periods.
+    pub period: Option<f64>,
+    /// Wall-clock length of the sampled interval.
+    pub wall_sec: f64,
+}
+
+impl ProfileMeta {
+    /// The profile of `functions`, in the one order every source uses: by total samples
+    /// (largest first), then by name.
+    pub fn into_profile(
+        self,
+        idle: &IdleSet,
+        cpus: Vec<CpuTotals>,
+        mut functions: Vec<FunctionSamples>,
+        warnings: Vec<String>,
+    ) -> Profile {
+        let samples: u64 = cpus.iter().map(|c| c.samples).sum();
+        let weight: f64 = cpus.iter().map(|c| c.weight as f64).sum();
+        let period = self
+            .period
+            .unwrap_or(if samples > 0 { weight / samples as f64 } else { 1.0 });
+        functions.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.name.cmp(&b.name)));
+        Profile {
+            test: self.test,
+            command: self.command,
+            event: self.event,
+            unit: self.unit,
+            period,
+            wall_sec: self.wall_sec,
+            idle_set: idle.names().to_vec(),
+            cpus,
+            warnings,
+            functions,
+        }
+    }
+}

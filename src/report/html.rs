@@ -1,0 +1,829 @@
+//! `results.html`: one self-contained page per comparison (docs/upcmp.md, "results.html").
+//!
+//! The page is drawn in two halves. This module renders, with maud (escaped by
+//! construction), everything that is small and fixed: the header, the digest, and per
+//! test the benchmark table, the Profiling Summary, the notes, small inline SVG plots and
+//! the caller/callee tables. The function tables (up to 10^5 rows, sortable, filterable,
+//! drawn lazily), the flame graphs and any counters are drawn by the page's script from
+//! JSON embedded in the page; `html/data.js` is the only script that reads field names.
+//! Nothing is fetched: a Content-Security-Policy forbids every network request.
+
+use super::{fmt_pct, fmt_rate, fmt_ratio, fmt_sec, msec};
+use crate::compare::bench::BenchRow;
+use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
+use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
+use crate::compare::stats::{Mark, Significance};
+use crate::compare::{ratio, Basis, FunctionDelta, Measure, ProfileComparison, ProfileSummary};
+use crate::model::DEFAULT_IDLE_FUNCTIONS;
+use crate::report::stackcmp::flame_file;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use std::io::{self, Write};
+
+/// The page's style sheet, script modules and self-test, included at compile time.
+const CSS: &str = include_str!("html/page.css");
+const ERRORS_JS: &str = include_str!("html/errors.js");
+const DATA_JS: &str = include_str!("html/data.js");
+const PAGE_JS: &str = include_str!("html/page.js");
+const SELFTEST_JS: &str = include_str!("html/selftest.js");
+
+/// No network, ever: the page and its flame graphs (srcdoc frames inherit it) may only
+/// run their own inline code.
+const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                   img-src data:; base-uri 'none'; form-action 'none'";
+
+/// The version of the embedded data's layout, read by `html/data.js`.
+const DATA_SCHEMA: u32 = 1;
+
+/// Options of the HTML report.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct HtmlOptions {
+    /// Open the function tables with the noise rows hidden (upcmp --hide-noise).
+    pub hide_noise: bool,
+}
+
+impl HtmlOptions {
+    /// Options with the noise rows hidden or shown at first.
+    pub fn new(hide_noise: bool) -> Self {
+        HtmlOptions { hide_noise }
+    }
+}
+
+/// Writes `results.html` for `cmp`. `stacks` is the stack comparison when the runs have
+/// call stacks, and `stack_svgs` the files [`crate::report::stackcmp::files`] made of
+/// it: each test's differential flame graph is embedded from there.
+pub fn render(
+    cmp: &RunComparison,
+    stacks: Option<&RunStacks>,
+    stack_svgs: &[(String, Vec<u8>)],
+    opts: &HtmlOptions,
+    mut out: impl Write,
+) -> io::Result<()> {
+    let stacks_of = |name: &str| stacks.and_then(|s| s.tests.iter().find(|t| t.test == name));
+    // The flame graphs, in test order; each becomes one JSON string in its own block.
+    let mut flames: Vec<&str> = Vec::new();
+    let mut flame_of_test: Vec<Option<usize>> = Vec::new();
+    for t in &cmp.tests {
+        let file = stacks_of(&t.name).map(|s| flame_file(&s.test));
+        let svg = file.and_then(|f| stack_svgs.iter().find(|(n, _)| *n == f));
+        match svg.map(|(_, b)| std::str::from_utf8(b)) {
+            Some(Ok(s)) => {
+                flames.push(svg_element(s));
+                flame_of_test.push(Some(flames.len() - 1));
+            }
+            Some(Err(e)) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+            None => flame_of_test.push(None),
+        }
+    }
+    let data = page_data(cmp, opts)?;
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content=(CSP);
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="generator" content={ "upcmp " (crate::TOOL_VERSION) };
+                title { "upcmp: " (cmp.dir1.display()) " vs " (cmp.dir2.display()) }
+                style { (PreEscaped(CSS)) }
+                script { (PreEscaped(ERRORS_JS)) }
+            }
+            body {
+                (header(cmp))
+                (digest(cmp))
+                @for (i, t) in cmp.tests.iter().enumerate() {
+                    (test_section(i, t, stacks_of(&t.name), flame_of_test[i]))
+                }
+                footer {
+                    "Written by upcmp " (crate::TOOL_VERSION) " beside results, results.csv and results.json, "
+                    "which carry the same numbers. This page loads nothing from the network."
+                }
+                script #upcmp-data type="application/json" { (PreEscaped(&data)) }
+                @for (k, svg) in flames.iter().enumerate() {
+                    script.flame-svg id={ "flame-" (k) } type="application/json" {
+                        (PreEscaped(script_safe_json(svg)?))
+                    }
+                }
+                script { (PreEscaped(DATA_JS)) (PreEscaped(PAGE_JS)) (PreEscaped(SELFTEST_JS)) }
+            }
+        }
+    };
+    out.write_all(page.into_string().as_bytes())
+}
+
+/// The `<svg>` element of inferno's file, without the XML declaration and doctype that an
+/// HTML document must not carry.
+fn svg_element(svg: &str) -> &str {
+    svg.find("<svg").map_or(svg, |at| &svg[at..])
+}
+
+/// `value` as JSON that cannot end or confuse the `<script>` block holding it: every `<`
+/// (only ever inside a string) is written `\u003c`, so neither `</script` nor `<!--`
+/// can appear.
+fn script_safe_json(value: &impl serde::Serialize) -> io::Result<String> {
+    let mut w = ScriptSafe(Vec::new());
+    serde_json::to_writer(&mut w, value).map_err(io::Error::other)?;
+    String::from_utf8(w.0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// A writer that replaces `<` by its JSON escape (serde_json writes `<` only in strings).
+struct ScriptSafe(Vec<u8>);
+
+impl Write for ScriptSafe {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for piece in buf.split_inclusive(|&b| b == b'<') {
+            match piece.split_last() {
+                Some((b'<', head)) => {
+                    self.0.extend_from_slice(head);
+                    self.0.extend_from_slice(b"\\u003c");
+                }
+                _ => self.0.extend_from_slice(piece),
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The data the page's script reads: the comparison as `results.json` has it, except
+/// that each test's function rows are moved to `function_rows` as arrays under one list
+/// of keys (10^5 rows would otherwise repeat every field name 10^5 times). The rows are
+/// written one by one, never held as JSON values all at once.
+fn page_data(cmp: &RunComparison, opts: &HtmlOptions) -> io::Result<String> {
+    let mut stripped = cmp.clone();
+    let mut rows = Vec::new();
+    for t in &mut stripped.tests {
+        rows.push(match &mut t.outcome {
+            TestOutcome::Compared { profile, .. } => Some(std::mem::take(&mut profile.rows)),
+            TestOutcome::OnlyIn { .. } => None,
+        });
+    }
+    let mut w = ScriptSafe(Vec::new());
+    write!(
+        w,
+        "{{\"schema\":{DATA_SCHEMA},\"hide_noise\":{},\"comparison\":",
+        opts.hide_noise
+    )?;
+    serde_json::to_writer(&mut w, &stripped).map_err(io::Error::other)?;
+    w.write_all(b",\"function_rows\":[")?;
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        match r {
+            Some(r) => write_row_table(r, &mut w)?,
+            None => w.write_all(b"null")?,
+        }
+    }
+    w.write_all(b"]}")?;
+    String::from_utf8(w.0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Writes rows as `{"rows": [[...], ...], "keys": [...]}`, nested objects flattened to
+/// dotted keys (`noise.p_value`). Keys come from the rows themselves, so a field added
+/// to [`FunctionDelta`] reaches the page without a change here; a key first seen in a
+/// later row is appended, and the rows before it are shorter (the page reads null).
+fn write_row_table(rows: &[FunctionDelta], mut w: impl Write) -> io::Result<()> {
+    use serde_json::Value;
+    fn flatten(prefix: &str, v: Value, out: &mut Vec<(String, Value)>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let key = if prefix.is_empty() { k } else { format!("{prefix}.{k}") };
+                    flatten(&key, v, out);
+                }
+            }
+            v => out.push((prefix.to_string(), v)),
+        }
+    }
+    let mut keys: Vec<String> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    w.write_all(b"{\"rows\":[")?;
+    let mut fields = Vec::new();
+    for (n, r) in rows.iter().enumerate() {
+        fields.clear();
+        flatten("", serde_json::to_value(r).map_err(io::Error::other)?, &mut fields);
+        let mut row = vec![Value::Null; keys.len()];
+        for (k, v) in fields.drain(..) {
+            let i = *index.entry(k.clone()).or_insert_with(|| {
+                keys.push(k);
+                keys.len() - 1
+            });
+            if i >= row.len() {
+                row.resize(i + 1, Value::Null);
+            }
+            row[i] = v;
+        }
+        if n > 0 {
+            w.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut w, &row).map_err(io::Error::other)?;
+    }
+    w.write_all(b"],\"keys\":")?;
+    serde_json::to_writer(&mut w, &keys).map_err(io::Error::other)?;
+    w.write_all(b"}")
+}
+
+fn header(cmp: &RunComparison) -> Markup {
+    html! {
+        header {
+            h1 { "upcmp: " span.run1 { (cmp.dir1.display()) } " → " span.run2 { (cmp.dir2.display()) } }
+            p.runs {
+                "1: " code { (cmp.dir1.display()) } br;
+                "2: " code { (cmp.dir2.display()) }
+            }
+            @if !cmp.warnings.is_empty() {
+                ul.warnings {
+                    @for w in &cmp.warnings { li { strong { "WARNING: " } (w) } }
+                }
+            }
+            h2 { "System" }
+            @if cmp.system_differences.is_empty() {
+                p { "No differences between the two system descriptions that can bias the comparison." }
+            } @else {
+                table.system {
+                    thead { tr { th { "item" } th { "run 1" } th { "run 2" } } }
+                    tbody {
+                        @for d in &cmp.system_differences {
+                            tr { td { (d.key) } td { (d.run1) } td { (d.run2) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn verdict(n: &Significance) -> Markup {
+    let class = match n.verdict {
+        Mark::Significant => "verdict significant",
+        Mark::SamplingOnly => "verdict sampling",
+        Mark::Noise => "verdict noise",
+        Mark::NotTested | Mark::BelowCutoff => "verdict untested",
+    };
+    html! { span class=(class) { (n.verdict.word()) } }
+}
+
+/// Beyond the noise as far as it was measured: significant, or beyond the sampling error
+/// of single runs.
+fn beyond(n: &Significance) -> bool {
+    matches!(n.verdict, Mark::Significant | Mark::SamplingOnly)
+}
+
+/// Which way a ratio is an improvement, for its colour.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Better {
+    /// Above 1 is better (speed).
+    Higher,
+    /// Below 1 is better (CPU time).
+    Lower,
+    /// Neither (elapsed and idle time).
+    Neither,
+}
+
+/// A ratio drawn from 1.0 on a log scale: to the right when above 1, full width at
+/// ±25 % (a change off the scale ends in an arrow), coloured by `better`; a change
+/// within the noise is drawn faint.
+fn ratio_bar(r: Option<f64>, better: Better, faint: bool) -> Markup {
+    const W: f64 = 120.0;
+    const LIMIT: f64 = 0.223_143_551_314_209_76; // ln 1.25
+    let Some(r) = r.filter(|r| r.is_finite() && *r > 0.0) else {
+        return html! {};
+    };
+    let x = (r.ln() / LIMIT).clamp(-1.0, 1.0) * (W / 2.0 - 6.0);
+    let (start, width) = if x >= 0.0 { (W / 2.0, x) } else { (W / 2.0 + x, -x) };
+    let colour = match better {
+        Better::Neither => "neutral",
+        Better::Higher if r >= 1.0 => "good",
+        Better::Lower if r <= 1.0 => "good",
+        _ => "bad",
+    };
+    let class = format!("bar {colour}{}", if faint { " faint" } else { "" });
+    let off_scale = r.ln().abs() > LIMIT;
+    let arrow = if x >= 0.0 {
+        format!("{},2 {},7 {},12", W - 6.0, W - 1.0, W - 6.0)
+    } else {
+        "6,2 1,7 6,12".to_string()
+    };
+    html! {
+        svg.ratio width=(W) height="14" viewBox={ "0 0 " (W) " 14" } role="img"
+            aria-label={ "ratio " (format!("{r:.3}")) } {
+            rect.track x="0" y="6" width=(W) height="2" {}
+            rect class=(class) x=(format!("{start:.1}")) y="2" width=(format!("{:.1}", width.max(1.0))) height="10" {}
+            @if off_scale { polygon class=(class) points=(arrow) {} }
+            line.one x1=(W / 2.0) x2=(W / 2.0) y1="0" y2="14" {}
+        }
+    }
+}
+
+/// Two runs' values on one axis: each repetition as a dot, the mean as a tick.
+fn strip_plot(v1: &[f64], v2: &[f64], unit: &str) -> Markup {
+    let all = || v1.iter().chain(v2).copied().filter(|v| v.is_finite());
+    let (lo, hi) = (
+        all().fold(f64::INFINITY, f64::min),
+        all().fold(f64::NEG_INFINITY, f64::max),
+    );
+    if !lo.is_finite() {
+        return html! {};
+    }
+    let (lo, hi) = pad_range(lo, hi);
+    let x = |v: f64| 24.0 + (v - lo) / (hi - lo) * 252.0;
+    let row = |vs: &[f64], y: f64, class: &str| -> Markup {
+        let mean = crate::compare::stats::mean(vs);
+        html! {
+            @for v in vs {
+                circle class=(class) cx=(format!("{:.1}", x(*v))) cy=(y) r="3.5" {
+                    title { (format!("{v:.4} {unit}")) }
+                }
+            }
+            @if !vs.is_empty() {
+                line class=(class) x1=(format!("{:.1}", x(mean))) x2=(format!("{:.1}", x(mean)))
+                    y1=(y - 7.0) y2=(y + 7.0) {}
+            }
+        }
+    };
+    html! {
+        svg.spread width="300" height="52" viewBox="0 0 300 52" role="img" aria-label="the repetitions of each run" {
+            text x="2" y="16" { "1" } text x="2" y="36" { "2" }
+            (row(v1, 12.0, "run1")) (row(v2, 32.0, "run2"))
+            text.axis x="24" y="50" { (format!("{lo:.3}")) }
+            text.axis x="276" y="50" text-anchor="end" { (format!("{hi:.3} {unit}")) }
+        }
+    }
+}
+
+/// Two runs' means with ± one standard deviation (benchmarks keep no value per
+/// repetition).
+fn interval_plot(b: &BenchRow) -> Markup {
+    let (Some(m1), Some(m2)) = (b.run1, b.run2) else {
+        return html! {};
+    };
+    let (s1, s2) = (m1.abs() * b.run1_sd_pct / 100.0, m2.abs() * b.run2_sd_pct / 100.0);
+    let (lo, hi) = pad_range((m1 - s1).min(m2 - s2), (m1 + s1).max(m2 + s2));
+    let x = |v: f64| 24.0 + (v - lo) / (hi - lo) * 252.0;
+    let row = |m: f64, s: f64, y: f64, class: &str| {
+        html! {
+            line class=(class) x1=(format!("{:.1}", x(m - s))) x2=(format!("{:.1}", x(m + s))) y1=(y) y2=(y) {}
+            circle class=(class) cx=(format!("{:.1}", x(m))) cy=(y) r="3.5" {
+                title { (format!("mean {m:.4}, sd {:.1}%", 100.0 * s / m.abs().max(f64::MIN_POSITIVE))) }
+            }
+        }
+    };
+    html! {
+        svg.spread width="300" height="52" viewBox="0 0 300 52" role="img"
+            aria-label="mean and standard deviation of each run" {
+            text x="2" y="16" { "1" } text x="2" y="36" { "2" }
+            (row(m1, s1, 12.0, "run1")) (row(m2, s2, 32.0, "run2"))
+            text.axis x="24" y="50" { (fmt_rate(lo)) }
+            text.axis x="276" y="50" text-anchor="end" { (fmt_rate(hi)) " " (b.unit) }
+        }
+    }
+}
+
+fn pad_range(lo: f64, hi: f64) -> (f64, f64) {
+    let span = (hi - lo).max(hi.abs() * 1e-3).max(1e-12);
+    (lo - span * 0.1, hi + span * 0.1)
+}
+
+fn anchor(i: usize) -> String {
+    format!("t{i}")
+}
+
+/// The first operation's speed change, and the CPU time's, per test.
+fn digest(cmp: &RunComparison) -> Markup {
+    html! {
+        section #digest {
+            h2 { "Digest" }
+            table.digest {
+                thead {
+                    tr {
+                        th { "Test" }
+                        th colspan="3" { "Benchmark speed, run 2 vs run 1" }
+                        th colspan="3" { "CPU time, R2/R1" }
+                        th { "Functions beyond the noise" }
+                    }
+                }
+                tbody {
+                    @for (i, t) in cmp.tests.iter().enumerate() {
+                        tr {
+                            td { a href={ "#" (anchor(i)) } { (t.name) } }
+                            @match &t.outcome {
+                                TestOutcome::OnlyIn { run, .. } => {
+                                    td colspan="7" { "only in run " (run) ": nothing to compare" }
+                                }
+                                TestOutcome::Compared { bench, profile, .. } => {
+                                    (digest_bench(bench.first()))
+                                    (digest_cpu(profile))
+                                    td.num { (significant_listed(profile)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            p.legend {
+                "Bars: the ratio from 1.0 on a log scale (full width at ±25 %); green is faster or less CPU time, "
+                "red slower or more; faint within the noise. Single runs test the benchmark against nothing: "
+                "repeat the runs (uprun --runs N) to test it."
+            }
+        }
+    }
+}
+
+fn significant_listed(p: &ProfileComparison) -> usize {
+    p.listed().filter(|r| beyond(&r.noise)).count()
+}
+
+fn digest_bench(b: Option<&BenchRow>) -> Markup {
+    let Some(b) = b else {
+        return html! { td colspan="3" { "no benchmark result" } };
+    };
+    html! {
+        td.num title=(b.description) { (fmt_ratio(b.speed_ratio)) "×" }
+        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
+        td { @match b.noise { Some(n) => (verdict(&n)), None => span.verdict.untested { "single run" } } }
+    }
+}
+
+fn digest_cpu(p: &ProfileComparison) -> Markup {
+    let r = ratio(p.run1.cpu, p.run2.cpu);
+    html! {
+        td.num { (fmt_ratio(r)) }
+        td { (ratio_bar(r, Better::Lower, !beyond(&p.cpu_noise))) }
+        td { (verdict(&p.cpu_noise)) }
+    }
+}
+
+fn test_section(i: usize, t: &TestComparison, stacks: Option<&TestStacks>, flame: Option<usize>) -> Markup {
+    html! {
+        section.test id=(anchor(i)) {
+            h2 { (t.name) a.top href="#digest" title="back to the digest" { "↑" } }
+            @match &t.outcome {
+                TestOutcome::OnlyIn { run, dir } => {
+                    p { "Only in run " (run) " (" code { (dir.display()) } "): nothing to compare." }
+                }
+                TestOutcome::Compared { upout1, upout2, repetitions1, repetitions2, bench, profile, notes, .. } => {
+                    p.runs {
+                        "1: " code { (upout1.display()) }
+                        @if *repetitions1 > 1 { " (" (repetitions1) " repetitions)" }
+                        br;
+                        "2: " code { (upout2.display()) }
+                        @if *repetitions2 > 1 { " (" (repetitions2) " repetitions)" }
+                    }
+                    @if !notes.is_empty() {
+                        ul.notes { @for n in notes { li { strong { "NOTE: " } (n) } } }
+                    }
+                    h3 { "Benchmark" }
+                    (bench_table(bench))
+                    h3 { "Profiling Summary" }
+                    (summary_table(profile))
+                    h3 { "CPU Time Analysis" }
+                    div.ftable data-test=(i) {
+                        noscript {
+                            "The function table needs JavaScript; every row is in results.csv and results.json."
+                        }
+                    }
+                    (profile_notes(profile))
+                    div.counters data-test=(i) {}
+                    @if let Some(s) = stacks { (stack_section(s, flame)) }
+                }
+            }
+        }
+    }
+}
+
+fn bench_value(b: &BenchRow, v: Option<f64>) -> String {
+    match v {
+        Some(x) if b.unit == "sec" => format!("{x:.3}"),
+        Some(x) => fmt_rate(x),
+        None => String::new(),
+    }
+}
+
+fn bench_table(rows: &[BenchRow]) -> Markup {
+    if rows.is_empty() {
+        return html! { p { "No benchmark results in either upout." } };
+    }
+    let repeated = rows.iter().any(|r| r.noise.is_some());
+    html! {
+        table.bench {
+            thead {
+                tr {
+                    th { "Operation" }
+                    th.num { "Run 1" } @if repeated { th.num { "sd%" } }
+                    th.num { "Run 2" } @if repeated { th.num { "sd%" } }
+                    th.num { "Speed" } th { "R2 vs R1" }
+                    @if repeated { th { "95% test" } th { "Spread (mean ± sd)" } }
+                }
+            }
+            tbody {
+                @for b in rows {
+                    tr {
+                        td {
+                            (b.description)
+                            @if b.lower_is_better {
+                                " " span.unit { "[" (b.unit) ", lower is better; speed is R1/R2]" }
+                            }
+                            @else if !b.unit.is_empty() { " " span.unit { "[" (b.unit) "]" } }
+                        }
+                        td.num { (bench_value(b, b.run1)) }
+                        @if repeated { td.num { (format!("{:.1}", b.run1_sd_pct)) } }
+                        td.num { (bench_value(b, b.run2)) }
+                        @if repeated { td.num { (format!("{:.1}", b.run2_sd_pct)) } }
+                        td.num { (fmt_ratio(b.speed_ratio)) }
+                        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
+                        @if repeated {
+                            td { @match b.noise { Some(n) => (verdict(&n)), None => "n/a" } }
+                            td { (interval_plot(b)) }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(line) = super::text::bench_noise_line(rows) {
+            p.note { (line) }
+        }
+    }
+}
+
+fn summary_table(c: &ProfileComparison) -> Markup {
+    let (a, b) = (&c.run1, &c.run2);
+    let m = &c.measure;
+    let repeated = a.repetitions > 1 || b.repetitions > 1;
+    // Runs in different units have no ratio of values.
+    let comparable = m.basis != Basis::Share;
+    let line = |name: &str, x: f64, y: f64, scale: f64, better: Better, faint: bool| {
+        let r = if comparable { ratio(x, y) } else { None };
+        html! {
+            tr {
+                th { (name) }
+                td.num { (fmt_sec(x / scale)) } td.num { (fmt_sec(y / scale)) } td.num { (fmt_ratio(r)) }
+                td { (ratio_bar(r, better, faint)) }
+            }
+        }
+    };
+    let unit = format!("({})", m.unit);
+    let faint = !beyond(&c.cpu_noise);
+    html! {
+        table.summary {
+            thead {
+                tr {
+                    th { "Sum of all CPUs" } th.num { "Run1 " (unit) } th.num { "Run2 " (unit) }
+                    th.num { "R2/R1" } th {}
+                }
+            }
+            tbody {
+                tr { th { "Number of CPUs" } td.num { (a.cpus) } td.num { (b.cpus) } td {} td {} }
+                @if repeated {
+                    tr {
+                        th { "Repetitions (means below)" }
+                        td.num { (a.repetitions) } td.num { (b.repetitions) } td {} td {}
+                    }
+                }
+                @if m.is_time() {
+                    (line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0, Better::Neither, false))
+                    (line("Idle time", a.idle, b.idle, 1.0, Better::Neither, false))
+                    (line("CPU time", a.cpu, b.cpu, 1.0, Better::Lower, faint))
+                } @else {
+                    (line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0, Better::Neither, false))
+                    (line("Idle functions", a.idle, b.idle, m.scale, Better::Neither, false))
+                    (line("Other functions", a.cpu, b.cpu, m.scale, Better::Lower, faint))
+                }
+                @if a.lost > 0.0 || b.lost > 0.0 {
+                    (line("Lost samples", a.lost, b.lost, m.scale, Better::Lower, false))
+                }
+            }
+        }
+        p.note {
+            "CPU time: " (verdict(&c.cpu_noise))
+            @if repeated {
+                " (sd " (format!("{:.1}", a.cpu_sd_pct)) "% and " (format!("{:.1}", b.cpu_sd_pct))
+                "% over the repetitions)"
+            }
+        }
+        @if repeated {
+            figure.spread {
+                (strip_plot(&a.cpu_per_repetition, &b.cpu_per_repetition, "s"))
+                figcaption { "CPU time of each repetition (dots) and their mean (tick)." }
+            }
+        }
+    }
+}
+
+/// How a run's samples were taken and weighed, as the text report's notes say it.
+fn sampling_note(s: &ProfileSummary, m: &Measure) -> String {
+    let period = match m.basis {
+        Basis::SampledTime => format!("{} msec", msec(s.period * 1e-9)),
+        _ => format!("{:.0} {}", s.period, s.event),
+    };
+    match (m.basis, s.fixed_period) {
+        (Basis::SampledTime, true) => format!("{period} profiling sample rate ({})", s.event),
+        (_, true) => format!("{} sampled every {period}", s.event),
+        (_, false) => format!(
+            "{} sampled at a varying period (mean {period}); every sample weighs its period",
+            s.event
+        ),
+    }
+}
+
+/// The notes of the text report under the function table.
+fn profile_notes(c: &ProfileComparison) -> Markup {
+    let (a, b) = (&c.run1, &c.run2);
+    let idle = |set: &[String]| -> String {
+        if set
+            .iter()
+            .map(String::as_str)
+            .eq(DEFAULT_IDLE_FUNCTIONS.iter().copied())
+        {
+            format!("the Linux default set of {} (docs/formulas.md)", set.len())
+        } else {
+            set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+        }
+    };
+    html! {
+        ul.notes {
+            @let (sa, sb) = (sampling_note(a, &c.measure), sampling_note(b, &c.measure));
+            @if sa == sb {
+                li { (sa) "." }
+            } @else {
+                li { "Run 1: " (sa) "; run 2: " (sb) "." }
+            }
+            @if c.measure.is_time() {
+                li { "Idle time calculated as elapsed − CPU time − lost samples." }
+            } @else {
+                li { "Values are in " (c.measure.unit) "." }
+            }
+            // The same notes as the text report: the test, its question and family, and what
+            // the data resolve of the total CPU time.
+            @for note in super::text::noise_notes(c) {
+                li { (note) }
+            }
+            @if a.idle_set == b.idle_set {
+                li { "Idle functions (not counted as CPU time, not listed): " (idle(&a.idle_set)) "." }
+            } @else {
+                li { "Idle functions, run 1: " (idle(&a.idle_set)) "." }
+                li { "Idle functions, run 2: " (idle(&b.idle_set)) "." }
+            }
+        }
+    }
+}
+
+fn share_cells(c: &ShareChange) -> Markup {
+    html! {
+        td.num { (fmt_pct(c.pct1)) } td.num { (fmt_pct(c.pct2)) }
+        td.num.significant[c.stands_out()] { (format!("{:+.2}", c.delta_pct)) } td.num { "±" (fmt_pct(c.error_pct)) }
+    }
+}
+
+fn stack_section(s: &TestStacks, flame: Option<usize>) -> Markup {
+    let arcs = |what: &str, list: &[ArcChange]| {
+        html! {
+            @if !list.is_empty() {
+                tr.group { th colspan="5" { (what) } }
+                @for a in list { tr { td.arc { (a.function) } (share_cells(&a.change)) } }
+            }
+        }
+    };
+    let function = |f: &FunctionChange| {
+        html! {
+            tbody {
+                tr.function { th colspan="5" { (f.function) } }
+                tr { td { "inclusive" } (share_cells(&f.inclusive)) }
+                tr { td { "self" } (share_cells(&f.self_time)) }
+                (arcs("callers (calling it)", &f.callers))
+                (arcs("callees (called by it)", &f.callees))
+            }
+        }
+    };
+    html! {
+        h3 { "Differential flame graph" }
+        @if let Some(k) = flame {
+            div.flame data-svg={ "flame-" (k) } {
+                noscript { "The flame graph needs JavaScript; it is also in RESULTS_DIR as " (flame_file(&s.test)) "." }
+            }
+            p.note {
+                "Width: run 2's samples; colour: the change of each frame's inclusive share of CPU time (red grew, "
+                "blue shrank, neutral where the change does not stand out at a false-discovery rate of 5% over the "
+                "frames at or above " (FRAME_CUTOFF_PCT) "%). Click a frame to zoom, "
+                "Search (top right, or Ctrl-F inside the graph) to highlight."
+            }
+        } @else {
+            p { "Run 2 has no CPU samples with stacks: nothing to draw." }
+        }
+        h3 { "Callers and callees" }
+        @if s.functions.is_empty() {
+            p { "No function's inclusive time changed beyond the noise." }
+        } @else {
+            p.note {
+                "The functions whose inclusive CPU time changed most, and the arcs that carry it: percent of each "
+                "run's CPU samples (idle left out), R2−R1 in points ± one standard error; bold where the change stands out at a false-discovery rate "
+                "of 5% (Benjamini-Hochberg over the frames at or above " (FRAME_CUTOFF_PCT) "%)."
+            }
+            table.callers {
+                thead { tr { th {} th.num { "R1%" } th.num { "R2%" } th.num { "R2−R1" } th.num { "error" } } }
+                @for f in &s.functions { (function(f)) }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_code_cannot_end_its_own_block() {
+        // A style block ends at `</style`; a script block at `</script`, and `<!--` in
+        // it changes how the parser looks for that end.
+        let script = ["</script", "<!--"].as_slice();
+        for (name, text, bad) in [
+            ("page.css", CSS, ["</style"].as_slice()),
+            ("errors.js", ERRORS_JS, script),
+            ("data.js", DATA_JS, script),
+            ("page.js", PAGE_JS, script),
+            ("selftest.js", SELFTEST_JS, script),
+        ] {
+            let lower = text.to_ascii_lowercase();
+            for b in bad {
+                assert!(!lower.contains(b), "{name} contains {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn json_in_a_script_block_has_no_angle_bracket() {
+        let s = script_safe_json(&serde_json::json!({"a": "</script><!-- <b>", "b": 1})).unwrap();
+        assert!(!s.contains('<'), "{s}");
+        let back: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(back["a"], "</script><!-- <b>");
+    }
+
+    fn significant() -> Significance {
+        use crate::compare::stats::{NotTested, Verdict};
+        Significance {
+            significant: true,
+            verdict: Mark::Significant,
+            ..Significance::unadjusted(Verdict::NotTested(NotTested::NoValues), -1.5, false)
+        }
+    }
+
+    #[test]
+    fn row_tables_flatten_nested_fields() {
+        let row = FunctionDelta {
+            function: "f<int>".into(),
+            run1: Some(1.5),
+            run2: None,
+            delta: -1.5,
+            delta_pct_of_run1_cpu: -10.0,
+            run1_pct_of_cpu: 10.0,
+            run2_pct_of_cpu: 0.0,
+            run1_sd_pct: 0.0,
+            run2_sd_pct: 0.0,
+            noise: significant(),
+            share_noise: significant(),
+            above_cutoff: true,
+            listed: true,
+        };
+        let mut json = Vec::new();
+        write_row_table(&[row.clone(), row], &mut json).unwrap();
+        let t: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let keys: Vec<&str> = t["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert!(
+            keys.contains(&"noise.significant") && keys.contains(&"function"),
+            "{keys:?}"
+        );
+        let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+        let rows = t["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1][at("function")], "f<int>");
+        assert_eq!(rows[0][at("run2")], serde_json::Value::Null);
+        assert_eq!(rows[0][at("noise.significant")], true);
+        assert_eq!(rows[0][at("noise.verdict")], "significant");
+    }
+
+    #[test]
+    fn ratio_bars_point_the_right_way() {
+        let faster = ratio_bar(Some(1.1), Better::Higher, false).into_string();
+        assert!(faster.contains("bar good") && faster.contains("x=\"60.0\""), "{faster}");
+        let more_cpu = ratio_bar(Some(1.1), Better::Lower, true).into_string();
+        assert!(more_cpu.contains("bar bad faint"), "{more_cpu}");
+        let slower = ratio_bar(Some(0.5), Better::Higher, false).into_string();
+        assert!(
+            slower.contains("bar bad") && slower.contains("polygon"),
+            "off the scale: an arrow: {slower}"
+        );
+        assert!(!slower.contains("x=\"60.0\""), "drawn left of 1.0: {slower}");
+        assert!(ratio_bar(Some(2.0), Better::Neither, false)
+            .into_string()
+            .contains("bar neutral"));
+        assert!(ratio_bar(None, Better::Higher, false).into_string().is_empty());
+    }
+}

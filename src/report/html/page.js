@@ -1,0 +1,306 @@
+// The page's interactive parts: the function tables (sortable, filterable, drawn a
+// screenful at a time so that 10^5 rows open fast), the flame graphs (each in its own
+// srcdoc frame, so inferno's script runs unchanged and graphs do not clash) and the
+// counters. Field names are data.js's business.
+window.upcmp.page = (function () {
+  "use strict";
+  var D = window.upcmp.data;
+  var ROW_HEIGHT = 22; // px; the CSS gives every row this height
+  var SCREEN_ROWS = 24; // rows a table shows before it scrolls
+  var SPARE_ROWS = 12; // rows drawn above and below the visible ones
+
+  function element(tag, className, text) {
+    var e = document.createElement(tag);
+    if (className) {
+      e.className = className;
+    }
+    if (text !== undefined) {
+      e.textContent = text;
+    }
+    return e;
+  }
+
+  function FunctionTable(host, t) {
+    var self = this;
+    this.t = t;
+    this.order = [];
+    this.sortColumn = null;
+    this.descending = true;
+    this.lowerNames = null;
+    var largest = 0;
+    var bar = t.columns.filter(function (c) {
+      return c.kind === "bar";
+    })[0];
+    for (var r = 0; bar && r < t.length; r++) {
+      largest = Math.max(largest, Math.abs(t.value(r, bar.key) || 0));
+    }
+    this.barScale = largest > 0 ? 100 / largest : 0;
+
+    var controls = element("div", "controls");
+    this.filter = element("input", "filter");
+    this.filter.type = "search";
+    this.filter.placeholder = "filter by name";
+    this.filter.setAttribute("aria-label", "filter functions by name");
+    this.noise = element("input", "show-noise");
+    this.noise.type = "checkbox";
+    this.noise.checked = !D.hideNoise;
+    this.below = element("input", "show-below");
+    this.below.type = "checkbox";
+    var belowCount = 0;
+    for (r = 0; r < t.length; r++) {
+      belowCount += t.aboveCutoff(r) ? 0 : 1;
+    }
+    var noiseLabel = element("label", null, " noise rows");
+    noiseLabel.insertBefore(this.noise, noiseLabel.firstChild);
+    var belowLabel = element("label", null, " rows below the cutoff of " + t.cutoffPct + "% (" + belowCount + ")");
+    belowLabel.insertBefore(this.below, belowLabel.firstChild);
+    this.count = element("span", "count");
+    [this.filter, noiseLabel, belowLabel, this.count].forEach(function (e) {
+      controls.appendChild(e);
+    });
+
+    this.scroller = element("div", "scroll");
+    var table = element("table", "functions");
+    var head = element("tr");
+    this.headers = t.columns.map(function (c) {
+      var th = element("th", c.kind === "name" ? "name" : "num", c.label);
+      th.title = "sort by " + c.label;
+      th.addEventListener("click", function () {
+        self.sortBy(c);
+      });
+      head.appendChild(th);
+      return th;
+    });
+    var thead = element("thead");
+    thead.appendChild(head);
+    this.body = element("tbody");
+    table.appendChild(thead);
+    table.appendChild(this.body);
+    this.scroller.appendChild(table);
+    host.appendChild(controls);
+    host.appendChild(this.scroller);
+
+    var pending = false;
+    this.scroller.addEventListener("scroll", function () {
+      if (!pending) {
+        pending = true;
+        window.requestAnimationFrame(function () {
+          pending = false;
+          self.render();
+        });
+      }
+    });
+    this.filter.addEventListener("input", function () {
+      self.update();
+    });
+    this.noise.addEventListener("change", function () {
+      self.update();
+    });
+    this.below.addEventListener("change", function () {
+      self.update();
+    });
+    this.update();
+  }
+
+  // Clicking a column sorts by it, largest (or A first) first; clicking it again turns
+  // the order round.
+  FunctionTable.prototype.sortBy = function (c) {
+    if (this.sortColumn === c) {
+      this.descending = !this.descending;
+    } else {
+      this.sortColumn = c;
+      this.descending = c.kind !== "name";
+    }
+    var self = this;
+    this.headers.forEach(function (th, j) {
+      var on = self.t.columns[j] === c;
+      th.setAttribute("aria-sort", on ? (self.descending ? "descending" : "ascending") : "none");
+    });
+    this.update();
+  };
+
+  // Which rows show, in which order; then draw.
+  FunctionTable.prototype.update = function () {
+    var t = this.t;
+    var query = this.filter.value.toLowerCase();
+    if (query && !this.lowerNames) {
+      this.lowerNames = [];
+      for (var i = 0; i < t.length; i++) {
+        this.lowerNames.push(t.name(i).toLowerCase());
+      }
+    }
+    var order = [];
+    for (var r = 0; r < t.length; r++) {
+      if ((this.below.checked || t.aboveCutoff(r)) &&
+          (this.noise.checked || t.significant(r)) &&
+          (!query || this.lowerNames[r].indexOf(query) >= 0)) {
+        order.push(r);
+      }
+    }
+    var c = this.sortColumn;
+    if (c) {
+      var sign = this.descending ? -1 : 1;
+      var keys = {};
+      order.forEach(function (r) {
+        keys[r] = t.value(r, c.key);
+      });
+      order.sort(function (a, b) {
+        var x = keys[a];
+        var y = keys[b];
+        // Empty cells last whichever way; ties keep the report's order.
+        if (x === null || y === null) {
+          return x === y ? a - b : x === null ? 1 : -1;
+        }
+        if (typeof x === "string") {
+          x = x.toLowerCase();
+          y = y.toLowerCase();
+        }
+        return x < y ? -sign : x > y ? sign : a - b;
+      });
+    }
+    this.order = order;
+    this.count.textContent = order.length + " of " + t.length + " functions shown";
+    this.scroller.style.height = (Math.min(Math.max(order.length, 1), SCREEN_ROWS) + 1.5) * ROW_HEIGHT + "px";
+    this.render();
+  };
+
+  // Draws the rows in view and a spacer for the rest.
+  FunctionTable.prototype.render = function () {
+    var t = this.t;
+    var n = this.order.length;
+    var first = Math.max(0, Math.floor(this.scroller.scrollTop / ROW_HEIGHT) - SPARE_ROWS);
+    var last = Math.min(n, first + SCREEN_ROWS + 2 * SPARE_ROWS);
+    var rows = document.createDocumentFragment();
+    var spacer = function (count) {
+      var tr = element("tr", "spacer");
+      tr.style.height = count * ROW_HEIGHT + "px";
+      return tr;
+    };
+    if (first > 0) {
+      rows.appendChild(spacer(first));
+    }
+    for (var p = first; p < last; p++) {
+      var r = this.order[p];
+      var tr = element("tr", t.significant(r) ? "significant" : "noise");
+      if (!t.aboveCutoff(r)) {
+        tr.className += " below";
+      }
+      tr.dataset.pos = p;
+      for (var j = 0; j < t.columns.length; j++) {
+        var c = t.columns[j];
+        var v = t.value(r, c.key);
+        var td = element("td", c.kind === "name" ? "name" : "num", c.format(v));
+        if (c.kind === "name") {
+          td.title = td.textContent;
+        } else if (c.kind === "verdict") {
+          td.className = "verdict " + td.textContent;
+        } else if (c.kind === "bar" && typeof v === "number" && v !== 0) {
+          var b = element("span", "dbar " + (v > 0 ? "up" : "down"));
+          b.style.width = Math.max(1, Math.abs(v) * this.barScale * 0.5) + "%";
+          td.insertBefore(b, td.firstChild);
+        }
+        tr.appendChild(td);
+      }
+      rows.appendChild(tr);
+    }
+    if (last < n) {
+      rows.appendChild(spacer(n - last));
+    }
+    if (n === 0) {
+      var empty = element("tr", "empty");
+      var td0 = element("td", null, "no function matches");
+      td0.colSpan = t.columns.length;
+      empty.appendChild(td0);
+      rows.appendChild(empty);
+    }
+    this.body.textContent = "";
+    this.body.appendChild(rows);
+  };
+
+  // inferno's SVG, as the body of an HTML document of its own. Its script keeps zoom and
+  // search state in the URL, which a srcdoc document cannot change: that is switched off;
+  // its errors are reported to the page.
+  var FLAME_HEAD =
+    "<!DOCTYPE html><html><head><meta charset=\"utf-8\">" +
+    "<style>html,body{margin:0;background:#fff}body>svg{display:block;width:100%}</style>" +
+    "<script>window.addEventListener('error',function(e){try{parent.upcmpError('flame graph: '+e.message)}catch(x){}});" +
+    "history.replaceState=function(){};<\/script></head><body>";
+
+  function drawFlame(host) {
+    if (host.dataset.drawn) {
+      return;
+    }
+    host.dataset.drawn = "yes";
+    var frame = element("iframe", "flame");
+    frame.title = "differential flame graph";
+    frame.addEventListener("load", function () {
+      var svg = frame.contentDocument && frame.contentDocument.querySelector("body > svg");
+      if (svg) {
+        frame.style.height = Math.ceil(svg.getBoundingClientRect().height) + "px";
+      }
+      host.dataset.loaded = "yes";
+    });
+    frame.srcdoc = FLAME_HEAD + D.flameSvg(host.dataset.svg) + "</body></html>";
+    host.appendChild(frame);
+  }
+
+  function drawCounters(host, counters) {
+    host.appendChild(element("h3", null, "Counters"));
+    var table = element("table", "counters");
+    var head = element("tr");
+    counters.columns.forEach(function (k) {
+      head.appendChild(element("th", null, k));
+    });
+    var thead = element("thead");
+    thead.appendChild(head);
+    table.appendChild(thead);
+    var body = element("tbody");
+    counters.rows.forEach(function (cells) {
+      var tr = element("tr");
+      cells.forEach(function (text, j) {
+        tr.appendChild(element("td", j === 0 ? "name" : "num", text));
+      });
+      body.appendChild(tr);
+    });
+    table.appendChild(body);
+    host.appendChild(table);
+  }
+
+  var tables = [];
+  var flames = Array.prototype.slice.call(document.querySelectorAll("div.flame[data-svg]"));
+
+  function start(eager) {
+    document.querySelectorAll("div.ftable[data-test]").forEach(function (host) {
+      var t = D.functionTable(Number(host.dataset.test));
+      if (t) {
+        tables.push(new FunctionTable(host, t));
+      }
+    });
+    document.querySelectorAll("div.counters[data-test]").forEach(function (host) {
+      var c = D.counters(Number(host.dataset.test));
+      if (c) {
+        drawCounters(host, c);
+      }
+    });
+    // Flame graphs are drawn when they come near the screen (or at once for the self-test).
+    if (eager || !("IntersectionObserver" in window)) {
+      flames.forEach(drawFlame);
+    } else {
+      var seen = new IntersectionObserver(function (entries) {
+        entries.forEach(function (e) {
+          if (e.isIntersecting) {
+            seen.unobserve(e.target);
+            drawFlame(e.target);
+          }
+        });
+      }, { rootMargin: "400px" });
+      flames.forEach(function (f) {
+        seen.observe(f);
+      });
+    }
+    document.body.dataset.readyMs = Math.round(performance.now());
+  }
+
+  start(location.hash === "#selftest");
+  return { tables: tables, flames: flames };
+})();

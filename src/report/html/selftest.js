@@ -1,0 +1,188 @@
+// Opened as results.html#selftest, the page uses itself as a reader would (scrolls each
+// function table through, shows the rows below the cutoff, hides the noise, sorts,
+// filters, searches and zooms each flame graph) and writes what its DOM showed at each
+// step as JSON into <pre id="upcmp-selftest">. tests/html.rs reads that from
+// chromium --dump-dom and checks it against results.csv; this script judges nothing.
+// As results.html#timing it writes how long each table took to show every row, sort,
+// filter and scroll into <pre id="upcmp-timing"> (benches/html_open.sh).
+(function () {
+  "use strict";
+  var P = window.upcmp.page;
+
+  function write(id, report) {
+    var pre = document.createElement("pre");
+    pre.id = id;
+    pre.hidden = true;
+    pre.textContent = JSON.stringify(report);
+    document.body.appendChild(pre);
+  }
+
+  // Milliseconds of `step`, layout of the table included.
+  function timed(ft, step) {
+    var t0 = performance.now();
+    step();
+    ft.scroller.getBoundingClientRect();
+    ft.body.offsetHeight;
+    return Math.round(performance.now() - t0);
+  }
+
+  if (location.hash === "#timing") {
+    window.addEventListener("load", function () {
+      write("upcmp-timing", {
+        ready_ms: Number(document.body.dataset.readyMs),
+        tables: P.tables.map(function (ft) {
+          return {
+            rows: ft.t.length,
+            show_all_ms: timed(ft, function () {
+              ft.below.click();
+            }),
+            sort_ms: timed(ft, function () {
+              ft.headers[1].click();
+            }),
+            scroll_ms: timed(ft, function () {
+              ft.scroller.scrollTop = ft.scroller.scrollHeight / 2;
+              ft.render();
+            }),
+            filter_ms: timed(ft, function () {
+              ft.filter.value = "9";
+              ft.filter.dispatchEvent(new Event("input"));
+            }),
+            shown: ft.order.length
+          };
+        })
+      });
+    });
+    return;
+  }
+  if (location.hash !== "#selftest") {
+    return;
+  }
+  var MAX_ROWS = 5000; // rows read per view
+
+  function cells(tr) {
+    return Array.prototype.map.call(tr.cells, function (td) {
+      return td.textContent;
+    });
+  }
+
+  // Every row of the table's current view, read from its DOM a half screen at a time.
+  function readAll(ft) {
+    var rows = [];
+    ft.scroller.scrollTop = 0;
+    for (;;) {
+      ft.render();
+      ft.body.querySelectorAll("tr[data-pos]").forEach(function (tr) {
+        rows[Number(tr.dataset.pos)] = cells(tr);
+      });
+      var before = ft.scroller.scrollTop;
+      ft.scroller.scrollTop = before + Math.max(1, Math.floor(ft.scroller.clientHeight / 2));
+      if (ft.scroller.scrollTop <= before || rows.length >= MAX_ROWS) {
+        break;
+      }
+    }
+    ft.scroller.scrollTop = 0;
+    ft.render();
+    return rows;
+  }
+
+  function tableReport(ft) {
+    var out = {
+      columns: ft.headers.map(function (th) {
+        return th.textContent;
+      }),
+      total: ft.t.length
+    };
+    out.shown = readAll(ft);
+    ft.below.click();
+    out.with_below = readAll(ft);
+    ft.noise.click();
+    out.noise_toggled = readAll(ft);
+    ft.noise.click();
+    ft.headers[1].click();
+    out.sorted_column = ft.headers[1].textContent;
+    out.sorted = readAll(ft);
+    ft.headers[1].click();
+    out.sorted_again = readAll(ft);
+    var last = out.with_below[out.with_below.length - 1];
+    out.filter = last ? last[0] : "";
+    ft.filter.value = out.filter;
+    ft.filter.dispatchEvent(new Event("input"));
+    out.filtered = readAll(ft);
+    out.count_text = ft.count.textContent;
+    return out;
+  }
+
+  function flameReport(host) {
+    var out = { id: host.dataset.svg, loaded: host.dataset.loaded === "yes" };
+    var frame = host.querySelector("iframe");
+    var doc = frame && frame.contentDocument;
+    if (!doc || !doc.getElementById("frames")) {
+      return out;
+    }
+    var win = frame.contentWindow;
+    var groups = Array.prototype.slice.call(doc.querySelectorAll("#frames > g"));
+    var title = function (g) {
+      return g.querySelector("title").textContent;
+    };
+    out.height = frame.offsetHeight;
+    out.titles = groups.map(title);
+    win.search(".");
+    out.search_matched = doc.getElementById("matched").textContent;
+    win.reset_search();
+    // Zoom into the narrowest frame that is not the root.
+    var width = function (g) {
+      return Number(g.querySelector("rect").getAttribute("fg:w"));
+    };
+    var root = Math.max.apply(null, groups.map(width));
+    var target = groups.filter(function (g) {
+      return width(g) < root;
+    }).sort(function (a, b) {
+      return width(a) - width(b);
+    })[0];
+    if (target) {
+      target.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      out.zoomed_to = title(target);
+      out.zoomed = !doc.getElementById("unzoom").classList.contains("hide");
+      out.hidden_after_zoom = doc.querySelectorAll("#frames > g.hide").length;
+      // Each graph is a document of its own: zooming this one leaves the others whole.
+      out.others_zoomed = P.flames.filter(function (f) {
+        var other = f !== host && f.querySelector("iframe");
+        return other && !other.contentDocument.getElementById("unzoom").classList.contains("hide");
+      }).length;
+      doc.getElementById("unzoom").dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      out.unzoomed = doc.getElementById("unzoom").classList.contains("hide");
+    }
+    return out;
+  }
+
+  function finish() {
+    var report = {
+      ready_ms: Number(document.body.dataset.readyMs),
+      digest_links: Array.prototype.map.call(document.querySelectorAll("#digest a[href^='#']"), function (a) {
+        return [a.textContent, a.getAttribute("href"), document.getElementById(a.getAttribute("href").slice(1)) !== null];
+      }),
+      tables: P.tables.map(tableReport),
+      counters: Array.prototype.map.call(document.querySelectorAll("table.counters"), function (t) {
+        return Array.prototype.map.call(t.rows, cells);
+      }),
+      flames: P.flames.map(flameReport)
+    };
+    report.errors = window.upcmpErrors.slice();
+    write("upcmp-selftest", report);
+  }
+
+  // Waits for the flame graphs (and inferno's own start-up timer) before reading.
+  var waited = 0;
+  function whenLoaded() {
+    var pending = P.flames.some(function (f) {
+      return f.dataset.loaded !== "yes";
+    });
+    if (pending && waited < 10000) {
+      waited += 50;
+      window.setTimeout(whenLoaded, 50);
+    } else {
+      window.setTimeout(finish, 100);
+    }
+  }
+  window.addEventListener("load", whenLoaded);
+})();

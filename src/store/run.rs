@@ -1,0 +1,148 @@
+//! A stored run read whole for comparison: every test's repetitions with their profiles,
+//! benchmark output, status and (for upsrun runs) folded stacks. Everything is read and
+//! checked here, so the comparison that follows is pure.
+
+use super::outdir::{repetition_dirs, Run, RunKind, RunMarker, TestStatus, STATUS_FILE};
+use super::prfout::{self, PRFOUT_FILE};
+use super::stacks::{has_stacks, read_folded};
+use super::{read_text_with, system, StoreError, UPOUT_CAP};
+use crate::fsio::Links;
+use crate::model::{Profile, StackProfile};
+use std::path::{Path, PathBuf};
+use upcmp_parsers::keyvalue::KeyValues;
+use upcmp_parsers::upout::{parse_upout, BenchResult};
+
+/// The benchmark's own output of a test.
+pub const UPOUT_FILE: &str = "upout";
+
+/// One repetition of a test, as stored.
+#[derive(Debug, Clone)]
+pub struct StoredRepetition {
+    /// Its directory (`RUN/TEST` or `RUN/TEST/rK`).
+    pub dir: PathBuf,
+    /// Its profile.
+    pub profile: Profile,
+    /// The results its `upout` reports (none when it reports none or has no `upout`).
+    pub bench: Vec<BenchResult>,
+    /// How it ended, when its `status` was written.
+    pub status: Option<TestStatus>,
+}
+
+/// One test of a run.
+#[derive(Debug, Clone)]
+pub struct StoredTest {
+    /// Its directory name.
+    pub name: String,
+    /// Its repetitions with a profile, in order; empty when the test has no profile (it
+    /// did not run, or was interrupted before its profile was written).
+    pub repetitions: Vec<StoredRepetition>,
+    /// The folded stacks of each repetition, in order, when the run is an upsrun run and
+    /// each repetition has them (their spread is the stack comparison's noise).
+    pub stacks: Option<Vec<StackProfile>>,
+}
+
+/// A run read for comparison.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its marker.
+    pub marker: RunMarker,
+    /// Its `system` description.
+    pub system: KeyValues,
+    /// Its tests in test-list order.
+    pub tests: Vec<StoredTest>,
+}
+
+impl StoredRun {
+    /// The test called `name`, when the run has it.
+    pub fn test(&self, name: &str) -> Option<&StoredTest> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+}
+
+fn read_repetition(dir: &Path) -> Result<StoredRepetition, StoreError> {
+    let profile = prfout::read_with(&dir.join(PRFOUT_FILE), Links::Refuse)?;
+    let upout = dir.join(UPOUT_FILE);
+    // Absent is allowed; anything else at that name (a link, a FIFO) is an error.
+    let text = if upout.symlink_metadata().is_ok() {
+        read_text_with(&upout, Links::Refuse, UPOUT_CAP)?
+    } else {
+        String::new()
+    };
+    let bench = parse_upout(&text, &upout.display().to_string())?;
+    let status = if dir.join(STATUS_FILE).symlink_metadata().is_ok() {
+        Some(TestStatus::read(dir)?)
+    } else {
+        None
+    };
+    Ok(StoredRepetition {
+        dir: dir.to_path_buf(),
+        profile,
+        bench,
+        status,
+    })
+}
+
+/// Repetitions are averaged CPU by CPU: they must have sampled the same CPUs.
+fn check_same_cpus(reps: &[StoredRepetition]) -> Result<(), StoreError> {
+    let cpus = |r: &StoredRepetition| {
+        r.profile
+            .cpus
+            .iter()
+            .map(|c| c.cpu.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let Some(first) = reps.first() else { return Ok(()) };
+    match reps.iter().find(|r| cpus(r) != cpus(first)) {
+        None => Ok(()),
+        Some(r) => Err(upcmp_parsers::ParseError {
+            file: r.dir.join(PRFOUT_FILE).display().to_string(),
+            line: 0,
+            column: 0,
+            expected: format!(
+                "the CPUs of the other repetitions of the test ({} in {}), which are averaged CPU by CPU",
+                cpus(first),
+                first.dir.join(PRFOUT_FILE).display()
+            ),
+            found: cpus(r),
+        }
+        .into()),
+    }
+}
+
+/// Reads the run in `dir` whole (see the module's documentation).
+pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
+    let run = Run::open(dir)?;
+    let system = system::read(dir)?;
+    let mut tests = Vec::new();
+    for name in &run.test_dirs {
+        let reps = match run.test_dir(name) {
+            Some(d) => repetition_dirs(&d)?,
+            None => Vec::new(),
+        };
+        let stacks = if run.marker.kind == RunKind::Upsrun && has_stacks(&reps) {
+            Some(
+                reps.iter()
+                    .map(|d| read_folded(std::slice::from_ref(d)))
+                    .collect::<Result<_, _>>()?,
+            )
+        } else {
+            None
+        };
+        let repetitions: Vec<StoredRepetition> = reps.iter().map(|d| read_repetition(d)).collect::<Result<_, _>>()?;
+        check_same_cpus(&repetitions)?;
+        tests.push(StoredTest {
+            name: name.clone(),
+            repetitions,
+            stacks,
+        });
+    }
+    Ok(StoredRun {
+        dir: dir.to_path_buf(),
+        marker: run.marker,
+        system,
+        tests,
+    })
+}

@@ -1,0 +1,258 @@
+//! User-space ELF symbols: functions named as perf names them, looked up by file offset.
+
+use super::kernel::{Binding, Builder, KernelSymbols};
+use super::ranges::RangeNames;
+use super::SymbolError;
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+use std::path::Path;
+
+/// The name and binding of an ELF symbol perf keeps as a function: a defined function, or
+/// a label in code (entry points written in assembly, such as `_start`, often have no
+/// type); never an unnamed symbol or an ARM mapping symbol (`$x`, `$d`). Code is told by
+/// the section's flag, not its kind: a separate debug file's code sections are NOBITS.
+pub(super) fn code_symbol<'d>(file: &object::File<'d>, sym: &object::Symbol<'d, '_>) -> Option<(&'d str, Binding)> {
+    let SymbolSection::Section(index) = sym.section() else {
+        return None;
+    };
+    let in_code = file.section_by_index(index).is_ok_and(|s| {
+        matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+    });
+    let keep = sym.kind() == SymbolKind::Text || (in_code && is_label(sym));
+    let name = sym.name().ok()?;
+    if !keep || name.is_empty() || name.starts_with('$') {
+        return None;
+    }
+    let binding = if sym.is_weak() {
+        Binding::Weak
+    } else if sym.is_global() {
+        Binding::Global
+    } else {
+        Binding::Local
+    };
+    Some((name, binding))
+}
+
+/// perf's `elf_sym__is_label`: an untyped symbol that is not hidden or internal.
+fn is_label(sym: &object::Symbol<'_, '_>) -> bool {
+    match sym.flags() {
+        object::SymbolFlags::Elf { st_info, st_other } => {
+            st_info & 0xf == object::elf::STT_NOTYPE
+                && !matches!(st_other & 3, object::elf::STV_HIDDEN | object::elf::STV_INTERNAL)
+        }
+        _ => sym.kind() == SymbolKind::Label,
+    }
+}
+
+pub(super) fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<'d>, SymbolError> {
+    let not_elf = |reason: String| SymbolError::NotElf {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = object::File::parse(data).map_err(|e| not_elf(e.to_string()))?;
+    if file.format() != object::BinaryFormat::Elf {
+        return Err(not_elf(format!("{:?} format", file.format())));
+    }
+    Ok(file)
+}
+
+/// The bytes of the file at `path`, mapped rather than read: a library of hundreds of
+/// megabytes (libLLVM) is read only where its headers and symbol tables are, instead of
+/// whole into memory.
+pub(super) fn map_file(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // A regular file only, of at most ELF_CAP bytes: a mapping's path in a recording may
+    // name /dev/random or /proc/self/fd/0.
+    let f = crate::fsio::open_regular(path, crate::fsio::Links::Follow).map_err(io)?;
+    if f.metadata().map_err(io)?.len() > super::ELF_CAP {
+        return Err(io(crate::fsio::too_large(super::ELF_CAP)));
+    }
+    // SAFETY: the map is only read, and lives no longer than this import's use of it. A
+    // file truncated by another process while mapped would fault, as it would for perf,
+    // which maps the same files.
+    unsafe { memmap2::Mmap::map(&f) }.map_err(io)
+}
+
+/// The GNU build-id of an ELF file; `None` if it has none.
+pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
+    let data = map_file(path)?;
+    let file = parse_elf(path, &data)?;
+    let id = file.build_id().map_err(|e| SymbolError::NotElf {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    Ok(id.map(<[u8]>::to_vec))
+}
+
+/// Function symbols of a user-space ELF file (an executable or a shared library), named
+/// as perf names them: `.symtab` when the file has one, else `.dynsym`; functions in code
+/// sections only; sizes, zero-size ends and aliases by the same rules as the kernel's.
+/// Looked up by file offset, which is what a sample's address in a mapping gives.
+#[derive(Debug, Clone)]
+pub struct ElfSymbols {
+    syms: KernelSymbols,
+    /// Loadable segments: (file offset, size in the file, virtual address).
+    loads: Vec<(u64, u64, u64)>,
+    build_id: Option<Vec<u8>>,
+    from_symtab: bool,
+    maps_code: bool,
+    /// PLT entries named as perf names them (`memmove@plt`).
+    plt: RangeNames,
+}
+
+impl ElfSymbols {
+    /// Reads `path`.
+    pub fn from_file(path: &Path) -> Result<Self, SymbolError> {
+        let data = map_file(path)?;
+        Self::from_data(path, &data)
+    }
+
+    /// Reads an ELF image already in memory; `path` names it in errors.
+    pub fn from_data(path: &Path, data: &[u8]) -> Result<Self, SymbolError> {
+        use object::ObjectSegment;
+        let file = parse_elf(path, data)?;
+        let mut maps_code = false;
+        let loads = file
+            .segments()
+            .filter_map(|seg| {
+                let (offset, size) = seg.file_range();
+                // A separate debug file keeps the headers but not the bytes (size 0).
+                if size == 0 {
+                    return None;
+                }
+                maps_code |=
+                    matches!(seg.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0);
+                Some((offset, size, seg.address()))
+            })
+            .collect();
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let mut b = Builder::default();
+        let mut add = |sym: object::Symbol<'_, '_>| {
+            if let Some((name, binding)) = code_symbol(&file, &sym) {
+                b.push(sym.address(), sym.address() + sym.size(), binding, name, None, true);
+            }
+        };
+        let from_symtab = file.symbols().next().is_some();
+        if from_symtab {
+            file.symbols().for_each(&mut add);
+        } else {
+            file.dynamic_symbols().for_each(&mut add);
+        }
+        b.fix_up(false);
+        let plt = RangeNames::new(match &file {
+            object::File::Elf64(elf) => plt_symbols(elf),
+            _ => Vec::new(),
+        });
+        Ok(ElfSymbols {
+            plt,
+            syms: KernelSymbols::finish(b, None, path.display().to_string(), |_, _| true),
+            loads,
+            build_id,
+            from_symtab,
+            maps_code,
+        })
+    }
+
+    /// The file's GNU build-id, if it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// Whether the symbols come from `.symtab` (all functions), not `.dynsym` (exported
+    /// ones only).
+    pub fn from_symtab(&self) -> bool {
+        self.from_symtab
+    }
+
+    /// Whether the file holds its code (a separate debug file holds only symbols): only
+    /// then can a file offset be placed.
+    pub fn maps_code(&self) -> bool {
+        self.maps_code
+    }
+
+    /// Places file offsets with `other`'s segments: a debug file's symbols with the
+    /// segments of the binary it was split from.
+    pub fn use_segments_of(&mut self, other: &ElfSymbols) {
+        self.loads.clone_from(&other.loads);
+        self.maps_code = other.maps_code;
+        // The PLT is code, so only the binary has it.
+        self.plt.clone_from(&other.plt);
+    }
+
+    /// The number of function symbols kept, PLT entries included.
+    pub fn len(&self) -> usize {
+        self.syms.text_count + self.plt.len()
+    }
+
+    /// Whether the file names nothing: no function symbol and no PLT (a stripped
+    /// executable that calls shared libraries still names its PLT entries).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The function at `offset` in the file; `None` when no function covers it.
+    pub fn resolve_offset(&self, offset: u64) -> Option<&str> {
+        let &(file_off, _, vaddr) = self
+            .loads
+            .iter()
+            .find(|&&(o, size, _)| offset >= o && offset - o < size.max(1))?;
+        let addr = offset - file_off + vaddr;
+        // The PLT first: a zero-size symbol before it (`_init`) is stretched over it.
+        self.plt
+            .lookup(addr)
+            .or_else(|| self.syms.resolve(addr).map(|(name, _)| name))
+    }
+}
+
+/// perf's synthesized PLT symbols (`dso__synthesize_plt_symbols`): `.plt` for the whole
+/// PLT (its header), then one `NAME@plt` per `.rela.plt` entry, in GOT order, each of the
+/// PLT's entry size, in `.plt.sec` when there is one, else after the header in `.plt`. A
+/// relocation without a symbol (an IFUNC's IRELATIVE) gives `@plt`.
+fn plt_symbols<'d>(elf: &object::read::elf::ElfFile64<'d, object::Endianness>) -> Vec<(u64, u64, String)> {
+    use object::read::elf::{Rela as _, SectionHeader as _};
+    use object::ObjectSymbolTable as _;
+    let endian = elf.endian();
+    let header = |name: &str| {
+        elf.section_by_name(name)
+            .map(|s| *s.elf_section_header())
+            .filter(|h| h.sh_type(endian) != object::elf::SHT_NOBITS)
+    };
+    let (Some(plt), Some(rela)) = (header(".plt"), header(".rela.plt")) else {
+        return Vec::new();
+    };
+    let entry = plt.sh_entsize(endian);
+    let Ok(relocs) = rela.data_as_array::<object::elf::Rela64<object::Endianness>, _>(endian, elf.data()) else {
+        return Vec::new();
+    };
+    if entry == 0 {
+        return Vec::new();
+    }
+    let dynsym = elf.dynamic_symbol_table();
+    let start = plt.sh_addr(endian);
+    let mut out = vec![(start, start + entry, ".plt".to_string())];
+    let mut at = match header(".plt.sec") {
+        Some(sec) => {
+            // The header symbol covers the whole .plt: its entries only jump to .plt.sec.
+            out[0].1 = start + plt.sh_size(endian);
+            sec.sh_addr(endian)
+        }
+        None => start + entry,
+    };
+    let mut relocs: Vec<_> = relocs.iter().collect();
+    relocs.sort_by_key(|r| r.r_offset(endian));
+    for r in relocs {
+        let name = match r.r_sym(endian, false) {
+            0 => "",
+            i => dynsym
+                .as_ref()
+                .and_then(|t| t.symbol_by_index(object::SymbolIndex(i as usize)).ok())
+                .and_then(|s| s.name().ok())
+                .unwrap_or(""),
+        };
+        out.push((at, at + entry, format!("{name}@plt")));
+        at += entry;
+    }
+    out
+}
