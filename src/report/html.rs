@@ -267,12 +267,6 @@ fn verdict(n: &Significance) -> Markup {
     html! { span class=(class) { (n.verdict.word()) } }
 }
 
-/// Beyond the noise as far as it was measured: significant, or beyond the sampling error
-/// of single runs.
-fn beyond(n: &Significance) -> bool {
-    matches!(n.verdict, Mark::Significant | Mark::SamplingOnly)
-}
-
 /// Which way a ratio is an improvement, for its colour.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Better {
@@ -434,7 +428,7 @@ fn digest(cmp: &RunComparison) -> Markup {
 }
 
 fn significant_listed(p: &ProfileComparison) -> usize {
-    p.listed().filter(|r| beyond(&r.noise)).count()
+    p.listed().filter(|r| r.noise.stands_out()).count()
 }
 
 fn digest_bench(b: Option<&BenchRow>) -> Markup {
@@ -443,7 +437,7 @@ fn digest_bench(b: Option<&BenchRow>) -> Markup {
     };
     html! {
         td.num title=(b.description) { (fmt_ratio(b.speed_ratio)) "×" }
-        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
+        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out()))) }
         td { @match b.noise { Some(n) => (verdict(&n)), None => span.verdict.untested { "single run" } } }
     }
 }
@@ -452,7 +446,7 @@ fn digest_cpu(p: &ProfileComparison) -> Markup {
     let r = ratio(p.run1.cpu, p.run2.cpu);
     html! {
         td.num { (fmt_ratio(r)) }
-        td { (ratio_bar(r, Better::Lower, !beyond(&p.cpu_noise))) }
+        td { (ratio_bar(r, Better::Lower, !p.cpu_noise.stands_out())) }
         td { (verdict(&p.cpu_noise)) }
     }
 }
@@ -534,7 +528,7 @@ fn bench_table(rows: &[BenchRow]) -> Markup {
                         td.num { (bench_value(b, b.run2)) }
                         @if repeated { td.num { (format!("{:.1}", b.run2_sd_pct)) } }
                         td.num { (fmt_ratio(b.speed_ratio)) }
-                        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
+                        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out()))) }
                         @if repeated {
                             td { @match b.noise { Some(n) => (verdict(&n)), None => "n/a" } }
                             td { (interval_plot(b)) }
@@ -566,7 +560,7 @@ fn summary_table(c: &ProfileComparison) -> Markup {
         }
     };
     let unit = format!("({})", m.unit);
-    let faint = !beyond(&c.cpu_noise);
+    let faint = !c.cpu_noise.stands_out();
     html! {
         table.summary {
             thead {
