@@ -137,6 +137,7 @@ pub mod folded;
 pub mod harness;
 pub mod kallsyms;
 pub mod keyvalue;
+pub mod mutate;
 pub mod perf_map;
 pub mod perf_script;
 pub mod prfout;
