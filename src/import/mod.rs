@@ -9,6 +9,7 @@
 //!   perf script, the highest CPU number seen + 1; folded stacks: 1.
 
 pub mod folded;
+pub mod fuzz;
 pub mod perf_data;
 pub mod perf_header;
 pub mod script;

@@ -22,8 +22,8 @@ const PIPE_HEADER_SIZE: u64 = 16;
 const ATTR_SIZE_MIN: u64 = 64;
 /// No `perf_event_attr` is near this (version 8 is 136 bytes).
 const ATTR_SIZE_MAX: u64 = 1 << 16;
-/// Linux's largest `NR_CPUS` (x86-64 and powerpc): the import makes a column per CPU.
-const MAX_CPUS: u32 = 8192;
+// Linux's largest `NR_CPUS` (x86-64 and powerpc): the import makes a column per CPU.
+use upcmp_parsers::MAX_CPUS;
 
 const HEADER_NRCPUS: u32 = 7;
 const HEADER_CMDLINE: u32 = 11;
