@@ -363,6 +363,31 @@ mod tests {
     }
 
     #[test]
+    fn periods_of_0_weigh_every_sample_the_same() {
+        // A damaged period field: every sample of the event says 0. The profile's period
+        // was their mean, 0, which nothing can be divided by.
+        let text = "dd 7 [000] 10.0: 0 page-faults:  ff f ([kernel.kallsyms])\n\
+                    dd 7 [000] 10.1: 0 page-faults:  ff g ([kernel.kallsyms])\n";
+        let p = read(text.as_bytes(), "s", Path::new("s.txt"), &ImportOptions::default())
+            .unwrap()
+            .profile;
+        assert!(p.period > 0.0, "{}", p.period);
+        assert_eq!(
+            p.functions.iter().map(|f| f.weight()).sum::<u64>(),
+            2,
+            "{:?}",
+            p.functions
+        );
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("every page-faults sample carries a period of 0")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    #[test]
     fn counts_leaves_and_derives_time() {
         let text = "perf 1 [000] 10.000000: 250000 cpu-clock: \n\
                     \tffffffff81000000 do_syscall_64+0x1 ([kernel.kallsyms])\n\
