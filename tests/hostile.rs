@@ -480,7 +480,7 @@ fn a_samples_stream_without_newlines_stops_at_one_line() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("samples.gz:2:1: expected a record of at most 4 MiB"),
+        err.contains("samples.gz:2: expected a line of at most 4194304 bytes"),
         "{err}"
     );
     assert!(t0.elapsed() < Duration::from_secs(10));

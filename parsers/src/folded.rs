@@ -10,29 +10,60 @@
 //! Policy: blank lines are skipped; any other line must end in a count, or it is an error
 //! naming its line and column (a differential `STACK COUNT1 COUNT2` line is one too:
 //! it is not a profile). Lines are read one at a time, so memory is bounded by the
-//! longest line.
+//! longest line, which is at most [`MAX_LINE_BYTES`]. Counts are whole numbers below
+//! 2^64, and so is their sum: a total that would pass it is an error at the line that
+//! makes it. [`FoldedStack::frames`] and [`FoldedStack::leaf`] cut names longer than
+//! [`MAX_NAME_BYTES`]; [`for_each_stack`] counts them.
 
-use crate::ParseError;
+use crate::{bounded_name, ParseError, MAX_NAME_BYTES};
 use std::io::BufRead;
+
+/// The longest line read, in bytes. A line is a whole call chain, so this is far longer
+/// than a perf script line: 16 MiB holds thousands of frames of the longest names.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// What a whole input held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FoldedStats {
+    /// Lines read (blank ones included).
+    pub lines: usize,
+    /// Stacks read.
+    pub stacks: u64,
+    /// The sum of all counts.
+    pub samples: u64,
+    /// Frames longer than [`MAX_NAME_BYTES`], cut by [`FoldedStack::frames`] and
+    /// [`FoldedStack::leaf`].
+    pub truncated_names: u64,
+}
 
 /// One stack and its count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FoldedStack<'a> {
-    /// Frames joined by `;`, outermost first.
+    /// Frames joined by `;`, outermost first, as written (names not cut: use
+    /// [`FoldedStack::frames`]).
     pub stack: &'a str,
     /// Samples with this stack.
     pub count: u64,
 }
 
 impl<'a> FoldedStack<'a> {
-    /// The frames, outermost first.
+    /// The frames, outermost first, each cut to [`MAX_NAME_BYTES`].
     pub fn frames(&self) -> impl DoubleEndedIterator<Item = &'a str> {
-        self.stack.split(';')
+        self.stack.split(';').map(|f| bounded_name(f).0)
     }
 
-    /// The innermost frame: where the samples were taken.
+    /// The innermost frame, where the samples were taken, cut to [`MAX_NAME_BYTES`].
     pub fn leaf(&self) -> &'a str {
-        self.stack.rsplit(';').next().unwrap_or(self.stack)
+        bounded_name(self.stack.rsplit(';').next().unwrap_or(self.stack)).0
+    }
+
+    /// How many frames are longer than [`MAX_NAME_BYTES`].
+    pub fn long_frames(&self) -> u64 {
+        // Most stacks are shorter than one name can be.
+        if self.stack.len() <= MAX_NAME_BYTES {
+            return 0;
+        }
+        self.stack.split(';').filter(|f| f.len() > MAX_NAME_BYTES).count() as u64
     }
 }
 
@@ -66,26 +97,42 @@ pub fn parse_line<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Folde
     Ok(FoldedStack { stack, count })
 }
 
-/// Reads folded stacks from `input`, calling `on_stack` for each; returns the number of
-/// lines read. `name` names the input in errors.
+/// Reads folded stacks from `input`, calling `on_stack` for each. `name` names the input
+/// in errors.
 pub fn for_each_stack<R: BufRead>(
     input: R,
     name: &str,
     mut on_stack: impl FnMut(FoldedStack<'_>),
-) -> Result<usize, ParseError> {
-    let mut lines = crate::LineReader::new(input);
-    let mut read = 0;
-    loop {
-        let Some((line_no, text)) = lines.next_line(name)? else {
-            return Ok(read);
-        };
-        read = line_no;
+) -> Result<FoldedStats, ParseError> {
+    let mut lines = crate::LineReader::new(input, MAX_LINE_BYTES);
+    let mut stats = FoldedStats::default();
+    while let Some((line_no, text)) = lines.next_line(name)? {
+        stats.lines = line_no;
         let text = text.trim_end_matches(['\n', '\r']);
         if text.trim().is_empty() {
             continue;
         }
-        on_stack(parse_line(text, name, line_no)?);
+        let stack = parse_line(text, name, line_no)?;
+        stats.samples = stats.samples.checked_add(stack.count).ok_or_else(|| {
+            let count = text.trim_end();
+            let count = &count[count.rfind([' ', '\t']).map_or(0, |sp| sp + 1)..];
+            ParseError::at(
+                name,
+                line_no,
+                text,
+                count,
+                format!(
+                    "counts that add up to at most {} (those before this line add up to {})",
+                    u64::MAX,
+                    stats.samples
+                ),
+            )
+        })?;
+        stats.stacks += 1;
+        stats.truncated_names += stack.long_frames();
+        on_stack(stack);
     }
+    Ok(stats)
 }
 
 #[cfg(test)]
@@ -118,13 +165,47 @@ mod tests {
         let e = parse_line("a;b 1 2", "f", 1).unwrap_err();
         assert!(e.expected.contains("differential"), "{e}");
         assert!(parse_line(" 5", "f", 1).is_err());
+        // A bad count before trailing blanks: the column is the count's, inside no
+        // character (this once panicked).
+        let e = parse_line("\té--0\t", "f", 1).unwrap_err();
+        assert_eq!((e.column, e.found.as_str()), (2, "é--0"));
+        let e = parse_line("a;b 12é  ", "f", 1).unwrap_err();
+        assert_eq!(e.column, 5);
+    }
+
+    #[test]
+    fn counts_that_sum_past_u64_are_an_error() {
+        let text = format!("a;b {}\n\nc 1\n", u64::MAX);
+        let e = for_each_stack(text.as_bytes(), "x.folded", |_| {}).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 3));
+        assert!(
+            e.to_string()
+                .starts_with("x.folded:3:3: expected counts that add up to at most 18446744073709551615"),
+            "{e}"
+        );
+        // One count above u64::MAX is no number at all.
+        assert!(parse_line("a 18446744073709551616", "f", 1).is_err());
+    }
+
+    #[test]
+    fn long_frames_are_cut_and_counted() {
+        let long = "f".repeat(MAX_NAME_BYTES + 1);
+        let text = format!("{long};b;{long} 2\nshort 1\n");
+        let mut leaves = Vec::new();
+        let stats = for_each_stack(text.as_bytes(), "f", |s| {
+            assert!(s.frames().all(|f| f.len() <= MAX_NAME_BYTES));
+            leaves.push(s.leaf().len());
+        })
+        .unwrap();
+        assert_eq!(leaves, [MAX_NAME_BYTES, 5]);
+        assert_eq!((stats.truncated_names, stats.samples), (2, 3));
     }
 
     #[test]
     fn stream() {
         let mut total = 0;
         let n = for_each_stack(&b"a;b 2\n\nc 3\r\nd 5"[..], "f", |s| total += s.count).unwrap();
-        assert_eq!((n, total), (4, 10));
+        assert_eq!((n.lines, n.stacks, n.samples, total), (4, 3, 10, 10));
         let e = for_each_stack(&b"a 1\nb\xfe 2\n"[..], "f", |_| {}).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.expected.contains("byte offset 5"), "{e}");

@@ -11,12 +11,16 @@
 //! is damaged): it is an error naming the line and column, never skipped. Blank lines are
 //! ignored. Addresses that are all zero (hidden by `kernel.kptr_restrict`) parse normally;
 //! deciding what to do about them is the caller's business.
+//!
+//! Bounds: [`entries`] cuts symbol and module names longer than
+//! [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) (the kernel's own limit is 512 bytes) and
+//! counts them ([`KallsymsEntries::truncated_names`]).
 
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
 use nom::character::complete::{char, satisfy};
 use nom::{IResult, Parser};
 
-use crate::{LineRef, NomError, ParseError};
+use crate::{bounded_name, LineRef, NomError, ParseError};
 
 /// One symbol line of a kallsyms file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +60,8 @@ fn module(input: &str) -> IResult<&str, &str, NomError<'_>> {
 }
 
 /// Parses one non-blank line of kallsyms. `file` and `line_no` (1-based) only serve the
-/// error, which points at the first character that does not fit.
+/// error, which points at the first character that does not fit. Names are returned as
+/// written; [`entries`] cuts long ones.
 pub fn parse_line<'a>(file: &str, line_no: usize, line: &'a str) -> Result<KallsymsEntry<'a>, ParseError> {
     let at = LineRef {
         file,
@@ -103,6 +108,15 @@ pub struct KallsymsEntries<'a> {
     file: &'a str,
     lines: std::str::Lines<'a>,
     line_no: usize,
+    truncated_names: u64,
+}
+
+impl KallsymsEntries<'_> {
+    /// How many symbol and module names of the lines read so far were longer than
+    /// [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES), and cut.
+    pub fn truncated_names(&self) -> u64 {
+        self.truncated_names
+    }
 }
 
 impl<'a> Iterator for KallsymsEntries<'a> {
@@ -115,7 +129,14 @@ impl<'a> Iterator for KallsymsEntries<'a> {
             if line.trim().is_empty() {
                 continue;
             }
-            return Some(parse_line(self.file, self.line_no, line));
+            return Some(parse_line(self.file, self.line_no, line).map(|mut e| {
+                let (name, name_cut) = bounded_name(e.name);
+                e.name = name;
+                let module_cut = e.module.is_some_and(|m| bounded_name(m).1);
+                e.module = e.module.map(|m| bounded_name(m).0);
+                self.truncated_names += u64::from(name_cut) + u64::from(module_cut);
+                e
+            }));
         }
     }
 }
@@ -127,6 +148,7 @@ pub fn entries<'a>(text: &'a str, file: &'a str) -> KallsymsEntries<'a> {
         file,
         lines: text.lines(),
         line_no: 0,
+        truncated_names: 0,
     }
 }
 
@@ -193,6 +215,17 @@ mod tests {
         let err = parse_line("f", 6, "1ffffffff81000000 t foo").unwrap_err();
         assert!(err.expected.contains("16 hex digits"), "{err}");
         assert_eq!(err.to_string().split(':').take(3).collect::<Vec<_>>(), ["f", "6", "17"]);
+    }
+
+    #[test]
+    fn long_names_are_cut_and_counted() {
+        let long = "n".repeat(crate::MAX_NAME_BYTES + 1);
+        let text = format!("ffffffff81000000 T {long}\nffffffff81000010 t a\t[{long}]\nffffffff81000020 t b\n");
+        let mut it = entries(&text, "k");
+        let got: Vec<_> = it.by_ref().map(|e| e.unwrap()).collect();
+        assert_eq!(got[0].name.len(), crate::MAX_NAME_BYTES);
+        assert_eq!(got[1].module.map(str::len), Some(crate::MAX_NAME_BYTES));
+        assert_eq!(it.truncated_names(), 2);
     }
 
     #[test]

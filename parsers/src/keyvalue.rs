@@ -1,4 +1,9 @@
 //! `key: value` files: the run marker, `system`, and each test's `status`.
+//!
+//! Policy: every line that is not blank or a `#` comment is `key: value`, and each key
+//! appears once: a second line with the same key is an error naming both lines (the
+//! writers never repeat a key, so a repeated one means a damaged or hand-edited file, and
+//! which of the two values is meant cannot be told).
 
 use crate::{numbered_lines, LineRef, NomError, ParseError};
 use nom::bytes::complete::{tag, take_while1};
@@ -63,6 +68,7 @@ fn pair(i: &str) -> nom::IResult<&str, (&str, &str), NomError<'_>> {
 /// Parses `key: value` lines; blank lines and `#` comments are skipped.
 pub fn parse_key_values(text: &str, file: &str) -> Result<KeyValues, ParseError> {
     let mut entries = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     for (n, line) in numbered_lines(text) {
         if line.trim().is_empty() || line.starts_with('#') {
             continue;
@@ -73,6 +79,9 @@ pub fn parse_key_values(text: &str, file: &str) -> Result<KeyValues, ParseError>
             text: line,
         };
         let (k, v) = l.parse_all(line, pair, "'key: value'")?;
+        if let Some(first) = seen.insert(k, n) {
+            return Err(l.error(line, format!("each key once ('{k}' is on line {first} too)")));
+        }
         entries.push((k.to_string(), v.trim_end().to_string(), n));
     }
     Ok(KeyValues {
@@ -95,6 +104,17 @@ mod tests {
         let e = kv.require_parsed::<u32>("command", "a number").unwrap_err();
         assert_eq!(e.line, 4);
         assert!(kv.require("missing").unwrap_err().to_string().contains("'missing:'"));
+    }
+
+    #[test]
+    fn duplicate_key_names_both_lines() {
+        let e = parse_key_values("format: 2\nstatus: running\n\nstatus: completed\n", "upcmp-run").unwrap_err();
+        assert_eq!((e.line, e.column), (4, 1));
+        assert!(e.expected.contains("'status' is on line 2 too"), "{e}");
+        assert!(
+            e.to_string().starts_with("upcmp-run:4:1: expected each key once"),
+            "{e}"
+        );
     }
 
     #[test]

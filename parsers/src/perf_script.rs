@@ -28,8 +28,14 @@
 //! UTF-8 (with its byte offset) and input that stops in the middle of a line (perf script
 //! ends every line with a newline, so a missing final newline means truncation). Memory
 //! is bounded by the longest sample: one sample's lines are held at a time.
+//!
+//! Bounds: a line longer than [`MAX_LINE_BYTES`] is an error; a CPU number of
+//! [`MAX_CPUS`](crate::MAX_CPUS) or more is an error; [`for_each_sample`] cuts command,
+//! event, symbol and DSO names to [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) and counts them in
+//! [`ScriptStats::truncated_names`]. Periods are read as printed, up to `u64::MAX`: adding
+//! them up (with checked arithmetic) is the caller's job.
 
-use crate::{NomError, ParseError, Position};
+use crate::{bounded_name, NomError, ParseError, Position, EXPECT_CPU, MAX_CPUS};
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_till1};
 use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
@@ -37,6 +43,10 @@ use nom::combinator::{eof, map, map_opt, map_res, peek, rest, value, verify};
 use nom::sequence::{delimited, pair, preceded, separated_pair, terminated};
 use nom::Parser;
 use std::io::BufRead;
+
+/// The longest line read, in bytes: far beyond a header or a frame line (a symbol, even a
+/// long C++ one, and a path of at most 4096 bytes), small enough to hold in memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// One call-chain frame (or the sampled instruction when there is no call chain).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +99,8 @@ pub struct ScriptStats {
     pub lines: usize,
     /// Side-band records skipped (`PERF_RECORD_COMM`, `PERF_RECORD_MMAP2`...).
     pub side_band: u64,
+    /// Names (command, event, symbol, DSO) longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) that were cut.
+    pub truncated_names: u64,
 }
 
 type IResult<'a, O> = nom::IResult<&'a str, O, NomError<'a>>;
@@ -115,9 +127,9 @@ fn thread_ids(i: &str) -> IResult<'_, (Option<i32>, i32)> {
     .parse(i)
 }
 
-/// `[001]`
-fn cpu(i: &str) -> IResult<'_, u32> {
-    terminated(delimited(char('['), dec_u32, char(']')), field_end).parse(i)
+/// `[001]`: the digits, checked against [`MAX_CPUS`] by the caller.
+fn cpu(i: &str) -> IResult<'_, &str> {
+    terminated(delimited(char('['), digit1, char(']')), field_end).parse(i)
 }
 
 /// `2183.577483:` (µs) or `2183.577483123:` (ns, with --ns), in nanoseconds.
@@ -225,8 +237,11 @@ type TailError<'a> = (&'a str, &'static str);
 fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> {
     let (mut i, (pid, tid)) = thread_ids(i).map_err(|_| (i, EXPECT_HEADER))?;
     (s.pid, s.tid) = (pid, tid);
-    if let Ok((r, c)) = preceded(space1, cpu).parse(i) {
-        (i, s.cpu) = (r, Some(c));
+    if let Ok((r, digits)) = preceded(space1, cpu).parse(i) {
+        match digits.parse::<u32>() {
+            Ok(c) if c < MAX_CPUS => (i, s.cpu) = (r, Some(c)),
+            _ => return Err((digits_at(i, digits), EXPECT_CPU)),
+        }
     }
     if let Ok((r, t)) = preceded(space1, time).parse(i) {
         (i, s.time_ns) = (r, Some(t));
@@ -244,6 +259,11 @@ fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> 
     let (_, f) = frame(i).map_err(|_| (i, "an instruction address (hex) after the event"))?;
     s.frames.push(f);
     Ok(())
+}
+
+/// The tail of `line` that starts at its sub-slice `part`.
+fn digits_at<'a>(line: &'a str, part: &str) -> &'a str {
+    &line[part.as_ptr() as usize - line.as_ptr() as usize..]
 }
 
 const EXPECT_FRAME: &str = "a call-chain frame: ADDRESS [SYMBOL[+0xOFFSET]] [(DSO)]";
@@ -275,6 +295,9 @@ pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sam
         };
         match header_tail(&body[at..], &mut s) {
             Ok(()) => return Ok(s),
+            // A CPU field out of range is damage, not a sign that the thread id comes
+            // later: a later reading would take the CPU and the time into the command.
+            Err((rest, EXPECT_CPU)) => return Err(ParseError::at(file, line_no, line, rest, EXPECT_CPU)),
             // Past the thread id: remember how far this reading got.
             Err(e) if e.1 != EXPECT_HEADER => {
                 if furthest.is_none_or(|f| e.0.len() < f.0.len()) {
@@ -305,27 +328,69 @@ pub fn parse_frame<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Fram
 }
 
 /// The address that starts a frame; all a frame needs to be well formed (the symbol and
-/// DSO after it are free text).
+/// DSO after it are free text). At most 16 hex digits after leading zeros, so that every
+/// address read here is a `u64` (and the leaf-only reading agrees with the full one).
 fn frame_address(i: &str) -> IResult<'_, &str> {
-    terminated(hex_digit1, field_end).parse(i)
+    terminated(
+        verify(hex_digit1, |h: &str| h.trim_start_matches('0').len() <= 16),
+        field_end,
+    )
+    .parse(i)
+}
+
+/// Whether a line (without its ending) that follows another line of a sample is one of
+/// its call-chain frames: perf indents those with a tab; a line indented with spaces that
+/// is no header but reads as a frame is taken as one too.
+fn continues_sample(line: &str, name: &str, line_no: usize) -> bool {
+    line.starts_with('\t')
+        || (line.starts_with(' ')
+            && frame_address(line.trim_start()).is_ok()
+            && parse_header(line, name, line_no).is_err())
 }
 
 /// Where `buf` (the start of the rest of an input) can be cut so that both sides hold whole
 /// samples: after its last blank line (call-chain output), or, when it has none, after its
-/// last newline that is not followed by a tab-indented call-chain line. `None` when no such
-/// place exists. Cutting there lets pieces be parsed apart, in parallel.
+/// last newline that is followed by a whole line that can only start a sample (it is not a
+/// call-chain frame, nor a `#` comment, whose meaning depends on what comes before).
+/// `None` when no such place exists. Cutting there lets pieces be parsed apart, in
+/// parallel, with the same result as the whole.
 pub fn piece_end(buf: &[u8]) -> Option<usize> {
     if let Some(at) = buf.windows(2).rposition(|w| w == b"\n\n") {
         return Some(at + 2);
     }
+    let starts_sample = |rest: &[u8]| {
+        let Some(len) = rest.iter().position(|&b| b == b'\n') else {
+            return false; // not a whole line: cannot tell
+        };
+        let Ok(line) = std::str::from_utf8(&rest[..len]) else {
+            return false;
+        };
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        !line.starts_with('#') && !continues_sample(line, "", 0)
+    };
     let mut end = buf.len();
     while let Some(nl) = buf[..end].iter().rposition(|&b| b == b'\n') {
-        if buf.get(nl + 1).is_some_and(|&b| b != b'\t') {
+        if starts_sample(&buf[nl + 1..]) {
             return Some(nl + 1);
         }
         end = nl;
     }
     None
+}
+
+/// Cuts the names of `s` to [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES); returns how many were cut.
+fn bound_names(s: &mut Sample<'_>) -> u64 {
+    fn cut(name: &mut &str) -> u64 {
+        let (short, was_cut) = bounded_name(name);
+        *name = short;
+        u64::from(was_cut)
+    }
+    let mut n = cut(&mut s.comm);
+    n += s.event.as_mut().map_or(0, cut);
+    for f in &mut s.frames {
+        n += f.symbol.as_mut().map_or(0, cut) + f.dso.as_mut().map_or(0, cut);
+    }
+    n
 }
 
 /// How much of each call chain [`for_each_sample`] hands over.
@@ -340,7 +405,7 @@ pub enum Chain {
 
 /// Reads `perf script` output from `input` and calls `on_sample` for every sample, in
 /// order. `name` names the input in errors; `chain` says whether the samples carry
-/// every frame or only the innermost.
+/// every frame or only the innermost. Names longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) are cut.
 pub fn for_each_sample<R: BufRead>(
     input: R,
     name: &str,
@@ -363,7 +428,7 @@ pub fn for_each_sample_from<R: BufRead>(
     // One sample's text and where each of its lines starts (with its line number).
     let mut block = String::new();
     let mut starts: Vec<(usize, usize)> = Vec::new();
-    let mut lines = crate::LineReader::starting_at(input, at);
+    let mut lines = crate::LineReader::starting_at(input, MAX_LINE_BYTES, at);
     let flush = |block: &str, starts: &[(usize, usize)], stats: &mut ScriptStats, f: &mut dyn FnMut(&Sample<'_>)| {
         let ranges: Vec<(usize, usize, usize)> = (0..starts.len())
             .map(|k| (starts[k].0, starts.get(k + 1).map_or(block.len(), |n| n.0), starts[k].1))
@@ -439,11 +504,8 @@ fn classify(text: &str, none_open: bool, name: &str, line_no: usize) -> LineKind
         return LineKind::SideBand;
     }
     // perf indents call-chain lines with a tab; a header of the default layout is
-    // indented with spaces (the command name is right-aligned). A space-indented line
-    // that is no header but reads as a frame is taken as one.
-    let is_frame = !none_open
-        && (text.starts_with('\t')
-            || (parse_header(text, name, line_no).is_err() && frame_address(text.trim_start()).is_ok()));
+    // indented with spaces (the command name is right-aligned).
+    let is_frame = !none_open && continues_sample(text, name, line_no);
     if is_frame {
         LineKind::Frame
     } else {
@@ -487,6 +549,7 @@ fn flush_sample(
             return Err(ParseError::at(name, line_no, line, line.trim_start(), EXPECT_FRAME));
         }
     }
+    stats.truncated_names += bound_names(&mut s);
     stats.samples += 1;
     f(&s);
     Ok(())
@@ -508,6 +571,10 @@ fn for_each_sample_in(
         let end = text[pos..].find('\n').map_or(text.len(), |n| pos + n + 1);
         line_no += 1;
         stats.lines = line_no;
+        // The streaming reader's bound, so that a piece gives the same result either way.
+        if end - pos > MAX_LINE_BYTES {
+            return Err(crate::line_too_long(name, line_no, MAX_LINE_BYTES));
+        }
         let line = line_text(&text[pos..end], line_no, name)?;
         let (start, stop) = (pos, pos + line.len());
         pos = end;
@@ -710,6 +777,98 @@ mod tests {
     fn consecutive_headers_without_blank_lines() {
         let text = "  a 1 [000] 1.0: 1 cpu-clock:  ff x ([kernel.kallsyms])\n  b 2 [001] 1.1: 1 cpu-clock:  fe y (/lib/l.so)\n";
         assert_eq!(all(text).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn cpu_numbers_above_linux_limit_are_refused() {
+        // One 115-byte line made an importer size its per-CPU tables for 100,000,001 CPUs.
+        let line = "dd 25959 [100000000] 11214.081031: 250000 cpu-clock:  ffffffff81000000 do_syscall_64+0x1 ([kernel.kallsyms])";
+        let e = parse_header(line, "s.txt", 3).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 11));
+        assert!(e.expected.contains("below 8192"), "{e}");
+        let e = all(&format!("{line}\n")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("s.txt:1:11: expected a CPU number below 8192"),
+            "{e}"
+        );
+        let s = parse_header("dd 1 [8191] 1.0: 1 cpu-clock:", "f", 1).unwrap();
+        assert_eq!(s.cpu, Some(8191));
+        assert!(parse_header("dd 1 [99999999999] 1.0: 1 cpu-clock:", "f", 1).is_err());
+    }
+
+    #[test]
+    fn periods_are_read_up_to_u64_max() {
+        // Summing them is the caller's job.
+        let s = parse_header("dd 1 [000] 1.0: 18446744073709551615 cpu-clock:", "f", 1).unwrap();
+        assert_eq!(s.period, Some(u64::MAX));
+    }
+
+    #[test]
+    fn long_names_are_cut_and_counted() {
+        let long = "s".repeat(3 * crate::MAX_NAME_BYTES);
+        let text = format!("{long} 1 [000] 1.0: 1 {long}:\n\tff {long}+0x1 ({long})\n\tfe {long}\n\n");
+        let mut got = Vec::new();
+        let stats = for_each_sample(text.as_bytes(), "s", Chain::Full, |s| {
+            got.push((s.comm.len(), s.event.map(str::len), s.frames.len()));
+            for f in &s.frames {
+                assert_eq!(f.symbol.map(str::len), Some(crate::MAX_NAME_BYTES));
+            }
+            assert_eq!(s.frames[0].dso.map(str::len), Some(crate::MAX_NAME_BYTES));
+        })
+        .unwrap();
+        assert_eq!(got, [(crate::MAX_NAME_BYTES, Some(crate::MAX_NAME_BYTES), 2)]);
+        assert_eq!(stats.truncated_names, 5);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_bound_is_an_error() {
+        let text = format!("a 1 [000] 1.0: 1 cpu-clock:\n\tff {}\n", "x".repeat(MAX_LINE_BYTES));
+        let e = all(&text).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("a line of at most 1048576 bytes"), "{e}");
+        // Read in place, as the import reads a piece in memory: the same error.
+        let e2 =
+            for_each_sample_in_piece(text.as_bytes(), "s.txt", Chain::Leaf, Position::default(), |_| {}).unwrap_err();
+        assert_eq!(e2, e);
+    }
+
+    #[test]
+    fn an_unindented_line_is_never_a_frame() {
+        // "dd" reads as an address: this broken header was once taken for a frame of the
+        // sample before it, and disappeared.
+        let text =
+            "dd 1 [000] 1.0: 1 cpu-clock:  ff f ([kernel.kallsyms])\ndd -2 [000] 1.1: 99999999999 cpu-clock:  ff f\n";
+        let e = all(text).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("sample header"), "{e}");
+        // Indented with spaces, a line that reads only as a frame still is one.
+        let n = all("a 1 [000] 1.0: 1 cpu-clock:\n    ffff x ([kernel.kallsyms])\n").unwrap();
+        assert_eq!(n.len(), 1);
+    }
+
+    #[test]
+    fn addresses_past_64_bits_are_refused_with_or_without_the_chain() {
+        let text = "a 1 [000] 1.0: 1 cpu-clock:\n\tff x\n\t1ffffffffffffffff y\n\n";
+        for chain in [Chain::Full, Chain::Leaf] {
+            let e = for_each_sample(text.as_bytes(), "s", chain, |_| {}).unwrap_err();
+            assert_eq!((e.line, e.column), (3, 2), "{chain:?}");
+        }
+        // Leading zeros do not count.
+        let f = parse_frame("\t0000ffffffffffffffff x", "s", 1).unwrap();
+        assert_eq!(f.ip, u64::MAX);
+    }
+
+    #[test]
+    fn pieces_are_cut_only_before_a_sample() {
+        let head = "a 1 [000] 1.0: 1 cpu-clock:  ff x ([kernel.kallsyms])\n";
+        // Not before a space-indented frame, nor a comment, nor a line not yet whole.
+        assert_eq!(piece_end(format!("{head}   ffff y ([k])\n").as_bytes()), None);
+        assert_eq!(piece_end(format!("{head}# c\n").as_bytes()), None);
+        assert_eq!(piece_end(format!("{head}b 2 [0").as_bytes()), None);
+        let two = format!("{head}  b 2 [001] 1.1: 1 cpu-clock:  fe y (/lib/l.so)\n");
+        assert_eq!(piece_end(format!("{two}c").as_bytes()), Some(head.len()));
+        assert_eq!(piece_end(b"a 1 [0] 1.0: c:\n\tff x\n\nb"), Some(23));
     }
 
     #[test]

@@ -29,8 +29,20 @@
 //! Policy: every line must be of a known kind; anything else is an error with its
 //! location. The `functions` count and the closing `end` line make truncation an error,
 //! and the per-CPU columns must add up to each CPU's sample (and weight) total.
+//!
+//! Values are checked against what a profile can hold, each error naming its line:
+//! `period-sec` is a finite number of seconds above 0 and `wall-sec` one not below 0,
+//! both at most [`MAX_SECONDS`]; `period` (events) is finite, above 0 and at most 2^64;
+//! `cpus` is 1 to [`MAX_CPUS`] and each `cpu` line names another CPU below it; a
+//! `procstat-busy-sec` is finite and not negative; every sum of counts (a CPU's column,
+//! and the samples, lost samples and throttle events of all CPUs) and of weights (a CPU's
+//! column, and the weights of all CPUs, given or implied by the period) stays below 2^64,
+//! so that [`FunctionSamples::total`] and any sum over the profile's CPUs or functions
+//! cannot overflow. Names (test, command, event, idle set, modules, functions) longer
+//! than [`MAX_NAME_BYTES`] are cut, rows whose cut names are one are merged, and a
+//! `warning` says how many names were cut.
 
-use crate::{numbered_lines, LineRef, NomError, ParseError};
+use crate::{bounded_name, numbered_lines, LineRef, NomError, ParseError, EXPECT_CPU, MAX_CPUS, MAX_NAME_BYTES};
 use nom::branch::alt;
 use nom::bytes::complete::{is_not, tag, take_while1};
 use nom::character::complete::{space0, space1, u32 as dec_u32, u64 as dec_u64};
@@ -45,6 +57,11 @@ pub const FORMAT_VERSION: u32 = 2;
 
 /// The first word of every prfout file.
 pub const MAGIC: &str = "upcmp-prfout";
+
+/// The largest `period-sec` and `wall-sec` read (about 31 years): far above any run, and
+/// low enough that no product of a time and a count or a CPU count leaves the finite
+/// range of `f64`.
+pub const MAX_SECONDS: f64 = 1e9;
 
 /// A parsed prfout file.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,9 +123,10 @@ pub struct FunctionSamples {
 }
 
 impl FunctionSamples {
-    /// Samples on all CPUs.
+    /// Samples on all CPUs. Cannot overflow for a parsed profile (the parser checks the
+    /// sum of all CPUs' samples); saturates for a hand-built one.
     pub fn total(&self) -> u64 {
-        self.per_cpu.iter().sum()
+        self.per_cpu.iter().fold(0u64, |sum, &n| sum.saturating_add(n))
     }
 }
 
@@ -139,6 +157,33 @@ fn cpu_line(i: &str) -> nom::IResult<&str, CpuTotals, NomError<'_>> {
     .parse(i)
 }
 
+/// A number of seconds as `period-sec` and `wall-sec` need it: finite, at most
+/// [`MAX_SECONDS`], and above 0 (or, with `zero`, not below 0: an imported count of events
+/// without times has no wall time).
+fn seconds(l: &LineRef<'_>, arg: &str, zero: bool) -> Result<f64, ParseError> {
+    let s = l.parse_all(arg, double, "a number of seconds")?;
+    if s.is_finite() && (s > 0.0 || (zero && s == 0.0)) && s <= MAX_SECONDS {
+        Ok(s)
+    } else if zero {
+        Err(l.error(arg, format!("a number of seconds from 0 to {MAX_SECONDS:e}")))
+    } else {
+        Err(l.error(arg, format!("a number of seconds above 0 and at most {MAX_SECONDS:e}")))
+    }
+}
+
+/// Cuts `name` to [`MAX_NAME_BYTES`], noting the first line where a name was cut and how
+/// many were.
+fn bounded(name: &str, line: usize, cut: &mut (usize, usize)) -> String {
+    let (short, was_cut) = bounded_name(name);
+    if was_cut {
+        if cut.0 == 0 {
+            cut.1 = line;
+        }
+        cut.0 += 1;
+    }
+    short.to_string()
+}
+
 fn key_sp<'a>(k: &'static str) -> impl Parser<&'a str, Output = &'a str, Error = NomError<'a>> {
     delimited(space1, tag(k), space1)
 }
@@ -165,6 +210,42 @@ fn function_row(i: &str) -> nom::IResult<&str, Row<'_>, NomError<'_>> {
 pub fn implied_weight(count: u64, period: f64) -> Option<u64> {
     let w = (count as f64 * period).round();
     (w.is_finite() && w >= 0.0 && w < u64::MAX as f64).then_some(w as u64)
+}
+
+/// `functions` with the rows of one module and name (names cut to one) made one. The sums
+/// fit: the parser checked every column's sums of counts and weights.
+fn merge_same_names(functions: Vec<FunctionSamples>, period: f64) -> Vec<FunctionSamples> {
+    let mut merged: Vec<FunctionSamples> = Vec::with_capacity(functions.len());
+    let mut index = std::collections::HashMap::new();
+    // A row's weights, given or implied by the period, and their sum of squares.
+    let weights_of = |f: &FunctionSamples| {
+        f.weights.clone().unwrap_or_else(|| {
+            let w = f.per_cpu.iter().map(|&n| implied_weight(n, period).unwrap_or(u64::MAX));
+            (w.collect(), f.total() as f64 * period * period)
+        })
+    };
+    for f in functions {
+        let key = (f.module.clone(), f.name.clone());
+        let Some(&i) = index.get(&key) else {
+            index.insert(key, merged.len());
+            merged.push(f);
+            continue;
+        };
+        let m: &mut FunctionSamples = &mut merged[i];
+        // Weights first: a row without them weighs its own counts.
+        if m.weights.is_some() || f.weights.is_some() {
+            let (mut w, sq) = weights_of(m);
+            let (fw, fsq) = weights_of(&f);
+            for (a, b) in w.iter_mut().zip(fw) {
+                *a = a.saturating_add(b);
+            }
+            m.weights = Some((w, (sq + fsq).min(f64::MAX)));
+        }
+        for (a, b) in m.per_cpu.iter_mut().zip(&f.per_cpu) {
+            *a = a.saturating_add(*b);
+        }
+    }
+    merged
 }
 
 /// Parses a whole prfout text; `file` names it in errors.
@@ -204,6 +285,11 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
     let mut warnings = Vec::new();
     let mut nfunctions = None;
     let mut last_header_line = n;
+    // Names cut to MAX_NAME_BYTES: how many, and the line of the first.
+    let mut cut = (0usize, 0usize);
+    // The sums over all CPUs of samples, lost samples and throttle events.
+    let mut cpu_sums = [0u64; 3];
+    let mut cpu_lines = std::collections::HashMap::new();
 
     // Header: keyword lines up to `functions N`.
     for (n, line) in lines.by_ref() {
@@ -226,23 +312,65 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             }
         };
         match kw {
-            "test" => test = Some(text_arg()?),
-            "command" => command = Some(text_arg()?),
-            "event" => event = Some(text_arg()?),
+            "test" => test = Some(bounded(&text_arg()?, n, &mut cut)),
+            "command" => command = Some(bounded(&text_arg()?, n, &mut cut)),
+            "event" => event = Some(bounded(&text_arg()?, n, &mut cut)),
             "unit" => unit = Some(l.parse_all(arg, alt((tag("ns"), tag("events"))), "ns or events")?.to_string()),
-            "period-sec" => period_sec = Some(l.parse_all(arg, double, "a number of seconds")?),
-            "period" => period_events = Some(l.parse_all(arg, double, "a number of events")?),
-            "cpus" => ncpus = Some(l.parse_all(arg, dec_u32, "a CPU count")?),
-            "wall-sec" => wall_sec = Some(l.parse_all(arg, double, "a number of seconds")?),
+            "period-sec" => period_sec = Some(seconds(&l, arg, false)?),
+            "period" => {
+                let p = l.parse_all(arg, double, "a number of events")?;
+                // 2^64: perf's periods are 64-bit counts.
+                if !(p.is_finite() && p > 0.0 && p <= u64::MAX as f64) {
+                    return Err(l.error(arg, "a number of events above 0 and at most 2^64"));
+                }
+                period_events = Some(p);
+            }
+            "cpus" => {
+                let count = l.parse_all(arg, dec_u32, "a CPU count")?;
+                if count == 0 || count > MAX_CPUS {
+                    return Err(l.error(arg, format!("a CPU count from 1 to {MAX_CPUS}")));
+                }
+                ncpus = Some(count);
+            }
+            "wall-sec" => wall_sec = Some(seconds(&l, arg, true)?),
             "idle-set" => {
                 let names = l.parse_all(arg, separated_list0(space1, word), "function names")?;
-                idle_set = Some(names.into_iter().map(str::to_string).collect());
+                idle_set = Some(names.into_iter().map(|f| bounded(f, n, &mut cut)).collect());
             }
-            "cpu" => cpus.push(l.parse_all(
-                line,
-                cpu_line,
-                "'cpu N samples N lost N throttled N [procstat-busy-sec S]'",
-            )?),
+            "cpu" => {
+                let c = l.parse_all(
+                    line,
+                    cpu_line,
+                    "'cpu N samples N lost N throttled N [procstat-busy-sec S]'",
+                )?;
+                let number_at = line[3..].trim_start();
+                if c.cpu >= MAX_CPUS {
+                    return Err(l.error(number_at, EXPECT_CPU));
+                }
+                if let Some(first) = cpu_lines.insert(c.cpu, n) {
+                    return Err(l.error(
+                        number_at,
+                        format!("a CPU not listed before (cpu {} is on line {first} too)", c.cpu),
+                    ));
+                }
+                if c.procstat_busy_sec.is_some_and(|b| !b.is_finite() || b < 0.0) {
+                    let at = &line[line.find("procstat-busy-sec").unwrap_or(0)..];
+                    return Err(l.error(at, "a finite, non-negative procstat-busy-sec"));
+                }
+                for (sum, (count, what)) in cpu_sums.iter_mut().zip([
+                    (c.samples, "samples"),
+                    (c.lost, "lost samples"),
+                    (c.throttled, "throttle events"),
+                ]) {
+                    *sum = sum.checked_add(count).ok_or_else(|| {
+                        l.error(
+                            number_at,
+                            format!("{what} that add up to at most {} over all CPUs", u64::MAX),
+                        )
+                    })?;
+                }
+                cpus.push(c);
+            }
             "warning" => warnings.push(text_arg()?),
             "functions" => {
                 nfunctions = Some(l.parse_all(arg, dec_u64, "a function count")?);
@@ -284,15 +412,33 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             )
         });
     }
-    if !(period.is_finite() && period > 0.0 && wall_sec.is_finite() && wall_sec >= 0.0) {
-        return Err(ParseError::whole(
-            file,
-            "a positive, finite period and a non-negative, finite wall-sec",
-        ));
+    // Every CPU's weight, given or implied by the period, and their sum fit in 64 bits.
+    let mut all_weight = 0u64;
+    for c in &cpus {
+        let sum = c
+            .weight
+            .or_else(|| implied_weight(c.samples, period))
+            .and_then(|w| all_weight.checked_add(w));
+        let Some(sum) = sum else {
+            return Err(ParseError {
+                line: cpu_lines.get(&c.cpu).copied().unwrap_or(0),
+                ..ParseError::whole(
+                    file,
+                    format!(
+                        "weights (given, or the samples times the period) that add up to at most {} over all CPUs",
+                        u64::MAX
+                    ),
+                )
+            });
+        };
+        all_weight = sum;
     }
 
-    // Table: rows until `end`.
-    let mut functions = Vec::with_capacity(nfunctions.min(1 << 20) as usize);
+    // Table: rows until `end`. Not sized by `functions N`, which the rows have yet to
+    // confirm.
+    let mut functions = Vec::new();
+    let mut column_sums = vec![0u64; cpus.len()];
+    let mut weight_sums = vec![0u64; cpus.len()];
     let mut ended = false;
     let mut last_line = last_header_line;
     for (n, line) in lines {
@@ -337,9 +483,35 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
         if name.is_empty() {
             return Err(l.error("", "a function name after the module"));
         }
+        for ((sum, &count), c) in column_sums.iter_mut().zip(&counts).zip(&cpus) {
+            *sum = sum.checked_add(count).ok_or_else(|| {
+                l.error(
+                    line,
+                    format!(
+                        "counts that add up to cpu {}'s {} samples, but its column passes {} here",
+                        c.cpu,
+                        c.samples,
+                        u64::MAX
+                    ),
+                )
+            })?;
+        }
+        // A row without weights weighs its counts times the period.
+        for (k, (sum, c)) in weight_sums.iter_mut().zip(&cpus).enumerate() {
+            let w = match &weights {
+                Some((w, _)) => Some(w[k]),
+                None => implied_weight(counts[k], period),
+            };
+            *sum = w.and_then(|w| sum.checked_add(w)).ok_or_else(|| {
+                l.error(
+                    line,
+                    format!("weights that add up to at most {} in cpu {}'s column", u64::MAX, c.cpu),
+                )
+            })?;
+        }
         functions.push(FunctionSamples {
-            module: module.to_string(),
-            name: name.to_string(),
+            module: bounded(module, n, &mut cut),
+            name: bounded(name, n, &mut cut),
             per_cpu: counts,
             weights,
         });
@@ -359,38 +531,33 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
             ),
         ));
     }
-    for (k, cpu) in cpus.iter().enumerate() {
-        let sum = functions.iter().try_fold(0u64, |s, f| s.checked_add(f.per_cpu[k]));
-        if sum != Some(cpu.samples) {
+    for ((&sum, &weight), cpu) in column_sums.iter().zip(&weight_sums).zip(&cpus) {
+        if sum != cpu.samples {
             return Err(ParseError::whole(
                 file,
                 format!(
-                    "function rows adding up to cpu {}'s {} samples, but they add up to {}",
-                    cpu.cpu,
-                    cpu.samples,
-                    sum.map_or("more than 2^64".into(), |s| s.to_string())
+                    "function rows adding up to cpu {}'s {} samples, but they add up to {sum}",
+                    cpu.cpu, cpu.samples
                 ),
             ));
         }
-        let Some(total) = cpu.weight else { continue };
-        // A row without weights weighs its counts times the period.
-        let weight = |f: &FunctionSamples| match &f.weights {
-            Some((w, _)) => Some(w[k]),
-            None => implied_weight(f.per_cpu[k], period),
-        };
-        let sum = functions
-            .iter()
-            .try_fold(0u64, |s, f| weight(f).and_then(|w| s.checked_add(w)));
-        if sum != Some(total) {
+        if cpu.weight.is_some_and(|total| total != weight) {
             return Err(ParseError::whole(
                 file,
                 format!(
-                    "function rows adding up to cpu {}'s weight {total}, but they add up to {}",
+                    "function rows adding up to cpu {}'s weight {}, but they add up to {weight}",
                     cpu.cpu,
-                    sum.map_or("more than 2^64".into(), |s| s.to_string())
+                    cpu.weight.unwrap_or(0)
                 ),
             ));
         }
+    }
+    if cut.0 > 0 {
+        functions = merge_same_names(functions, period);
+        warnings.push(format!(
+            "{} names longer than {MAX_NAME_BYTES} bytes were cut to that length (the first on line {})",
+            cut.0, cut.1
+        ));
     }
     Ok(Prfout {
         format,
@@ -554,6 +721,142 @@ end
     fn cpu_count_mismatch() {
         let e = err(&GOOD.replace("cpus 2", "cpus 3"));
         assert!(e.expected.contains("3 'cpu' lines"), "{e}");
+    }
+
+    /// The error of GOOD with `from` replaced by `to`.
+    fn err_with(from: &str, to: &str) -> ParseError {
+        assert!(GOOD.contains(from), "{from}");
+        err(&GOOD.replace(from, to))
+    }
+
+    #[test]
+    fn counts_wrapping_past_u64_are_an_error() {
+        // 2^64 - 1 + 8 wraps to 7, cpu 1's total: accepted before sums were checked.
+        let max = u64::MAX;
+        let e = err_with("       0    4 [user]", &format!("       0 {max} [user]"));
+        assert_eq!(e.line, 15);
+        assert!(e.expected.contains("passes 18446744073709551615"), "{e}");
+        let e = err_with("cpu 1 samples 7", &format!("cpu 1 samples {max}"));
+        assert_eq!(e.line, 10);
+        assert!(e.expected.contains("samples that add up to at most"), "{e}");
+        let e = err_with("lost 0 throttled 2", &format!("lost {max} throttled 2"));
+        assert!(e.expected.contains("lost samples that add up"), "{e}");
+    }
+
+    #[test]
+    fn impossible_times_are_an_error() {
+        for (from, to, line) in [
+            ("period-sec 0.001", "period-sec inf", 5),
+            ("period-sec 0.001", "period-sec nan", 5),
+            ("period-sec 0.001", "period-sec 0", 5),
+            ("period-sec 0.001", "period-sec -0.001", 5),
+            ("wall-sec 10.5", "wall-sec 1e308", 7),
+            ("wall-sec 10.5", "wall-sec -1", 7),
+            ("wall-sec 10.5", "wall-sec nan", 7),
+        ] {
+            let e = err_with(from, to);
+            assert_eq!((e.line, e.column), (line, from.find(' ').unwrap() + 2), "{to}");
+            assert!(
+                e.expected.contains("seconds") && e.expected.contains("1e9"),
+                "{to}: {e}"
+            );
+        }
+        // A count of events without times has no wall time.
+        let p = parse_prfout(&GOOD.replace("wall-sec 10.5", "wall-sec 0"), "f").unwrap();
+        assert_eq!(p.wall_sec, 0.0);
+        let e = err_with("procstat-busy-sec 0.02", "procstat-busy-sec nan");
+        assert_eq!((e.line, e.column), (9, 37));
+        assert_eq!(e.expected, "a finite, non-negative procstat-busy-sec");
+    }
+
+    #[test]
+    fn impossible_cpus_are_an_error() {
+        let e = err_with("cpus 2", "cpus 0");
+        assert_eq!((e.line, e.column), (6, 6));
+        assert!(e.expected.contains("from 1 to 8192"), "{e}");
+        assert!(err_with("cpus 2", "cpus 8193").expected.contains("from 1 to 8192"));
+        let e = err_with("cpu 1 samples", "cpu 8192 samples");
+        assert_eq!((e.line, e.column), (10, 5));
+        assert!(e.expected.contains("below 8192"), "{e}");
+        let e = err_with("cpu 1 samples", "cpu 0 samples");
+        assert_eq!(e.line, 10);
+        assert!(e.expected.contains("cpu 0 is on line 9 too"), "{e}");
+    }
+
+    #[test]
+    fn long_names_are_cut_with_a_warning() {
+        // A 100 MB name once made upcmp allocate 4.7 GB; 1 MB shows the cut.
+        let long = "f".repeat(1 << 20);
+        let p = parse_prfout(&GOOD.replace("bcopy", &long).replace("idle checkRunq", &long), "f").unwrap();
+        assert_eq!(p.functions[0].name.len(), MAX_NAME_BYTES);
+        assert_eq!(p.idle_set[0].len(), MAX_NAME_BYTES);
+        assert_eq!(
+            p.warnings.last().unwrap(),
+            "2 names longer than 4096 bytes were cut to that length (the first on line 8)"
+        );
+    }
+
+    #[test]
+    fn rows_whose_cut_names_are_one_are_merged() {
+        // Two names that differ only past the bound: one row, counts and weights added
+        // (a row without weights weighs its counts times the period).
+        let long = format!("a{}", "é".repeat(MAX_NAME_BYTES));
+        let text = format!(
+            "upcmp-prfout 2
+test t
+event cycles
+unit events
+period 1000
+cpus 2
+wall-sec 1
+idle-set
+cpu 0 samples 3 weight 3500 lost 0 throttled 0
+cpu 1 samples 1 lost 0 throttled 0
+functions 2
+     2    0 | 2500 0 | 3.25e6 [kernel] {long}a
+     1    1 [kernel] {long}b
+end
+"
+        );
+        let p = parse_prfout(&text, "f").unwrap();
+        assert_eq!(p.functions.len(), 1);
+        let f = &p.functions[0];
+        assert_eq!(f.name.len(), MAX_NAME_BYTES - 1, "cut at a character boundary");
+        assert_eq!(f.per_cpu, [3, 1]);
+        assert_eq!(f.weights, Some((vec![3500, 1000], 3.25e6 + 2e6)));
+    }
+
+    #[test]
+    fn weights_past_u64_are_an_error() {
+        let max = u64::MAX;
+        // Given weights of one column.
+        let text = GOOD
+            .replace("upcmp-prfout 1", "upcmp-prfout 2")
+            .replace(
+                "      10    3 [kernel]",
+                &format!("      10    3 | {max} 3000000 | 1 [kernel]"),
+            )
+            .replace("       0    4 [user]", "       0    4 | 1 4000000 | 1 [user]");
+        let e = err(&text);
+        assert_eq!(e.line, 15);
+        assert!(e.expected.contains("in cpu 0's column"), "{e}");
+        // 2^64: 12 + 7 samples of a period of 1e9 s (1e18 ns).
+        let e = err_with("period-sec 0.001", "period-sec 1e9");
+        assert_eq!(e.line, 10);
+        assert!(
+            e.expected.contains("weights (given, or the samples times the period)"),
+            "{e}"
+        );
+        let e = err_with("period-sec 0.001", "unit events\nperiod 1e30");
+        assert_eq!(e.line, 6);
+        assert!(e.expected.contains("at most 2^64"), "{e}");
+    }
+
+    #[test]
+    fn a_huge_function_count_allocates_nothing() {
+        // The count is checked against the rows, never trusted for an allocation.
+        let e = err_with("functions 3", &format!("functions {}", u64::MAX));
+        assert!(e.expected.contains("function rows"), "{e}");
     }
 
     #[test]

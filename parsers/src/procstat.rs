@@ -1,6 +1,9 @@
 //! `/proc/stat` per-CPU lines, for the busy-time cross-check of sampled CPU time.
+//!
+//! Bounds: CPU numbers are below [`MAX_CPUS`], and the eight tick counts a line keeps add
+//! up to less than 2^64, so [`CpuStat::busy`] cannot overflow.
 
-use crate::{numbered_lines, LineRef, NomError, ParseError};
+use crate::{numbered_lines, LineRef, NomError, ParseError, EXPECT_CPU, MAX_CPUS};
 use nom::bytes::complete::tag;
 use nom::character::complete::{space1, u32 as dec_u32, u64 as dec_u64};
 use nom::multi::many1;
@@ -45,9 +48,18 @@ pub fn parse_proc_stat(text: &str, file: &str) -> Result<Vec<CpuStat>, ParseErro
             text: line,
         };
         let (cpu, fields) = l.parse_all(line, cpu_line, "'cpuN' followed by tick counts")?;
+        if cpu >= MAX_CPUS {
+            return Err(l.error(&line[3..], EXPECT_CPU));
+        }
         let mut ticks = [0; 8];
         for (t, f) in ticks.iter_mut().zip(fields) {
             *t = f;
+        }
+        if ticks.iter().try_fold(0u64, |sum, &t| sum.checked_add(t)).is_none() {
+            return Err(l.error(
+                line,
+                format!("tick counts that add up to at most {} (user to steal)", u64::MAX),
+            ));
         }
         out.push(CpuStat { cpu, ticks });
     }
@@ -124,6 +136,19 @@ mod tests {
         assert!(parse_proc_stat_totals("cpu0 1\n", "stat").is_err());
         let real = std::fs::read_to_string("/proc/stat").unwrap();
         assert!(parse_proc_stat_totals(&real, "/proc/stat").unwrap().len() >= 4);
+    }
+
+    #[test]
+    fn impossible_values_are_refused() {
+        let e = parse_proc_stat("cpu8192 1 2 3 4\n", "stat").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 4));
+        assert!(e.expected.contains("below 8192"), "{e}");
+        let max = u64::MAX;
+        let e = parse_proc_stat(&format!("cpu0 {max} 0 1 0\n"), "stat").unwrap_err();
+        assert!(e.expected.contains("add up to at most"), "{e}");
+        // Fields after the eighth are not kept, so they are not added.
+        let s = parse_proc_stat(&format!("cpu0 1 0 1 0 0 0 0 0 {max} {max}\n"), "stat").unwrap();
+        assert_eq!(s[0].busy(), 2);
     }
 
     #[test]

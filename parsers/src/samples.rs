@@ -8,8 +8,14 @@
 //! l 1 3
 //! t 0
 //! ```
+//!
+//! Bounds: [`for_each_record`] reads at most [`MAX_LINE_BYTES`] a line, so a stream
+//! without newlines (a decompression bomb) is an error after 4 MiB, not an allocation of
+//! the whole stream. CPU numbers are below [`MAX_CPUS`]; command names longer than
+//! [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) are cut and counted. The `l` records' counts
+//! are read up to `u64::MAX`: adding them up (with checked arithmetic) is the caller's job.
 
-use crate::{LineRef, NomError, ParseError};
+use crate::{bounded_name, LineReader, LineRef, NomError, ParseError, EXPECT_CPU, MAX_CPUS};
 use nom::branch::alt;
 use nom::bytes::complete::tag;
 use nom::character::complete::{hex_digit1, space1, u32 as dec_u32, u64 as dec_u64};
@@ -24,6 +30,20 @@ pub const HEADER: &str = "upcmp-samples 2";
 
 /// The first line of a version 1 stream.
 pub const HEADER_V1: &str = "upcmp-samples 1";
+
+/// The longest record line read, in bytes. A sample's line holds its whole call chain
+/// (17 bytes a frame at most): 4 MiB holds a chain of perf's deepest
+/// (`kernel.perf_event_max_stack` at its limit, 65535 frames).
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+
+/// What a whole stream held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SamplesStats {
+    /// Records read (the header line not included).
+    pub records: u64,
+    /// Command names longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) that were cut.
+    pub truncated_names: u64,
+}
 
 /// The processor mode a sample was taken in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,6 +138,12 @@ pub enum Record {
     },
 }
 
+/// A CPU number; one that does not fit a `u32` reads as `u32::MAX`, for the caller to
+/// refuse as out of range.
+fn cpu(i: &str) -> nom::IResult<&str, u32, NomError<'_>> {
+    map(dec_u64, |c| u32::try_from(c).unwrap_or(u32::MAX)).parse(i)
+}
+
 fn hex(i: &str) -> nom::IResult<&str, u64, NomError<'_>> {
     map_res(hex_digit1, |h| u64::from_str_radix(h, 16)).parse(i)
 }
@@ -141,7 +167,7 @@ fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
             tag("s"),
             (
                 preceded(space1, dec_u64),
-                preceded(space1, dec_u32),
+                preceded(space1, cpu),
                 preceded(space1, dec_u32),
                 preceded(space1, dec_u32),
                 preceded(space1, mode),
@@ -186,13 +212,51 @@ fn comm(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
     .parse(i)
 }
 
-/// Parses one record line (not the header); `number` is its 1-based line number.
+/// Parses one record line (not the header); `number` is its 1-based line number. A
+/// command name longer than [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) is cut.
 pub fn parse_record(line: &str, file: &str, number: usize) -> Result<Record, ParseError> {
     let l = LineRef {
         file,
         number,
         text: line,
     };
+    Ok(parse_bounded(&l)?.0)
+}
+
+/// A record with its CPU number checked and its command name cut, and whether the name
+/// was cut.
+fn parse_bounded(l: &LineRef<'_>) -> Result<(Record, bool), ParseError> {
+    let mut record = parse_line(l)?;
+    // The CPU field: the third of a sample, the second of `l` and `t`.
+    let cpu = match &record {
+        Record::Sample(s) => Some((s.cpu, 2)),
+        Record::Lost { cpu, .. } | Record::Throttle { cpu } => Some((*cpu, 1)),
+        _ => None,
+    };
+    if let Some((cpu, field)) = cpu {
+        if cpu >= MAX_CPUS {
+            let at = l
+                .text
+                .split([' ', '\t'])
+                .filter(|f| !f.is_empty())
+                .nth(field)
+                .map_or(l.text.len(), |f| f.as_ptr() as usize - l.text.as_ptr() as usize);
+            return Err(l.error(&l.text[at..], EXPECT_CPU));
+        }
+    }
+    let mut cut = false;
+    if let Record::Comm { comm, .. } = &mut record {
+        let (short, was_cut) = bounded_name(comm);
+        if was_cut {
+            *comm = short.to_string();
+            cut = true;
+        }
+    }
+    Ok((record, cut))
+}
+
+fn parse_line(l: &LineRef<'_>) -> Result<Record, ParseError> {
+    let line = l.text;
     match line.as_bytes().first() {
         Some(b's') => l.parse_all(
             line,
@@ -203,7 +267,7 @@ pub fn parse_record(line: &str, file: &str, number: usize) -> Result<Record, Par
         Some(b'l') => l.parse_all(
             line,
             map(
-                preceded(tag("l"), (preceded(space1, dec_u32), preceded(space1, dec_u64))),
+                preceded(tag("l"), (preceded(space1, cpu), preceded(space1, dec_u64))),
                 |(cpu, count)| Record::Lost { cpu, count },
             ),
             "'l CPU COUNT'",
@@ -226,7 +290,7 @@ pub fn parse_record(line: &str, file: &str, number: usize) -> Result<Record, Par
         ),
         Some(b't') => l.parse_all(
             line,
-            map(preceded(tag("t"), preceded(space1, dec_u32)), |cpu| Record::Throttle {
+            map(preceded(tag("t"), preceded(space1, cpu)), |cpu| Record::Throttle {
                 cpu,
             }),
             "'t CPU'",
@@ -248,6 +312,35 @@ pub fn check_header(line: &str, file: &str) -> Result<(), ParseError> {
             format!("'{HEADER}' (is this an upcmp samples file?)"),
         ))
     }
+}
+
+/// Reads a samples stream (header, then records) from `input`, calling `on_record` for
+/// each record, in bounded memory: at most [`MAX_LINE_BYTES`] a line. `name` names the
+/// input in errors.
+pub fn for_each_record<R: std::io::BufRead>(
+    input: R,
+    name: &str,
+    mut on_record: impl FnMut(Record),
+) -> Result<SamplesStats, ParseError> {
+    let mut lines = LineReader::new(input, MAX_LINE_BYTES);
+    let Some((_, first)) = lines.next_line(name)? else {
+        return Err(ParseError::whole(name, "a samples stream, but it is empty"));
+    };
+    check_header(first.trim_end_matches(['\n', '\r']), name)?;
+    let mut stats = SamplesStats::default();
+    while let Some((number, text)) = lines.next_line(name)? {
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let (record, cut) = parse_bounded(&LineRef {
+            file: name,
+            number,
+            text,
+        })?;
+        stats.records += 1;
+        stats.truncated_names += u64::from(cut);
+        on_record(record);
+    }
+    Ok(stats)
 }
 
 #[cfg(test)]
@@ -298,6 +391,44 @@ mod tests {
                 ptid: 4
             }
         );
+    }
+
+    #[test]
+    fn cpu_numbers_are_bounded() {
+        for (line, column) in [
+            ("s 5 8192 10 11 k ff", 5),
+            ("s 5 99999999999 10 11 k ff", 5),
+            ("l 8192 1", 3),
+            ("t  100000000", 4),
+        ] {
+            let e = parse_record(line, "f", 2).unwrap_err();
+            assert_eq!((e.line, e.column), (2, column), "{line}");
+            assert!(e.expected.contains("below 8192"), "{line}: {e}");
+        }
+        assert!(parse_record("t 8191", "f", 2).is_ok());
+    }
+
+    #[test]
+    fn streams_are_read_in_bounded_memory() {
+        let text = format!(
+            "{HEADER}\nc 1 1 {}\nt 0\r\nl 1 7\n",
+            "x".repeat(crate::MAX_NAME_BYTES + 9)
+        );
+        let mut got = Vec::new();
+        let stats = for_each_record(text.as_bytes(), "s.gz", |r| got.push(r)).unwrap();
+        assert_eq!((stats.records, stats.truncated_names), (3, 1));
+        assert!(matches!(&got[0], Record::Comm { comm, .. } if comm.len() == crate::MAX_NAME_BYTES));
+        assert_eq!(got[2], Record::Lost { cpu: 1, count: 7 });
+        // 4 GiB without a newline once took 4.2 GB: now an error after MAX_LINE_BYTES.
+        let header = format!("{HEADER}\n");
+        let endless = std::io::BufReader::new(std::io::Read::chain(header.as_bytes(), std::io::repeat(b'7')));
+        let e = for_each_record(endless, "s.gz", |_| {}).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("at most 4194304 bytes"), "{e}");
+        let e = for_each_record(&b""[..], "s.gz", |_| {}).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        let e = for_each_record(&b"upcmp-samples 3\n"[..], "s.gz", |_| {}).unwrap_err();
+        assert_eq!(e.line, 1);
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! pipeping1 -loop 50000         unixperf test with its options
 //! hackbench: hackbench 4 process 1000    external command (run by /bin/sh)
 //! ```
+//!
+//! A test's name is the name of its directory in the run, so it is at most
+//! [`MAX_TEST_NAME_BYTES`] long; a longer one is an error naming its line.
 
 use crate::{numbered_lines, LineRef, NomError, ParseError};
 use nom::bytes::complete::{tag, take_while1};
@@ -13,6 +16,10 @@ use nom::character::complete::space0;
 use nom::combinator::rest;
 use nom::sequence::terminated;
 use nom::Parser;
+
+/// The longest test name, in bytes: a directory name (at most 255 bytes, NAME_MAX) with
+/// room for the `.N` that tells repeated names apart.
+pub const MAX_TEST_NAME_BYTES: usize = 200;
 
 /// What one line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +109,12 @@ pub fn parse_test_list(text: &str, file: &str) -> Result<Vec<TestLine>, ParseErr
         if spec.name().starts_with('.') {
             return Err(l.error(start, "a test name that does not start with '.'"));
         }
+        if spec.name().len() > MAX_TEST_NAME_BYTES {
+            return Err(l.error(
+                start,
+                format!("a test name of at most {MAX_TEST_NAME_BYTES} bytes (it names a directory)"),
+            ));
+        }
         out.push(TestLine { line: n, spec });
     }
     if out.is_empty() {
@@ -162,6 +175,16 @@ mod tests {
         assert!(e.expected.contains("a command after 'x:'"), "{e}");
         let e = parse_test_list("..: ls\n", "tl").unwrap_err();
         assert_eq!(e.line, 1);
+    }
+
+    #[test]
+    fn long_names_are_refused() {
+        let name = "t".repeat(MAX_TEST_NAME_BYTES);
+        assert!(parse_test_list(&format!("{name}: true\n"), "tl").is_ok());
+        let e = parse_test_list(&format!("ok\n  {name}x: true\n"), "tl").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 3));
+        assert!(e.expected.contains("at most 200 bytes"), "{e}");
+        assert!(parse_test_list(&format!("{name}x -loop 1\n"), "tl").is_err());
     }
 
     #[test]

@@ -28,6 +28,10 @@
 //! The aggregate is the explicit aggregate line when the upout has one, else it is computed:
 //! the sum of the copies' rates (the system's throughput), or the maximum of their times (the
 //! run is over when its slowest copy is).
+//!
+//! Bounds: a result's description and a perf bench name are at most
+//! [`MAX_NAME_BYTES`] long; a longer one is an error (no benchmark prints one, so it means
+//! a damaged file). Rates whose sum is not a finite number are an error too.
 
 use std::collections::HashMap;
 
@@ -36,7 +40,7 @@ use nom::character::complete::{char, digit1, space0, space1};
 use nom::number::complete::double;
 use nom::{IResult, Parser};
 
-use crate::ParseError;
+use crate::{ParseError, MAX_NAME_BYTES};
 
 /// Which way a result improves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,10 +106,16 @@ pub fn parse_upout(text: &str, file: &str) -> Result<Vec<BenchResult>, ParseErro
             };
             acc.add(&label, "sec", Direction::LowerIsBetter, seconds, None);
         } else if let Some(name) = perf_running_line(line) {
+            if name.len() > MAX_NAME_BYTES {
+                return Err(at(Fail {
+                    rest: from(line, name),
+                    expected: EXPECT_SHORT_NAME,
+                }));
+            }
             perf_bench_name = Some(name);
         }
     }
-    Ok(acc.finish())
+    acc.finish(file)
 }
 
 /// The operations a upout's benchmark performed: the summed `trep` counts of its first
@@ -127,6 +137,8 @@ pub fn operation_count(text: &str) -> Option<u64> {
     }
     total
 }
+
+const EXPECT_SHORT_NAME: &str = "a name of at most 4096 bytes";
 
 /// Why a line that started like a result line is not one.
 struct Fail<'a> {
@@ -243,6 +255,12 @@ fn description(rest: &str) -> Result<&str, Fail<'_>> {
             expected: "a description of the operation",
         });
     }
+    if text.len() > MAX_NAME_BYTES {
+        return Err(Fail {
+            rest,
+            expected: EXPECT_SHORT_NAME,
+        });
+    }
     Ok(text)
 }
 
@@ -348,7 +366,8 @@ impl Accumulator {
         }
     }
 
-    fn finish(self) -> Vec<BenchResult> {
+    /// The results; `file` names the upout in the error about rates too large to add up.
+    fn finish(self, file: &str) -> Result<Vec<BenchResult>, ParseError> {
         let mut out = Vec::new();
         for op in self.operations {
             let result = |value: f64, copy: Option<u32>| BenchResult {
@@ -369,12 +388,22 @@ impl Accumulator {
             } else {
                 &op.aggregates
             };
-            out.push(result(combine(op.direction, combined), None));
+            let aggregate = combine(op.direction, combined);
+            if !aggregate.is_finite() {
+                return Err(ParseError::whole(
+                    file,
+                    format!(
+                        "rates of '{}' that add up to a finite number",
+                        crate::shorten(&op.description)
+                    ),
+                ));
+            }
+            out.push(result(aggregate, None));
             for (k, &value) in op.copies.iter().enumerate() {
-                out.push(result(value, Some(k as u32 + 1)));
+                out.push(result(value, Some(u32::try_from(k + 1).unwrap_or(u32::MAX))));
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -620,6 +649,28 @@ mod tests {
     fn x11perf_unmeasurably_fast_lines_are_valid_but_give_no_rate() {
         let text = "   100 trep @ 0.0 msec (unmeasurably fast): nothing at all\n";
         assert_eq!(parse_upout(text, "t").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn long_descriptions_are_an_error() {
+        let long = "d".repeat(MAX_NAME_BYTES + 1);
+        let e = err(&format!("\n   10 trep @ 1.0000 msec (1000.0/sec): {long}\n"));
+        assert_eq!((e.line, e.column, e.expected.as_str()), (2, 40, EXPECT_SHORT_NAME));
+        let e = err(&format!("# Running '{long}' benchmark:\n"));
+        assert_eq!((e.line, e.column), (1, 12));
+        let ok = "d".repeat(MAX_NAME_BYTES);
+        assert_eq!(
+            parse_upout(&format!("   10 trep @ 1.0 msec (1.0/sec): {ok}\n"), "t").unwrap()[0].description,
+            ok
+        );
+    }
+
+    #[test]
+    fn rates_that_add_up_to_infinity_are_an_error() {
+        let line = "   10 trep @ 0.0 msec (1e308/sec): op\n";
+        let e = err(&line.repeat(2));
+        assert_eq!(e.line, 0);
+        assert!(e.expected.contains("'op' that add up to a finite number"), "{e}");
     }
 
     #[test]

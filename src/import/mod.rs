@@ -9,6 +9,7 @@
 //!   perf script, the highest CPU number seen + 1; folded stacks: 1.
 
 pub mod folded;
+pub mod fuzz;
 pub mod perf_data;
 pub mod perf_header;
 pub mod script;
@@ -617,10 +618,15 @@ impl SampleTimes {
         let time = unit == Unit::Nanoseconds;
         let (unit, fixed) = if let Some(s) = override_sec {
             (Unit::Nanoseconds, Some(s * 1e9))
-        } else if self.without_period == 0 && self.with_period > 0 {
+        } else if self.without_period == 0 && self.period_sum > 0 {
             (unit, None)
         } else {
-            if self.with_period > 0 {
+            if self.with_period > 0 && self.period_sum == 0 {
+                // Nothing to weigh them by (and a mean period of 0 to divide by).
+                warnings.push(format!(
+                    "every {event} sample carries a period of 0: every sample is weighed the same"
+                ));
+            } else if self.with_period > 0 {
                 warnings.push(format!(
                     "{} of {} samples carry no period: every sample is weighed the same",
                     self.without_period,

@@ -34,6 +34,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use upcmp_parsers::MAX_CPUS;
 
 /// What the kernel's symbols are looked up by: the recording and its kernel.
 struct KernelSource<'o> {
@@ -515,7 +516,10 @@ impl Reader<'_> {
                 self.maps
                     .add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), id)
             }
-            EventRecord::Lost(l) => self.profile.lost(cpu_of_record().unwrap_or(0), l.count),
+            EventRecord::Lost(l) => {
+                let cpu = self.checked_cpu(cpu_of_record(), "a lost-samples record")?;
+                self.profile.lost(cpu, l.count)
+            }
             _ => {}
         }
         Ok(())
@@ -532,8 +536,20 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// A record's CPU (0 when it names none), refused past Linux's most: the profile
+    /// has a column per CPU, and perf script text of the same recording is refused too.
+    fn checked_cpu(&self, cpu: Option<u32>, what: &str) -> Result<u32, ImportError> {
+        match cpu {
+            Some(c) if c >= MAX_CPUS => Err(ImportError::PerfData {
+                path: self.kernel_source.path.clone(),
+                reason: format!("{what} names CPU {c}, but Linux has fewer than {MAX_CPUS} (is the file damaged?)"),
+            }),
+            c => Ok(c.unwrap_or(0)),
+        }
+    }
+
     fn sample(&mut self, s: &SampleRecord<'_>) -> Result<(), ImportError> {
-        let cpu = s.cpu.unwrap_or(0);
+        let cpu = self.checked_cpu(s.cpu, "a sample")?;
         self.times.sample(s.timestamp, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
         let period = s.period.unwrap_or(1);

@@ -22,8 +22,8 @@ const PIPE_HEADER_SIZE: u64 = 16;
 const ATTR_SIZE_MIN: u64 = 64;
 /// No `perf_event_attr` is near this (version 8 is 136 bytes).
 const ATTR_SIZE_MAX: u64 = 1 << 16;
-/// Linux's largest `NR_CPUS` (x86-64 and powerpc): the import makes a column per CPU.
-const MAX_CPUS: u32 = 8192;
+// Linux's largest `NR_CPUS` (x86-64 and powerpc): the import makes a column per CPU.
+use upcmp_parsers::MAX_CPUS;
 
 const HEADER_NRCPUS: u32 = 7;
 const HEADER_CMDLINE: u32 = 11;
@@ -356,6 +356,13 @@ pub fn check_feature(feature: u32, bytes: &[u8], e: Endian) -> Result<(), Refuse
     Ok(())
 }
 
+/// The feature a pipe-mode feature record is read as: the reader takes the low 32 bits of
+/// its 64-bit type, so an EVENT_DESC record with high bits set is still parsed as one (a
+/// stream with 2^48 + 12 made it allocate 738 MB).
+fn feature_of_record(feature: u64) -> u32 {
+    feature as u32
+}
+
 /// Walks the records from byte `start` to `end` (to the end of the file in pipe mode):
 /// the size of an AUXTRACE record's trailing data is allocated by the crate, so it must
 /// fit in what is left; in pipe mode, the feature records are checked as sections are.
@@ -402,11 +409,8 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
                 body.resize(body_len as usize, 0);
                 r.read_exact(&mut body).map_err(io_refused)?;
                 if body.len() >= 8 {
-                    let feature = e.u64(&body[..8]);
-                    if let Ok(f) = u32::try_from(feature) {
-                        check_feature(f, &body[8..], e)
-                            .map_err(|Refused(why)| Refused(format!("{why} (feature record at byte {pos})")))?;
-                    }
+                    check_feature(feature_of_record(e.u64(&body[..8])), &body[8..], e)
+                        .map_err(|Refused(why)| Refused(format!("{why} (feature record at byte {pos})")))?;
                 }
             }
             _ => r.seek_relative(body_len as i64).map_err(io_refused)?,
@@ -509,11 +513,8 @@ impl StreamCheck {
         }
         let first = self.e.u64(&self.body[..8]);
         match self.kind {
-            PERF_RECORD_HEADER_FEATURE => match u32::try_from(first) {
-                Ok(feature) => check_feature(feature, &self.body[8..], self.e)
-                    .map_err(|Refused(why)| Refused(format!("{why} (feature record at byte {at})"))),
-                Err(_) => Ok(()),
-            },
+            PERF_RECORD_HEADER_FEATURE => check_feature(feature_of_record(first), &self.body[8..], self.e)
+                .map_err(|Refused(why)| Refused(format!("{why} (feature record at byte {at})"))),
             PERF_RECORD_AUXTRACE if first > AUX_STREAM_CAP => refuse(format!(
                 "the AUXTRACE record at byte {at} announces {first} bytes of trace, more than the {} a stream may carry",
                 crate::fsio::human_bytes(AUX_STREAM_CAP)
@@ -648,6 +649,13 @@ mod tests {
             )),
             "{e}"
         );
+        // The same with high bits in the feature's type: the reader takes its low 32 bits.
+        let mut high = desc.clone();
+        high[..8].copy_from_slice(&((1u64 << 48) + u64::from(HEADER_EVENT_DESC)).to_le_bytes());
+        let mut bad = stream.clone();
+        bad.extend(record(PERF_RECORD_HEADER_FEATURE, &high));
+        let e = StreamCheck::new(false).pass(&bad).unwrap_err().0;
+        assert!(e.contains("4294967295 events do not fit"), "{e}");
         // A trace of 1 TiB announced.
         let mut huge = (1u64 << 40).to_le_bytes().to_vec();
         huge.extend_from_slice(&[0; 32]);

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::{mpsc, Mutex};
-use upcmp_parsers::perf_script::{for_each_sample_in_piece, piece_end, Chain, Frame, Sample};
+use upcmp_parsers::perf_script::{for_each_sample_in_piece, piece_end, Chain, Frame, Sample, MAX_LINE_BYTES};
 use upcmp_parsers::{ParseError, Position};
 
 /// What the samples of one event add up to.
@@ -225,6 +225,13 @@ fn tally_in_pieces(
             }
             let cut = if ended { buf.len() } else { piece_end(&buf).unwrap_or(0) };
             if cut == 0 {
+                let line_start = buf.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+                if buf.len() - line_start > MAX_LINE_BYTES {
+                    // A line longer than the parser reads: its piece says so, and reading
+                    // on would hold the rest of the input in memory.
+                    let _ = work_tx.send((index, at, std::mem::take(&mut buf)));
+                    return Ok(());
+                }
                 // One sample longer than a piece: read on.
                 want = buf.len() + piece_bytes;
                 continue;
@@ -353,6 +360,31 @@ mod tests {
             assert_eq!(newlines(&text[..len]), want, "{len} bytes");
         }
         assert_eq!(newlines(&[b'\n'; 32 * 255 * 2 + 5]), 32 * 255 * 2 + 5, "every byte");
+    }
+
+    #[test]
+    fn periods_of_0_weigh_every_sample_the_same() {
+        // A damaged period field: every sample of the event says 0. The profile's period
+        // was their mean, 0, which nothing can be divided by.
+        let text = "dd 7 [000] 10.0: 0 page-faults:  ff f ([kernel.kallsyms])\n\
+                    dd 7 [000] 10.1: 0 page-faults:  ff g ([kernel.kallsyms])\n";
+        let p = read(text.as_bytes(), "s", Path::new("s.txt"), &ImportOptions::default())
+            .unwrap()
+            .profile;
+        assert!(p.period > 0.0, "{}", p.period);
+        assert_eq!(
+            p.functions.iter().map(|f| f.weight()).sum::<u64>(),
+            2,
+            "{:?}",
+            p.functions
+        );
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("every page-faults sample carries a period of 0")),
+            "{:?}",
+            p.warnings
+        );
     }
 
     #[test]
@@ -568,6 +600,21 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().starts_with(&format!("s:{line}:2:")), "{e}");
+    }
+
+    #[test]
+    fn a_line_without_end_is_an_error_after_the_line_bound() {
+        // Endless input without a newline: read up to the parser's line bound, not on.
+        let header = "dd 1 [000] 1.0: 1 cpu-clock:\n\tff ";
+        let endless = std::io::BufReader::new(std::io::Read::chain(header.as_bytes(), std::io::repeat(b'x')));
+        let e = tally_in_pieces(endless, "s", Path::new("s.txt"), false, 4096, Position::default())
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("s:2: expected a line of at most 1048576 bytes"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -66,68 +66,15 @@ fn profile_of(f: Prfout) -> Profile {
     }
 }
 
-/// The longest function or module name kept: longer names are cut (4 KiB holds any
-/// kernel symbol, whose limit is 512 bytes, and any path). A 100 MB name would otherwise
+/// The longest function or module name kept: the parser cuts longer names, merges the
+/// rows whose cut names are one, and says so in a warning. A 100 MB name would otherwise
 /// cost gigabytes in the tables and reports made from it.
-pub const MAX_NAME_BYTES: usize = 4096;
-
-/// `s` cut to at most [`MAX_NAME_BYTES`] at a character boundary; whether it was cut.
-fn cut(s: &mut String) -> bool {
-    if s.len() <= MAX_NAME_BYTES {
-        return false;
-    }
-    let mut end = MAX_NAME_BYTES;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.truncate(end);
-    true
-}
-
-/// Cuts the names longer than [`MAX_NAME_BYTES`], merging the rows that become one, and
-/// says so in a warning.
-fn bound_names(p: &mut Profile) {
-    let mut cut_names = usize::from(cut(&mut p.test)) + p.command.as_mut().map_or(0, |c| usize::from(cut(c)));
-    cut_names += p.idle_set.iter_mut().map(|n| usize::from(cut(n))).sum::<usize>();
-    for f in &mut p.functions {
-        cut_names += usize::from(cut(&mut f.name)) + usize::from(cut(&mut f.module));
-    }
-    if cut_names == 0 {
-        return;
-    }
-    let mut merged: Vec<FunctionSamples> = Vec::with_capacity(p.functions.len());
-    let mut index = std::collections::HashMap::new();
-    for f in std::mem::take(&mut p.functions) {
-        match index.get(&(f.module.clone(), f.name.clone())) {
-            Some(&i) => {
-                let m: &mut FunctionSamples = &mut merged[i];
-                for (a, b) in m.per_cpu.iter_mut().zip(&f.per_cpu) {
-                    *a = a.saturating_add(*b);
-                }
-                for (a, b) in m.weight_per_cpu.iter_mut().zip(&f.weight_per_cpu) {
-                    *a = a.saturating_add(*b);
-                }
-                m.weight_sq += f.weight_sq;
-            }
-            None => {
-                index.insert((f.module.clone(), f.name.clone()), merged.len());
-                merged.push(f);
-            }
-        }
-    }
-    p.functions = merged;
-    p.warnings.push(format!(
-        "{cut_names} names longer than {MAX_NAME_BYTES} bytes were cut to that length"
-    ));
-}
+pub use upcmp_parsers::MAX_NAME_BYTES;
 
 /// Parses a prfout text; `file` names it in errors. Names longer than
 /// [`MAX_NAME_BYTES`] are cut, with a warning.
 pub fn parse(text: &str, file: &str) -> Result<Profile, ParseError> {
-    parse_prfout(text, file).map(profile_of).map(|mut p| {
-        bound_names(&mut p);
-        p
-    })
+    parse_prfout(text, file).map(profile_of)
 }
 
 /// Reads and parses a prfout file named by the user (a symbolic link is followed).

@@ -6,9 +6,10 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use upcmp_parsers::samples::{check_header, parse_record, Record, HEADER};
+pub use upcmp_parsers::samples::MAX_LINE_BYTES;
+use upcmp_parsers::samples::{Record, HEADER};
 
 /// Streams records into a `samples.gz`.
 pub struct SamplesWriter {
@@ -60,10 +61,6 @@ impl SamplesWriter {
     }
 }
 
-/// The longest record line read: a call chain of perf's deepest (`kernel.perf_event_max_stack`
-/// at its limit, 65535 frames of 17 bytes) fits.
-pub const MAX_LINE_BYTES: usize = 4 << 20;
-
 /// The most text a `samples.gz` may expand to: 100 times its compressed size (the
 /// collector's text compresses about 5 times), and at least 256 MiB. A gzip bomb stops
 /// there with an error instead of running for minutes.
@@ -96,60 +93,18 @@ impl<R: Read> Read for Capped<R> {
 }
 
 /// Reads a `samples.gz` of a run record by record, in bounded memory: a regular file (no
-/// symbolic link), lines of at most [`MAX_LINE_BYTES`], at most [`max_text_bytes`] of text.
-pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> Result<(), StoreError> {
+/// symbolic link), at most [`max_text_bytes`] of text, read by the parser's
+/// [`for_each_record`](upcmp_parsers::samples::for_each_record) (lines of at most
+/// [`MAX_LINE_BYTES`], CPU numbers checked, command names cut).
+pub fn for_each_record(path: &Path, f: impl FnMut(Record)) -> Result<(), StoreError> {
     let file = fsio::open_regular(path, Links::Refuse).map_err(io_err(path))?;
     let compressed = file.metadata().map_err(io_err(path))?.len();
-    let name = path.display().to_string();
-    let mut reader = BufReader::new(Capped {
+    let reader = BufReader::new(Capped {
         inner: GzDecoder::new(file),
         read: 0,
         cap: max_text_bytes(compressed),
     });
-    let mut line = Vec::new();
-    let mut line_no = 0;
-    loop {
-        line.clear();
-        let n = (&mut reader)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(io_err(path))?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        if line.len() > MAX_LINE_BYTES {
-            return Err(upcmp_parsers::ParseError {
-                file: name,
-                line: line_no,
-                column: 1,
-                expected: format!(
-                    "a record of at most {} bytes",
-                    crate::fsio::human_bytes(MAX_LINE_BYTES as u64)
-                ),
-                found: "a longer line".into(),
-            }
-            .into());
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        let text = std::str::from_utf8(&line).map_err(|e| upcmp_parsers::ParseError {
-            file: name.clone(),
-            line: line_no,
-            column: e.valid_up_to() + 1,
-            expected: "UTF-8 text".into(),
-            found: String::new(),
-        })?;
-        if line_no == 1 {
-            check_header(text, &name)?;
-        } else {
-            f(parse_record(text, &name, line_no)?);
-        }
-    }
-    if line_no == 0 {
-        return Err(upcmp_parsers::ParseError::whole(&name, "a samples stream, but it is empty").into());
-    }
+    upcmp_parsers::samples::for_each_record(reader, &path.display().to_string(), f)?;
     Ok(())
 }
 

@@ -50,9 +50,9 @@ pub fn load_perf_map(path: &Path) -> Option<RangeNames> {
     }
     let text = String::from_utf8(fsio::read_capped(file, PERF_MAP_CAP).ok()?).ok()?;
     let name = path.display().to_string();
-    let (entries, _bad) = upcmp_parsers::perf_map::read(&text, &name);
+    let map = upcmp_parsers::perf_map::read(&text, &name);
     Some(RangeNames::new(
-        entries
+        map.entries
             .into_iter()
             .map(|e| (e.start, e.start.saturating_add(e.size), e.name.to_string()))
             .collect(),

@@ -1,0 +1,433 @@
+//! Every parser of this crate run on raw bytes, checking what must hold whatever the input.
+//!
+//! The fuzz targets (`fuzz/`, one per [`Format`]) and the stable corpus and mutation tests
+//! (`parsers/tests/fuzz_corpus.rs`) share this module, so an input that fails under the
+//! fuzzer fails the same way in `cargo test`. [`Format::check`] panics when a property does
+//! not hold, and lets a parser's own panic through: both are what a fuzzer reports.
+//! Memory and time are bounded by the callers (libFuzzer's `-rss_limit_mb` and `-timeout`,
+//! the corpus test's counting allocator and clock).
+//!
+//! The properties: the parser returns; an error names the input and a line and column
+//! inside it; and what a parse returns keeps the bounds the crate promises (names at most
+//! [`MAX_NAME_BYTES`], CPU numbers below [`MAX_CPUS`], sums below 2^64, finite times).
+
+use crate::{folded, kallsyms, keyvalue, perf_map, perf_script, prfout, procstat, samples, test_list, upout};
+use crate::{ParseError, Position, MAX_CPUS, MAX_NAME_BYTES};
+
+/// The name every check gives its input, as a parser's caller gives a path.
+pub const INPUT_NAME: &str = "fuzz-input";
+
+/// A format this crate parses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `perf script` text ([`perf_script::for_each_sample`]).
+    PerfScript,
+    /// Folded stacks ([`folded::for_each_stack`]).
+    Folded,
+    /// uprun's `prfout` ([`prfout::parse_prfout`]).
+    Prfout,
+    /// The text of `samples.gz` ([`samples::for_each_record`]).
+    Samples,
+    /// A benchmark's output ([`upout::parse_upout`]).
+    Upout,
+    /// A `test_list` ([`test_list::parse_test_list`]).
+    TestList,
+    /// `/proc/kallsyms` ([`kallsyms::entries`]).
+    Kallsyms,
+    /// A JIT's `/tmp/perf-PID.map` ([`perf_map::read`]).
+    PerfMap,
+    /// `key: value` files: run marker, `system`, `status` ([`keyvalue::parse_key_values`]).
+    KeyValue,
+    /// `/proc/stat` ([`procstat::parse_proc_stat`]).
+    ProcStat,
+}
+
+impl Format {
+    /// Every format, in the order of the fuzz targets' listing.
+    pub const ALL: [Format; 10] = [
+        Format::PerfScript,
+        Format::Folded,
+        Format::Prfout,
+        Format::Samples,
+        Format::Upout,
+        Format::TestList,
+        Format::Kallsyms,
+        Format::PerfMap,
+        Format::KeyValue,
+        Format::ProcStat,
+    ];
+
+    /// The name of the format's fuzz target and of its corpus directory
+    /// (`testdata/fuzz/NAME/`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::PerfScript => "perf_script",
+            Format::Folded => "folded",
+            Format::Prfout => "prfout",
+            Format::Samples => "samples",
+            Format::Upout => "upout",
+            Format::TestList => "test_list",
+            Format::Kallsyms => "kallsyms",
+            Format::PerfMap => "perf_map",
+            Format::KeyValue => "keyvalue",
+            Format::ProcStat => "procstat",
+        }
+    }
+
+    /// The format named `name` (see [`Format::name`]).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Parses `data` as this format and checks the result; panics when a property does
+    /// not hold. Returns whether `data` parsed. Formats that callers read as text get
+    /// `data` with invalid UTF-8 replaced (their callers refuse it before parsing).
+    pub fn check(self, data: &[u8]) -> bool {
+        let input = Input::new(data);
+        let result = match self {
+            Format::PerfScript => check_perf_script(&input),
+            Format::Folded => check_folded(&input),
+            Format::Prfout => check_prfout(&input),
+            Format::Samples => check_samples(&input),
+            Format::Upout => check_upout(&input),
+            Format::TestList => check_test_list(&input),
+            Format::Kallsyms => check_kallsyms(&input),
+            Format::PerfMap => check_perf_map(&input),
+            Format::KeyValue => check_key_values(&input),
+            Format::ProcStat => check_proc_stat(&input),
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                input.check_error(&e);
+                false
+            }
+        }
+    }
+}
+
+/// The input as bytes and as text, and how many lines it has.
+struct Input<'a> {
+    bytes: &'a [u8],
+    text: std::borrow::Cow<'a, str>,
+    lines: usize,
+}
+
+impl<'a> Input<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        let text = String::from_utf8_lossy(bytes);
+        // Lines as the readers number them: a last line without a newline counts.
+        let lines = text.split('\n').count();
+        Input { bytes, text, lines }
+    }
+
+    /// An error names the input, a line in it (0: the whole input) and a column in that
+    /// line, and says what was expected.
+    fn check_error(&self, e: &ParseError) {
+        assert_eq!(e.file, INPUT_NAME, "{e}");
+        assert!(e.line <= self.lines, "line {} of {}: {e}", e.line, self.lines);
+        if e.line > 0 && e.column > 0 {
+            let line = self.text.split('\n').nth(e.line - 1).unwrap_or("");
+            // A replaced invalid byte is three bytes of text but one character.
+            assert!(
+                e.column <= line.chars().count() + 1,
+                "column {} of {line:?}: {e}",
+                e.column
+            );
+        }
+        assert!(!e.expected.is_empty(), "{e:?}");
+        assert!(e.found.chars().count() <= 41, "{e:?}");
+        assert!(!e.to_string().is_empty());
+    }
+}
+
+fn assert_name(name: &str) {
+    assert!(name.len() <= MAX_NAME_BYTES, "a name of {} bytes", name.len());
+}
+
+fn check_perf_script(input: &Input<'_>) -> Result<(), ParseError> {
+    let run = |chain, bytes: &[u8], at: Position| {
+        let mut samples = Vec::new();
+        let stats = perf_script::for_each_sample_from(bytes, INPUT_NAME, chain, at, |s| {
+            assert_name(s.comm);
+            assert!(s.cpu.is_none_or(|c| c < MAX_CPUS), "{s:?}");
+            s.event.map(assert_name);
+            for f in &s.frames {
+                f.symbol.map(assert_name);
+                f.dso.map(assert_name);
+            }
+            if chain == perf_script::Chain::Leaf {
+                assert!(s.frames.len() <= 1, "{s:?}");
+            }
+            samples.push((s.tid, s.cpu, s.time_ns, s.period, s.leaf().map(|f| f.ip)));
+        });
+        stats.map(|stats| {
+            assert_eq!(stats.samples as usize, samples.len());
+            (stats, samples)
+        })
+    };
+    let full = run(perf_script::Chain::Full, input.bytes, Position::default());
+    // Only the innermost frames: the same samples, the same errors.
+    let leaf = run(perf_script::Chain::Leaf, input.bytes, Position::default());
+    match (&full, &leaf) {
+        (Ok(a), Ok(b)) => assert_eq!(a.1, b.1),
+        (Err(a), Err(b)) => assert_eq!((a.line, &a.expected), (b.line, &b.expected)),
+        _ => panic!(
+            "full chains {:?}, leaves only {:?}",
+            full.as_ref().err(),
+            leaf.as_ref().err()
+        ),
+    }
+    // Read in place, as the import reads pieces in memory: the same samples, the same errors.
+    let in_place = {
+        let mut samples = Vec::new();
+        perf_script::for_each_sample_in_piece(
+            input.bytes,
+            INPUT_NAME,
+            perf_script::Chain::Leaf,
+            Position::default(),
+            |s| samples.push((s.tid, s.cpu, s.time_ns, s.period, s.leaf().map(|f| f.ip))),
+        )
+        .map(|stats| (stats, samples))
+    };
+    match (&full, &in_place) {
+        (Ok(a), Ok(b)) => assert_eq!((a.0.samples, a.0.lines, &a.1), (b.0.samples, b.0.lines, &b.1)),
+        (Err(a), Err(b)) => assert_eq!((a.line, &a.expected), (b.line, &b.expected)),
+        _ => panic!(
+            "read line by line {:?}, in place {:?}",
+            full.as_ref().err(),
+            in_place.as_ref().err()
+        ),
+    }
+    let (stats, samples) = full?;
+    assert!(stats.lines <= input.lines);
+    // Cut where piece_end says (as the parallel import does), the pieces hold the same
+    // samples as the whole.
+    if let Some(cut) = perf_script::piece_end(&input.bytes[..input.bytes.len() / 2]) {
+        let (head, tail) = input.bytes.split_at(cut);
+        let at = Position {
+            lines: head.iter().filter(|&&b| b == b'\n').count(),
+            bytes: cut as u64,
+        };
+        let mut pieces = run(perf_script::Chain::Leaf, head, Position::default())
+            .expect("the head of a cut input parses")
+            .1;
+        pieces.extend(
+            run(perf_script::Chain::Leaf, tail, at)
+                .expect("the tail of a cut input parses")
+                .1,
+        );
+        assert_eq!(pieces, samples, "cut at byte {cut}");
+    }
+    Ok(())
+}
+
+fn check_folded(input: &Input<'_>) -> Result<(), ParseError> {
+    let mut sum = 0u64;
+    let mut long = 0;
+    let stats = folded::for_each_stack(input.bytes, INPUT_NAME, |s| {
+        sum = sum.checked_add(s.count).expect("the parser checks the sum");
+        long += s.long_frames();
+        assert!(!s.stack.is_empty());
+        assert_name(s.leaf());
+        s.frames().for_each(assert_name);
+    })?;
+    assert_eq!((stats.samples, stats.truncated_names), (sum, long));
+    assert!(stats.lines <= input.lines);
+    Ok(())
+}
+
+fn check_prfout(input: &Input<'_>) -> Result<(), ParseError> {
+    let p = prfout::parse_prfout(&input.text, INPUT_NAME)?;
+    assert!(p.wall_sec.is_finite() && p.wall_sec >= 0.0 && p.wall_sec <= prfout::MAX_SECONDS);
+    let most = match p.unit.as_str() {
+        "ns" => prfout::MAX_SECONDS * 1e9,
+        "events" => u64::MAX as f64,
+        unit => panic!("unit {unit:?}"),
+    };
+    assert!(
+        p.period.is_finite() && p.period > 0.0 && p.period <= most,
+        "{}",
+        p.period
+    );
+    assert!((1..=MAX_CPUS as usize).contains(&p.cpus.len()));
+    let mut numbers: Vec<u32> = p.cpus.iter().map(|c| c.cpu).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    assert_eq!(numbers.len(), p.cpus.len(), "CPU numbers are distinct");
+    assert!(numbers.iter().all(|&c| c < MAX_CPUS));
+    let total = p.cpus.iter().try_fold(0u64, |sum, c| sum.checked_add(c.samples));
+    let total = total.expect("the parser checks the sum of all CPUs' samples");
+    // Each CPU's weight, given or implied, and their sum fit in 64 bits.
+    let weights = p
+        .cpus
+        .iter()
+        .map(|c| c.weight.or_else(|| prfout::implied_weight(c.samples, p.period)));
+    let all = weights
+        .clone()
+        .try_fold(0u64, |sum, w| w.and_then(|w| sum.checked_add(w)));
+    assert!(all.is_some(), "the parser checks the sum of all CPUs' weights");
+    for c in &p.cpus {
+        assert!(c.procstat_busy_sec.is_none_or(|b| b.is_finite() && b >= 0.0));
+    }
+    let mut functions = 0u64;
+    for (k, c) in p.cpus.iter().enumerate() {
+        let column = p
+            .functions
+            .iter()
+            .map(|f| f.per_cpu[k])
+            .try_fold(0u64, u64::checked_add);
+        assert_eq!(column, Some(c.samples));
+        let weight = p
+            .functions
+            .iter()
+            .map(|f| match &f.weights {
+                Some((w, _)) => Some(w[k]),
+                None => prfout::implied_weight(f.per_cpu[k], p.period),
+            })
+            .try_fold(0u64, |sum, w| w.and_then(|w| sum.checked_add(w)));
+        assert!(weight.is_some(), "the parser checks the sum of cpu {}'s weights", c.cpu);
+        assert!(c.weight.is_none_or(|w| Some(w) == weight));
+    }
+    for f in &p.functions {
+        assert_eq!(f.per_cpu.len(), p.cpus.len());
+        if let Some((w, squares)) = &f.weights {
+            assert_eq!(w.len(), p.cpus.len());
+            assert!(squares.is_finite() && *squares >= 0.0, "{squares}");
+        }
+        assert_name(&f.name);
+        assert_name(&f.module);
+        functions += f.total();
+    }
+    assert_eq!(functions, total);
+    assert_name(&p.test);
+    assert_name(&p.event);
+    p.command.as_deref().map(assert_name);
+    p.idle_set.iter().for_each(|n| assert_name(n));
+    Ok(())
+}
+
+fn check_samples(input: &Input<'_>) -> Result<(), ParseError> {
+    let mut records = 0u64;
+    let stats = samples::for_each_record(input.bytes, INPUT_NAME, |r| {
+        records += 1;
+        match r {
+            samples::Record::Sample(s) => assert!(s.cpu < MAX_CPUS),
+            samples::Record::Lost { cpu, .. } | samples::Record::Throttle { cpu } => assert!(cpu < MAX_CPUS),
+            samples::Record::Comm { comm, .. } => assert_name(&comm),
+            samples::Record::Fork { .. } => {}
+        }
+    })?;
+    assert_eq!(stats.records, records);
+    assert!(stats.records < input.lines as u64);
+    Ok(())
+}
+
+fn check_upout(input: &Input<'_>) -> Result<(), ParseError> {
+    for r in upout::parse_upout(&input.text, INPUT_NAME)? {
+        assert!(r.value.is_finite() && r.value >= 0.0, "{r:?}");
+        // A perf bench name within its label.
+        assert!(r.description.len() <= MAX_NAME_BYTES + "Total time (perf bench )".len());
+        assert!(!r.description.is_empty());
+    }
+    Ok(())
+}
+
+fn check_test_list(input: &Input<'_>) -> Result<(), ParseError> {
+    let tests = test_list::parse_test_list(&input.text, INPUT_NAME)?;
+    assert!(!tests.is_empty());
+    for pair in tests.windows(2) {
+        assert!(pair[0].line < pair[1].line);
+    }
+    for t in &tests {
+        let name = t.spec.name();
+        assert!(!name.is_empty() && name.len() <= test_list::MAX_TEST_NAME_BYTES && !name.starts_with('.'));
+        assert!(t.line <= input.lines);
+    }
+    Ok(())
+}
+
+fn check_kallsyms(input: &Input<'_>) -> Result<(), ParseError> {
+    let mut first_error: Option<ParseError> = None;
+    let mut last_line = 0;
+    for entry in kallsyms::entries(&input.text, INPUT_NAME) {
+        match entry {
+            Ok(e) => {
+                assert_name(e.name);
+                e.module.map(assert_name);
+                assert!(e.kind.is_ascii_alphabetic());
+            }
+            // Every bad line is reported, in order; the first error stands for the input
+            // (and is checked in full by the caller).
+            Err(e) => {
+                assert!(e.line > last_line && e.line <= input.lines, "{e}");
+                last_line = e.line;
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn check_perf_map(input: &Input<'_>) -> Result<(), ParseError> {
+    let map = perf_map::read(&input.text, INPUT_NAME);
+    let non_blank = input.text.lines().filter(|l| !l.trim().is_empty()).count();
+    assert_eq!(map.entries.len() + map.bad_lines, non_blank);
+    assert!(map.truncated_names <= map.entries.len());
+    map.entries.iter().for_each(|e| assert_name(e.name));
+    Ok(())
+}
+
+fn check_key_values(input: &Input<'_>) -> Result<(), ParseError> {
+    let kv = keyvalue::parse_key_values(&input.text, INPUT_NAME)?;
+    let mut keys: Vec<&str> = kv.entries.iter().map(|(k, _, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    let all = keys.len();
+    keys.dedup();
+    assert_eq!(keys.len(), all, "each key once");
+    for pair in kv.entries.windows(2) {
+        assert!(pair[0].2 < pair[1].2, "lines in order");
+    }
+    assert!(kv.entries.iter().all(|(_, _, line)| *line >= 1 && *line <= input.lines));
+    if let Some((k, v, _)) = kv.entries.last() {
+        assert_eq!(kv.get(k), Some(v.as_str()));
+    }
+    Ok(())
+}
+
+fn check_proc_stat(input: &Input<'_>) -> Result<(), ParseError> {
+    for s in procstat::parse_proc_stat(&input.text, INPUT_NAME)? {
+        assert!(s.cpu < MAX_CPUS);
+        let all = s.ticks.iter().try_fold(0u64, |sum, &t| sum.checked_add(t));
+        assert!(all.is_some_and(|all| s.busy() <= all));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for f in Format::ALL {
+            assert_eq!(Format::from_name(f.name()), Some(f));
+        }
+        assert_eq!(Format::from_name("perf-script"), None);
+    }
+
+    #[test]
+    fn good_and_bad_inputs() {
+        assert!(Format::Folded.check(b"a;b 1\n"));
+        assert!(!Format::Folded.check(b"a;b\n"));
+        assert!(Format::Samples.check(b"upcmp-samples 1\nt 1\n"));
+        assert!(!Format::Samples.check(b"upcmp-samples 1\nt 8192\n"));
+        assert!(!Format::KeyValue.check(b"a: 1\na: 2\n"));
+    }
+
+    #[test]
+    #[should_panic(expected = "line 9 of 1")]
+    fn an_error_outside_the_input_is_caught() {
+        Input::new(b"x").check_error(&ParseError::at(INPUT_NAME, 9, "x", "", "y"));
+    }
+}
