@@ -60,6 +60,7 @@ pub fn compare_imported(
                 bench,
                 profile: Box::new(profile),
                 notes,
+                unlike: Vec::new(),
             },
         }],
     };

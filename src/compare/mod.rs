@@ -231,6 +231,10 @@ pub struct ProfileComparison {
     pub cpu_noise: Significance,
     /// The families the rows were adjusted in.
     pub families: Families,
+    /// The two sides did different work (another command or number of copies): a ratio
+    /// of their totals means nothing and none is given (`runs::unlike_sides`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ratios_refused: bool,
 }
 
 impl ProfileComparison {
@@ -583,6 +587,7 @@ fn compare_sides(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> Polar
         rows,
         cpu_noise,
         families: Families::default(),
+        ratios_refused: false,
     })
 }
 

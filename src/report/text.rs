@@ -141,8 +141,8 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
             right(""),
         ]));
     }
-    // Runs in different units have no ratio of values.
-    let comparable = m.basis != Basis::Share;
+    // Runs in different units, or of different work, have no ratio of values.
+    let comparable = m.basis != Basis::Share && !c.ratios_refused;
     let mut line = |name: &str, x: f64, y: f64, scale: f64| {
         let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
         t.add_row(Row::new(vec![
@@ -424,10 +424,7 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "System")?;
     if r.system_differences.is_empty() {
-        writeln!(
-            out,
-            "  no differences between the two system descriptions that can bias the comparison"
-        )?;
+        writeln!(out, "  {}", system_summary(r))?;
     } else {
         let mut t = Table::new();
         t.set_format(FormatBuilder::new().column_separator(' ').padding(2, 0).build());
@@ -440,12 +437,40 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
             ]));
         }
         print_table(&t, out)?;
+        if let Some(n) = notes_below(r) {
+            writeln!(out, "  {n}")?;
+        }
     }
     writeln!(out)?;
     for t in &r.tests {
         render_test(t, out)?;
     }
     Ok(())
+}
+
+/// What the tests note below the System section, when they note anything: so that the
+/// section never says the comparison is unbiased above a note that says otherwise.
+pub(crate) fn notes_below(r: &RunComparison) -> Option<String> {
+    let noted = r.noted_tests();
+    if noted.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = noted
+        .iter()
+        .map(|(t, n)| format!("{t} ({n} note{})", if *n == 1 { "" } else { "s" }))
+        .collect();
+    Some(format!(
+        "The tests note what else can bias the comparison: {}; read them before the numbers.",
+        list.join(", ")
+    ))
+}
+
+/// The System section's line when the system descriptions do not differ.
+pub(crate) fn system_summary(r: &RunComparison) -> String {
+    match notes_below(r) {
+        None => "no differences between the two system descriptions that can bias the comparison".into(),
+        Some(n) => format!("the two system descriptions do not differ in what can bias the comparison. {n}"),
+    }
 }
 
 #[cfg(test)]
