@@ -2,6 +2,7 @@
 
 mod architecture;
 mod events;
+mod everyday;
 mod hackbench_helpers;
 mod hostile;
 mod html;

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 /// Why prfcmp stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum PrfcmpError {
+    /// An argument of the wrong kind (a whole run given for a profile), with what to do.
+    #[error("{0}")]
+    Arguments(String),
     /// A profile could not be read.
     #[error("reading profile {which}, {}", path.display())]
     Import {
@@ -41,6 +44,8 @@ pub fn prfcmp(
     import: &ImportOptions,
     opts: &CompareOptions,
 ) -> Result<Compared, PrfcmpError> {
+    super::inputs::check_prfcmp_profile(path1, path2).map_err(PrfcmpError::Arguments)?;
+    super::inputs::check_prfcmp_profile(path2, path1).map_err(PrfcmpError::Arguments)?;
     let read = |which: u8, path: &Path| {
         read_profile(path, import).map_err(|source| PrfcmpError::Import {
             which,

@@ -54,6 +54,9 @@ pub struct UpcmpOptions {
 /// Why upcmp stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum UpcmpError {
+    /// An argument of the wrong kind (a file given for a run, ...), with what to do.
+    #[error("{0}")]
+    Arguments(String),
     /// A recording could not be read.
     #[error("reading {}", path.display())]
     Import {
@@ -177,6 +180,9 @@ fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
+    if let Inputs::Runs { dir1, dir2 } = &opts.inputs {
+        super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?;
+    }
     // First, so that a second upcmp writing the same directory stops at once.
     let claim =
         claim_dir(&opts.results_dir, "upcmp", opts.allow_shared_parent).map_err(|source| UpcmpError::Publish {

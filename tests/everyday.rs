@@ -1,0 +1,188 @@
+//! The everyday loop: sides not run alike, errors that say what to do, the report for a
+//! mailing list.
+
+use crate::util::{run_in, stderr, stdout, tempdir, testdata};
+use std::fs;
+use std::path::Path;
+
+const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
+const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
+const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The fixture's two runs in `dir`, with `edit` applied to run 2's `forkwait/status`.
+fn fixture_with_status(dir: &Path, edit: impl Fn(String) -> String) {
+    for run in ["outdir1", "outdir2"] {
+        copy_tree(&testdata(&format!("forkwait/{run}")), &dir.join(run));
+    }
+    let p = dir.join("outdir2/forkwait/status");
+    let text = edit(fs::read_to_string(&p).unwrap());
+    fs::write(&p, text).unwrap();
+}
+
+/// The values of the report line that starts with `name`.
+fn line_starting<'a>(text: &'a str, name: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_else(|| panic!("no line '{name}' in:\n{text}"))
+}
+
+#[test]
+fn runs_of_other_options_are_warned_and_get_no_summary_ratio() {
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s.replace("-loop 200000", "-loop 2000"));
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(
+            "WARNING: forkwait: the runs differ in command: 'unixperf -forkwait -loop 200000 -repeat 2' vs \
+             'unixperf -forkwait -loop 2000 -repeat 2'; they did different amounts of work"
+        ),
+        "{text}"
+    );
+    // Only -loop differs: the rates stay comparable, the totals do not.
+    assert!(line_starting(&text, "   425.0").contains("( 0.99)"), "{text}");
+    assert!(line_starting(&text, "CPU time").trim_end().ends_with(" -"), "{text}");
+    assert!(
+        line_starting(&text, "Elapsed time").trim_end().ends_with(" -"),
+        "{text}"
+    );
+    // The System section accounts for the note below it.
+    assert!(
+        text.contains("The tests note what else can bias the comparison: forkwait (1 note)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("no differences between the two system descriptions"),
+        "{text}"
+    );
+}
+
+#[test]
+fn runs_of_other_copies_or_benchmarks_get_no_speed_ratio() {
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s.replace("copies: 1", "copies: 3"));
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("WARNING: forkwait: the runs differ in copies: '1' vs '3'; the copies compete"),
+        "{text}"
+    );
+    assert!(line_starting(&text, "   425.0").contains("(  -  )"), "{text}");
+    assert!(line_starting(&text, "CPU time").trim_end().ends_with(" -"), "{text}");
+
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s.replace("-forkwait", "-forkexit"));
+    let text = stdout(&run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]));
+    assert!(text.contains("they ran different benchmarks: no speed ratio"), "{text}");
+    assert!(line_starting(&text, "   425.0").contains("(  -  )"), "{text}");
+}
+
+#[test]
+fn other_sample_rates_are_warned_about() {
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s);
+    let p = tmp.path().join("outdir2/forkwait/prfout");
+    let text = fs::read_to_string(&p)
+        .unwrap()
+        .replace("period-sec 0.0001", "period-sec 0.001");
+    fs::write(&p, text).unwrap();
+    let text = stdout(&run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]));
+    assert!(
+        text.contains("WARNING: forkwait: the runs differ in sample period: '0.1 msec' vs '1 msec'"),
+        "{text}"
+    );
+    // The totals are still comparable: each sample weighs its period.
+    assert!(!line_starting(&text, "CPU time").trim_end().ends_with(" -"), "{text}");
+}
+
+#[test]
+fn a_quiet_comparison_says_so_in_the_system_section() {
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s);
+    let text = stdout(&run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]));
+    assert!(
+        text.contains("System\n  no differences between the two system descriptions that can bias the comparison\n"),
+        "{text}"
+    );
+}
+
+/// The error of a command that must fail with status 2, each cause said once.
+fn error_of(cwd: &Path, bin: &str, args: &[&str]) -> String {
+    let out = run_in(cwd, bin, args);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    let line = e.lines().last().unwrap_or_default();
+    // No cause repeated: "x: no such directory: no such directory" and the like.
+    let parts: Vec<&str> = line.split(": ").collect();
+    assert!(parts.windows(2).all(|w| w[0] != w[1]), "a cause said twice: {line}");
+    e
+}
+
+#[test]
+fn upcmp_on_perf_files_suggests_perf() {
+    let tmp = tempdir();
+    fs::copy(testdata("import/a.folded"), tmp.path().join("before.data")).unwrap();
+    fs::copy(testdata("import/b.folded"), tmp.path().join("after.data")).unwrap();
+    let e = error_of(tmp.path(), UPCMP, &["before.data", "after.data", "r"]);
+    assert!(
+        e.contains("before.data (OUTDIR1) is a file, not a directory written by uprun")
+            && e.contains("add --perf: upcmp --perf before.data after.data r"),
+        "{e}"
+    );
+    assert!(!tmp.path().join("r").exists());
+    let e = error_of(tmp.path(), UPCMP, &["nothere", "after.data", "r"]);
+    assert!(e.contains("upcmp: error: nothere: no such directory (OUTDIR1)"), "{e}");
+}
+
+#[test]
+fn prfcmp_on_runs_lists_their_tests() {
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s);
+    let e = error_of(tmp.path(), PRFCMP, &["outdir1", "outdir2"]);
+    assert!(
+        e.contains("outdir1 is a whole run written by uprun, not a profile"),
+        "{e}"
+    );
+    assert!(
+        e.contains("(its tests: forkwait), e.g. prfcmp outdir1/forkwait outdir2/forkwait"),
+        "{e}"
+    );
+    let out = run_in(tmp.path(), PRFCMP, &["outdir1/forkwait", "outdir2/forkwait"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn uprun_with_swapped_arguments_says_which_is_which() {
+    let tmp = tempdir();
+    fs::create_dir(tmp.path().join("before")).unwrap();
+    let e = error_of(tmp.path(), UPRUN, &["before", "auto"]);
+    assert!(
+        e.contains("before is a directory, but the first argument is VMLINUX"),
+        "{e}"
+    );
+    assert!(e.contains("the arguments look swapped: uprun auto before"), "{e}");
+    assert!(!tmp.path().join("auto").exists());
+}
+
+#[test]
+fn uprun_refuses_a_missing_command_before_running_anything() {
+    let tmp = tempdir();
+    fs::write(tmp.path().join("test_list"), "x: true\nfooo: nonexistent_cmd\n").unwrap();
+    let e = error_of(tmp.path(), UPRUN, &["auto", "out"]);
+    assert!(e.contains("test_list:2:7: expected a program on PATH"), "{e}");
+    assert!(!tmp.path().join("out").exists());
+}
