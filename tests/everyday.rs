@@ -186,3 +186,71 @@ fn uprun_refuses_a_missing_command_before_running_anything() {
     assert!(e.contains("test_list:2:7: expected a program on PATH"), "{e}");
     assert!(!tmp.path().join("out").exists());
 }
+
+/// Every line of `text` at most 80 columns, and no Markdown escape.
+fn assert_fits_a_mail(text: &str) {
+    for (k, l) in text.lines().enumerate() {
+        assert!(
+            l.chars().count() <= 80,
+            "line {} is {} columns:\n{l}",
+            k + 1,
+            l.chars().count()
+        );
+    }
+    assert!(
+        !text.contains("\\_") && !text.contains("\\|") && !text.contains("|:--") && !text.contains("**Run"),
+        "{text}"
+    );
+}
+
+#[test]
+fn mail_format_fits_80_columns_golden() {
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s);
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res", "--format", "mail"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_fits_a_mail(&text);
+    // Every column that matters: the verdict, the noise line, what the cutoff hid.
+    assert!(text.contains("bcopy") && text.contains("sampling only"), "{text}");
+    assert!(text.contains("Benchmark values: one run a side"), "{text}");
+    assert!(
+        text.contains("(115 functions below the cutoff are in results.csv"),
+        "{text}"
+    );
+    crate::util::assert_golden(&text, "forkwait/expected_results.mail");
+
+    // What --hide-noise hid is counted apart from what the cutoff left out.
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &["outdir1", "outdir2", "res2", "--format", "mail", "--hide-noise"],
+    );
+    let text = stdout(&out);
+    assert_fits_a_mail(&text);
+    assert!(
+        text.contains("functions within the noise, hidden by --hide-noise, and"),
+        "{text}"
+    );
+}
+
+/// The demo's comparison (a stored copy of two runs of the built-in list, real kernel
+/// names and nine tests) fits a mail too, and so does prfcmp's.
+#[test]
+fn mail_format_fits_80_columns_on_the_demo() {
+    let tmp = tempdir();
+    for run in ["run1", "run2"] {
+        copy_tree(&testdata(&format!("demo/{run}")), &tmp.path().join(run));
+    }
+    let out = run_in(tmp.path(), UPCMP, &["run1", "run2", "1vs2", "--format", "mail"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_fits_a_mail(&text);
+    assert!(
+        text.matches(" results ").count() == 0 && text.contains(" getpid "),
+        "{text}"
+    );
+    let out = run_in(tmp.path(), PRFCMP, &["run1/getpid", "run2/getpid", "--format", "mail"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_fits_a_mail(&stdout(&out));
+}

@@ -189,13 +189,15 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     let value = |x: f64| fmt_sec(x / m.scale);
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
+        // One run has no spread: its sd% is undefined, not 0.
+        let sd = |x: f64, n: usize| if n > 1 { format!(" {x:.1}") } else { " -".into() };
         let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1)))];
         if repeated {
-            cells.push(right(format!(" {:.1}", r.run1_sd_pct)));
+            cells.push(right(sd(r.run1_sd_pct, a.repetitions)));
         }
         cells.push(right(format!("  {}", opt(r.run2))));
         if repeated {
-            cells.push(right(format!(" {:.1}", r.run2_sd_pct)));
+            cells.push(right(sd(r.run2_sd_pct, b.repetitions)));
         }
         cells.extend([
             right(format!("  {}", value(r.delta))),
@@ -242,7 +244,7 @@ fn sampling(s: &ProfileSummary, m: &Measure) -> String {
     }
 }
 
-fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (a, b) = (&c.run1, &c.run2);
     let m = &c.measure;
     let (sa, sb) = (sampling(a, m), sampling(b, m));

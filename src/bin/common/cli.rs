@@ -17,8 +17,10 @@ pub enum FormatArg {
     Csv,
     /// Everything, as JSON.
     Json,
-    /// Markdown tables, for pull requests and mailing lists.
+    /// Markdown tables, for pull requests.
     Markdown,
+    /// Plain text of at most 80 columns, to paste into a mailing-list reply.
+    Mail,
 }
 
 impl From<FormatArg> for OutputFormat {
@@ -28,6 +30,7 @@ impl From<FormatArg> for OutputFormat {
             FormatArg::Csv => OutputFormat::Csv,
             FormatArg::Json => OutputFormat::Json,
             FormatArg::Markdown => OutputFormat::Markdown,
+            FormatArg::Mail => OutputFormat::Mail,
         }
     }
 }
