@@ -254,3 +254,51 @@ fn mail_format_fits_80_columns_on_the_demo() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_fits_a_mail(&stdout(&out));
 }
+
+#[test]
+fn an_upsrun_run_against_a_uprun_run_says_why_there_are_no_stacks() {
+    let tmp = tempdir();
+    fixture_with_status(tmp.path(), |s| s);
+    let p = tmp.path().join("outdir2/upcmp-run");
+    let marker = fs::read_to_string(&p).unwrap() + "kind: upsrun\n";
+    fs::write(&p, marker).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "WARNING: run 1 (outdir1) was written by uprun and run 2 (outdir2) by upsrun: only upsrun records \
+             call stacks, so there is no stack comparison"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn recordings_get_no_benchmark_section_nor_advice_for_uprun() {
+    let tmp = tempdir();
+    for f in ["a.folded", "b.folded"] {
+        fs::copy(testdata(&format!("import/{f}")), tmp.path().join(f)).unwrap();
+    }
+    let out = run_in(tmp.path(), UPCMP, &["--perf", "a.folded", "b.folded", "res"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        !text.contains("wall time of") && !text.contains("Benchmark values"),
+        "{text}"
+    );
+    assert!(!text.contains("uprun --runs"), "{text}");
+    assert!(text.contains("Elapsed time"), "{text}");
+    // prfcmp writes no results.csv: it does not send the reader there.
+    let out = run_in(tmp.path(), PRFCMP, &["a.folded", "b.folded", "30"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        !text.contains("results.csv") && !text.contains("uprun --runs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("below the cutoff are listed by --format csv or --format json"),
+        "{text}"
+    );
+}

@@ -9,7 +9,7 @@ use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::IdleSet;
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
+use crate::store::outdir::{claim_dir, publish_dir, Moved, RunKind, RESULTS_MARKER};
 use crate::store::run::{load_run, StoredRun};
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
@@ -176,6 +176,28 @@ fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
     notes
 }
 
+/// Why two runs of which only one is an upsrun run get no stack comparison, which the
+/// report would otherwise leave out without a word.
+fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
+    let by = |r: &StoredRun| {
+        if r.marker.kind == RunKind::Upsrun {
+            "upsrun"
+        } else {
+            "uprun"
+        }
+    };
+    (run1.marker.kind != run2.marker.kind).then(|| {
+        format!(
+            "run 1 ({}) was written by {} and run 2 ({}) by {}: only upsrun records call stacks, so there is no \
+             stack comparison (differential flame graphs); run both sides with upsrun to get one",
+            run1.dir.display(),
+            by(run1),
+            run2.dir.display(),
+            by(run2)
+        )
+    })
+}
+
 /// Compares, renders and publishes `RESULTS_DIR` whole: `results`, `results.csv`,
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
@@ -197,6 +219,9 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());
+            if stacks.is_none() {
+                cmp.warnings.extend(no_stacks_why(&run1, &run2));
+            }
             (cmp, stacks)
         }
     };

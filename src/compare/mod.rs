@@ -235,6 +235,10 @@ pub struct ProfileComparison {
     /// of their totals means nothing and none is given (`runs::unlike_sides`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ratios_refused: bool,
+    /// The profiles are of uprun runs, not recordings or lone profiles: repetitions can
+    /// be asked for (`uprun --runs`), and the benchmark results come from upouts.
+    #[serde(skip)]
+    pub of_runs: bool,
 }
 
 impl ProfileComparison {
@@ -588,6 +592,7 @@ fn compare_sides(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> Polar
         cpu_noise,
         families: Families::default(),
         ratios_refused: false,
+        of_runs: false,
     })
 }
 

@@ -298,6 +298,7 @@ fn compare_test(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Resu
     }
     let mut profile = compare_sides(&s1.profiles, &s2.profiles, opts)?;
     profile.ratios_refused = no_summary_ratio;
+    profile.of_runs = true;
     Ok(TestOutcome::Compared {
         upout1: t1.repetitions[0].dir.join(crate::store::run::UPOUT_FILE),
         upout2: t2.repetitions[0].dir.join(crate::store::run::UPOUT_FILE),

@@ -192,19 +192,7 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
         );
         row(out, &r.function, name_width, &cells)?;
     }
-    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
-    let hidden = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
-    let footer = match (below, hidden) {
-        (0, 0) => None,
-        (below, 0) => Some(format!(
-            "({below} functions below the cutoff are in results.csv and results.json)"
-        )),
-        (below, hidden) => Some(format!(
-            "({hidden} functions within the noise, hidden by --hide-noise, and {below} below the cutoff are in \
-             results.csv and results.json)"
-        )),
-    };
-    if let Some(f) = footer {
+    if let Some(f) = super::text::left_out(c) {
         para(out, &f, "", " ")?;
     }
     writeln!(out)?;
@@ -263,8 +251,10 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                 if !notes.is_empty() {
                     writeln!(out)?;
                 }
-                bench(rows, out)?;
-                writeln!(out)?;
+                if profile.of_runs || !rows.is_empty() {
+                    bench(rows, out)?;
+                    writeln!(out)?;
+                }
                 render_profile(profile, out)?;
             }
         }

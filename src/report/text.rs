@@ -207,20 +207,32 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
         t.add_row(Row::new(cells));
     }
     print_table(&t, out)?;
-    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
-    let quiet = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
-    match (below, quiet) {
-        (0, 0) => {}
-        (below, 0) => writeln!(
-            out,
-            "({below} functions below the cutoff are in results.csv and results.json)"
-        )?,
-        (below, quiet) => writeln!(
-            out,
-            "({quiet} functions within the noise and {below} below the cutoff are in results.csv and results.json)"
-        )?,
+    if let Some(f) = left_out(c) {
+        writeln!(out, "{f}")?;
     }
     render_notes(c, out)
+}
+
+/// What the function table left out and where it is: RESULTS_DIR's files for upcmp,
+/// `--format csv|json` for prfcmp, which writes no file.
+pub(crate) fn left_out(c: &ProfileComparison) -> Option<String> {
+    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
+    let hidden = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
+    let where_ = if c.of_runs {
+        "are in results.csv and results.json"
+    } else {
+        "are listed by --format csv or --format json"
+    };
+    match (below, hidden) {
+        (0, 0) => None,
+        (below, 0) => Some(format!("({below} functions below the cutoff {where_})")),
+        (0, hidden) => Some(format!(
+            "({hidden} functions within the noise, hidden by --hide-noise, {where_})"
+        )),
+        (below, hidden) => Some(format!(
+            "({hidden} functions within the noise, hidden by --hide-noise, and {below} below the cutoff {where_})"
+        )),
+    }
 }
 
 /// A run's period, for the notes: milliseconds for time, else counts of the event.
@@ -324,7 +336,12 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
             "Noise: one run a side, so each function's change of CPU time is tested against the sampling error \
              of its samples only (exact below {EXACT_BELOW} samples, the multinomial normal above). \
              Run-to-run variation was not measured and is usually larger: a change beyond the sampling error is \
-             marked \"sampling only\", not \"significant\". Repeat the runs (uprun --runs N)."
+             marked \"sampling only\", not \"significant\".{}",
+            if c.of_runs {
+                " Repeat the runs (uprun --runs N)."
+            } else {
+                " Measuring it takes repeated runs of each side."
+            }
         ),
         Method::Welch if a == 1 || b == 1 => format!(
             "Noise: {a} and {b} repetitions; each function's change of CPU time is tested against the \
@@ -405,8 +422,11 @@ pub fn render_test(t: &TestComparison, out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "NOTE: {n}")?;
             }
             writeln!(out)?;
-            render_bench(bench, out)?;
-            writeln!(out)?;
+            // A recording has no benchmark result to show.
+            if profile.of_runs || !bench.is_empty() {
+                render_bench(bench, out)?;
+                writeln!(out)?;
+            }
             render_profile(profile, out)?;
         }
     }
