@@ -302,3 +302,65 @@ fn recordings_get_no_benchmark_section_nor_advice_for_uprun() {
         "{text}"
     );
 }
+
+/// A live run: a failed test shows why on the terminal, and the filters rebuild its
+/// profiles from the raw samples.
+#[test]
+fn filters_count_only_the_samples_asked_for() {
+    if !crate::util::perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    let d = tmp.path();
+    fs::write(
+        d.join("test_list"),
+        "getpid -loop 1500000 -repeat 2\nbad: echo oops; exit 3\n",
+    )
+    .unwrap();
+    let out = run_in(d, UPRUN, &["auto", "run1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("  exit status of its copies: 3\n") && text.contains("  | oops\n"),
+        "{text}"
+    );
+
+    let cmp = |extra: &[&str]| {
+        let mut args = vec!["run1", "run1", "res", "--cutoff", "0"];
+        args.extend_from_slice(extra);
+        let out = run_in(d, UPCMP, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let all = cmp(&[]);
+    let getpid = all.split("*** bad results").next().unwrap();
+    assert!(getpid.lines().any(|l| l.starts_with("user ")), "{all}");
+    let kernel = cmp(&["--comm", "unixperf", "--kernel-only"]);
+    assert!(
+        kernel.contains("WARNING: only the samples kept by --comm unixperf --kernel-only are counted"),
+        "{kernel}"
+    );
+    let getpid = kernel.split("*** bad results").next().unwrap();
+    assert!(!getpid.lines().any(|l| l.starts_with("user ")), "{kernel}");
+    let none = cmp(&["--comm", "no-such-command"]);
+    let cpu_line = line_starting(&none, "CPU time");
+    assert!(cpu_line.split_whitespace().nth(2) == Some("0.000"), "{none}");
+    let one = cmp(&["--cpu", "0"]);
+    assert!(
+        line_starting(&one, "Number of cpu's").split_whitespace().nth(3) == Some("1"),
+        "{one}"
+    );
+    let out = run_in(d, PRFCMP, &["run1/getpid", "run1/getpid", "--cpu", "0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        line_starting(&stdout(&out), "Number of cpu's")
+            .split_whitespace()
+            .nth(3)
+            == Some("1")
+    );
+    // Recordings are not filtered here: the error says how to filter them with perf.
+    fs::copy(testdata("import/a.folded"), d.join("a.folded")).unwrap();
+    let e = error_of(d, PRFCMP, &["a.folded", "a.folded", "--comm", "dd"]);
+    assert!(e.contains("filter a perf recording with perf script first"), "{e}");
+}

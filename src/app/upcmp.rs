@@ -6,7 +6,7 @@ use crate::compare::runs::{compare_runs, CompareError, RunComparison};
 use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
-use crate::model::IdleSet;
+use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{claim_dir, publish_dir, Moved, RunKind, RESULTS_MARKER};
@@ -49,6 +49,9 @@ pub struct UpcmpOptions {
     pub allow_shared_parent: bool,
     /// Also write `results.html`, the comparison as one self-contained page.
     pub html: bool,
+    /// Only the samples this keeps are counted (uprun runs: each profile is rebuilt from
+    /// its raw samples).
+    pub filter: SampleFilter,
 }
 
 /// Why upcmp stopped.
@@ -176,6 +179,28 @@ fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
     notes
 }
 
+/// Every profile of `run` rebuilt with only the samples `filter` keeps. The stacks are
+/// left out: they are not filtered.
+fn filter_run(run: &mut StoredRun, filter: &SampleFilter) -> Result<(), UpcmpError> {
+    let symbols = super::run_symbols(&run.dir).map_err(UpcmpError::Arguments)?;
+    for t in &mut run.tests {
+        for r in &mut t.repetitions {
+            r.profile = super::filtered_profile(&r.dir, &r.profile, &symbols, filter).map_err(UpcmpError::Arguments)?;
+        }
+        t.stacks = None;
+    }
+    Ok(())
+}
+
+/// The warning of a filtered comparison: what was counted, and what the idle time is.
+pub(crate) fn filtered_note(filter: &SampleFilter) -> String {
+    format!(
+        "only the samples kept by {} are counted: CPU time is theirs, and Idle time is the rest of the \
+         sampled CPUs' time (no stack comparison is drawn)",
+        filter.describe()
+    )
+}
+
 /// Why two runs of which only one is an upsrun run get no stack comparison, which the
 /// report would otherwise leave out without a word.
 fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
@@ -202,8 +227,17 @@ fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
-    if let Inputs::Runs { dir1, dir2 } = &opts.inputs {
-        super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?;
+    match &opts.inputs {
+        Inputs::Runs { dir1, dir2 } => {
+            super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?
+        }
+        Inputs::Recordings { path1, .. } if !opts.filter.is_empty() => {
+            return Err(UpcmpError::Arguments(super::filter_error(
+                path1,
+                "a recording, not a uprun run",
+            )))
+        }
+        Inputs::Recordings { .. } => {}
     }
     // First, so that a second upcmp writing the same directory stops at once.
     let claim =
@@ -215,11 +249,18 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     let (cmp, stacks) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
         Inputs::Runs { dir1, dir2 } => {
-            let (run1, run2) = (load_run(dir1)?, load_run(dir2)?);
+            let (mut run1, mut run2) = (load_run(dir1)?, load_run(dir2)?);
+            if !opts.filter.is_empty() {
+                filter_run(&mut run1, &opts.filter)?;
+                filter_run(&mut run2, &opts.filter)?;
+            }
             let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
+            if !opts.filter.is_empty() {
+                cmp.warnings.push(filtered_note(&opts.filter));
+            }
             let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());
-            if stacks.is_none() {
+            if stacks.is_none() && opts.filter.is_empty() {
                 cmp.warnings.extend(no_stacks_why(&run1, &run2));
             }
             (cmp, stacks)
