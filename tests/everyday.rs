@@ -359,8 +359,65 @@ fn filters_count_only_the_samples_asked_for() {
             .nth(3)
             == Some("1")
     );
-    // Recordings are not filtered here: the error says how to filter them with perf.
+    // Folded stacks carry no thread or CPU: the error says how to filter with perf.
     fs::copy(testdata("import/a.folded"), d.join("a.folded")).unwrap();
     let e = error_of(d, PRFCMP, &["a.folded", "a.folded", "--comm", "dd"]);
-    assert!(e.contains("filter a perf recording with perf script first"), "{e}");
+    assert!(
+        e.contains("a.folded: folded stacks cannot be filtered here") && e.contains("perf script -i FILE --comms NAME"),
+        "{e}"
+    );
+}
+
+/// A perf.data recording is filtered while it is read, as perf report filters it.
+#[test]
+fn recordings_are_filtered_while_read() {
+    if !crate::util::perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    let d = tmp.path();
+    let rec = run_in(
+        d,
+        "perf",
+        &[
+            "record",
+            "-q",
+            "-N",
+            "-e",
+            "cpu-clock",
+            "-a",
+            "-o",
+            "a.data",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64k",
+            "count=20000",
+        ],
+    );
+    assert!(rec.status.success(), "{}", stderr(&rec));
+    let cpu_time = |extra: &[&str]| -> f64 {
+        let mut args = vec!["a.data", "a.data"];
+        args.extend_from_slice(extra);
+        let out = run_in(d, PRFCMP, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        line_starting(&text, "CPU time")
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let all = cpu_time(&[]);
+    let dd = cpu_time(&["--comm", "dd"]);
+    let dd_kernel = cpu_time(&["--comm", "dd", "--kernel-only"]);
+    assert!(dd > 0.0 && dd <= all && dd_kernel <= dd, "{all} {dd} {dd_kernel}");
+    let e = error_of(d, PRFCMP, &["a.data", "a.data", "--comm", "no-such-command"]);
+    assert!(e.contains("a.data: no samples that the filter keeps"), "{e}");
+    let out = run_in(d, UPCMP, &["--perf", "a.data", "a.data", "res", "--comm", "dd"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("WARNING: only the samples kept by --comm dd are counted"));
 }

@@ -31,8 +31,7 @@ pub(crate) fn unquoted_import(e: ImportError, path: &Path) -> ImportError {
 pub(crate) fn filter_error(path: &Path, why: &str) -> String {
     format!(
         "{}: {why}; filters (--comm, --pid, --tid, --cpu, --kernel-only, --user-only) rebuild a uprun profile \
-         from its raw samples (samples.gz) and its run's kallsyms.gz; filter a perf recording with perf \
-         script first (perf script -i FILE --comms NAME --cpu N > FILE.script) and compare that",
+         from its raw samples (samples.gz) and its run's kallsyms.gz",
         path.display()
     )
 }

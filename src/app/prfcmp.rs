@@ -1,7 +1,7 @@
 //! `prfcmp`: compare two profiles of any source (prfout, perf.data, perf script, folded).
 
 use crate::compare::{compare_profiles, CompareOptions, ProfileComparison};
-use crate::import::{read_profile, ImportError, ImportOptions};
+use crate::import::{read_profile, ImportError, ImportOptions, InputFormat};
 use crate::model::{Profile, SampleFilter};
 use std::path::{Path, PathBuf};
 
@@ -47,6 +47,14 @@ pub fn prfcmp(
     prfcmp_filtered(path1, path2, import, opts, &SampleFilter::default())
 }
 
+/// Whether `path` is read as a uprun profile.
+fn is_prfout(path: &Path, import: &ImportOptions) -> bool {
+    match import.format {
+        Some(f) => f == InputFormat::Prfout,
+        None => path != Path::new("-") && InputFormat::detect(path).is_ok_and(|f| f == InputFormat::Prfout),
+    }
+}
+
 /// A uprun profile (a `prfout` or its test directory) rebuilt with only the samples
 /// `filter` keeps.
 fn filtered(path: &Path, old: &Profile, filter: &SampleFilter) -> Result<Profile, String> {
@@ -72,6 +80,7 @@ pub fn prfcmp_filtered(
 ) -> Result<Compared, PrfcmpError> {
     super::inputs::check_prfcmp_profile(path1, path2).map_err(PrfcmpError::Arguments)?;
     super::inputs::check_prfcmp_profile(path2, path1).map_err(PrfcmpError::Arguments)?;
+    let import = &import.clone().with_filter(filter.clone());
     let read = |which: u8, path: &Path| {
         read_profile(path, import).map_err(|source| PrfcmpError::Import {
             which,
@@ -87,8 +96,12 @@ pub fn prfcmp_filtered(
     let mut profile1 = r1?;
     let mut profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
     if !filter.is_empty() {
-        profile1 = filtered(path1, &profile1, filter).map_err(PrfcmpError::Arguments)?;
-        profile2 = filtered(path2, &profile2, filter).map_err(PrfcmpError::Arguments)?;
+        // A recording was filtered while it was read; a uprun profile is rebuilt.
+        for (path, p) in [(path1, &mut profile1), (path2, &mut profile2)] {
+            if is_prfout(path, import) {
+                *p = filtered(path, p, filter).map_err(PrfcmpError::Arguments)?;
+            }
+        }
         profile1.warnings.push(super::upcmp::filtered_note(filter));
     }
     let comparison = compare_profiles(&profile1, &profile2, opts)?;

@@ -196,7 +196,7 @@ fn filter_run(run: &mut StoredRun, filter: &SampleFilter) -> Result<(), UpcmpErr
 pub(crate) fn filtered_note(filter: &SampleFilter) -> String {
     format!(
         "only the samples kept by {} are counted: CPU time is theirs, and Idle time is the rest of the \
-         sampled CPUs' time (no stack comparison is drawn)",
+         sampled CPUs' time",
         filter.describe()
     )
 }
@@ -231,12 +231,6 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         Inputs::Runs { dir1, dir2 } => {
             super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?
         }
-        Inputs::Recordings { path1, .. } if !opts.filter.is_empty() => {
-            return Err(UpcmpError::Arguments(super::filter_error(
-                path1,
-                "a recording, not a uprun run",
-            )))
-        }
         Inputs::Recordings { .. } => {}
     }
     // First, so that a second upcmp writing the same directory stops at once.
@@ -247,7 +241,14 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         })?;
     let results_dir = claim.path.as_path();
     let (cmp, stacks) = match &opts.inputs {
-        Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
+        Inputs::Recordings { path1, path2, import } => {
+            let import = import.clone().with_filter(opts.filter.clone());
+            let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            if !opts.filter.is_empty() {
+                cmp.warnings.push(filtered_note(&opts.filter));
+            }
+            (cmp, stacks)
+        }
         Inputs::Runs { dir1, dir2 } => {
             let (mut run1, mut run2) = (load_run(dir1)?, load_run(dir2)?);
             if !opts.filter.is_empty() {

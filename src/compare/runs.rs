@@ -87,6 +87,10 @@ pub struct Unlike {
     pub run2: String,
     /// What the difference does to the comparison.
     pub effect: String,
+    /// The Profiling Summary's R2/R1 means nothing (different work).
+    pub no_summary_ratio: bool,
+    /// The benchmark's speed ratios mean nothing (another benchmark or copies).
+    pub no_speed_ratio: bool,
 }
 
 /// One test of the report.
@@ -212,7 +216,8 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
     let mut out = Vec::new();
     if let (Some(c1), Some(c2)) = (command(r1), command(r2)) {
         if c1 != c2 {
-            let effect = if operation_of(&c1) == operation_of(&c2) {
+            let same_operation = operation_of(&c1) == operation_of(&c2);
+            let effect = if same_operation {
                 "they did different amounts of work: the Profiling Summary's R2/R1 is not given \
                  (the benchmark's rates stay comparable)"
             } else {
@@ -223,6 +228,8 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
                 run1: c1,
                 run2: c2,
                 effect: effect.into(),
+                no_summary_ratio: true,
+                no_speed_ratio: !same_operation,
             });
         }
     }
@@ -234,6 +241,8 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
                 run1: k1.to_string(),
                 run2: k2.to_string(),
                 effect: "the copies compete differently for the CPUs: no speed ratio and no R2/R1 is given".into(),
+                no_summary_ratio: true,
+                no_speed_ratio: true,
             });
         }
     }
@@ -251,6 +260,8 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
             run1: period(p1),
             run2: period(p2),
             effect: "values stay comparable (each sample weighs its period); their sampling errors differ".into(),
+            no_summary_ratio: false,
+            no_speed_ratio: false,
         });
     }
     let (n1, n2) = (t1.repetitions.len(), t2.repetitions.len());
@@ -265,18 +276,11 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
                 "each side's spread is its own (Welch's test)"
             }
             .into(),
+            no_summary_ratio: false,
+            no_speed_ratio: false,
         });
     }
     out
-}
-
-/// Whether an unlike side makes the ratios of the summary (`profile`) or of the
-/// benchmark (`bench`) mean nothing.
-fn refused(unlike: &[Unlike]) -> (bool, bool) {
-    let work = |u: &&Unlike| u.item == "copies" || u.item == "command";
-    let profile = unlike.iter().any(|u| work(&u));
-    let bench = unlike.iter().filter(work).any(|u| u.effect.contains("no speed ratio"));
-    (profile, bench)
 }
 
 /// Compares the test `name`, present (with a profile) in both runs.
@@ -289,7 +293,8 @@ fn compare_test(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Resu
         notes.push(format!("the runs sampled {c1} and {c2} CPUs"));
     }
     let unlike = unlike_sides(t1, t2);
-    let (no_summary_ratio, no_speed_ratio) = refused(&unlike);
+    let no_summary_ratio = unlike.iter().any(|u| u.no_summary_ratio);
+    let no_speed_ratio = unlike.iter().any(|u| u.no_speed_ratio);
     let mut bench = compare_bench(&s1.bench, &s2.bench);
     if no_speed_ratio {
         for b in &mut bench {
@@ -419,5 +424,23 @@ impl RunComparison {
             })
             .collect();
         adjust_report(&mut parts, opts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::operation_of;
+
+    // Only unixperf's -loop and -repeat values leave the operation the same.
+    #[test]
+    fn loop_counts_do_not_change_the_operation() {
+        let op = operation_of("unixperf -forkwait -loop 5000 -repeat 2");
+        assert_eq!(op, operation_of("unixperf  -forkwait -loop 2000 -repeat 3"));
+        assert_eq!(op, ["unixperf", "-forkwait", "-loop", "-repeat"]);
+        assert_ne!(op, operation_of("unixperf -forkexit -loop 5000 -repeat 2"));
+        assert_ne!(
+            operation_of("unixperf -hackbench -groups 4 -loop 10"),
+            operation_of("unixperf -hackbench -groups 8 -loop 10")
+        );
     }
 }

@@ -274,7 +274,7 @@ mod tests {
         assert!(lines.iter().all(|l| l.chars().count() <= WIDTH), "{lines:#?}");
         assert!(lines[0].starts_with("NOTE: word word"));
         assert!(lines[1].starts_with("  word"));
-        assert_eq!(lines.last().unwrap(), "  end");
+        assert!(lines.last().unwrap().ends_with("x end"), "{lines:#?}");
         let joined: String = lines.concat().replace(' ', "").replace("NOTE:", "");
         assert_eq!(joined, "word".repeat(40) + &"x".repeat(200) + "end");
         assert_eq!(wrap("", "a: ", ""), ["a: "]);
