@@ -44,17 +44,61 @@ pub fn run_as(
         Ok(c) => c,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
+            let text = message(&e);
             match voice(&e) {
-                Voice::Tool => eprintln!("{prog}: error: {e:#}"),
-                Voice::Helper => eprintln!("{prog}: {e:#}"),
-                Voice::Plain => eprintln!("{e:#}"),
+                Voice::Tool => eprintln!("{prog}: error: {text}"),
+                Voice::Helper => eprintln!("{prog}: {text}"),
+                Voice::Plain => eprintln!("{text}"),
             }
             ExitCode::from(code)
         }
     }
 }
 
+/// An error with its causes, `: `-separated as anyhow's `{:#}`, but each cause once: an
+/// error whose message already ends with its cause's (`{path}: {source}`) is not
+/// followed by that cause again.
+pub fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.is_empty() {
+            text = c;
+        } else if !text.ends_with(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
+}
+
 /// [`run_as`] in the suite's own voice.
 pub fn run(prog: &str, code: u8, body: impl FnOnce() -> anyhow::Result<ExitCode>) -> ExitCode {
     run_as(prog, code, |_| Voice::Tool, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: {source}")]
+    struct WithSource {
+        path: String,
+        source: std::io::Error,
+    }
+
+    // An error that prints its cause is not followed by it again; other causes are.
+    #[test]
+    fn each_cause_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory");
+        let e = anyhow::Error::new(WithSource {
+            path: "before.data".into(),
+            source: io,
+        })
+        .context("reading run 1");
+        assert_eq!(message(&e), "reading run 1: before.data: no such directory");
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(message(&e), "outer: inner");
+    }
 }

@@ -320,12 +320,11 @@ fn known_effects_show_and_a_a_shows_almost_nothing() {
 }
 
 /// `perf stat -a -e EVENT -x,` over `cmd`: the count.
-fn perf_stat(dir: &Path, event: &str, cmd: &[&str]) -> Option<f64> {
-    let mut args = vec!["stat", "-a", "-x,", "-e", event, "--"];
-    args.extend_from_slice(cmd);
-    let o = run_in(dir, "perf", &args);
-    let err = stderr(&o);
-    err.lines()
+/// The count `perf stat -x, -o FILE` wrote for `event`.
+fn perf_stat_count(file: &Path, event: &str) -> Option<f64> {
+    fs::read_to_string(file)
+        .ok()?
+        .lines()
         .find(|l| l.contains(event))
         .and_then(|l| l.split(',').next()?.parse().ok())
 }
@@ -336,14 +335,18 @@ fn counter(dir: &Path, test: &str, name: &str) -> f64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-// The counts agree with perf stat's over the same command, and with the kernel's own.
-// Context switches of a test that passes a token 200000 times: against `perf stat -a`
-// within 2% (the test makes ~300000 a second, what else runs a few thousand). Page
-// faults of a test that faults 300000 pages: other builds on a shared machine fault tens
-// of thousands of pages a second, in bursts, which two separate system-wide windows
-// cannot share, so against perf stat within 10% (the least of three each way, as that
-// work only adds); and within 2% of the kernel's own count (`vmstat.pgfault`) over the
-// same window.
+// The counts agree with perf stat's, and with the kernel's own. perf stat runs as the
+// test itself (`perf stat -a -- unixperf ...` is the test's command), so that its window
+// lies inside the one uprun counts over, short of perf stat's own start and end: what
+// else the machine does, on a busy machine tens of thousands of context switches and
+// page faults a second, is counted by both over nearly the same time. uprun's count is
+// then at least perf stat's (less 0.5% for the events' own scheduling) and at most 2%
+// above it for context switches (a test that passes a token 200000 times), 5% for page
+// faults (one that faults 300000 pages: perf's own start faults a few thousand pages more
+// in uprun's window). Both are also within 2% of the kernel's own count (`stat.ctxt`,
+// `vmstat.pgfault`) over the same window. Measured here: 0.01% apart for context
+// switches and 0.4% for page faults (perf's start), so the bounds leave the gap between
+// the two windows room for a busy machine's tens of thousands of events a second.
 #[test]
 fn counts_agree_with_perf_stat() {
     if !perf_usable(true) {
@@ -365,32 +368,30 @@ fn counts_agree_with_perf_stat() {
             "-loop 300000 -repeat 1",
             "page-faults",
             "vmstat.pgfault",
-            0.10,
+            0.05,
         ),
     ] {
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for k in 0..3 {
             let out = format!("{test}{k}");
-            uprun(tmp.path(), &format!("{test} {args}\n"), &out, &[]);
+            let stat = tmp.path().join(format!("{out}.stat"));
+            let line = format!(
+                "{test}: perf stat -a -x, -e {event} -o {} -- {up} -{test} {args}\n",
+                stat.display()
+            );
+            uprun(tmp.path(), &line, &out, &[]);
             let dir = tmp.path().join(&out);
-            let count = counter(&dir, test, &format!("perf.{event}"));
+            let ours = counter(&dir, test, &format!("perf.{event}"));
             let kernel = counter(&dir, test, own);
             assert!(
-                (count - kernel).abs() <= 0.02 * kernel,
-                "{test}: perf.{event} {count}, {own} {kernel}"
+                (ours - kernel).abs() <= 0.02 * kernel,
+                "{test}: perf.{event} {ours}, {own} {kernel}"
             );
-            ours.push(count);
-            let flag = format!("-{test}");
-            let mut cmd = vec![up.as_str(), flag.as_str()];
-            cmd.extend(args.split(' '));
-            theirs.push(perf_stat(tmp.path(), event, &cmd).expect("perf stat prints the count"));
+            let theirs = perf_stat_count(&stat, event).expect("perf stat wrote the count");
+            assert!(
+                ours >= 0.995 * theirs && ours <= (1.0 + limit) * theirs,
+                "{test} {event}: uprun {ours}, perf stat inside the same window {theirs}"
+            );
         }
-        let least = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-        let (a, b) = (least(&ours), least(&theirs));
-        assert!(
-            (a - b).abs() <= limit * b,
-            "{test} {event}: uprun {ours:?}, perf stat {theirs:?}"
-        );
     }
 }
 

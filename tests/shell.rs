@@ -262,7 +262,7 @@ fn usage_errors_say_what_to_do() {
         (
             "prfcmp",
             &["a", "b", "--format", "xml"],
-            "[possible values: text, csv, json, markdown]",
+            "[possible values: text, csv, json, markdown, mail]",
         ),
         ("upsrun", &["auto", "out", "--freq", "0"], "0 is not in 1..=100000"),
         ("runmany", &[], "usage: runmany num command args ..."),

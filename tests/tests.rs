@@ -3,6 +3,7 @@
 mod architecture;
 mod counters;
 mod events;
+mod everyday;
 mod fuzz;
 mod hackbench_helpers;
 mod hostile;

@@ -99,13 +99,18 @@ fn a_short_run_writes_a_consistent_directory() {
                 assert!(c.samples > 0, "{test}: cpu {} was busy but took no sample", c.cpu);
             }
         }
-        // The sampled busy time agrees with /proc/stat within tick noise, or says so.
+        // The sampled busy time agrees with /proc/stat within tick noise, or says so; a
+        // CPU busy for fewer ticks than the cross-check needs is not checked.
         let sampled: f64 = s.cpu;
         let procstat: f64 = p.cpus.iter().map(|c| c.procstat_busy_sec.unwrap()).sum();
         let agree =
             (sampled - procstat).abs() <= (0.05 * sampled.max(procstat)).max(3.0 * (procstat * 100.0).sqrt() / 100.0);
+        let long_enough = p
+            .cpus
+            .iter()
+            .all(|c| c.procstat_busy_sec.unwrap() * 100.0 >= upcmp::collect::run::CROSS_CHECK_MIN_TICKS);
         assert!(
-            agree || !p.warnings.is_empty(),
+            agree || !long_enough || !p.warnings.is_empty(),
             "{test}: {sampled} vs {procstat} without a warning"
         );
     }

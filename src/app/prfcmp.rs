@@ -1,13 +1,16 @@
 //! `prfcmp`: compare two profiles of any source (prfout, perf.data, perf script, folded).
 
 use crate::compare::{compare_profiles, CompareOptions, ProfileComparison};
-use crate::import::{read_profile, ImportError, ImportOptions};
-use crate::model::Profile;
+use crate::import::{read_profile, ImportError, ImportOptions, InputFormat};
+use crate::model::{Profile, SampleFilter};
 use std::path::{Path, PathBuf};
 
 /// Why prfcmp stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum PrfcmpError {
+    /// An argument of the wrong kind (a whole run given for a profile), with what to do.
+    #[error("{0}")]
+    Arguments(String),
     /// A profile could not be read.
     #[error("reading profile {which}, {}", path.display())]
     Import {
@@ -41,6 +44,43 @@ pub fn prfcmp(
     import: &ImportOptions,
     opts: &CompareOptions,
 ) -> Result<Compared, PrfcmpError> {
+    prfcmp_filtered(path1, path2, import, opts, &SampleFilter::default())
+}
+
+/// Whether `path` is read as a uprun profile.
+fn is_prfout(path: &Path, import: &ImportOptions) -> bool {
+    match import.format {
+        Some(f) => f == InputFormat::Prfout,
+        None => path != Path::new("-") && InputFormat::detect(path).is_ok_and(|f| f == InputFormat::Prfout),
+    }
+}
+
+/// A uprun profile (a `prfout` or its test directory) rebuilt with only the samples
+/// `filter` keeps.
+fn filtered(path: &Path, old: &Profile, filter: &SampleFilter) -> Result<Profile, String> {
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(Path::new("."))
+    };
+    let run = super::run_of(dir)
+        .ok_or_else(|| super::filter_error(path, "not a profile of a uprun run with its kallsyms.gz"))?;
+    let symbols = super::run_symbols(run)?;
+    super::filtered_profile(dir, old, &symbols, filter)
+}
+
+/// [`prfcmp`] counting only the samples `filter` keeps: each profile must be a uprun
+/// profile, rebuilt from its raw samples.
+pub fn prfcmp_filtered(
+    path1: &Path,
+    path2: &Path,
+    import: &ImportOptions,
+    opts: &CompareOptions,
+    filter: &SampleFilter,
+) -> Result<Compared, PrfcmpError> {
+    super::inputs::check_prfcmp_profile(path1, path2).map_err(PrfcmpError::Arguments)?;
+    super::inputs::check_prfcmp_profile(path2, path1).map_err(PrfcmpError::Arguments)?;
+    let import = &import.clone().with_filter(filter.clone());
     let read = |which: u8, path: &Path| {
         read_profile(path, import).map_err(|source| PrfcmpError::Import {
             which,
@@ -53,8 +93,17 @@ pub fn prfcmp(
         let second = s.spawn(|| read(2, path2));
         (read(1, path1), second.join())
     });
-    let profile1 = r1?;
-    let profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let mut profile1 = r1?;
+    let mut profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    if !filter.is_empty() {
+        // A recording was filtered while it was read; a uprun profile is rebuilt.
+        for (path, p) in [(path1, &mut profile1), (path2, &mut profile2)] {
+            if is_prfout(path, import) {
+                *p = filtered(path, p, filter).map_err(PrfcmpError::Arguments)?;
+            }
+        }
+        profile1.warnings.push(super::upcmp::filtered_note(filter));
+    }
     let comparison = compare_profiles(&profile1, &profile2, opts)?;
     Ok(Compared {
         profile1,

@@ -6,10 +6,10 @@ use crate::compare::runs::{compare_runs, CompareError, RunComparison};
 use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
-use crate::model::IdleSet;
+use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{claim_dir, publish_dir, Moved, RESULTS_MARKER};
+use crate::store::outdir::{claim_dir, publish_dir, Moved, RunKind, RESULTS_MARKER};
 use crate::store::run::{load_run, pool_runs, StoredRun};
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
@@ -51,11 +51,17 @@ pub struct UpcmpOptions {
     pub allow_shared_parent: bool,
     /// Also write `results.html`, the comparison as one self-contained page.
     pub html: bool,
+    /// Only the samples this keeps are counted (uprun runs: each profile is rebuilt from
+    /// its raw samples).
+    pub filter: SampleFilter,
 }
 
 /// Why upcmp stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum UpcmpError {
+    /// An argument of the wrong kind (a file given for a run, ...), with what to do.
+    #[error("{0}")]
+    Arguments(String),
     /// A recording could not be read.
     #[error("reading {}", path.display())]
     Import {
@@ -175,10 +181,60 @@ fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
     notes
 }
 
+/// Every profile of `run` rebuilt with only the samples `filter` keeps. The stacks are
+/// left out: they are not filtered.
+fn filter_run(run: &mut StoredRun, filter: &SampleFilter) -> Result<(), UpcmpError> {
+    let symbols = super::run_symbols(&run.dir).map_err(UpcmpError::Arguments)?;
+    for t in &mut run.tests {
+        for r in &mut t.repetitions {
+            r.profile = super::filtered_profile(&r.dir, &r.profile, &symbols, filter).map_err(UpcmpError::Arguments)?;
+        }
+        t.stacks = None;
+    }
+    Ok(())
+}
+
+/// The warning of a filtered comparison: what was counted, and what the idle time is.
+pub(crate) fn filtered_note(filter: &SampleFilter) -> String {
+    format!(
+        "only the samples kept by {} are counted: CPU time is theirs, and Idle time is the rest of the \
+         sampled CPUs' time",
+        filter.describe()
+    )
+}
+
+/// Why two runs of which only one is an upsrun run get no stack comparison, which the
+/// report would otherwise leave out without a word.
+fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
+    let by = |r: &StoredRun| {
+        if r.marker.kind == RunKind::Upsrun {
+            "upsrun"
+        } else {
+            "uprun"
+        }
+    };
+    (run1.marker.kind != run2.marker.kind).then(|| {
+        format!(
+            "run 1 ({}) was written by {} and run 2 ({}) by {}: only upsrun records call stacks, so there is no \
+             stack comparison (differential flame graphs); run both sides with upsrun to get one",
+            run1.dir.display(),
+            by(run1),
+            run2.dir.display(),
+            by(run2)
+        )
+    })
+}
+
 /// Compares, renders and publishes `RESULTS_DIR` whole: `results`, `results.csv`,
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
+    match &opts.inputs {
+        Inputs::Runs { dir1, dir2, .. } => {
+            super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?
+        }
+        Inputs::Recordings { .. } => {}
+    }
     // First, so that a second upcmp writing the same directory stops at once.
     let claim =
         claim_dir(&opts.results_dir, "upcmp", opts.allow_shared_parent).map_err(|source| UpcmpError::Publish {
@@ -187,13 +243,35 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         })?;
     let results_dir = claim.path.as_path();
     let (cmp, stacks) = match &opts.inputs {
-        Inputs::Recordings { path1, path2, import } => compare_recordings(path1, path2, import, &opts.compare)?,
+        Inputs::Recordings { path1, path2, import } => {
+            let import = import.clone().with_filter(opts.filter.clone());
+            let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            if !opts.filter.is_empty() {
+                cmp.warnings.push(filtered_note(&opts.filter));
+            }
+            (cmp, stacks)
+        }
         Inputs::Runs { dir1, dir2, baselines } => {
-            let others = baselines.iter().map(|d| load_run(d)).collect::<Result<Vec<_>, _>>()?;
-            let (run1, run2) = (pool_runs(load_run(dir1)?, others)?, load_run(dir2)?);
+            // Each run filtered with its own kernel symbols, before the baselines are
+            // pooled into run 1.
+            let load = |dir: &PathBuf| -> Result<StoredRun, UpcmpError> {
+                let mut run = load_run(dir)?;
+                if !opts.filter.is_empty() {
+                    filter_run(&mut run, &opts.filter)?;
+                }
+                Ok(run)
+            };
+            let others = baselines.iter().map(load).collect::<Result<Vec<_>, _>>()?;
+            let (run1, run2) = (pool_runs(load(dir1)?, others)?, load(dir2)?);
             let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
+            if !opts.filter.is_empty() {
+                cmp.warnings.push(filtered_note(&opts.filter));
+            }
             let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());
+            if stacks.is_none() && opts.filter.is_empty() {
+                cmp.warnings.extend(no_stacks_why(&run1, &run2));
+            }
             (cmp, stacks)
         }
     };

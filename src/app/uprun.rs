@@ -107,6 +107,10 @@ impl UprunOptions {
 /// Why uprun stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum UprunError {
+    /// An argument of the wrong kind (a directory given as the kernel image), with what
+    /// to do.
+    #[error("{0}")]
+    Arguments(String),
     /// A file or directory problem.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -212,6 +216,12 @@ struct Prepared {
 }
 
 fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunError> {
+    let vmlinux = match &opts.vmlinux {
+        KernelImage::Path(p) => Some(p.as_path()),
+        KernelImage::Auto => None,
+    };
+    let tool = if opts.stacks { "upsrun" } else { "uprun" };
+    super::inputs::check_uprun_arguments(tool, vmlinux, &opts.outdir).map_err(UprunError::Arguments)?;
     if opts.parallelism == 0 {
         return Err(UprunError::Zero {
             what: "the number of copies (PARALLELISM)",

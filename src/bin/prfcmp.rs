@@ -9,7 +9,7 @@ use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::app::prfcmp::prfcmp;
+use upcmp::app::prfcmp::prfcmp_filtered;
 use upcmp::compare::verdict::fail_if_worse_profile;
 use upcmp::compare::CompareOptions;
 use upcmp::exit::{run, EXIT_BAD_INPUT, EXIT_WORSE};
@@ -60,6 +60,8 @@ struct Args {
     format: cli::FormatArg,
     #[command(flatten)]
     import: cli::ImportArgs,
+    #[command(flatten)]
+    filter: cli::FilterArgs,
     /// Print shell completions or the man page and exit, e.g.
     /// `prfcmp --generate bash > /usr/share/bash-completion/completions/prfcmp`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
@@ -79,7 +81,8 @@ fn main() -> ExitCode {
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
         opts.hide_noise = a.hide_noise;
-        let c = prfcmp(path1, path2, &a.import.options(), &opts).map_err(|e| cli::with_import_hint(e.into()))?;
+        let c = prfcmp_filtered(path1, path2, &a.import.options(), &opts, &a.filter.filter())
+            .map_err(|e| cli::with_import_hint(e.into()))?;
         // On standard error, so that CSV and JSON on standard output stay clean.
         for (n, (path, p)) in [(path1, &c.profile1), (path2, &c.profile2)].into_iter().enumerate() {
             for w in &p.warnings {

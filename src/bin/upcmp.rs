@@ -91,6 +91,8 @@ struct Args {
     allow_world_writable_parent: bool,
     #[command(flatten)]
     import: cli::ImportArgs,
+    #[command(flatten)]
+    filter: cli::FilterArgs,
     /// Print shell completions or the man page and exit, e.g.
     /// `upcmp --generate man > /usr/local/share/man/man1/upcmp.1`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
@@ -130,6 +132,7 @@ fn main() -> ExitCode {
             compare,
             allow_shared_parent: a.allow_world_writable_parent,
             html: !a.no_html,
+            filter: a.filter.filter(),
         })
         .map_err(|e| cli::with_import_hint(e.into()))?;
         if !a.quiet {
@@ -241,5 +244,20 @@ mod tests {
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--open"]);
         assert!(a.open && !a.no_html);
         assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--open", "--no-html"]).is_err());
+        let a = Args::parse_from([
+            "upcmp",
+            "a",
+            "b",
+            "r",
+            "--comm",
+            "x,y",
+            "--cpu",
+            "0-2,5",
+            "--kernel-only",
+        ]);
+        let f = a.filter.filter();
+        assert_eq!((f.comms, f.cpus), (vec!["x".to_string(), "y".into()], vec![0, 1, 2, 5]));
+        assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--kernel-only", "--user-only"]).is_err());
+        assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--cpu", "3-1"]).is_err());
     }
 }

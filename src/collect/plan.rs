@@ -173,6 +173,7 @@ fn plan_lines(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTes
                 (argv, args.join(" "))
             }
             TestSpec::External { command, .. } => {
+                check_external_command(&list.text, name, line.line, command)?;
                 (vec!["/bin/sh".into(), "-c".into(), command.clone()], command.clone())
             }
         };
@@ -229,6 +230,70 @@ fn check_unixperf_line(text: &str, file: &str, line_no: usize, test: &str, args:
     })
 }
 
+/// Words that make a command line more than a program and its arguments: what follows
+/// them is the shell's business, so the line is not checked.
+const SHELL_WORDS: &[&str] = &[
+    "cd", "exec", "eval", "export", "set", "source", ".", "if", "for", "while", "until", "case", "{", "(", "!", "time",
+    "command", "builtin", "true", "false", ":", "test", "[", "echo", "printf", "read", "ulimit", "umask", "trap",
+    "wait", "sleep",
+];
+
+/// Whether `program` (a command's first word, without `/`) is an executable file in a
+/// directory of PATH.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(program))))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Checks that an external line's program exists (on PATH, or at the path given) before
+/// anything runs: a typo would otherwise fail only when its turn comes. Lines that begin
+/// with a shell keyword, a builtin or an assignment (`X=1 cmd`) are left to the shell.
+fn check_external_command(text: &str, file: &str, line_no: usize, command: &str) -> Result<(), ParseError> {
+    let Some(program) = command.split_whitespace().next() else {
+        return Ok(());
+    };
+    let shell_syntax = |c: char| {
+        matches!(
+            c,
+            '$' | '`' | '(' | ')' | ';' | '&' | '|' | '<' | '>' | '=' | '*' | '?' | '~' | '"' | '\'' | '\\'
+        )
+    };
+    if SHELL_WORDS.contains(&program) || program.contains(shell_syntax) {
+        return Ok(());
+    }
+    let found = if program.contains('/') {
+        is_executable(Path::new(program))
+    } else {
+        on_path(program)
+    };
+    if found {
+        return Ok(());
+    }
+    let raw = text.lines().nth(line_no - 1).unwrap_or_default();
+    // The command follows the line's first ':'.
+    let after = raw.find(':').map_or(0, |k| k + 1);
+    let column = raw[after..]
+        .find(program)
+        .map_or(1, |k| raw[..after + k].chars().count() + 1);
+    let expected = if program.contains('/') {
+        "an executable file at that path (relative paths are from the directory uprun runs in)".to_string()
+    } else {
+        "a program on PATH (or its path), as the shell that runs the line would find it".to_string()
+    };
+    Err(ParseError {
+        file: file.to_string(),
+        line: line_no,
+        column,
+        expected,
+        found: program.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +345,19 @@ mod tests {
         let e = plan(&list("forkwait -loop\n"), exe).unwrap_err().to_string();
         assert!(e.starts_with("tl:1:"), "{e}");
         assert!(plan(&list("forkwait -loop 10 -repeat 2\nhackbench -groups 2\n"), exe).is_ok());
+    }
+
+    #[test]
+    fn external_commands_must_exist() {
+        let e = plan(&list("x: true\nfooo:  nonexistent_cmd -a 1\n"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("tl:2:8: expected a program on PATH"), "{e}");
+        assert!(e.contains("found \"nonexistent_cmd\""), "{e}");
+        let e = plan(&list("y: ./no/such/bench\n"), None).unwrap_err().to_string();
+        assert!(e.starts_with("tl:1:4: expected an executable file at that path"), "{e}");
+        // What the shell resolves itself is left to it.
+        assert!(plan(&list("a: sh -c 'exit 0'\nb: X=1 env\nc: cd /tmp && ls\n"), None).is_ok());
     }
 
     #[test]

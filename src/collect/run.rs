@@ -149,19 +149,45 @@ fn cross_check(profile: &mut Profile, idle: &IdleSet, before: &[CpuStat], after:
         let (Some(sampled), busy) = (r.sampled_busy_sec, r.procstat_busy_sec) else {
             continue;
         };
-        let larger = sampled.max(busy);
-        // /proc/stat's busy time is itself sampled, at every tick: n ticks carry an error
-        // of about sqrt(n), so a short test is only flagged beyond three of those.
-        let tick_noise = 3.0 * (busy * hz).sqrt() / hz;
-        if (sampled - busy).abs() > (0.05 * larger).max(tick_noise) {
-            profile.warnings.push(format!(
-                "cpu {}: sampled busy time {sampled:.3} s differs from /proc/stat busy time {busy:.3} s by {:.1}%",
-                r.cpu,
-                100.0 * (sampled - busy).abs() / larger
-            ));
+        if let Some(w) = procstat_disagreement(r.cpu, sampled, busy, hz) {
+            profile.warnings.push(w);
         }
     }
     rows
+}
+
+/// The fewest clock ticks of busy time (of either measure) a CPU needs for the
+/// /proc/stat cross-check: below, a tick's resolution alone makes the two differ by
+/// 10% or more, so a short test is not checked.
+pub const CROSS_CHECK_MIN_TICKS: f64 = 100.0;
+
+/// The warning when a CPU's sampled busy time and /proc/stat's disagree beyond both 5%
+/// of the larger and the error of /proc/stat's tick sampling (docs/formulas.md, "The
+/// /proc/stat cross-check"), with what may cause it and what to do.
+pub fn procstat_disagreement(cpu: u32, sampled: f64, busy: f64, hz: f64) -> Option<String> {
+    let larger = sampled.max(busy);
+    if larger * hz < CROSS_CHECK_MIN_TICKS {
+        return None;
+    }
+    // /proc/stat's busy time is itself sampled, at every tick: n ticks carry an error
+    // of about sqrt(n), so a short test is only flagged beyond three of those.
+    let tick_noise = 3.0 * (busy * hz).max(1.0).sqrt() / hz;
+    if (sampled - busy).abs() <= (0.05 * larger).max(tick_noise) {
+        return None;
+    }
+    let cause = if sampled < busy {
+        "samples were lost or throttled (see Lost samples), or the idle set counts as idle a function \
+         that /proc/stat counts as busy"
+    } else {
+        "this kernel idles in a function the idle set does not name (a polling idle loop), or its tick \
+         accounting misses time (nohz_full CPUs, a guest's steal time)"
+    };
+    Some(format!(
+        "cpu {cpu}: sampled busy time {sampled:.3} s differs from /proc/stat busy time {busy:.3} s by {:.1}%; \
+         likely causes: {cause}; look at the profile's functions on that CPU and give the idle functions \
+         with --idle-symbols (uprun, upcmp), or lower --freq if samples were lost",
+        100.0 * (sampled - busy).abs() / larger
+    ))
 }
 
 /// Where a test's records go as they are drained: the profile and `samples.gz`, in time
@@ -440,7 +466,68 @@ pub fn run_test(
         st.status.as_str(),
         ended.wall_sec
     );
+    if st.status == Status::Failed {
+        let _ = write!(out, "{}", failure_reason(&st, &upout_path));
+    }
     Ok(TestRecord { status: st, profile })
+}
+
+/// How many of the last lines of a failed test's output the terminal shows.
+const FAILURE_TAIL_LINES: usize = 5;
+
+/// Why a test failed, for the terminal: its exit codes (or that a copy did not start) and
+/// the last lines of its output, where a benchmark says what went wrong. Control
+/// characters of the output are shown as `?`, so the test cannot drive the terminal.
+fn failure_reason(st: &TestStatus, upout: &Path) -> String {
+    let codes: Vec<String> = st
+        .exit_codes
+        .iter()
+        .map(|&c| if c < 0 { format!("signal {}", -c) } else { c.to_string() })
+        .collect();
+    let mut text = if codes.is_empty() {
+        "  no copy of the test started\n".to_string()
+    } else {
+        format!("  exit status of its copies: {}\n", codes.join(", "))
+    };
+    let tail = upout_tail(upout, FAILURE_TAIL_LINES);
+    if tail.is_empty() {
+        text.push_str("  (it printed nothing)\n");
+    } else {
+        text.push_str(&format!("  the last lines of {}:\n", upout.display()));
+        for l in tail {
+            text.push_str(&format!("  | {l}\n"));
+        }
+    }
+    text
+}
+
+/// The last `n` non-blank lines of the file at `path`, read from its last 8 KiB only.
+fn upout_tail(path: &Path, n: usize) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL_BYTES: u64 = 8192;
+    let Ok(mut f) = crate::fsio::open_regular(path, crate::fsio::Links::Refuse) else {
+        return Vec::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if f.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES))).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if f.take(TAIL_BYTES).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            l.chars()
+                .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+                .collect()
+        })
+        .collect();
+    lines.drain(..lines.len().saturating_sub(n));
+    lines
 }
 
 /// The profile of a test that has ended, checked against /proc/stat and written with its
@@ -470,4 +557,58 @@ fn write_profile(
         write_atomic(&dir.join(folded::PROFILE_FOLDED), &buf)?;
     }
     Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A 0.021 s test at 100 Hz has 2 ticks: far too few to check, however far apart.
+    #[test]
+    fn short_tests_are_not_cross_checked() {
+        assert_eq!(procstat_disagreement(0, 0.02, 0.0, 100.0), None);
+        assert_eq!(procstat_disagreement(0, 0.99, 0.5, 100.0), None);
+        // 1 s of busy time (100 ticks) is checked: 48% apart is a real disagreement.
+        let w = procstat_disagreement(1, 1.92, 1.0, 100.0).expect("warned");
+        assert!(
+            w.starts_with("cpu 1: sampled busy time 1.920 s differs from /proc/stat busy time 1.000 s by 47.9%"),
+            "{w}"
+        );
+        assert!(w.contains("likely causes: this kernel idles in a function"), "{w}");
+        assert!(w.contains("--idle-symbols"), "{w}");
+        let w = procstat_disagreement(1, 1.0, 1.92, 100.0).expect("warned");
+        assert!(w.contains("likely causes: samples were lost or throttled"), "{w}");
+        // Within 5%, or within three times the tick error: no warning.
+        assert_eq!(procstat_disagreement(0, 10.3, 10.0, 100.0), None);
+        assert_eq!(procstat_disagreement(0, 1.25, 1.0, 100.0), None);
+    }
+
+    #[test]
+    fn a_failed_test_shows_the_end_of_its_output() {
+        let d = tempfile::tempdir().unwrap();
+        let upout = d.path().join("upout");
+        let mut text = String::new();
+        for i in 0..20 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        text.push_str("\nfooo: cannot open /dev/nothing\x1b[2J\n\n");
+        std::fs::write(&upout, &text).unwrap();
+        let st = TestStatus {
+            test: "t".into(),
+            command: "fooo".into(),
+            copies: 2,
+            status: Status::Failed,
+            exit_codes: vec![1, -9],
+            started: String::new(),
+            ended: String::new(),
+            wall_sec: 0.021,
+        };
+        let r = failure_reason(&st, &upout);
+        assert!(r.starts_with("  exit status of its copies: 1, signal 9\n"), "{r}");
+        assert!(r.contains("  | line 16\n"), "{r}");
+        assert!(!r.contains("line 15"), "{r}");
+        assert!(r.ends_with("  | fooo: cannot open /dev/nothing?[2J\n"), "{r}");
+        std::fs::write(&upout, "").unwrap();
+        assert!(failure_reason(&st, &upout).ends_with("  (it printed nothing)\n"));
+    }
 }

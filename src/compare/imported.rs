@@ -2,14 +2,14 @@
 //! [`RunComparison`], so `upcmp --perf` reports, writes and exports them as it does two
 //! uprun directories.
 
-use super::bench::{compare_bench, wall_time_result};
 use super::runs::{RunComparison, TestComparison, TestOutcome};
 use super::{compare_sides, CompareOptions};
 use crate::model::Profile;
 use std::path::Path;
 
-/// Compares `p1` (read from `path1`) with `p2` (from `path2`). Section 1 holds the two
-/// recordings' wall times, as for a test without benchmark output.
+/// Compares `p1` (read from `path1`) with `p2` (from `path2`). A recording has no
+/// benchmark result: section 1 is empty (its wall time is the summary's Elapsed time,
+/// not the speed of a benchmark).
 pub fn compare_imported(
     path1: &Path,
     p1: &Profile,
@@ -17,11 +17,7 @@ pub fn compare_imported(
     p2: &Profile,
     opts: &CompareOptions,
 ) -> polars::prelude::PolarsResult<RunComparison> {
-    let command = |p: &Profile| p.command.clone().unwrap_or_else(|| "recording".into());
-    let bench = compare_bench(
-        &[vec![wall_time_result(&command(p1), p1.wall_sec)]],
-        &[vec![wall_time_result(&command(p1), p2.wall_sec)]],
-    );
+    let bench = Vec::new();
     let profile = compare_sides(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)?;
     let mut warnings = Vec::new();
     if p1.event != p2.event {
@@ -61,6 +57,7 @@ pub fn compare_imported(
                 profile: Box::new(profile),
                 notes,
                 counters: Vec::new(),
+                unlike: Vec::new(),
             },
         }],
         counter_family: 0,

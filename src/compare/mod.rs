@@ -238,6 +238,14 @@ pub struct ProfileComparison {
     pub cpu_noise: Significance,
     /// The families the rows were adjusted in.
     pub families: Families,
+    /// The two sides did different work (another command or number of copies): a ratio
+    /// of their totals means nothing and none is given (`runs::unlike_sides`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ratios_refused: bool,
+    /// The profiles are of uprun runs, not recordings or lone profiles: repetitions can
+    /// be asked for (`uprun --runs`), and the benchmark results come from upouts.
+    #[serde(skip)]
+    pub of_runs: bool,
 }
 
 impl ProfileComparison {
@@ -590,6 +598,8 @@ fn compare_sides(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> Polar
         rows,
         cpu_noise,
         families: Families::default(),
+        ratios_refused: false,
+        of_runs: false,
     })
 }
 

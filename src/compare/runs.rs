@@ -73,7 +73,28 @@ pub enum TestOutcome {
         /// "System Activity": what the kernel counted, when both runs recorded it.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         counters: Vec<CounterRow>,
+        /// How the two sides were not run alike (also warned at the top of the report).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unlike: Vec<Unlike>,
     },
+}
+
+/// One way the two sides of a test were not run alike: a different command (its
+/// options), number of copies, sampling event, sampling period or number of repetitions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unlike {
+    /// What differs, e.g. `command`, `copies`.
+    pub item: String,
+    /// Run 1's.
+    pub run1: String,
+    /// Run 2's.
+    pub run2: String,
+    /// What the difference does to the comparison.
+    pub effect: String,
+    /// The Profiling Summary's R2/R1 means nothing (different work).
+    pub no_summary_ratio: bool,
+    /// The benchmark's speed ratios mean nothing (another benchmark or copies).
+    pub no_speed_ratio: bool,
 }
 
 /// One test of the report.
@@ -177,6 +198,102 @@ fn side(run: u8, t: &StoredTest) -> Side {
     }
 }
 
+/// A side's command with the values of unixperf's `-loop` and `-repeat` left out: two
+/// commands that differ only there run the same operation, whose rates stay comparable.
+fn operation_of(command: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    let mut it = command.split_whitespace();
+    while let Some(w) = it.next() {
+        words.push(w);
+        if w == "-loop" || w == "-repeat" {
+            it.next();
+        }
+    }
+    words
+}
+
+/// How the sides of a test were not run alike (docs/upcmp.md, "Like with like"). What
+/// the command and the copies change is the work measured: the Profiling Summary's R2/R1
+/// is then refused, and so are the benchmark's speed ratios unless only unixperf's
+/// `-loop`/`-repeat` differ. Events are warned about by the comparison of the profiles.
+pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
+    let (r1, r2) = (&t1.repetitions[0], &t2.repetitions[0]);
+    let command = |r: &StoredRepetition| {
+        r.status
+            .as_ref()
+            .map(|s| s.command.clone())
+            .or_else(|| r.profile.command.clone())
+    };
+    let mut out = Vec::new();
+    if let (Some(c1), Some(c2)) = (command(r1), command(r2)) {
+        if c1 != c2 {
+            let same_operation = operation_of(&c1) == operation_of(&c2);
+            let effect = if same_operation {
+                "they did different amounts of work: the Profiling Summary's R2/R1 is not given \
+                 (the benchmark's rates stay comparable)"
+            } else {
+                "they ran different benchmarks: no speed ratio and no R2/R1 is given"
+            };
+            out.push(Unlike {
+                item: "command".into(),
+                run1: c1,
+                run2: c2,
+                effect: effect.into(),
+                no_summary_ratio: true,
+                no_speed_ratio: !same_operation,
+            });
+        }
+    }
+    let copies = |r: &StoredRepetition| r.status.as_ref().map(|s| s.copies);
+    if let (Some(k1), Some(k2)) = (copies(r1), copies(r2)) {
+        if k1 != k2 {
+            out.push(Unlike {
+                item: "copies".into(),
+                run1: k1.to_string(),
+                run2: k2.to_string(),
+                effect: "the copies compete differently for the CPUs: no speed ratio and no R2/R1 is given".into(),
+                no_summary_ratio: true,
+                no_speed_ratio: true,
+            });
+        }
+    }
+    let (p1, p2) = (&r1.profile, &r2.profile);
+    if p1.event == p2.event && p1.unit == p2.unit && (p1.period - p2.period).abs() > 1e-9 * p1.period.max(p2.period) {
+        let period = |p: &Profile| match p.period_sec() {
+            Some(s) => {
+                let ms = format!("{:.6}", s * 1000.0);
+                format!("{} msec", ms.trim_end_matches('0').trim_end_matches('.'))
+            }
+            None => format!("{:.0} {}", p.period, p.event),
+        };
+        out.push(Unlike {
+            item: "sample period".into(),
+            run1: period(p1),
+            run2: period(p2),
+            effect: "values stay comparable (each sample weighs its period); their sampling errors differ".into(),
+            no_summary_ratio: false,
+            no_speed_ratio: false,
+        });
+    }
+    let (n1, n2) = (t1.repetitions.len(), t2.repetitions.len());
+    if n1 != n2 {
+        out.push(Unlike {
+            item: "repetitions".into(),
+            run1: n1.to_string(),
+            run2: n2.to_string(),
+            effect: if n1 == 1 || n2 == 1 {
+                "the single run is tested against the other side's spread"
+            } else {
+                "each side's spread is its own (Welch's test)"
+            }
+            .into(),
+            no_summary_ratio: false,
+            no_speed_ratio: false,
+        });
+    }
+    out
+}
+
 /// Compares the test `name`, present (with a profile) in both runs.
 fn compare_test(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Result<TestOutcome, CompareError> {
     let (s1, s2) = (side(1, t1), side(2, t2));
@@ -186,15 +303,28 @@ fn compare_test(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Resu
     if c1 != c2 {
         notes.push(format!("the runs sampled {c1} and {c2} CPUs"));
     }
+    let unlike = unlike_sides(t1, t2);
+    let no_summary_ratio = unlike.iter().any(|u| u.no_summary_ratio);
+    let no_speed_ratio = unlike.iter().any(|u| u.no_speed_ratio);
+    let mut bench = compare_bench(&s1.bench, &s2.bench);
+    if no_speed_ratio {
+        for b in &mut bench {
+            b.speed_ratio = None;
+        }
+    }
+    let mut profile = compare_sides(&s1.profiles, &s2.profiles, opts)?;
+    profile.ratios_refused = no_summary_ratio;
+    profile.of_runs = true;
     Ok(TestOutcome::Compared {
         upout1: t1.repetitions[0].dir.join(crate::store::run::UPOUT_FILE),
         upout2: t2.repetitions[0].dir.join(crate::store::run::UPOUT_FILE),
         repetitions1: t1.repetitions.len(),
         repetitions2: t2.repetitions.len(),
-        bench: compare_bench(&s1.bench, &s2.bench),
-        profile: Box::new(compare_sides(&s1.profiles, &s2.profiles, opts)?),
+        bench,
+        profile: Box::new(profile),
         counters: test_counters(t1, t2, &mut notes),
         notes,
+        unlike,
     })
 }
 
@@ -268,7 +398,13 @@ pub fn compare_runs(run1: &StoredRun, run2: &StoredRun, opts: &CompareOptions) -
             (false, false) => continue,
         };
         // What makes a test's numbers incomparable goes to the top of the report.
-        if let TestOutcome::Compared { profile, .. } = &outcome {
+        if let TestOutcome::Compared { profile, unlike, .. } = &outcome {
+            warnings.extend(unlike.iter().map(|u| {
+                format!(
+                    "{name}: the runs differ in {}: '{}' vs '{}'; {}",
+                    u.item, u.run1, u.run2, u.effect
+                )
+            }));
             warnings.extend(profile.warnings.iter().map(|w| format!("{name}: {w}")));
         }
         tests.push(TestComparison {
@@ -298,6 +434,23 @@ pub fn compare_runs(run1: &StoredRun, run2: &StoredRun, opts: &CompareOptions) -
 }
 
 impl RunComparison {
+    /// The tests with notes of their own (a failed test, collector warnings, sides not
+    /// run alike), with how many: what the System section must not leave unsaid.
+    pub fn noted_tests(&self) -> Vec<(&str, usize)> {
+        self.tests
+            .iter()
+            .filter_map(|t| match &t.outcome {
+                TestOutcome::Compared {
+                    notes, unlike, profile, ..
+                } => {
+                    let n = notes.len() + unlike.len() + profile.warnings.len();
+                    (n > 0).then_some((t.name.as_str(), n))
+                }
+                TestOutcome::OnlyIn { .. } => None,
+            })
+            .collect()
+    }
+
     /// Adjusts the p-values of every compared test together, as the report's families
     /// ([`adjust_report`]), and lists the function rows.
     pub(super) fn adjust(&mut self, opts: &CompareOptions) {
@@ -324,5 +477,23 @@ impl RunComparison {
             })
             .collect();
         self.counter_family = adjust_counters(&mut all, opts.all_counters);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::operation_of;
+
+    // Only unixperf's -loop and -repeat values leave the operation the same.
+    #[test]
+    fn loop_counts_do_not_change_the_operation() {
+        let op = operation_of("unixperf -forkwait -loop 5000 -repeat 2");
+        assert_eq!(op, operation_of("unixperf  -forkwait -loop 2000 -repeat 3"));
+        assert_eq!(op, ["unixperf", "-forkwait", "-loop", "-repeat"]);
+        assert_ne!(op, operation_of("unixperf -forkexit -loop 5000 -repeat 2"));
+        assert_ne!(
+            operation_of("unixperf -hackbench -groups 4 -loop 10"),
+            operation_of("unixperf -hackbench -groups 8 -loop 10")
+        );
     }
 }

@@ -16,7 +16,7 @@ pub mod script;
 
 use crate::model::mode::is_kernel_address;
 use crate::model::profile::{module, Unit, UNKNOWN_FUNCTION};
-use crate::model::{IdleSet, Profile, ProfileBuilder, ProfileMeta, StackProfile};
+use crate::model::{IdleSet, Profile, ProfileBuilder, ProfileMeta, SampleFilter, StackProfile};
 use crate::store::{prfout, StoreError};
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Cursor, Read};
@@ -27,6 +27,19 @@ use upcmp_parsers::ParseError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportError {
+    /// A sample filter was given for an input that does not carry what it filters on.
+    #[error(
+        "{}: {what} cannot be filtered here (--comm, --pid, --tid, --cpu, --kernel-only, --user-only apply to \
+         perf.data and uprun profiles); write it with the filter instead: perf script -i FILE --comms NAME \
+         --pid N --tid N --cpu N",
+        path.display()
+    )]
+    Unfilterable {
+        /// The input.
+        path: PathBuf,
+        /// What it is: perf script text, folded stacks.
+        what: &'static str,
+    },
     /// A file could not be read.
     #[error("reading {}: {source}", path.display())]
     Io {
@@ -220,6 +233,9 @@ pub struct ImportOptions {
     /// The event to read from a recording of several (`cpu-clock`, or `cpu-clock:u` as
     /// perf names it); the first one when None, as `perf report` shows it first.
     pub event: Option<String>,
+    /// Only the samples this keeps are read (perf.data; other text inputs are refused
+    /// with a filter, and a prfout is rebuilt from its raw samples by the caller).
+    pub filter: SampleFilter,
 }
 
 impl ImportOptions {
@@ -237,6 +253,7 @@ impl ImportOptions {
             period_sec,
             stacks: false,
             event: None,
+            filter: SampleFilter::default(),
         }
     }
 
@@ -249,6 +266,12 @@ impl ImportOptions {
     /// The same options, reading `event` (None: the first).
     pub fn with_event(mut self, event: Option<String>) -> Self {
         self.event = event;
+        self
+    }
+
+    /// The same options, reading only the samples `filter` keeps.
+    pub fn with_filter(mut self, filter: SampleFilter) -> Self {
+        self.filter = filter;
         self
     }
 }
@@ -379,6 +402,23 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
     }
 }
 
+/// Text inputs are read in pieces that do not follow threads: a filter is refused there,
+/// with the perf script options that filter while writing them.
+fn check_filterable(format: InputFormat, path: &Path, opts: &ImportOptions) -> Result<(), ImportError> {
+    let what = match format {
+        InputFormat::PerfScript => "perf script text",
+        InputFormat::Folded => "folded stacks",
+        InputFormat::PerfData | InputFormat::Prfout => return Ok(()),
+    };
+    if opts.filter.is_empty() {
+        return Ok(());
+    }
+    Err(ImportError::Unfilterable {
+        path: path.to_path_buf(),
+        what,
+    })
+}
+
 /// Reads an input that is read once, front to back (standard input, or a text file).
 fn read_stream(
     format: InputFormat,
@@ -387,6 +427,7 @@ fn read_stream(
     path: &Path,
     opts: &ImportOptions,
 ) -> Result<Imported, ImportError> {
+    check_filterable(format, path, opts)?;
     match format {
         InputFormat::Folded => folded::read(input, name, path, opts),
         InputFormat::PerfScript => script::read(input, name, path, opts),

@@ -548,12 +548,29 @@ impl Reader<'_> {
         }
     }
 
+    /// Whether the options' filter keeps the sample (its wall time counts either way).
+    fn kept(&self, s: &SampleRecord<'_>, cpu: u32, pid: i32, mode: Mode) -> bool {
+        let f = &self.kernel_source.opts.filter;
+        let tid = s.tid.unwrap_or(-1);
+        f.is_empty()
+            || f.keeps(
+                cpu,
+                pid as u32,
+                tid as u32,
+                mode,
+                self.comms.get(&tid).map(String::as_str),
+            )
+    }
+
     fn sample(&mut self, s: &SampleRecord<'_>) -> Result<(), ImportError> {
         let cpu = self.checked_cpu(s.cpu, "a sample")?;
         self.times.sample(s.timestamp, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
         let period = s.period.unwrap_or(1);
         let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
+        if !self.kept(s, cpu, pid, mode) {
+            return Ok(());
+        }
         let chain = s.callchain.as_ref().filter(|_| self.stacks.wanted());
         let kernel_frames = chain.is_some_and(|c| (0..c.len()).any(|k| c.get(k) == Some(PERF_CONTEXT_KERNEL)));
         if mode == Mode::Kernel || kernel_frames {
@@ -964,7 +981,9 @@ fn read_records<R: Read>(
     if r.profile.samples() == 0 {
         return Err(ImportError::NoSamples {
             path: path.to_path_buf(),
-            hint: if h.events.len() > 1 {
+            hint: if !opts.filter.is_empty() {
+                " that the filter keeps (--comm, --pid, --tid, --cpu, --kernel-only, --user-only)"
+            } else if h.events.len() > 1 {
                 " of the event read (--event NAME picks another)"
             } else {
                 " (the recording has no samples of its event)"

@@ -2,6 +2,7 @@
 //! recordings all count through [`ProfileBuilder`], and name a sampled PC by the one rule
 //! of [`ProfileBuilder::add_sample`].
 
+use super::filter::SampleFilter;
 use super::idle::IdleSet;
 use super::mode::{is_kernel_address, Mode, Record, ThreadNames};
 use super::profile::{
@@ -289,9 +290,16 @@ pub struct RecordProfiler<'a, K: ?Sized> {
     threads: ThreadNames,
     profile: ProfileBuilder,
     user_name: String,
+    filter: SampleFilter,
 }
 
 impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
+    /// The same profiler, keeping only the samples `filter` keeps.
+    pub fn with_filter(mut self, filter: SampleFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
     /// A profiler of the CPUs `cpus` (column order), resolving kernel PCs with `kernel`;
     /// a sample without its own period weighs `default_period`.
     pub fn new(kernel: &'a K, cpus: &[u32], user_by: UserBy, default_period: u64) -> Self {
@@ -302,6 +310,7 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
             threads: ThreadNames::default(),
             profile: ProfileBuilder::with_cpus(cpus),
             user_name: String::new(),
+            filter: SampleFilter::default(),
         }
     }
 
@@ -309,6 +318,9 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
     pub fn add(&mut self, r: &Record) {
         match r {
             Record::Sample(s) => {
+                if !self.filter.is_empty() && !self.filter.keeps(s.cpu, s.pid, s.tid, s.mode, self.threads.get(s.tid)) {
+                    return;
+                }
                 if s.mode == Mode::User && self.user_by == UserBy::Comm {
                     self.user_name = user_function_of(self.threads.get(s.tid).unwrap_or(UNKNOWN_FUNCTION));
                 } else {

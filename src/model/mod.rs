@@ -7,6 +7,7 @@
 
 pub mod builder;
 pub mod callgraph;
+pub mod filter;
 pub mod idle;
 pub mod mode;
 pub mod profile;
@@ -14,6 +15,7 @@ pub mod stacks;
 
 pub use builder::{KernelResolver, ProfileBuilder, RecordProfiler};
 pub use callgraph::CallGraph;
+pub use filter::{ModeFilter, SampleFilter};
 pub use idle::{IdleSet, DEFAULT_IDLE_FUNCTIONS};
 pub use profile::{CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy};
 pub use stacks::StackProfile;

@@ -1,6 +1,6 @@
 //! Which renderer writes a comparison: `--format text|csv|json|markdown`.
 
-use super::{export, markdown, text};
+use super::{export, mail, markdown, text};
 use crate::compare::runs::RunComparison;
 use crate::compare::ProfileComparison;
 use std::io::{self, Write};
@@ -17,6 +17,8 @@ pub enum OutputFormat {
     Json,
     /// GitHub-flavoured Markdown tables.
     Markdown,
+    /// Plain text of at most 80 columns, for a mailing list.
+    Mail,
 }
 
 /// Writes a run comparison (upcmp) in `format`.
@@ -26,6 +28,7 @@ pub fn render_runs(format: OutputFormat, r: &RunComparison, out: &mut dyn Write)
         OutputFormat::Csv => export::write_csv(r, out),
         OutputFormat::Json => export::write_json(r, out),
         OutputFormat::Markdown => markdown::render_runs(r, out),
+        OutputFormat::Mail => mail::render_runs(r, out),
     }
 }
 
@@ -36,5 +39,6 @@ pub fn render_profile(format: OutputFormat, test: &str, c: &ProfileComparison, o
         OutputFormat::Csv => export::write_profile_csv(test, c, out),
         OutputFormat::Json => export::write_profile_json(c, out),
         OutputFormat::Markdown => markdown::render_profile(c, out),
+        OutputFormat::Mail => mail::render_profile(c, out),
     }
 }

@@ -241,7 +241,7 @@ fn header(cmp: &RunComparison) -> Markup {
             }
             h2 { "System" }
             @if cmp.system_differences.is_empty() {
-                p { "No differences between the two system descriptions that can bias the comparison." }
+                p { (sentence(&super::text::system_summary(cmp))) }
             } @else {
                 table.system {
                     thead { tr { th { "item" } th { "run 1" } th { "run 2" } } }
@@ -251,9 +251,23 @@ fn header(cmp: &RunComparison) -> Markup {
                         }
                     }
                 }
+                @if let Some(n) = super::text::notes_below(cmp) { p { (n) } }
             }
         }
     }
+}
+
+/// `text` with a capital and a full stop.
+fn sentence(text: &str) -> String {
+    let mut c = text.chars();
+    let mut s: String = c
+        .next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default();
+    if !s.ends_with('.') {
+        s.push('.');
+    }
+    s
 }
 
 fn verdict(n: &Significance) -> Markup {
@@ -414,7 +428,7 @@ fn digest_bench(b: Option<&BenchRow>) -> Markup {
 }
 
 fn digest_cpu(p: &ProfileComparison) -> Markup {
-    let r = ratio(p.run1.cpu, p.run2.cpu);
+    let r = ratio(p.run1.cpu, p.run2.cpu).filter(|_| !p.ratios_refused);
     html! {
         td.num { (fmt_ratio(r)) }
         td { (ratio_bar(r, Better::Lower, !p.cpu_noise.stands_out())) }
@@ -518,8 +532,8 @@ fn summary_table(c: &ProfileComparison) -> Markup {
     let (a, b) = (&c.run1, &c.run2);
     let m = &c.measure;
     let repeated = a.repetitions > 1 || b.repetitions > 1;
-    // Runs in different units have no ratio of values.
-    let comparable = m.basis != Basis::Share;
+    // Runs in different units, or of different work, have no ratio of values.
+    let comparable = m.basis != Basis::Share && !c.ratios_refused;
     let line = |name: &str, x: f64, y: f64, scale: f64, better: Better, faint: bool| {
         let r = if comparable { ratio(x, y) } else { None };
         html! {

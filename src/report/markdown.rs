@@ -32,7 +32,7 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     )?;
     writeln!(out, "|:--|--:|--:|--:|")?;
     writeln!(out, "| Number of CPUs | {} | {} | |", a.cpus, b.cpus)?;
-    let comparable = m.basis != Basis::Share;
+    let comparable = m.basis != Basis::Share && !c.ratios_refused;
     let mut line = |name: &str, x: f64, y: f64, scale: f64| {
         let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
         writeln!(
@@ -126,6 +126,11 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "| {} | {} | {} |", cell(&d.key), cell(&d.run1), cell(&d.run2))?;
         }
         writeln!(out)?;
+        if let Some(n) = super::text::notes_below(r) {
+            writeln!(out, "{}\n", cell(&n))?;
+        }
+    } else {
+        writeln!(out, "System: {}\n", cell(&super::text::system_summary(r)))?;
     }
     for t in &r.tests {
         writeln!(out, "### {}\n", cell(&t.name))?;

@@ -7,6 +7,7 @@ pub mod flame;
 pub mod format;
 pub mod gprof;
 pub mod html;
+pub mod mail;
 pub mod markdown;
 #[cfg(feature = "parquet")]
 pub mod parquet;

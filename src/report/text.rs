@@ -140,8 +140,8 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
             right(""),
         ]));
     }
-    // Runs in different units have no ratio of values.
-    let comparable = m.basis != Basis::Share;
+    // Runs in different units, or of different work, have no ratio of values.
+    let comparable = m.basis != Basis::Share && !c.ratios_refused;
     let mut line = |name: &str, x: f64, y: f64, scale: f64| {
         let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
         t.add_row(Row::new(vec![
@@ -188,13 +188,15 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     let value = |x: f64| fmt_sec(x / m.scale);
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
+        // One run has no spread: its sd% is undefined, not 0.
+        let sd = |x: f64, n: usize| if n > 1 { format!(" {x:.1}") } else { " -".into() };
         let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1)))];
         if repeated {
-            cells.push(right(format!(" {:.1}", r.run1_sd_pct)));
+            cells.push(right(sd(r.run1_sd_pct, a.repetitions)));
         }
         cells.push(right(format!("  {}", opt(r.run2))));
         if repeated {
-            cells.push(right(format!(" {:.1}", r.run2_sd_pct)));
+            cells.push(right(sd(r.run2_sd_pct, b.repetitions)));
         }
         cells.extend([
             right(format!("  {}", value(r.delta))),
@@ -204,20 +206,32 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
         t.add_row(Row::new(cells));
     }
     print_table(&t, out)?;
-    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
-    let quiet = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
-    match (below, quiet) {
-        (0, 0) => {}
-        (below, 0) => writeln!(
-            out,
-            "({below} functions below the cutoff are in results.csv and results.json)"
-        )?,
-        (below, quiet) => writeln!(
-            out,
-            "({quiet} functions within the noise and {below} below the cutoff are in results.csv and results.json)"
-        )?,
+    if let Some(f) = left_out(c) {
+        writeln!(out, "{f}")?;
     }
     render_notes(c, out)
+}
+
+/// What the function table left out and where it is: RESULTS_DIR's files for upcmp,
+/// `--format csv|json` for prfcmp, which writes no file.
+pub(crate) fn left_out(c: &ProfileComparison) -> Option<String> {
+    let below = c.rows.iter().filter(|r| !r.above_cutoff).count();
+    let hidden = c.rows.iter().filter(|r| r.above_cutoff && !r.listed).count();
+    let where_ = if c.of_runs {
+        "are in results.csv and results.json"
+    } else {
+        "are listed by --format csv or --format json"
+    };
+    match (below, hidden) {
+        (0, 0) => None,
+        (below, 0) => Some(format!("({below} functions below the cutoff {where_})")),
+        (0, hidden) => Some(format!(
+            "({hidden} functions within the noise, hidden by --hide-noise, {where_})"
+        )),
+        (below, hidden) => Some(format!(
+            "({hidden} functions within the noise, hidden by --hide-noise, and {below} below the cutoff {where_})"
+        )),
+    }
 }
 
 /// A run's period, for the notes: milliseconds for time, else counts of the event.
@@ -241,7 +255,7 @@ fn sampling(s: &ProfileSummary, m: &Measure) -> String {
     }
 }
 
-fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
     let (a, b) = (&c.run1, &c.run2);
     let m = &c.measure;
     let (sa, sb) = (sampling(a, m), sampling(b, m));
@@ -310,7 +324,12 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
             "Noise: one run a side, so each function's change of CPU time is tested against the sampling error \
              of its samples only (exact below {EXACT_BELOW} samples, the multinomial normal above). \
              Run-to-run variation was not measured and is usually larger: a change beyond the sampling error is \
-             marked \"sampling only\", not \"significant\". Repeat the runs (uprun --runs N)."
+             marked \"sampling only\", not \"significant\".{}",
+            if c.of_runs {
+                " Repeat the runs (uprun --runs N)."
+            } else {
+                " Measuring it takes repeated runs of each side."
+            }
         ),
         Method::Welch if a == 1 || b == 1 => format!(
             "Noise: {a} and {b} repetitions; each function's change of CPU time is tested against the \
@@ -393,8 +412,11 @@ pub fn render_test(t: &TestComparison, counter_family: usize, out: &mut dyn Writ
                 writeln!(out, "NOTE: {n}")?;
             }
             writeln!(out)?;
-            render_bench(bench, out)?;
-            writeln!(out)?;
+            // A recording has no benchmark result to show.
+            if profile.of_runs || !bench.is_empty() {
+                render_bench(bench, out)?;
+                writeln!(out)?;
+            }
             render_profile(profile, out)?;
             // System Activity: after the CPU Time Analysis.
             if !counters.is_empty() {
@@ -421,10 +443,7 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     super::activity::render_digest(r, out)?;
     writeln!(out, "System")?;
     if r.system_differences.is_empty() {
-        writeln!(
-            out,
-            "  no differences between the two system descriptions that can bias the comparison"
-        )?;
+        writeln!(out, "  {}", system_summary(r))?;
     } else {
         let mut t = Table::new();
         t.set_format(FormatBuilder::new().column_separator(' ').padding(2, 0).build());
@@ -437,12 +456,40 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
             ]));
         }
         print_table(&t, out)?;
+        if let Some(n) = notes_below(r) {
+            writeln!(out, "  {n}")?;
+        }
     }
     writeln!(out)?;
     for t in &r.tests {
         render_test(t, r.counter_family, out)?;
     }
     Ok(())
+}
+
+/// What the tests note below the System section, when they note anything: so that the
+/// section never says the comparison is unbiased above a note that says otherwise.
+pub(crate) fn notes_below(r: &RunComparison) -> Option<String> {
+    let noted = r.noted_tests();
+    if noted.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = noted
+        .iter()
+        .map(|(t, n)| format!("{t} ({n} note{})", if *n == 1 { "" } else { "s" }))
+        .collect();
+    Some(format!(
+        "The tests note what else can bias the comparison: {}; read them before the numbers.",
+        list.join(", ")
+    ))
+}
+
+/// The System section's line when the system descriptions do not differ.
+pub(crate) fn system_summary(r: &RunComparison) -> String {
+    match notes_below(r) {
+        None => "no differences between the two system descriptions that can bias the comparison".into(),
+        Some(n) => format!("the two system descriptions do not differ in what can bias the comparison. {n}"),
+    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,10 @@ pub enum FormatArg {
     Csv,
     /// Everything, as JSON.
     Json,
-    /// Markdown tables, for pull requests and mailing lists.
+    /// Markdown tables, for pull requests.
     Markdown,
+    /// Plain text of at most 80 columns, to paste into a mailing-list reply.
+    Mail,
 }
 
 impl From<FormatArg> for OutputFormat {
@@ -28,6 +30,7 @@ impl From<FormatArg> for OutputFormat {
             FormatArg::Csv => OutputFormat::Csv,
             FormatArg::Json => OutputFormat::Json,
             FormatArg::Markdown => OutputFormat::Markdown,
+            FormatArg::Mail => OutputFormat::Mail,
         }
     }
 }
@@ -92,6 +95,75 @@ impl ImportArgs {
             self.period_sec,
         )
         .with_event(self.event.clone())
+    }
+}
+
+/// Which samples count, as perf report filters them (uprun profiles are rebuilt from their
+/// raw samples).
+#[derive(Debug, Clone, Args)]
+pub struct FilterArgs {
+    /// Count only the samples of these commands (thread names, comma-separated), e.g.
+    /// --comm unixperf.
+    #[arg(long, value_name = "COMMS", value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Count only the samples of these processes (comma-separated), e.g. --pid 4242.
+    #[arg(long, value_name = "PIDS", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Count only the samples of these threads (comma-separated), e.g. --tid 4243.
+    #[arg(long, value_name = "TIDS", value_delimiter = ',')]
+    pub tid: Vec<u32>,
+    /// Count only the samples taken on these CPUs: a list with ranges, e.g. --cpu 0-1,3.
+    #[arg(long, value_name = "CPUS", value_parser = cpu_list)]
+    pub cpu: Option<CpuList>,
+    /// Count only kernel-mode samples.
+    #[arg(long, conflicts_with = "user_only")]
+    pub kernel_only: bool,
+    /// Count only user-mode samples.
+    #[arg(long)]
+    pub user_only: bool,
+}
+
+/// CPUs given on the command line (a newtype, so that clap takes the list as one value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+/// A CPU list as perf and sysfs write it: `0-2,5`.
+pub fn cpu_list(s: &str) -> Result<CpuList, String> {
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        let num = |x: &str| {
+            x.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("'{x}' is not a CPU number; give a list such as 0-2,5"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b || b - a > 65_535 {
+                    return Err(format!("'{part}' is not a range of CPUs; give a list such as 0-2,5"));
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(num(part)?),
+        }
+    }
+    Ok(CpuList(cpus))
+}
+
+impl FilterArgs {
+    /// The library's filter.
+    pub fn filter(&self) -> upcmp::model::SampleFilter {
+        let mut f = upcmp::model::SampleFilter::default();
+        f.comms = self.comm.clone();
+        f.pids = self.pid.clone();
+        f.tids = self.tid.clone();
+        f.cpus = self.cpu.clone().map(|c| c.0).unwrap_or_default();
+        f.mode = match (self.kernel_only, self.user_only) {
+            (true, _) => Some(upcmp::model::ModeFilter::Kernel),
+            (_, true) => Some(upcmp::model::ModeFilter::User),
+            _ => None,
+        };
+        f
     }
 }
 

@@ -1,0 +1,283 @@
+//! The report for a mailing list (`--format mail`): plain text of at most [`WIDTH`]
+//! columns, ready to paste into a reply. The same sections, numbers, verdicts and notes
+//! as the text report, in narrower tables: a name that leaves no room for its numbers
+//! gets a line of its own above them, and every sentence is wrapped.
+
+use super::{fmt_pct, fmt_ratio, fmt_sec};
+use crate::compare::bench::BenchRow;
+use crate::compare::runs::{RunComparison, TestOutcome};
+use crate::compare::{ratio, Basis, ProfileComparison};
+use std::io::{self, Write};
+
+/// The widest line the mail report writes.
+pub const WIDTH: usize = 80;
+
+/// `text` wrapped at [`WIDTH`]: the first line starts with `first`, the others with
+/// `rest`. A word longer than a line is cut, so no line is ever wider.
+pub fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
+    let len = |s: &str| s.chars().count();
+    let mut lines = Vec::new();
+    let mut line = first.to_string();
+    let mut has_word = false;
+    for word in text.split_whitespace() {
+        if has_word && len(&line) + 1 + len(word) > WIDTH {
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            has_word = false;
+        }
+        if has_word {
+            line.push(' ');
+        }
+        for c in word.chars() {
+            // A word wider than a whole line is cut where the line ends.
+            if len(&line) == WIDTH {
+                lines.push(std::mem::replace(&mut line, rest.to_string()));
+            }
+            line.push(c);
+        }
+        has_word = true;
+    }
+    lines.push(line);
+    lines
+}
+
+fn para(out: &mut dyn Write, text: &str, first: &str, rest: &str) -> io::Result<()> {
+    for l in wrap(text, first, rest) {
+        writeln!(out, "{}", l.trim_end())?;
+    }
+    Ok(())
+}
+
+/// A row of right-aligned `cells` after `name`: on one line when it fits in [`WIDTH`],
+/// else the name alone on a line and the cells under the name's column.
+fn row(out: &mut dyn Write, name: &str, name_width: usize, cells: &str) -> io::Result<()> {
+    if name.chars().count() <= name_width {
+        return writeln!(out, "{name:<name_width$}{cells}").map(|_| ());
+    }
+    para(out, name, "", "  ")?;
+    writeln!(out, "{:<name_width$}{cells}", "")
+}
+
+fn bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
+    if rows.is_empty() {
+        return writeln!(out, "(no benchmark results in either upout)");
+    }
+    let repeated = rows.iter().any(|r| r.noise.is_some());
+    let sd = |x: f64, n: bool| if n { format!("{x:>6.1}") } else { String::new() };
+    let head_sd = if repeated { "   sd%" } else { "" };
+    let head_test = if repeated { "  95% test" } else { "" };
+    writeln!(out, "Benchmark")?;
+    writeln!(
+        out,
+        "  {:>10}{head_sd}{:>11}{head_sd}{:>8}{head_test}",
+        "Run1", "Run2", "R2/R1"
+    )?;
+    for r in rows {
+        let v = |x: Option<f64>| match x {
+            Some(x) if r.unit == "sec" => format!("{x:.3}"),
+            Some(x) => super::fmt_rate(x),
+            None => String::new(),
+        };
+        let mut desc = r.description.clone();
+        if r.lower_is_better {
+            desc += " [sec, lower is better; ratio is R1/R2]";
+        }
+        para(out, &desc, "  ", "    ")?;
+        let verdict = if repeated {
+            format!("  {}", r.noise.as_ref().map_or("n/a", |n| n.verdict.word()))
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "  {:>10}{}{:>11}{}{:>8}{verdict}",
+            v(r.run1),
+            sd(r.run1_sd_pct, repeated),
+            v(r.run2),
+            sd(r.run2_sd_pct, repeated),
+            fmt_ratio(r.speed_ratio)
+        )?;
+    }
+    if let Some(line) = super::text::bench_noise_line(rows) {
+        para(out, &line, "", "")?;
+    }
+    Ok(())
+}
+
+/// The Profiling Summary, the CPU Time Analysis and the notes of one comparison.
+pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
+    let (a, b) = (&c.run1, &c.run2);
+    let m = &c.measure;
+    let unit = format!("({})", m.unit);
+    for w in &c.warnings {
+        para(out, w, "NOTE: ", "  ")?;
+    }
+    if !c.warnings.is_empty() {
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "{:<26}{:>12}{:>12}{:>8}",
+        "Profiling Summary", "Run1", "Run2", "R2/R1"
+    )?;
+    writeln!(out, "{:<26}{unit:>12}{unit:>12}", "Sum of all cpus")?;
+    writeln!(out, "{:<26}{:>12}{:>12}", "Number of cpu's", a.cpus, b.cpus)?;
+    let repeated = a.repetitions > 1 || b.repetitions > 1;
+    if repeated {
+        writeln!(
+            out,
+            "{:<26}{:>12}{:>12}",
+            "Repetitions (means below)", a.repetitions, b.repetitions
+        )?;
+    }
+    let comparable = m.basis != Basis::Share && !c.ratios_refused;
+    let mut line = |name: &str, x: f64, y: f64, scale: f64| {
+        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
+        writeln!(
+            out,
+            "{name:<26}{:>12}{:>12}{r:>8}",
+            fmt_sec(x / scale),
+            fmt_sec(y / scale)
+        )
+    };
+    if m.is_time() {
+        line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0)?;
+        line("Idle time", a.idle, b.idle, 1.0)?;
+        line("CPU time", a.cpu, b.cpu, 1.0)?;
+    } else {
+        line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0)?;
+        line("Idle functions", a.idle, b.idle, m.scale)?;
+        line("Other functions", a.cpu, b.cpu, m.scale)?;
+    }
+    if a.lost > 0.0 || b.lost > 0.0 {
+        line("Lost samples", a.lost, b.lost, m.scale)?;
+    }
+    writeln!(out)?;
+
+    // Run1 [sd%] Run2 [sd%] R2-R1 %R1 verdict: 10 + 10 + 10 + 8 + 15 columns, 14 more
+    // with repetitions; the function's name gets what is left.
+    let numbers = 53 + if repeated { 14 } else { 0 };
+    let name_width = WIDTH - numbers;
+    let sd_head = if repeated { "   sd%" } else { "" };
+    let sd_pad = if repeated { "      " } else { "" };
+    writeln!(
+        out,
+        "{:<name_width$}{:>10}{sd_head}{:>10}{sd_head}{:>10}{:>8}  95% test",
+        "CPU Time Analysis", "Run1", "Run2", "R2-R1", "% of R1"
+    )?;
+    writeln!(
+        out,
+        "{:<name_width$}{unit:>10}{sd_pad}{unit:>10}{sd_pad}{unit:>10}{:>8}",
+        format!("cutoff={:.2}%", c.cutoff_pct),
+        "CPU"
+    )?;
+    writeln!(out, "{}", "-".repeat(WIDTH - 2))?;
+    let value = |x: f64| fmt_sec(x / m.scale);
+    let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
+    // One run has no spread: its sd% is undefined, not 0.
+    let sd = |x: f64, n: usize| match (repeated, n) {
+        (false, _) => String::new(),
+        (true, 1) => format!("{:>6}", "-"),
+        (true, _) => format!("{x:>6.1}"),
+    };
+    for r in c.listed() {
+        let cells = format!(
+            "{:>10}{}{:>10}{}{:>10}{:>8}  {}",
+            opt(r.run1),
+            sd(r.run1_sd_pct, a.repetitions),
+            opt(r.run2),
+            sd(r.run2_sd_pct, b.repetitions),
+            value(r.delta),
+            fmt_pct(r.delta_pct_of_run1_cpu),
+            r.noise.verdict.word()
+        );
+        row(out, &r.function, name_width, &cells)?;
+    }
+    if let Some(f) = super::text::left_out(c) {
+        para(out, &f, "", " ")?;
+    }
+    writeln!(out)?;
+    let mut notes = Vec::new();
+    super::text::render_notes(c, &mut notes)?;
+    for l in String::from_utf8_lossy(&notes).lines() {
+        para(out, l, "", "  ")?;
+    }
+    Ok(())
+}
+
+/// A whole upcmp comparison for a mailing list.
+pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    for w in &r.warnings {
+        para(out, w, "WARNING: ", "  ")?;
+    }
+    if !r.warnings.is_empty() {
+        writeln!(out)?;
+    }
+    para(out, &r.dir1.display().to_string(), "1: ", "   ")?;
+    para(out, &r.dir2.display().to_string(), "2: ", "   ")?;
+    writeln!(out)?;
+    writeln!(out, "System")?;
+    if r.system_differences.is_empty() {
+        para(out, &super::text::system_summary(r), "  ", "  ")?;
+    } else {
+        for d in &r.system_differences {
+            para(out, &format!("{}: '{}' vs '{}'", d.key, d.run1, d.run2), "  ", "    ")?;
+        }
+        if let Some(n) = super::text::notes_below(r) {
+            para(out, &n, "  ", "  ")?;
+        }
+    }
+    writeln!(out)?;
+    for t in &r.tests {
+        let name = format!(" {} ", t.name);
+        writeln!(out, "{:*^78}", name)?;
+        match &t.outcome {
+            TestOutcome::OnlyIn { run, dir } => {
+                para(
+                    out,
+                    &format!("Only in run {run} ({}): nothing to compare.", dir.display()),
+                    "",
+                    "  ",
+                )?;
+            }
+            TestOutcome::Compared {
+                bench: rows,
+                profile,
+                notes,
+                ..
+            } => {
+                for n in notes {
+                    para(out, n, "NOTE: ", "  ")?;
+                }
+                if !notes.is_empty() {
+                    writeln!(out)?;
+                }
+                if profile.of_runs || !rows.is_empty() {
+                    bench(rows, out)?;
+                    writeln!(out)?;
+                }
+                render_profile(profile, out)?;
+            }
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_never_passes_the_width() {
+        let text = "word ".repeat(40) + &"x".repeat(200) + " end";
+        let lines = wrap(&text, "NOTE: ", "  ");
+        assert!(lines.iter().all(|l| l.chars().count() <= WIDTH), "{lines:#?}");
+        assert!(lines[0].starts_with("NOTE: word word"));
+        assert!(lines[1].starts_with("  word"));
+        assert!(lines.last().unwrap().ends_with("x end"), "{lines:#?}");
+        let joined: String = lines.concat().replace(' ', "").replace("NOTE:", "");
+        assert_eq!(joined, "word".repeat(40) + &"x".repeat(200) + "end");
+        assert_eq!(wrap("", "a: ", ""), ["a: "]);
+        assert_eq!(wrap("one two", "", ""), ["one two"]);
+    }
+}
