@@ -10,8 +10,9 @@
 # the `perf script` text of a.data. They are made when absent.
 # Each row is the median of $RUNS runs (default 5) with its range and the largest peak
 # RSS (/usr/bin/time); each peer's median divided by ours (above 1: we are faster).
-# $BIN (default $CARGO_TARGET_DIR/release, else target/release) holds prfcmp and upcmp,
-# so the binaries of another commit can be timed by the same script.
+# $BIN (default $CARGO_TARGET_DIR/release, else target/release) holds prfcmp and upcmp;
+# $BEFORE, another directory of them (an older commit's), is timed in the same run, row
+# by row, so that both face the same load on a shared machine.
 set -euo pipefail
 dir=${1:-/var/tmp/upcmp-compare-bench}
 secs=${SECS:-120}
@@ -63,23 +64,46 @@ measure() {
     printf '%-46s %6.2f s (%.2f-%.2f) %5d MB\n' "$name" "$med" "$lo" "$hi" "$mem"
 }
 ratio() { echo "scale=2; $1 / $2" | bc -l; }
+# ours NAME VAR ARGS...: measures prfcmp/upcmp ARGS (the first ARG names the binary) with
+# $bin into VAR, and with $BEFORE too when set (into VAR_before).
+ours() {
+    local name=$1 var=$2 cmd=$3
+    shift 3
+    measure "$name" "$bin/$cmd" "$@"
+    printf -v "$var" '%s' "$med"
+    if [ -n "${BEFORE:-}" ]; then
+        measure "  before: $name" "$BEFORE/$cmd" "$@"
+        printf -v "${var}_before" '%s' "$med"
+    fi
+}
 
 measure "perf diff a.data b.data" perf diff a.data b.data; diff=$med
-measure "prfcmp a.data b.data" "$bin/prfcmp" a.data b.data; flat=$med
-measure "upcmp --perf a.data b.data R (stacks)" "$bin/upcmp" --perf a.data b.data res -q; stacks=$med
+ours "prfcmp a.data b.data" flat prfcmp a.data b.data
+ours "upcmp --perf a.data b.data R (stacks)" stacks upcmp --perf a.data b.data res -q
 measure "perf report --no-children -g none (a.data)" perf report --no-children -g none --stdio -i a.data; report=$med
-measure "prfcmp a.data TINY (one perf.data import)" "$bin/prfcmp" a.data tiny.folded; import=$med
+ours "prfcmp a.data TINY (one perf.data import)" import prfcmp a.data tiny.folded
 measure "inferno-collapse-perf a.txt" inferno-collapse-perf a.txt; inferno=$med
-measure "prfcmp a.txt TINY (one perf script import)" "$bin/prfcmp" a.txt tiny.folded; text=$med
-measure "upcmp --perf a.txt TINY R (text, stacks)" "$bin/upcmp" --perf a.txt tiny-stack.folded res -q; text_stacks=$med
+ours "prfcmp a.txt TINY (one perf script import)" text prfcmp a.txt tiny.folded
+ours "upcmp --perf a.txt TINY R (text, stacks)" text_stacks upcmp --perf a.txt tiny-stack.folded res -q
 measure "cat a.txt" cat a.txt; cat_=$med
 echo
-echo "perf diff / prfcmp (flat):                $(ratio "$diff" "$flat")   (target >= 10)"
-echo "perf diff / upcmp --perf (stacks):        $(ratio "$diff" "$stacks")   (target >= 5)"
-echo "perf report / prfcmp import of perf.data: $(ratio "$report" "$import")"
-echo "inferno / prfcmp import of perf script:   $(ratio "$inferno" "$text")   (target >= 3)"
-echo "inferno / upcmp --perf text with stacks:  $(ratio "$inferno" "$text_stacks")"
-echo "cat / prfcmp import of perf script:       $(ratio "$cat_" "$text")"
-if [ -n "${samples_a:-}" ]; then
-    echo "perf.data import: $(echo "$samples_a / $import / 1" | bc) samples/s (a.data, wall time of the whole prfcmp)"
+# rows SUFFIX: the ratios of the binaries whose medians end in SUFFIX ("" or _before).
+rows() {
+    local f=flat$1 s=stacks$1 i=import$1 t=text$1 ts=text_stacks$1
+    echo "perf diff / prfcmp (flat):                $(ratio "$diff" "${!f}")   (target >= 10)"
+    echo "perf diff / upcmp --perf (stacks):        $(ratio "$diff" "${!s}")   (target >= 5)"
+    echo "perf report / prfcmp import of perf.data: $(ratio "$report" "${!i}")"
+    echo "inferno / prfcmp import of perf script:   $(ratio "$inferno" "${!t}")   (target >= 3)"
+    echo "inferno / upcmp --perf text with stacks:  $(ratio "$inferno" "${!ts}")"
+    echo "cat / prfcmp import of perf script:       $(ratio "$cat_" "${!t}")"
+    if [ -n "${samples_a:-}" ]; then
+        echo "perf.data import: $(echo "$samples_a / ${!i} / 1" | bc) samples/s (a.data, wall time of the whole prfcmp)"
+    fi
+}
+echo "$bin:"
+rows ""
+if [ -n "${BEFORE:-}" ]; then
+    echo
+    echo "$BEFORE:"
+    rows _before
 fi
