@@ -139,7 +139,15 @@ struct CsvFunction {
     delta: f64,
     run1_pct: f64,
     run2_pct: f64,
-    significant: bool,
+    /// The 95% test's verdict, as the CSV writes it.
+    verdict: String,
+}
+
+impl CsvFunction {
+    /// Beyond the noise the test knew of, as the page's noise toggle and --hide-noise see it.
+    fn stands_out(&self) -> bool {
+        self.verdict == "significant" || self.verdict == "sampling only"
+    }
 }
 
 /// The fields of one CSV line (quoted fields with doubled quotes, as results.csv writes them).
@@ -176,7 +184,7 @@ fn csv_functions(csv: &str, test: &str) -> Vec<CsvFunction> {
             delta: num(&f[col("delta")]).unwrap(),
             run1_pct: num(&f[col("run1_pct_of_cpu")]).unwrap(),
             run2_pct: num(&f[col("run2_pct_of_cpu")]).unwrap(),
-            significant: f[col("significant")] == "true",
+            verdict: f[col("verdict")].clone(),
         })
         .collect()
 }
@@ -230,11 +238,7 @@ fn assert_rows(columns: &[String], shown: &[Vec<String>], want: &[&CsvFunction],
             close(&row[run1], f.run1) && close(&row[run2], f.run2) && close(&row[delta], Some(f.delta)),
             "{what}: {row:?} against {f:?}"
         );
-        assert_eq!(
-            row[verdict],
-            if f.significant { "significant" } else { "noise" },
-            "{what}: {f:?}"
-        );
+        assert_eq!(row[verdict], f.verdict, "{what}: {f:?}");
     }
 }
 
@@ -263,7 +267,7 @@ fn assert_table_matches_csv(table: &Value, csv: &[CsvFunction], cutoff_pct: f64)
         &all,
         "with the rows below the cutoff",
     );
-    let significant: Vec<&CsvFunction> = csv.iter().filter(|f| f.significant).collect();
+    let significant: Vec<&CsvFunction> = csv.iter().filter(|f| f.stands_out()).collect();
     assert_rows(
         &columns,
         &view(table, "noise_toggled"),
@@ -408,7 +412,7 @@ fn hide_noise_and_no_html() {
     assert_eq!(
         shown.len(),
         rows.iter()
-            .filter(|f| f.significant && f.run1_pct.max(f.run2_pct) >= 0.5)
+            .filter(|f| f.stands_out() && f.run1_pct.max(f.run2_pct) >= 0.5)
             .count()
     );
     assert_eq!(view(table, "noise_toggled").len(), rows.len());
@@ -663,7 +667,7 @@ fn counters_are_drawn_from_whatever_fields_they_have() {
     let html = fs::read_to_string(&page).unwrap();
     let at = "\"outcome\":\"compared\"";
     assert_eq!(html.matches(at).count(), 1);
-    let counters = r#","counters":[{"name":"cache-misses","run1":1000,"run2":1250.5,"change":0.2505,"verdict":true,"unit":"events"},{"name":"\u003cb>x","run1":null,"run2":7,"change":null,"verdict":false}]"#;
+    let counters = r#","counters":[{"name":"cache-misses","run1":1000,"run2":1250.5,"change":0.2505,"verdict":"significant","unit":"events"},{"name":"\u003cb>x","run1":null,"run2":7,"change":null,"verdict":"noise"}]"#;
     fs::write(&page, html.replace(at, &format!("{at}{counters}"))).unwrap();
     let Some(b) = browser() else { return };
     let r = open(b, &page);

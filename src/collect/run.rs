@@ -231,8 +231,10 @@ fn spawn_copies(
 }
 
 /// Samples until every copy has ended (a signal ends the test's whole group: SIGTERM,
-/// then SIGKILL after 3 s), draining the buffers every 20 ms.
+/// then SIGKILL after 3 s), draining the buffers every 20 ms. The wall time runs from
+/// `t0`, when sampling was enabled, to when it is disabled.
 fn sample_until_done(
+    t0: Instant,
     mut children: Vec<Child>,
     copies: u32,
     dir_name: &str,
@@ -240,7 +242,6 @@ fn sample_until_done(
     rec: &mut Recorder,
     samplers: &mut CpuSamplers,
 ) -> Ended {
-    let t0 = Instant::now();
     let mut codes: Vec<Option<i32>> = vec![None; children.len()];
     let tty = io::IsTerminal::is_terminal(&io::stderr());
     let mut last_progress = Instant::now();
@@ -333,9 +334,12 @@ pub fn run_test(
     samplers.drain(&mut |_, _| {});
 
     let before = read_proc_stat()?;
+    // The wall time is the sampled window's: starting the copies (slow on a loaded
+    // machine) is sampled too, so it must be inside Elapsed, or Idle goes negative.
+    let t0 = Instant::now();
     samplers.enable().map_err(io_at(Path::new("perf_event")))?;
     let children = spawn_copies(t, ctx.copies, &upout, &upout_path, &group)?;
-    let ended = sample_until_done(children, ctx.copies, &t.dir, &group, &mut rec, samplers);
+    let ended = sample_until_done(t0, children, ctx.copies, &t.dir, &group, &mut rec, samplers);
     let after = read_proc_stat()?;
     let mut warnings = check.warnings();
     let survivors = group.end();

@@ -14,7 +14,6 @@ use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::compare::stats::{Mark, Significance};
 use crate::compare::{ratio, Basis, FunctionDelta, Measure, ProfileComparison, ProfileSummary};
-use crate::model::DEFAULT_IDLE_FUNCTIONS;
 use crate::report::stackcmp::flame_file;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::io::{self, Write};
@@ -293,12 +292,6 @@ fn verdict(n: &Significance) -> Markup {
     html! { span class=(class) { (n.verdict.word()) } }
 }
 
-/// Beyond the noise as far as it was measured: significant, or beyond the sampling error
-/// of single runs.
-fn beyond(n: &Significance) -> bool {
-    matches!(n.verdict, Mark::Significant | Mark::SamplingOnly)
-}
-
 /// Which way a ratio is an improvement, for its colour.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Better {
@@ -460,7 +453,7 @@ fn digest(cmp: &RunComparison) -> Markup {
 }
 
 fn significant_listed(p: &ProfileComparison) -> usize {
-    p.listed().filter(|r| beyond(&r.noise)).count()
+    p.listed().filter(|r| r.noise.stands_out()).count()
 }
 
 fn digest_bench(b: Option<&BenchRow>) -> Markup {
@@ -469,7 +462,7 @@ fn digest_bench(b: Option<&BenchRow>) -> Markup {
     };
     html! {
         td.num title=(b.description) { (fmt_ratio(b.speed_ratio)) "×" }
-        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
+        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out()))) }
         td { @match b.noise { Some(n) => (verdict(&n)), None => span.verdict.untested { "single run" } } }
     }
 }
@@ -478,7 +471,7 @@ fn digest_cpu(p: &ProfileComparison) -> Markup {
     let r = ratio(p.run1.cpu, p.run2.cpu);
     html! {
         td.num { (fmt_ratio(r)) }
-        td { (ratio_bar(r, Better::Lower, !beyond(&p.cpu_noise))) }
+        td { (ratio_bar(r, Better::Lower, !p.cpu_noise.stands_out())) }
         td { (verdict(&p.cpu_noise)) }
     }
 }
@@ -560,7 +553,7 @@ fn bench_table(rows: &[BenchRow]) -> Markup {
                         td.num { (bench_value(b, b.run2)) }
                         @if repeated { td.num { (format!("{:.1}", b.run2_sd_pct)) } }
                         td.num { (fmt_ratio(b.speed_ratio)) }
-                        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !beyond(&n)))) }
+                        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out()))) }
                         @if repeated {
                             td { @match b.noise { Some(n) => (verdict(&n)), None => "n/a" } }
                             td { (interval_plot(b)) }
@@ -592,7 +585,7 @@ fn summary_table(c: &ProfileComparison) -> Markup {
         }
     };
     let unit = format!("({})", m.unit);
-    let faint = !beyond(&c.cpu_noise);
+    let faint = !c.cpu_noise.stands_out();
     html! {
         table.summary {
             thead {
@@ -658,17 +651,6 @@ fn sampling_note(s: &ProfileSummary, m: &Measure) -> String {
 /// The notes of the text report under the function table.
 fn profile_notes(c: &ProfileComparison) -> Markup {
     let (a, b) = (&c.run1, &c.run2);
-    let idle = |set: &[String]| -> String {
-        if set
-            .iter()
-            .map(String::as_str)
-            .eq(DEFAULT_IDLE_FUNCTIONS.iter().copied())
-        {
-            format!("the Linux default set of {} (docs/formulas.md)", set.len())
-        } else {
-            set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
-        }
-    };
     html! {
         ul.notes {
             @let (sa, sb) = (sampling_note(a, &c.measure), sampling_note(b, &c.measure));
@@ -688,10 +670,10 @@ fn profile_notes(c: &ProfileComparison) -> Markup {
                 li { (note) }
             }
             @if a.idle_set == b.idle_set {
-                li { "Idle functions (not counted as CPU time, not listed): " (idle(&a.idle_set)) "." }
+                li { "Idle functions (not counted as CPU time, not listed): " (super::idle_set_words(&a.idle_set)) "." }
             } @else {
-                li { "Idle functions, run 1: " (idle(&a.idle_set)) "." }
-                li { "Idle functions, run 2: " (idle(&b.idle_set)) "." }
+                li { "Idle functions, run 1: " (super::idle_set_words(&a.idle_set)) "." }
+                li { "Idle functions, run 2: " (super::idle_set_words(&b.idle_set)) "." }
             }
         }
     }

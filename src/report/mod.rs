@@ -45,6 +45,20 @@ pub fn msec(period_sec: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// An idle set as the notes name it: the Linux default set by its name, any other set
+/// listed in quotes.
+pub(crate) fn idle_set_words(set: &[String]) -> String {
+    if set
+        .iter()
+        .map(String::as_str)
+        .eq(crate::model::DEFAULT_IDLE_FUNCTIONS.iter().copied())
+    {
+        format!("the Linux default set of {} (docs/formulas.md)", set.len())
+    } else {
+        set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+    }
+}
+
 fn no_negative_zero(s: String) -> String {
     match s.strip_prefix('-') {
         Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),

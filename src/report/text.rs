@@ -5,7 +5,6 @@ use crate::compare::bench::{first_detectable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::stats::{NoiseTest, NotTested, EXACT_BELOW};
 use crate::compare::{ratio, Basis, Measure, Method, ProfileComparison, ProfileSummary, Significance};
-use crate::model::DEFAULT_IDLE_FUNCTIONS;
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
 use std::io::{self, Write};
@@ -278,17 +277,6 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
         )?,
         Basis::SampledTime => {}
     }
-    let quoted = |set: &[String]| {
-        if set
-            .iter()
-            .map(String::as_str)
-            .eq(DEFAULT_IDLE_FUNCTIONS.iter().copied())
-        {
-            format!("the Linux default set of {} (docs/formulas.md)", set.len())
-        } else {
-            set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
-        }
-    };
     if m.is_time() {
         writeln!(
             out,
@@ -303,11 +291,11 @@ fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "Idle functions (not counted as CPU time, not listed): {}.",
-            quoted(&a.idle_set)
+            super::idle_set_words(&a.idle_set)
         )?;
     } else {
-        writeln!(out, "Idle functions, run 1: {}.", quoted(&a.idle_set))?;
-        writeln!(out, "Idle functions, run 2: {}.", quoted(&b.idle_set))?;
+        writeln!(out, "Idle functions, run 1: {}.", super::idle_set_words(&a.idle_set))?;
+        writeln!(out, "Idle functions, run 2: {}.", super::idle_set_words(&b.idle_set))?;
     }
     Ok(())
 }
