@@ -22,7 +22,7 @@ pub fn compare_imported(
         &[vec![wall_time_result(&command(p1), p1.wall_sec)]],
         &[vec![wall_time_result(&command(p1), p2.wall_sec)]],
     );
-    let profile = compare_sides(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)?;
+    let profile = compare_sides(&[p1], &[p2], opts)?;
     let mut warnings = Vec::new();
     if p1.event != p2.event {
         warnings.push(format!(
