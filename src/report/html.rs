@@ -200,7 +200,7 @@ fn write_row_table(rows: &[FunctionDelta], mut w: impl Write) -> io::Result<()> 
     /// one buffer for the whole table: a new key is the only allocation).
     struct Table {
         keys: Vec<String>,
-        index: std::collections::HashMap<String, usize>,
+        index: std::collections::HashMap<String, usize, foldhash::fast::RandomState>,
     }
     impl Table {
         fn flatten(&mut self, key: &mut String, v: Value, row: &mut Vec<Value>) {
@@ -235,7 +235,7 @@ fn write_row_table(rows: &[FunctionDelta], mut w: impl Write) -> io::Result<()> 
     }
     let mut table = Table {
         keys: Vec::new(),
-        index: std::collections::HashMap::new(),
+        index: std::collections::HashMap::default(),
     };
     let mut key = String::new();
     w.write_all(b"{\"rows\":[")?;
