@@ -339,7 +339,7 @@ pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> Po
 
 /// The measure both sides are valued in, with a warning when there is none in common.
 fn common_measure(s1: &[&Profile], s2: &[&Profile], v1: &[value::Valued]) -> (Measure, Vec<String>) {
-    let (b1, b2) = (v1[0].basis, value::basis_of(&s2[0]));
+    let (b1, b2) = (v1[0].basis, value::basis_of(s2[0]));
     let (e1, e2) = (&s1[0].event, &s2[0].event);
     let time = |b| matches!(b, Basis::SampledTime | Basis::BusyTime);
     if time(b1) && time(b2) {

@@ -110,9 +110,9 @@ pub fn render(
     // instead of through the markup.
     let page = page.into_string();
     let at = page.find(DATA_SLOT).expect("the page has its data slot");
-    out.write_all(page[..at].as_bytes())?;
+    out.write_all(&page.as_bytes()[..at])?;
     page_data(cmp, opts, &mut out)?;
-    out.write_all(page[at + DATA_SLOT.len()..].as_bytes())
+    out.write_all(&page.as_bytes()[at + DATA_SLOT.len()..])
 }
 
 /// Where [`page_data`] goes in the page: a `<` that nothing else on the page can hold
