@@ -470,9 +470,26 @@ fn repetitions_show_their_spread() {
     let report = fs::read_to_string(tmp.path().join("r/results")).unwrap();
     assert!(report.contains("Noise: 3 and 3 repetitions"), "{report}");
     let html = fs::read_to_string(&page).unwrap();
-    // The CPU time of each repetition as a dot, and the benchmark's mean ± sd.
-    assert_eq!(html.matches("<circle class=\"run1\"").count(), 3 + 1, "{html}");
-    assert_eq!(html.matches("<circle class=\"run2\"").count(), 3 + 1);
+    // Each repetition as a dot: its CPU time, and its value of the benchmark's one operation.
+    assert_eq!(html.matches("<circle class=\"run1\"").count(), 3 + 3, "{html}");
+    assert_eq!(html.matches("<circle class=\"run2\"").count(), 3 + 3);
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("r/results.json")).unwrap()).unwrap();
+    let bench = &json["tests"][0]["outcome"]["bench"][0];
+    for (side, k) in [("run1_values", "run1"), ("run2_values", "run2")] {
+        let values: Vec<f64> = bench[side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(values.len(), 3, "{bench}");
+        let mean = values.iter().sum::<f64>() / 3.0;
+        assert!((mean - bench[k].as_f64().unwrap()).abs() < 1e-9, "{bench}");
+        for v in values {
+            assert!(html.contains(&format!("<title>{v:.4} /sec</title>")), "a dot for {v}");
+        }
+    }
     assert!(html.contains("Repetitions (means below)"));
     let Some(b) = browser() else { return };
     let r = open(b, &page);

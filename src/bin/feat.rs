@@ -7,7 +7,7 @@ use clap::Parser;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::exit::{run_as, Voice, EXIT_FAILURE};
+use upcmp::exit::Voice;
 use upcmp::host::sched_features::{self as feat, FeatureFile, DEFAULT_DEBUGFS};
 
 /// Enable or disable one or more scheduler features (sched_features).
@@ -32,17 +32,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    run_as(
-        "feat",
-        EXIT_FAILURE,
-        |_| Voice::Plain,
-        || {
-            let Some(args) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
-                return Ok(ExitCode::SUCCESS);
-            };
-            run(args).map(|()| ExitCode::SUCCESS)
-        },
-    )
+    generate::helper_main("feat", |_| Voice::Plain, |a: &Args| a.generate, run)
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
@@ -63,7 +53,6 @@ mod tests {
 
     #[test]
     fn cli_is_well_formed() {
-        Args::command().debug_assert();
         generate::assert_documented(Args::command());
         let args = Args::try_parse_from(["feat"]).unwrap();
         assert!(args.features.is_empty());

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::exit::{run_as, Voice, EXIT_FAILURE};
+use upcmp::exit::Voice;
 use upcmp::helpers::hackdiff;
 
 /// Print the difference between two identical series of `runmany hackbench`
@@ -32,17 +32,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    run_as(
-        "hackdiff",
-        EXIT_FAILURE,
-        |_| Voice::Helper,
-        || {
-            let Some(args) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
-                return Ok(ExitCode::SUCCESS);
-            };
-            run(args).map(|()| ExitCode::SUCCESS)
-        },
-    )
+    generate::helper_main("hackdiff", |_| Voice::Helper, |a: &Args| a.generate, run)
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
@@ -64,7 +54,6 @@ mod tests {
 
     #[test]
     fn cli_is_well_formed() {
-        Args::command().debug_assert();
         generate::assert_documented(Args::command());
         assert_eq!(Args::try_parse_from(["hackdiff"]).unwrap().input, None);
         let args = Args::try_parse_from(["hackdiff", "series.txt"]).unwrap();

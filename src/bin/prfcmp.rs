@@ -97,7 +97,6 @@ mod tests {
 
     #[test]
     fn cli_is_consistent() {
-        Args::command().debug_assert();
         generate::assert_documented(Args::command());
         let a = Args::parse_from(["prfcmp", "a", "b", "--cutoff", "1", "--idle-symbols", "x,y"]);
         assert_eq!(a.cutoff_opt, Some(1.0));

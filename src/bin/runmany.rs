@@ -7,7 +7,7 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::io;
 use std::process::ExitCode;
-use upcmp::exit::{run_as, Voice, EXIT_FAILURE};
+use upcmp::exit::Voice;
 use upcmp::helpers::runmany::{self, RunError, RunOptions};
 
 /// Run a command num times, take the `Time <seconds>` line it prints (as
@@ -40,20 +40,15 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    run_as(
+    generate::helper_main(
         "runmany",
-        EXIT_FAILURE,
         |e| match e.downcast_ref::<RunError>() {
             // The usage text stands alone, as the original printed it.
             Some(RunError::Usage { .. }) => Voice::Plain,
             _ => Voice::Helper,
         },
-        || {
-            let Some(args) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
-                return Ok(ExitCode::SUCCESS);
-            };
-            run(args).map(|()| ExitCode::SUCCESS)
-        },
+        |a: &Args| a.generate,
+        run,
     )
 }
 
@@ -74,7 +69,6 @@ mod tests {
 
     #[test]
     fn cli_is_well_formed() {
-        Args::command().debug_assert();
         generate::assert_documented(Args::command());
     }
 

@@ -185,7 +185,6 @@ mod tests {
 
     #[test]
     fn cli_is_consistent() {
-        Args::command().debug_assert();
         generate::assert_documented(Args::command());
         let a = Args::parse_from(["upcmp", "a", "b", "r", "1"]);
         assert_eq!(a.cutoff_pct, Some(1.0));

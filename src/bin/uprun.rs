@@ -62,7 +62,6 @@ mod tests {
 
     #[test]
     fn cli_is_consistent() {
-        Args::command().debug_assert();
         generate::assert_documented(Args::command());
         let a = Args::parse_from(["uprun", "auto", "out", "2", "--freq", "500", "--user-by", "comm"]);
         assert_eq!(a.parallelism, 2);

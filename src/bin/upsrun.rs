@@ -81,7 +81,6 @@ mod tests {
 
     #[test]
     fn cli_is_consistent() {
-        Args::command().debug_assert();
         generate::assert_documented(Args::command());
         let a = Args::parse_from(["upsrun", "auto", "out", "2", "--user-by", "comm"]);
         assert_eq!(

@@ -20,6 +20,10 @@ pub struct BenchRow {
     /// Speed of run 2 relative to run 1: R2/R1 for rates, R1/R2 for times, so that
     /// above 1 always means run 2 was faster.
     pub speed_ratio: Option<f64>,
+    /// Run 1's value in each of its repetitions that has the operation, in order.
+    pub run1_values: Vec<f64>,
+    /// Run 2's value in each of its repetitions that has the operation, in order.
+    pub run2_values: Vec<f64>,
     /// Standard deviation over run 1's repetitions, % of the mean (0 with one).
     pub run1_sd_pct: f64,
     /// Standard deviation over run 2's repetitions, % of the mean (0 with one).
@@ -99,6 +103,8 @@ pub fn compare_bench(r1: &[Vec<BenchResult>], r2: &[Vec<BenchResult>]) -> Vec<Be
                 speed_ratio,
                 run1_sd_pct: stats::stddev_pct(&v1),
                 run2_sd_pct: stats::stddev_pct(&v2),
+                run1_values: v1,
+                run2_values: v2,
                 noise,
             }
         })

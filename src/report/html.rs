@@ -368,36 +368,8 @@ fn strip_plot(v1: &[f64], v2: &[f64], unit: &str) -> Markup {
         svg.spread width="300" height="52" viewBox="0 0 300 52" role="img" aria-label="the repetitions of each run" {
             text x="2" y="16" { "1" } text x="2" y="36" { "2" }
             (row(v1, 12.0, "run1")) (row(v2, 32.0, "run2"))
-            text.axis x="24" y="50" { (format!("{lo:.3}")) }
-            text.axis x="276" y="50" text-anchor="end" { (format!("{hi:.3} {unit}")) }
-        }
-    }
-}
-
-/// Two runs' means with ± one standard deviation (benchmarks keep no value per
-/// repetition).
-fn interval_plot(b: &BenchRow) -> Markup {
-    let (Some(m1), Some(m2)) = (b.run1, b.run2) else {
-        return html! {};
-    };
-    let (s1, s2) = (m1.abs() * b.run1_sd_pct / 100.0, m2.abs() * b.run2_sd_pct / 100.0);
-    let (lo, hi) = pad_range((m1 - s1).min(m2 - s2), (m1 + s1).max(m2 + s2));
-    let x = |v: f64| 24.0 + (v - lo) / (hi - lo) * 252.0;
-    let row = |m: f64, s: f64, y: f64, class: &str| {
-        html! {
-            line class=(class) x1=(format!("{:.1}", x(m - s))) x2=(format!("{:.1}", x(m + s))) y1=(y) y2=(y) {}
-            circle class=(class) cx=(format!("{:.1}", x(m))) cy=(y) r="3.5" {
-                title { (format!("mean {m:.4}, sd {:.1}%", 100.0 * s / m.abs().max(f64::MIN_POSITIVE))) }
-            }
-        }
-    };
-    html! {
-        svg.spread width="300" height="52" viewBox="0 0 300 52" role="img"
-            aria-label="mean and standard deviation of each run" {
-            text x="2" y="16" { "1" } text x="2" y="36" { "2" }
-            (row(m1, s1, 12.0, "run1")) (row(m2, s2, 32.0, "run2"))
             text.axis x="24" y="50" { (fmt_rate(lo)) }
-            text.axis x="276" y="50" text-anchor="end" { (fmt_rate(hi)) " " (b.unit) }
+            text.axis x="276" y="50" text-anchor="end" { (fmt_rate(hi)) " " (unit) }
         }
     }
 }
@@ -556,7 +528,7 @@ fn bench_table(rows: &[BenchRow]) -> Markup {
                         td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out()))) }
                         @if repeated {
                             td { @match b.noise { Some(n) => (verdict(&n)), None => "n/a" } }
-                            td { (interval_plot(b)) }
+                            td { (strip_plot(&b.run1_values, &b.run2_values, &b.unit)) }
                         }
                     }
                 }

@@ -28,6 +28,25 @@ pub fn parse_or_generate<A: clap::Parser>(generate_of: fn(&A) -> Option<Generate
     }
 }
 
+/// The `main` of a helper command (feat, hackdiff, runmany): parses the command line of
+/// `A` (or prints what `--generate` asks for), runs `body`, and exits as `run_as` does,
+/// with 1 on failure.
+#[allow(dead_code)] // Included by every command; the suite's own have mains of their own.
+pub fn helper_main<A: clap::Parser>(
+    prog: &str,
+    voice: impl Fn(&anyhow::Error) -> upcmp::exit::Voice,
+    generate_of: fn(&A) -> Option<GenerateArg>,
+    body: fn(A) -> anyhow::Result<()>,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    upcmp::exit::run_as(prog, upcmp::exit::EXIT_FAILURE, voice, || {
+        let Some(args) = parse_or_generate::<A>(generate_of)? else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        body(args).map(|()| ExitCode::SUCCESS)
+    })
+}
+
 /// Prints the completions or man page of `cmd` to standard output.
 pub fn generate(what: GenerateArg, mut cmd: clap::Command) -> anyhow::Result<()> {
     let name = cmd.get_name().to_string();
@@ -72,10 +91,11 @@ fn man_page(cmd: clap::Command, out: &mut Vec<u8>) -> std::io::Result<()> {
     man.render_version_section(out)
 }
 
-/// Asserts that `--help` explains every argument of `cmd` and shows examples (each
-/// command's unit tests call this).
+/// Asserts that `cmd` is well formed (clap's own checks) and that `--help` explains
+/// every argument and shows examples (each command's unit tests call this).
 #[cfg(test)]
 pub fn assert_documented(mut cmd: clap::Command) {
+    cmd.clone().debug_assert();
     cmd.build();
     let name = cmd.get_name().to_string();
     for arg in cmd.get_arguments() {
