@@ -8,10 +8,13 @@
 # (a fork load) and b.data (a file-read load), each `perf record -a -g -F 4000 -e
 # cpu-clock` for $SECS seconds (default 120: about 10^6 samples on 2 CPUs), and a.txt,
 # the `perf script` text of a.data. They are made when absent.
-# Each row is the median of $RUNS runs (default 5) with its range and the largest peak
-# RSS (/usr/bin/time); each peer's median divided by ours (above 1: we are faster).
-# $BIN (default $CARGO_TARGET_DIR/release, else target/release) holds prfcmp and upcmp,
-# so the binaries of another commit can be timed by the same script.
+# Each row is the median of $RUNS runs (default 5) with its range, the median CPU time
+# (user + system: what the work costs, whatever else the machine runs) and the largest
+# peak RSS (/usr/bin/time); each peer's median divided by ours (above 1: we are faster),
+# in wall time and in CPU time.
+# $BIN (default $CARGO_TARGET_DIR/release, else target/release) holds prfcmp and upcmp;
+# $BEFORE, another directory of them (an older commit's), is timed in the same run, row
+# by row, so that both face the same load on a shared machine.
 set -euo pipefail
 dir=${1:-/var/tmp/upcmp-compare-bench}
 secs=${SECS:-120}
@@ -46,40 +49,76 @@ echo "a.data: ${samples_a:-?} samples, $(du -h a.data | cut -f1); b.data: ${samp
 echo "binaries: $bin; $runs runs each, median (min-max), largest peak RSS"
 echo
 
-# measure NAME CMD...: runs CMD $runs times; sets med, lo, hi (seconds) and mem (MB).
+# measure NAME CMD...: runs CMD $runs times; sets med, lo, hi (wall seconds), cpu (median
+# user + system seconds) and mem (MB).
 measure() {
-    local name=$1 times=() kib=0 t k
+    local name=$1 times=() cpus=() kib=0 t u s k
     shift
     for _ in $(seq "$runs"); do
         rm -rf res
-        /usr/bin/time -f "%e %M" -o time.txt "$@" >/dev/null 2>err.txt || {
+        /usr/bin/time -f "%e %U %S %M" -o time.txt "$@" >/dev/null 2>err.txt || {
             echo "$name failed:" >&2; cat err.txt >&2; exit 1; }
-        read -r t k < <(tail -n 1 time.txt)
+        read -r t u s k < <(tail -n 1 time.txt)
         times+=("$t")
+        cpus+=("$(echo "$u + $s" | bc -l)")
         [ "$k" -gt "$kib" ] && kib=$k
     done
     mapfile -t sorted < <(printf '%s\n' "${times[@]}" | sort -g)
     med=${sorted[$((runs / 2))]} lo=${sorted[0]} hi=${sorted[$((runs - 1))]} mem=$((kib / 1024))
-    printf '%-46s %6.2f s (%.2f-%.2f) %5d MB\n' "$name" "$med" "$lo" "$hi" "$mem"
+    mapfile -t sorted < <(printf '%s\n' "${cpus[@]}" | sort -g)
+    cpu=${sorted[$((runs / 2))]}
+    printf '%-46s %6.2f s (%.2f-%.2f) cpu %6.2f s %5d MB\n' "$name" "$med" "$lo" "$hi" "$cpu" "$mem"
 }
 ratio() { echo "scale=2; $1 / $2" | bc -l; }
+# ratios PEER OURS: the peer's median over ours, in wall time and in CPU time (the
+# variables PEER, OURS, PEER_cpu and OURS_cpu).
+ratios() {
+    local p=$1 o=$2 pc=${1}_cpu oc=${2}_cpu
+    printf '%6s wall %6s cpu' "$(ratio "${!p}" "${!o}")" "$(ratio "${!pc}" "${!oc}")"
+}
+# ours NAME VAR ARGS...: measures prfcmp/upcmp ARGS (the first ARG names the binary) with
+# $bin into VAR, and with $BEFORE too when set (into VAR_before).
+ours() {
+    local name=$1 var=$2 cmd=$3
+    shift 3
+    measure "$name" "$bin/$cmd" "$@"
+    printf -v "$var" '%s' "$med"
+    printf -v "${var}_cpu" '%s' "$cpu"
+    if [ -n "${BEFORE:-}" ]; then
+        measure "  before: $name" "$BEFORE/$cmd" "$@"
+        printf -v "${var}_before" '%s' "$med"
+        printf -v "${var}_before_cpu" '%s' "$cpu"
+    fi
+}
 
-measure "perf diff a.data b.data" perf diff a.data b.data; diff=$med
-measure "prfcmp a.data b.data" "$bin/prfcmp" a.data b.data; flat=$med
-measure "upcmp --perf a.data b.data R (stacks)" "$bin/upcmp" --perf a.data b.data res -q; stacks=$med
-measure "perf report --no-children -g none (a.data)" perf report --no-children -g none --stdio -i a.data; report=$med
-measure "prfcmp a.data TINY (one perf.data import)" "$bin/prfcmp" a.data tiny.folded; import=$med
-measure "inferno-collapse-perf a.txt" inferno-collapse-perf a.txt; inferno=$med
-measure "prfcmp a.txt TINY (one perf script import)" "$bin/prfcmp" a.txt tiny.folded; text=$med
-measure "upcmp --perf a.txt TINY R (text, stacks)" "$bin/upcmp" --perf a.txt tiny-stack.folded res -q; text_stacks=$med
-measure "cat a.txt" cat a.txt; cat_=$med
+measure "perf diff a.data b.data" perf diff a.data b.data; diff=$med diff_cpu=$cpu
+ours "prfcmp a.data b.data" flat prfcmp a.data b.data
+ours "upcmp --perf a.data b.data R (stacks)" stacks upcmp --perf a.data b.data res -q
+measure "perf report --no-children -g none (a.data)" perf report --no-children -g none --stdio -i a.data; report=$med report_cpu=$cpu
+ours "prfcmp a.data TINY (one perf.data import)" import prfcmp a.data tiny.folded
+measure "inferno-collapse-perf a.txt" inferno-collapse-perf a.txt; inferno=$med inferno_cpu=$cpu
+ours "prfcmp a.txt TINY (one perf script import)" text prfcmp a.txt tiny.folded
+ours "upcmp --perf a.txt TINY R (text, stacks)" text_stacks upcmp --perf a.txt tiny-stack.folded res -q
+measure "cat a.txt" cat a.txt; cat_=$med cat__cpu=$cpu
 echo
-echo "perf diff / prfcmp (flat):                $(ratio "$diff" "$flat")   (target >= 10)"
-echo "perf diff / upcmp --perf (stacks):        $(ratio "$diff" "$stacks")   (target >= 5)"
-echo "perf report / prfcmp import of perf.data: $(ratio "$report" "$import")"
-echo "inferno / prfcmp import of perf script:   $(ratio "$inferno" "$text")   (target >= 3)"
-echo "inferno / upcmp --perf text with stacks:  $(ratio "$inferno" "$text_stacks")"
-echo "cat / prfcmp import of perf script:       $(ratio "$cat_" "$text")"
-if [ -n "${samples_a:-}" ]; then
-    echo "perf.data import: $(echo "$samples_a / $import / 1" | bc) samples/s (a.data, wall time of the whole prfcmp)"
+# rows SUFFIX: the ratios of the binaries whose medians end in SUFFIX ("" or _before).
+rows() {
+    local f=flat$1 s=stacks$1 i=import$1 t=text$1 ts=text_stacks$1
+    echo "perf diff / prfcmp (flat):                $(ratios diff "$f")   (target >= 10)"
+    echo "perf diff / upcmp --perf (stacks):        $(ratios diff "$s")   (target >= 5)"
+    echo "perf report / prfcmp import of perf.data: $(ratios report "$i")"
+    echo "inferno / prfcmp import of perf script:   $(ratios inferno "$t")   (target >= 3)"
+    echo "inferno / upcmp --perf text with stacks:  $(ratios inferno "$ts")"
+    echo "cat / prfcmp import of perf script:       $(ratios cat_ "$t")"
+    if [ -n "${samples_a:-}" ]; then
+        local ic=${i}_cpu
+        echo "perf.data import: $(echo "$samples_a / ${!i} / 1" | bc) samples/s of wall time, $(echo "$samples_a / ${!ic} / 1" | bc) per CPU second (a.data, the whole prfcmp)"
+    fi
+}
+echo "$bin:"
+rows ""
+if [ -n "${BEFORE:-}" ]; then
+    echo
+    echo "$BEFORE:"
+    rows _before
 fi

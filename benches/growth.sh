@@ -4,9 +4,10 @@
 #   prfcmp REC.data TINY                  the flat perf.data import
 #   upcmp --perf REC.data TINY R          perf.data with call stacks (whole results directory)
 #   prfcmp REC.txt TINY                   the flat perf script import
-# printing per step the median wall time of $RUNS runs (default 3), the peak RSS, and
-# the time and memory per million samples. Linear growth keeps the time per million
-# samples flat; a streaming import keeps the memory flat.
+# printing per step the median wall time of $RUNS runs (default 3), the median CPU time
+# (user + system, which a busy machine disturbs less), the peak RSS, and the CPU time per
+# million samples. Linear growth keeps the CPU time per million samples flat; a streaming
+# import keeps the memory flat.
 #
 #   benches/growth.sh [DIR]     # as root, after cargo build --release
 #
@@ -44,21 +45,24 @@ done
 
 [ -z "${RECORD_ONLY:-}" ] || exit 0
 
-# measure CMD...: median wall time of $runs runs (med) and the largest peak RSS (kib).
+# measure CMD...: median wall time (med) and CPU time (cpu) of $runs runs and the largest
+# peak RSS (kib).
 measure() {
-    local times=() t k
+    local times=() cpus=() t u s k
     kib=0
     for _ in $(seq "$runs"); do
         rm -rf res
-        /usr/bin/time -f "%e %M" -o time.txt "$@" >/dev/null 2>err.txt || { cat err.txt >&2; exit 1; }
-        read -r t k < <(tail -n 1 time.txt)
+        /usr/bin/time -f "%e %U %S %M" -o time.txt "$@" >/dev/null 2>err.txt || { cat err.txt >&2; exit 1; }
+        read -r t u s k < <(tail -n 1 time.txt)
         times+=("$t")
+        cpus+=("$(echo "$u + $s" | bc -l)")
         [ "$k" -gt "$kib" ] && kib=$k
     done
     med=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$((runs / 2 + 1))p")
+    cpu=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n "$((runs / 2 + 1))p")
 }
 
-printf '%-10s %-22s %9s %9s %12s %12s\n' samples import "time s" "peak MB" "s/M samples" "MB/M samples"
+printf '%-10s %-8s %8s %8s %9s %14s\n' samples import "wall s" "cpu s" "peak MB" "cpu s/M samples"
 for n in $steps; do
     samples=$(grep -c ' cpu-clock:' "r$n.txt")
     for kind in flat stacks text; do
@@ -68,7 +72,7 @@ for n in $steps; do
             text) measure "$bin/prfcmp" "r$n.txt" tiny.folded ;;
         esac
         mb=$((kib / 1024))
-        printf '%-10s %-22s %9.2f %9d %12.3f %12.1f\n' "$samples" "$kind" "$med" "$mb" \
-            "$(echo "$med * 1000000 / $samples" | bc -l)" "$(echo "$mb * 1000000 / $samples" | bc -l)"
+        printf '%-10s %-8s %8.2f %8.2f %9d %14.3f\n' "$samples" "$kind" "$med" "$cpu" "$mb" \
+            "$(echo "$cpu * 1000000 / $samples" | bc -l)"
     done
 done

@@ -6,7 +6,7 @@
 set -euo pipefail
 functions=${1:-100000}
 samples=${2:-1000000}
-bin="${CARGO_TARGET_DIR:-target}/release"
+bin=${BIN:-${CARGO_TARGET_DIR:-target}/release}
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -9,9 +9,10 @@ use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{claim_dir, publish_dir, Moved, RunKind, RESULTS_MARKER};
+use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, RESULTS_MARKER};
 use crate::store::run::{load_run, pool_runs, StoredRun};
 use crate::store::StoreError;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// What upcmp compares.
@@ -275,40 +276,46 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             (cmp, stacks)
         }
     };
-    let (mut report, mut csv, mut json) = (Vec::new(), Vec::new(), Vec::new());
+    let mut report = Vec::new();
     text::render_runs(&cmp, &mut report)?;
-    export::write_csv(&cmp, &mut csv)?;
-    export::write_json(&cmp, &mut json)?;
     let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
     if let Some(s) = &stacks {
         stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
     }
-    let mut files = vec![
-        ("results".to_string(), report.clone()),
-        ("results.csv".to_string(), csv),
-        ("results.json".to_string(), json),
-    ];
-    #[cfg(feature = "parquet")]
-    {
-        let mut parquet = Vec::new();
-        crate::report::parquet::write(&export::rows(&cmp), &mut parquet)?;
-        files.push(("results.parquet".to_string(), parquet));
-    }
-    if opts.html {
-        let mut page = Vec::new();
-        let html_opts = HtmlOptions::new(opts.compare.hide_noise);
-        html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, &mut page)?;
-        files.push(("results.html".to_string(), page));
-    }
-    files.extend(stack_files);
-    let moved = publish_dir(results_dir, RESULTS_MARKER, &files).map_err(|source| UpcmpError::Publish {
+    // Each file goes to disk as it is rendered: results.json alone is 1.7 kB per
+    // function row, 170 MB for 10^5 functions.
+    let mut names: Vec<String> = Vec::new();
+    let moved = publish_dir_with(results_dir, RESULTS_MARKER, |dir| {
+        let mut write = |name: &str, render: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>| {
+            names.push(name.to_string());
+            dir.write(name, render)
+        };
+        write("results", &mut |w| w.write_all(&report))?;
+        write("results.csv", &mut |w| export::write_csv(&cmp, w))?;
+        write("results.json", &mut |w| export::write_json(&cmp, w))?;
+        #[cfg(feature = "parquet")]
+        write("results.parquet", &mut |w| {
+            crate::report::parquet::write(&export::rows(&cmp), w).map_err(std::io::Error::other)
+        })?;
+        if opts.html {
+            let html_opts = HtmlOptions::new(opts.compare.hide_noise);
+            write("results.html", &mut |w| {
+                html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, w)
+            })?;
+        }
+        for (name, bytes) in &stack_files {
+            write(name, &mut |w| w.write_all(bytes))?;
+        }
+        Ok(())
+    })
+    .map_err(|source| UpcmpError::Publish {
         path: results_dir.to_path_buf(),
         source,
     })?;
     Ok(UpcmpOutput {
         comparison: cmp,
         report,
-        files: files.into_iter().map(|(n, _)| n).collect(),
+        files: names,
         moved,
         results_dir: results_dir.to_path_buf(),
     })

@@ -18,7 +18,7 @@ pub fn compare_imported(
     opts: &CompareOptions,
 ) -> polars::prelude::PolarsResult<RunComparison> {
     let bench = Vec::new();
-    let profile = compare_sides(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)?;
+    let profile = compare_sides(&[p1], &[p2], opts)?;
     let mut warnings = Vec::new();
     if p1.event != p2.event {
         warnings.push(format!(

@@ -184,15 +184,15 @@ fn bench_results(r: &StoredRepetition) -> Vec<BenchResult> {
 }
 
 /// One side of a test: its profiles, benchmark results and notes.
-struct Side {
-    profiles: Vec<Profile>,
+struct Side<'a> {
+    profiles: Vec<&'a Profile>,
     bench: Vec<Vec<BenchResult>>,
     notes: Vec<String>,
 }
 
-fn side(run: u8, t: &StoredTest) -> Side {
+fn side(run: u8, t: &StoredTest) -> Side<'_> {
     Side {
-        profiles: t.repetitions.iter().map(|r| r.profile.clone()).collect(),
+        profiles: t.repetitions.iter().map(|r| &r.profile).collect(),
         bench: t.repetitions.iter().map(bench_results).collect(),
         notes: t.repetitions.iter().flat_map(|r| repetition_notes(run, r)).collect(),
     }

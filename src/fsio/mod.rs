@@ -276,16 +276,20 @@ pub fn create_temp_dir_beside(path: &Path) -> io::Result<PathBuf> {
 }
 
 /// Creates the new file `path` (never an existing one, never through a link) with `mode`
-/// less the umask, and writes `bytes`.
-pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
+/// less the umask, open for writing.
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(mode)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
-    f.write_all(bytes)
+        .open(path)
+}
+
+/// Creates the new file `path` as [`create_new`] does, and writes `bytes`.
+pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    use std::io::Write;
+    create_new(path, mode)?.write_all(bytes)
 }
 
 /// Writes `bytes` to `path` with `mode` (less the umask) through a new temporary file

@@ -1,7 +1,7 @@
 //! gprof's call graph from exact stacks: self, total and per-arc samples.
 
 use super::stacks::StackProfile;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One caller → callee arc of the call graph.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -50,6 +50,9 @@ impl CallGraph {
         };
         let mut seen: Vec<u32> = Vec::new();
         let mut seen_arcs: Vec<(u32, u32)> = Vec::new();
+        // Summed in a hash map, then sorted into the tree once: one tree insertion per
+        // arc and stack is most of the time of a profile of many stacks.
+        let mut arcs: HashMap<(u32, u32), Arc, foldhash::fast::RandomState> = HashMap::default();
         for (s, c) in p.stacks() {
             g.self_samples[*s.last().expect("not empty") as usize] += c;
             g.root_samples[s[0] as usize] += c;
@@ -65,12 +68,13 @@ impl CallGraph {
             seen_arcs.sort_unstable();
             seen_arcs.dedup();
             for a in &seen_arcs {
-                g.arcs.entry(*a).or_default().samples += c;
+                arcs.entry(*a).or_default().samples += c;
             }
             if let [.., caller, callee] = s {
-                g.arcs.entry((*caller, *callee)).or_default().leaf += c;
+                arcs.entry((*caller, *callee)).or_default().leaf += c;
             }
         }
+        g.arcs = arcs.into_iter().collect();
         g
     }
 

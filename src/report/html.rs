@@ -74,7 +74,6 @@ pub fn render(
             None => flame_of_test.push(None),
         }
     }
-    let data = page_data(cmp, opts)?;
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -97,7 +96,7 @@ pub fn render(
                     "Written by upcmp " (crate::TOOL_VERSION) " beside results, results.csv and results.json, "
                     "which carry the same numbers. This page loads nothing from the network."
                 }
-                script #upcmp-data type="application/json" { (PreEscaped(&data)) }
+                script #upcmp-data type="application/json" { (PreEscaped(DATA_SLOT)) }
                 @for (k, svg) in flames.iter().enumerate() {
                     script.flame-svg id={ "flame-" (k) } type="application/json" {
                         (PreEscaped(script_safe_json(svg)?))
@@ -107,8 +106,19 @@ pub fn render(
             }
         }
     };
-    out.write_all(page.into_string().as_bytes())
+    // The data, 400 bytes per function row, goes from the serializer to `out` directly
+    // instead of through the markup.
+    let page = page.into_string();
+    let at = page.find(DATA_SLOT).expect("the page has its data slot");
+    out.write_all(&page.as_bytes()[..at])?;
+    page_data(cmp, opts, &mut out)?;
+    out.write_all(&page.as_bytes()[at + DATA_SLOT.len()..])
 }
+
+/// Where [`page_data`] goes in the page: a `<` that nothing else on the page can hold
+/// unescaped (text is escaped by maud, JSON by [`ScriptSafe`]; the page's own CSS and
+/// scripts have no such tag).
+const DATA_SLOT: &str = "<upcmp-data-slot>";
 
 /// The `<svg>` element of inferno's file, without the XML declaration and doctype that an
 /// HTML document must not carry.
@@ -126,24 +136,24 @@ fn script_safe_json(value: &impl serde::Serialize) -> io::Result<String> {
 }
 
 /// A writer that replaces `<` by its JSON escape (serde_json writes `<` only in strings).
-struct ScriptSafe(Vec<u8>);
+struct ScriptSafe<W>(W);
 
-impl Write for ScriptSafe {
+impl<W: Write> Write for ScriptSafe<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         for piece in buf.split_inclusive(|&b| b == b'<') {
             match piece.split_last() {
                 Some((b'<', head)) => {
-                    self.0.extend_from_slice(head);
-                    self.0.extend_from_slice(b"\\u003c");
+                    self.0.write_all(head)?;
+                    self.0.write_all(b"\\u003c")?;
                 }
-                _ => self.0.extend_from_slice(piece),
+                _ => self.0.write_all(piece)?,
             }
         }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.0.flush()
     }
 }
 
@@ -151,7 +161,7 @@ impl Write for ScriptSafe {
 /// that each test's function rows are moved to `function_rows` as arrays under one list
 /// of keys (10^5 rows would otherwise repeat every field name 10^5 times). The rows are
 /// written one by one, never held as JSON values all at once.
-fn page_data(cmp: &RunComparison, opts: &HtmlOptions) -> io::Result<String> {
+fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Result<()> {
     let mut stripped = cmp.clone();
     let mut rows = Vec::new();
     for t in &mut stripped.tests {
@@ -160,7 +170,7 @@ fn page_data(cmp: &RunComparison, opts: &HtmlOptions) -> io::Result<String> {
             TestOutcome::OnlyIn { .. } => None,
         });
     }
-    let mut w = ScriptSafe(Vec::new());
+    let mut w = ScriptSafe(out);
     write!(
         w,
         "{{\"schema\":{DATA_SCHEMA},\"hide_noise\":{},\"comparison\":",
@@ -177,8 +187,7 @@ fn page_data(cmp: &RunComparison, opts: &HtmlOptions) -> io::Result<String> {
             None => w.write_all(b"null")?,
         }
     }
-    w.write_all(b"]}")?;
-    String::from_utf8(w.0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    w.write_all(b"]}")
 }
 
 /// Writes rows as `{"rows": [[...], ...], "keys": [...]}`, nested objects flattened to
@@ -187,42 +196,59 @@ fn page_data(cmp: &RunComparison, opts: &HtmlOptions) -> io::Result<String> {
 /// later row is appended, and the rows before it are shorter (the page reads null).
 fn write_row_table(rows: &[FunctionDelta], mut w: impl Write) -> io::Result<()> {
     use serde_json::Value;
-    fn flatten(prefix: &str, v: Value, out: &mut Vec<(String, Value)>) {
-        match v {
-            Value::Object(m) => {
-                for (k, v) in m {
-                    let key = if prefix.is_empty() { k } else { format!("{prefix}.{k}") };
-                    flatten(&key, v, out);
+    /// Puts each leaf of `v` in `row` at its dotted key's column (`key` is the key so far,
+    /// one buffer for the whole table: a new key is the only allocation).
+    struct Table {
+        keys: Vec<String>,
+        index: std::collections::HashMap<String, usize, foldhash::fast::RandomState>,
+    }
+    impl Table {
+        fn flatten(&mut self, key: &mut String, v: Value, row: &mut Vec<Value>) {
+            match v {
+                Value::Object(m) => {
+                    for (k, v) in m {
+                        let len = key.len();
+                        if len > 0 {
+                            key.push('.');
+                        }
+                        key.push_str(&k);
+                        self.flatten(key, v, row);
+                        key.truncate(len);
+                    }
+                }
+                v => {
+                    let i = match self.index.get(key.as_str()) {
+                        Some(&i) => i,
+                        None => {
+                            self.keys.push(key.clone());
+                            self.index.insert(key.clone(), self.keys.len() - 1);
+                            self.keys.len() - 1
+                        }
+                    };
+                    if i >= row.len() {
+                        row.resize(i + 1, Value::Null);
+                    }
+                    row[i] = v;
                 }
             }
-            v => out.push((prefix.to_string(), v)),
         }
     }
-    let mut keys: Vec<String> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut table = Table {
+        keys: Vec::new(),
+        index: std::collections::HashMap::default(),
+    };
+    let mut key = String::new();
     w.write_all(b"{\"rows\":[")?;
-    let mut fields = Vec::new();
     for (n, r) in rows.iter().enumerate() {
-        fields.clear();
-        flatten("", serde_json::to_value(r).map_err(io::Error::other)?, &mut fields);
-        let mut row = vec![Value::Null; keys.len()];
-        for (k, v) in fields.drain(..) {
-            let i = *index.entry(k.clone()).or_insert_with(|| {
-                keys.push(k);
-                keys.len() - 1
-            });
-            if i >= row.len() {
-                row.resize(i + 1, Value::Null);
-            }
-            row[i] = v;
-        }
+        let mut row = vec![Value::Null; table.keys.len()];
+        table.flatten(&mut key, serde_json::to_value(r).map_err(io::Error::other)?, &mut row);
         if n > 0 {
             w.write_all(b",")?;
         }
         serde_json::to_writer(&mut w, &row).map_err(io::Error::other)?;
     }
     w.write_all(b"],\"keys\":")?;
-    serde_json::to_writer(&mut w, &keys).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut w, &table.keys).map_err(io::Error::other)?;
     w.write_all(b"}")
 }
 

@@ -373,6 +373,49 @@ pub fn publish_dir<N: AsRef<str>>(
     marker: &'static str,
     files: &[(N, Vec<u8>)],
 ) -> Result<Vec<Moved>, StoreError> {
+    publish_dir_with(path, marker, |dir| {
+        for (name, bytes) in files {
+            dir.write(name.as_ref(), |w| w.write_all(bytes))?;
+        }
+        Ok(())
+    })
+}
+
+/// The files of a directory that [`publish_dir_with`] is filling, each written straight
+/// to disk as it is rendered.
+pub struct NewFiles {
+    dir: PathBuf,
+}
+
+impl NewFiles {
+    /// Creates the file `name` (one plain path component) and lets `render` write it
+    /// through a buffer: a large file is never held in memory whole.
+    pub fn write(
+        &mut self,
+        name: &str,
+        render: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<(), StoreError> {
+        use std::io::Write as _;
+        let p = self.dir.join(name);
+        // A name is one plain component: nothing is written outside the directory.
+        if !matches!(
+            Path::new(name).components().collect::<Vec<_>>()[..],
+            [std::path::Component::Normal(_)]
+        ) {
+            return Err(StoreError::NoName { path: p });
+        }
+        let f = fsio::create_new(&p, 0o666).map_err(io_err(&p))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+        render(&mut w).and_then(|()| w.flush()).map_err(io_err(&p))
+    }
+}
+
+/// [`publish_dir`] with the files written by `fill`, one by one, through [`NewFiles::write`].
+pub fn publish_dir_with(
+    path: &Path,
+    marker: &'static str,
+    fill: impl FnOnce(&mut NewFiles) -> Result<(), StoreError>,
+) -> Result<Vec<Moved>, StoreError> {
     check_rotatable(path, marker)?;
     let tmp = fsio::create_temp_dir_beside(path).map_err(io_err(path))?;
     let result = (|| {
@@ -380,21 +423,9 @@ pub fn publish_dir<N: AsRef<str>>(
             "# Written by upcmp {}; upcmp may move this directory aside (never deletes it).\n",
             crate::TOOL_VERSION
         );
-        let write = |name: &str, bytes: &[u8]| {
-            let p = tmp.join(name);
-            // A name is one plain component: nothing is written outside the directory.
-            if !matches!(
-                Path::new(name).components().collect::<Vec<_>>()[..],
-                [std::path::Component::Normal(_)]
-            ) {
-                return Err(StoreError::NoName { path: p });
-            }
-            fsio::write_new(&p, bytes, 0o666).map_err(io_err(&p))
-        };
-        write(marker, mark.as_bytes())?;
-        for (name, bytes) in files {
-            write(name.as_ref(), bytes)?;
-        }
+        let mut files = NewFiles { dir: tmp.clone() };
+        files.write(marker, |w| w.write_all(mark.as_bytes()))?;
+        fill(&mut files)?;
         let mode = 0o777 & !fsio::current_umask();
         std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(io_err(&tmp))?;
         let moved = rotate_away(path, marker)?;
