@@ -657,12 +657,24 @@ impl SampleTimes {
         let range = self.range_sec();
         let unit = Unit::of_event(event);
         let time = unit == Unit::Nanoseconds;
+        // A time event's periods fit in the recording's window on the CPUs that took them
+        // (1% and, for the time before each CPU's first sample, 1 s each aside): far more
+        // is a damaged field (a period of 2^64 - 1 made Idle -6e12 s).
+        let periods_fit = !time || range.is_none_or(|r| self.period_sum as f64 <= cpus * (r * 1e9 * 1.01 + 1e9));
         let (unit, fixed) = if let Some(s) = override_sec {
             (Unit::Nanoseconds, Some(s * 1e9))
-        } else if self.without_period == 0 && self.period_sum > 0 {
+        } else if self.without_period == 0 && self.period_sum > 0 && periods_fit {
             (unit, None)
         } else {
-            if self.with_period > 0 && self.period_sum == 0 {
+            if !periods_fit {
+                warnings.push(format!(
+                    "the {event} samples' periods add up to {:.3} s, more than {cpus} CPU(s) x the {:.3} s \
+                     between the first and last sample can hold (a damaged period?): every sample is \
+                     weighed the same",
+                    self.period_sum as f64 * 1e-9,
+                    range.unwrap_or(0.0)
+                ));
+            } else if self.with_period > 0 && self.period_sum == 0 {
                 // Nothing to weigh them by (and a mean period of 0 to divide by).
                 warnings.push(format!(
                     "every {event} sample carries a period of 0: every sample is weighed the same"
@@ -677,9 +689,11 @@ impl SampleTimes {
             let p = match (declared, range.filter(|r| *r > 0.0)) {
                 (Some(d), _) => d,
                 (None, Some(r)) if time => {
-                    warnings.push(format!(
-                        "{event} samples carry no period: one sample is taken as the time range x CPUs / samples"
-                    ));
+                    if periods_fit {
+                        warnings.push(format!(
+                            "{event} samples carry no period: one sample is taken as the time range x CPUs / samples"
+                        ));
+                    }
                     r * cpus / samples * 1e9
                 }
                 (None, None) if time => {
@@ -755,6 +769,36 @@ pub(crate) fn test_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_periods_past_the_window_are_not_weights() {
+        // Two CPUs, samples over 1 s: 2 s of 1 ms periods fit (and 1 s more, for the time
+        // before each CPU's first sample); one period of 2^64 - 1 ns does not.
+        let mut t = SampleTimes::default();
+        for k in 0..2000u64 {
+            t.sample(Some(k * 500_000), Some(1_000_000));
+        }
+        let mut warnings = Vec::new();
+        let b = t.basis("cpu-clock", None, None, 2, &mut warnings);
+        assert_eq!((b.weigh_by_count, warnings.len()), (None, 0), "{warnings:?}");
+        t.sample(Some(1_000_000_000), Some(u64::MAX));
+        let b = t.basis("cpu-clock", None, None, 2, &mut warnings);
+        let each = b.weigh_by_count.expect("every sample weighed the same");
+        assert!((each - 2.0 * 1e9 / 2001.0).abs() < 1.0, "{each}");
+        assert!(b.wall_sec < 1.01, "{}", b.wall_sec);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("more than 2 CPU(s) x the 1.000 s"),
+            "{}",
+            warnings[0]
+        );
+        // A count of events has no window to fit in.
+        let mut warnings = Vec::new();
+        assert_eq!(
+            t.basis("page-faults", None, None, 2, &mut warnings).weigh_by_count,
+            None
+        );
+    }
 
     #[test]
     fn detects_formats() {
