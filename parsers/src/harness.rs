@@ -11,7 +11,7 @@
 //! inside it; and what a parse returns keeps the bounds the crate promises (names at most
 //! [`MAX_NAME_BYTES`], CPU numbers below [`MAX_CPUS`], sums below 2^64, finite times).
 
-use crate::{folded, kallsyms, keyvalue, perf_map, perf_script, prfout, procstat, samples, test_list, upout};
+use crate::{counters, folded, kallsyms, keyvalue, perf_map, perf_script, prfout, procstat, samples, test_list, upout};
 use crate::{ParseError, Position, MAX_CPUS, MAX_NAME_BYTES};
 
 /// The name every check gives its input, as a parser's caller gives a path.
@@ -40,11 +40,13 @@ pub enum Format {
     KeyValue,
     /// `/proc/stat` ([`procstat::parse_proc_stat`]).
     ProcStat,
+    /// A test's `counters` file ([`counters::parse_counters`]).
+    Counters,
 }
 
 impl Format {
     /// Every format, in the order of the fuzz targets' listing.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 11] = [
         Format::PerfScript,
         Format::Folded,
         Format::Prfout,
@@ -55,6 +57,7 @@ impl Format {
         Format::PerfMap,
         Format::KeyValue,
         Format::ProcStat,
+        Format::Counters,
     ];
 
     /// The name of the format's fuzz target and of its corpus directory
@@ -71,6 +74,7 @@ impl Format {
             Format::PerfMap => "perf_map",
             Format::KeyValue => "keyvalue",
             Format::ProcStat => "procstat",
+            Format::Counters => "counters",
         }
     }
 
@@ -95,6 +99,7 @@ impl Format {
             Format::PerfMap => check_perf_map(&input),
             Format::KeyValue => check_key_values(&input),
             Format::ProcStat => check_proc_stat(&input),
+            Format::Counters => check_counters(&input),
         };
         match result {
             Ok(()) => true,
@@ -400,6 +405,22 @@ fn check_proc_stat(input: &Input<'_>) -> Result<(), ParseError> {
         assert!(s.cpu < MAX_CPUS);
         let all = s.ticks.iter().try_fold(0u64, |sum, &t| sum.checked_add(t));
         assert!(all.is_some_and(|all| s.busy() <= all));
+    }
+    Ok(())
+}
+
+fn check_counters(input: &Input<'_>) -> Result<(), ParseError> {
+    let c = counters::parse_counters(&input.text, INPUT_NAME)?;
+    assert!(c.window_sec.is_finite() && c.window_sec >= 0.0, "{}", c.window_sec);
+    let mut names: Vec<&str> = c.counters.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.iter().all(|n| !n.is_empty() && !n.contains(char::is_whitespace)));
+    names.sort_unstable();
+    let all = names.len();
+    names.dedup();
+    assert_eq!(names.len(), all, "each counter once");
+    for (n, v) in &c.counters {
+        assert_eq!(c.get(n), Some(*v));
+        assert!(v.change().is_none_or(f64::is_finite));
     }
     Ok(())
 }

@@ -326,6 +326,11 @@ fn mutation_pass_procstat() {
 }
 
 #[test]
+fn mutation_pass_counters() {
+    mutation_pass(Format::Counters);
+}
+
+#[test]
 fn the_mutator_is_deterministic() {
     let seeds = vec![b"a;b 12\nc 3\n".to_vec()];
     let run = |seed| {
