@@ -272,7 +272,9 @@ fn known_effects_show_and_a_a_shows_almost_nothing() {
     let up = unixperf();
     let getpid = format!("t: {up} -getpid -loop 100000 -repeat 1\n");
     let faults = format!("t: {up} -pagefault -loop 100000 -repeat 1\n");
-    let pipes = format!("t: {up} -pipeping1 -loop 20000 -repeat 1\n");
+    // As many round trips as getpid calls: ~4 switches an operation against what a busy
+    // machine adds (a build at 200% of both CPUs hid 20000 round trips' switches once).
+    let pipes = format!("t: {up} -pipeping1 -loop 100000 -repeat 1\n");
     uprun(tmp.path(), &getpid, "g1", &["--runs", "5"]);
     uprun(tmp.path(), &getpid, "g2", &["--runs", "5"]);
     uprun(tmp.path(), &faults, "f", &["--runs", "5"]);

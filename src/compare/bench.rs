@@ -34,6 +34,18 @@ pub struct BenchRow {
     pub noise: Option<Significance>,
 }
 
+impl BenchRow {
+    /// Run `side`'s (1 or 2) standard deviation over its repetitions, % of the mean;
+    /// `None` for a single value, whose spread is undefined (not 0).
+    pub fn sd_pct(&self, side: usize) -> Option<f64> {
+        let (values, sd) = match side {
+            1 => (&self.run1_values, self.run1_sd_pct),
+            _ => (&self.run2_values, self.run2_sd_pct),
+        };
+        (values.len() > 1).then_some(sd)
+    }
+}
+
 /// The step of the printed value `x` (the rounding the floor of each side's variance
 /// stands for): unixperf rounds rates to three significant digits with at least one
 /// decimal (two below 10); times are printed with three decimals.

@@ -660,7 +660,7 @@ impl SampleTimes {
         // A time event's periods fit in the recording's window on the CPUs that took them
         // (1% and, for the time before each CPU's first sample, 1 s each aside): far more
         // is a damaged field (a period of 2^64 - 1 made Idle -6e12 s).
-        let periods_fit = !time || range.is_none_or(|r| self.period_sum as f64 <= cpus * (r * 1e9 * 1.01 + 1e9));
+        let periods_fit = !time || range.map_or(true, |r| self.period_sum as f64 <= cpus * (r * 1e9 * 1.01 + 1e9));
         let (unit, fixed) = if let Some(s) = override_sec {
             (Unit::Nanoseconds, Some(s * 1e9))
         } else if self.without_period == 0 && self.period_sum > 0 && periods_fit {

@@ -211,8 +211,8 @@ fn each_row<'a>(r: &'a RunComparison, f: &mut dyn FnMut(Row<'a>)) {
                 run1: b.run1,
                 run2: b.run2,
                 ratio: b.speed_ratio,
-                run1_sd_pct: Some(b.run1_sd_pct),
-                run2_sd_pct: Some(b.run2_sd_pct),
+                run1_sd_pct: b.sd_pct(1),
+                run2_sd_pct: b.sd_pct(2),
                 unit: &b.unit,
                 ..Row::new(&t.name, "bench", &b.description)
             };
@@ -265,6 +265,9 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
         Basis::EventCount => a.event.as_str(),
         _ => profile.measure.unit.as_str(),
     };
+    // A run of one has no spread: its sd% is left empty (undefined), not 0.
+    let sd1 = |x: f64| (a.repetitions > 1).then_some(x);
+    let sd2 = |x: f64| (c.repetitions > 1).then_some(x);
     let summary = [
         ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
         ("repetitions", a.repetitions as f64, c.repetitions as f64),
@@ -287,8 +290,8 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             ..Row::new(test, "summary", k)
         };
         if k == "cpu" {
-            row.run1_sd_pct = Some(a.cpu_sd_pct);
-            row.run2_sd_pct = Some(c.cpu_sd_pct);
+            row.run1_sd_pct = sd1(a.cpu_sd_pct);
+            row.run2_sd_pct = sd2(c.cpu_sd_pct);
             row = row.with_noise(&profile.cpu_noise);
         }
         out(row);
@@ -301,8 +304,8 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             delta_pct_of_run1_cpu: Some(f.delta_pct_of_run1_cpu),
             run1_pct_of_cpu: Some(f.run1_pct_of_cpu),
             run2_pct_of_cpu: Some(f.run2_pct_of_cpu),
-            run1_sd_pct: Some(f.run1_sd_pct),
-            run2_sd_pct: Some(f.run2_sd_pct),
+            run1_sd_pct: sd1(f.run1_sd_pct),
+            run2_sd_pct: sd2(f.run2_sd_pct),
             listed: Some(f.listed),
             unit,
             share_p_value: f.share_noise.p_value,

@@ -535,9 +535,9 @@ fn bench_table(rows: &[BenchRow]) -> Markup {
                             @else if !b.unit.is_empty() { " " span.unit { "[" (b.unit) "]" } }
                         }
                         td.num { (bench_value(b, b.run1)) }
-                        @if repeated { td.num { (format!("{:.1}", b.run1_sd_pct)) } }
+                        @if repeated { td.num { (b.sd_pct(1).map_or("-".into(), |x| format!("{x:.1}"))) } }
                         td.num { (bench_value(b, b.run2)) }
-                        @if repeated { td.num { (format!("{:.1}", b.run2_sd_pct)) } }
+                        @if repeated { td.num { (b.sd_pct(2).map_or("-".into(), |x| format!("{x:.1}"))) } }
                         td.num { (fmt_ratio(b.speed_ratio)) }
                         td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out()))) }
                         @if repeated {

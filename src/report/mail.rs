@@ -62,7 +62,11 @@ fn bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
         return writeln!(out, "(no benchmark results in either upout)");
     }
     let repeated = rows.iter().any(|r| r.noise.is_some());
-    let sd = |x: f64, n: bool| if n { format!("{x:>6.1}") } else { String::new() };
+    let sd = |x: Option<f64>, n: bool| match (n, x) {
+        (false, _) => String::new(),
+        (true, None) => format!("{:>6}", "-"),
+        (true, Some(x)) => format!("{x:>6.1}"),
+    };
     let head_sd = if repeated { "   sd%" } else { "" };
     let head_test = if repeated { "  95% test" } else { "" };
     writeln!(out, "Benchmark")?;
@@ -91,9 +95,9 @@ fn bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
             out,
             "  {:>10}{}{:>11}{}{:>8}{verdict}",
             v(r.run1),
-            sd(r.run1_sd_pct, repeated),
+            sd(r.sd_pct(1), repeated),
             v(r.run2),
-            sd(r.run2_sd_pct, repeated),
+            sd(r.sd_pct(2), repeated),
             fmt_ratio(r.speed_ratio)
         )?;
     }

@@ -86,11 +86,11 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
         }
         let mut cells = vec![right(format!("{:>8}", v(r.run1)))];
         if repeated {
-            cells.push(right(format!(" {:.1}", r.run1_sd_pct)));
+            cells.push(right(r.sd_pct(1).map_or(" -".into(), |x| format!(" {x:.1}"))));
         }
         cells.push(right(format!(" {:>8}", v(r.run2))));
         if repeated {
-            cells.push(right(format!(" {:.1}", r.run2_sd_pct)));
+            cells.push(right(r.sd_pct(2).map_or(" -".into(), |x| format!(" {x:.1}"))));
         }
         cells.push(right(format!(" {ratio}")));
         if repeated {
