@@ -2,25 +2,13 @@
 //! scripts (`--fail-if-worse`, `--baseline`): on the stored runs of testdata/verdict/ and
 //! live.
 
-use crate::util::{assert_golden, perf_lock, perf_usable, run_in, stderr, stdout, tempdir, testdata};
+use crate::util::{assert_golden, copy_tree, perf_lock, perf_usable, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::path::Path;
 
 const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
 const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
 
 /// The four runs of testdata/verdict/ in a fresh directory (relative paths in reports).
 fn verdict_runs() -> tempfile::TempDir {

@@ -1,25 +1,13 @@
 //! The everyday loop: sides not run alike, errors that say what to do, the report for a
 //! mailing list.
 
-use crate::util::{run_in, stderr, stdout, tempdir, testdata};
+use crate::util::{copy_tree, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::path::Path;
 
 const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
 const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
 
 /// The fixture's two runs in `dir`, with `edit` applied to run 2's `forkwait/status`.
 fn fixture_with_status(dir: &Path, edit: impl Fn(String) -> String) {

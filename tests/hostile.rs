@@ -1,7 +1,7 @@
 //! Hostile and broken input (docs/security.md): no crash, no hang, no leak, nothing lost.
 //! Each test is a case a review reproduced on a release build before it was fixed.
 
-use crate::util::{perf_usable, run_in, stderr, stdout, tempdir, testdata};
+use crate::util::{copy_tree, perf_usable, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -92,18 +92,6 @@ fn run_limited_with_input(
             stderr: err_reader.join().unwrap(),
         },
         max_rss_mb: usage.ru_maxrss as f64 / 1024.0,
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
     }
 }
 

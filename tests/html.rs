@@ -3,7 +3,7 @@
 //! would and writes what its DOM showed into `#upcmp-selftest`), and these tests check
 //! that against results.csv, with no error in the page or on the browser's console.
 
-use crate::util::{run_in, stderr, tempdir, testdata};
+use crate::util::{copy_tree, run_in, stderr, tempdir, testdata};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -322,18 +322,6 @@ fn assert_table_matches_csv(table: &Value, csv: &[CsvFunction], cutoff_pct: f64)
     let mut want_names: Vec<&String> = want.iter().map(|f| &f.name).collect();
     want_names.sort();
     assert_eq!(got, want_names, "filtered by {query:?}");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 /// upcmp `args` in `dir`, which must succeed; returns RESULTS_DIR/results.html.

@@ -1,6 +1,6 @@
 //! upcmp and prfcmp end to end: the seed's example as a golden test, and bad input.
 
-use crate::util::{assert_golden, run_in, stderr, stdout, tempdir, testdata};
+use crate::util::{assert_golden, copy_tree, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::path::Path;
 
@@ -19,18 +19,6 @@ fn rows_named(text: &str, names: &[&str]) -> Vec<Vec<String>> {
 fn copy_fixture(dir: &Path) {
     for run in ["outdir1", "outdir2"] {
         copy_tree(&testdata(&format!("forkwait/{run}")), &dir.join(run));
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
     }
 }
 

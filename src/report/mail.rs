@@ -6,7 +6,7 @@
 use super::{fmt_pct, fmt_ratio, fmt_sec};
 use crate::compare::bench::BenchRow;
 use crate::compare::runs::{RunComparison, TestOutcome};
-use crate::compare::{ratio, Basis, ProfileComparison};
+use crate::compare::ProfileComparison;
 use std::io::{self, Write};
 
 /// The widest line the mail report writes.
@@ -133,27 +133,8 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
             "Repetitions (means below)", a.repetitions, b.repetitions
         )?;
     }
-    let comparable = m.basis != Basis::Share && !c.ratios_refused;
-    let mut line = |name: &str, x: f64, y: f64, scale: f64| {
-        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
-        writeln!(
-            out,
-            "{name:<26}{:>12}{:>12}{r:>8}",
-            fmt_sec(x / scale),
-            fmt_sec(y / scale)
-        )
-    };
-    if m.is_time() {
-        line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0)?;
-        line("Idle time", a.idle, b.idle, 1.0)?;
-        line("CPU time", a.cpu, b.cpu, 1.0)?;
-    } else {
-        line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0)?;
-        line("Idle functions", a.idle, b.idle, m.scale)?;
-        line("Other functions", a.cpu, b.cpu, m.scale)?;
-    }
-    if a.lost > 0.0 || b.lost > 0.0 {
-        line("Lost samples", a.lost, b.lost, m.scale)?;
+    for [name, x, y, r] in super::summary_lines(c) {
+        writeln!(out, "{name:<26}{x:>12}{y:>12}{r:>8}")?;
     }
     writeln!(out)?;
 

@@ -3,7 +3,7 @@
 
 use super::{fmt_pct, fmt_ratio, fmt_sec, msec};
 use crate::compare::runs::{RunComparison, TestOutcome};
-use crate::compare::{ratio, Basis, ProfileComparison};
+use crate::compare::{Basis, ProfileComparison};
 use std::io::{self, Write};
 
 // `|` would end a table cell early; `*`, `_` and backquotes would start emphasis or code.
@@ -32,27 +32,8 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     )?;
     writeln!(out, "|:--|--:|--:|--:|")?;
     writeln!(out, "| Number of CPUs | {} | {} | |", a.cpus, b.cpus)?;
-    let comparable = m.basis != Basis::Share && !c.ratios_refused;
-    let mut line = |name: &str, x: f64, y: f64, scale: f64| {
-        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
-        writeln!(
-            out,
-            "| {name} | {} | {} | {r} |",
-            fmt_sec(x / scale),
-            fmt_sec(y / scale)
-        )
-    };
-    if m.is_time() {
-        line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0)?;
-        line("Idle time", a.idle, b.idle, 1.0)?;
-        line("CPU time", a.cpu, b.cpu, 1.0)?;
-    } else {
-        line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0)?;
-        line("Idle functions", a.idle, b.idle, m.scale)?;
-        line("Other functions", a.cpu, b.cpu, m.scale)?;
-    }
-    if a.lost > 0.0 || b.lost > 0.0 {
-        line("Lost samples", a.lost, b.lost, m.scale)?;
+    for [name, x, y, r] in super::summary_lines(c) {
+        writeln!(out, "| {name} | {x} | {y} | {r} |")?;
     }
     writeln!(out)?;
     writeln!(

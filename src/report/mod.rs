@@ -47,6 +47,35 @@ pub fn msec(period_sec: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// The value lines of a Profiling Summary as every report prints them: name, run 1, run 2
+/// and R2/R1 (`-` where the runs have no common measure or the ratio is refused).
+pub(crate) fn summary_lines(c: &crate::compare::ProfileComparison) -> Vec<[String; 4]> {
+    use crate::compare::{ratio, Basis};
+    let (a, b, m) = (&c.run1, &c.run2, &c.measure);
+    let comparable = m.basis != Basis::Share && !c.ratios_refused;
+    let line = |name: &str, x: f64, y: f64, scale: f64| {
+        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
+        [name.to_string(), fmt_sec(x / scale), fmt_sec(y / scale), r]
+    };
+    let mut lines = if m.is_time() {
+        vec![
+            line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0),
+            line("Idle time", a.idle, b.idle, 1.0),
+            line("CPU time", a.cpu, b.cpu, 1.0),
+        ]
+    } else {
+        vec![
+            line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0),
+            line("Idle functions", a.idle, b.idle, m.scale),
+            line("Other functions", a.cpu, b.cpu, m.scale),
+        ]
+    };
+    if a.lost > 0.0 || b.lost > 0.0 {
+        lines.push(line("Lost samples", a.lost, b.lost, m.scale));
+    }
+    lines
+}
+
 /// An idle set as the notes name it: the Linux default set by its name, any other set
 /// listed in quotes.
 pub(crate) fn idle_set_words(set: &[String]) -> String {

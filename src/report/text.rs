@@ -1,10 +1,10 @@
 //! The text report, in the layout of the original upcmp (seed 001's example).
 
-use super::{fmt_pct, fmt_ratio, fmt_sec, msec};
+use super::{fmt_pct, fmt_sec, msec};
 use crate::compare::bench::{first_detectable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::stats::{NoiseTest, NotTested, EXACT_BELOW};
-use crate::compare::{ratio, Basis, Measure, Method, ProfileComparison, ProfileSummary, Significance};
+use crate::compare::{Basis, Measure, Method, ProfileComparison, ProfileSummary, Significance};
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
 use std::io::{self, Write};
@@ -141,27 +141,13 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
         ]));
     }
     // Runs in different units, or of different work, have no ratio of values.
-    let comparable = m.basis != Basis::Share && !c.ratios_refused;
-    let mut line = |name: &str, x: f64, y: f64, scale: f64| {
-        let r = if comparable { fmt_ratio(ratio(x, y)) } else { "-".into() };
+    for [name, x, y, r] in super::summary_lines(c) {
         t.add_row(Row::new(vec![
             left(name),
-            right(format!("    {}", fmt_sec(x / scale))),
-            right(format!("    {}", fmt_sec(y / scale))),
+            right(format!("    {x}")),
+            right(format!("    {y}")),
             right(format!("    {r}")),
         ]));
-    };
-    if m.is_time() {
-        line("Elapsed time", a.elapsed_sec, b.elapsed_sec, 1.0);
-        line("Idle time", a.idle, b.idle, 1.0);
-        line("CPU time", a.cpu, b.cpu, 1.0);
-    } else {
-        line("Elapsed time (sec)", a.elapsed_sec, b.elapsed_sec, 1.0);
-        line("Idle functions", a.idle, b.idle, m.scale);
-        line("Other functions", a.cpu, b.cpu, m.scale);
-    }
-    if a.lost > 0.0 || b.lost > 0.0 {
-        line("Lost samples", a.lost, b.lost, m.scale);
     }
     print_table(&t, out)?;
     writeln!(out)?;
