@@ -151,9 +151,13 @@ fn a_short_run_writes_a_consistent_directory() {
         top.iter().any(|n| n.contains("syscall")),
         "no syscall entry among {top:?}"
     );
-    // The handler is a few % of the kernel time: some tens of samples at this length.
+    // The handler, or the pid lookup it calls (__task_pid_nr_ns), is a few % of the
+    // kernel time: some tens of samples at this length. The handler alone is so short that
+    // a run on a busy machine took none of it about once in a hundred.
     assert!(
-        p.functions.iter().any(|f| f.name.ends_with("sys_getpid")),
+        p.functions
+            .iter()
+            .any(|f| f.name.ends_with("sys_getpid") || f.name == "__task_pid_nr_ns"),
         "no getpid handler among {:?}",
         &p.functions[..p.functions.len().min(12)]
     );
