@@ -1,6 +1,6 @@
 //! Noise you can trust: repeated runs, A/A and A/B experiments, machine preparation.
 
-use crate::util::{perf_lock, perf_usable, run_in, stderr, stdout, tempdir};
+use crate::util::{interleaved_runs, perf_lock, perf_usable, run_in, stderr, stdout, tempdir};
 use std::fs;
 use std::path::Path;
 
@@ -114,61 +114,6 @@ fn printed_verdicts(report: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The six orders of three sides, one a round: over six rounds each side runs twice
-/// first, twice second and twice last, and within the rounds follows each other side
-/// twice.
-const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 2, 1], [1, 0, 2], [2, 1, 0]];
-
-/// Runs the three commands `lines` in one uprun run, round after round in the orders of
-/// [`ORDERS`] after one unrecorded warm-up of `lines[0]`, and makes of each command a
-/// run of its own, `names[i]`, whose test `work` has the six repetitions of `lines[i]`.
-/// A drift of the machine (other programs, frequency, caches) then falls on every side
-/// alike, and so does any effect of what ran just before, instead of on the side that
-/// ran first or after another.
-fn interleaved_runs(dir: &Path, lines: &[&str; 3], names: &[&str; 3]) {
-    let rounds = ORDERS.len();
-    let mut list = format!("warm: {}\n", lines[0]);
-    for order in ORDERS {
-        for i in order {
-            list += &format!("work: {}\n", lines[i]);
-        }
-    }
-    // 4,000 samples a second on each CPU: the counts of 4 s of work in 1 s.
-    uprun(dir, &list, "all", &["--freq", "4000"]);
-    let all = dir.join("all");
-    let marker = fs::read_to_string(all.join("upcmp-run")).unwrap();
-    for (line, name) in lines.iter().zip(names) {
-        let run = dir.join(name);
-        fs::create_dir_all(run.join("work")).unwrap();
-        fs::write(
-            run.join("upcmp-run"),
-            marker.replace("runs: 1", &format!("runs: {rounds}")),
-        )
-        .unwrap();
-        fs::write(run.join("test_list"), format!("work: {line}\n")).unwrap();
-        for f in ["system", "kallsyms.gz"] {
-            if all.join(f).exists() {
-                fs::copy(all.join(f), run.join(f)).unwrap();
-            }
-        }
-    }
-    // The test directories of label work are named work, work.2, work.3, … in list order.
-    for (k, (r, i)) in ORDERS
-        .iter()
-        .enumerate()
-        .flat_map(|(r, order)| order.iter().map(move |&i| (r, i)))
-        .enumerate()
-    {
-        let from = if k == 0 {
-            "work".to_string()
-        } else {
-            format!("work.{}", k + 1)
-        };
-        let to = dir.join(names[i]).join("work").join(format!("r{}", r + 1));
-        fs::rename(all.join(from), to).unwrap();
-    }
-}
-
 #[test]
 fn repeated_runs_are_kept_and_compared_with_welch() {
     if !perf_usable(true) {
@@ -213,7 +158,7 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// million stat(2) calls, about 0.7 s of CPU, where A makes 11 million getpid(2) calls for
 /// as long; every side also forks and execs /bin/true 100 times, work that reaches a few
 /// hundred kernel functions), each side 6 repetitions sampled at 4,000 Hz, the three
-/// sides interleaved in time in balanced orders ([`ORDERS`]): a drift of the machine
+/// sides interleaved in time in balanced orders ([`crate::util::ORDERS`]): a drift of the machine
 /// falls on every side alike, and since every repetition lasts about as long, so does the
 /// time other programs take on the sampled CPUs (the profile is system-wide).
 ///
@@ -253,7 +198,13 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     let common = format!("{up} -forkexec -loop 100 -repeat 1");
     let base = format!("{common} && {up} -getpid -loop 11000000 -repeat 1");
     let injected = format!("{common} && {up} -getpid -loop 250000 -repeat 1 && {up} -stat -loop 3000000 -repeat 1");
-    interleaved_runs(tmp.path(), &[&base, &injected, &base], &["a1", "b", "a2"]);
+    // 4,000 samples a second on each CPU: the counts of 4 s of work in 1 s.
+    interleaved_runs(
+        tmp.path(),
+        &[&base, &injected, &base],
+        &["a1", "b", "a2"],
+        &["--freq", "4000"],
+    );
 
     let out = run_in(tmp.path(), UPCMP, &["a1", "a2", "aa", "0"]);
     assert!(out.status.success(), "{}", stderr(&out));

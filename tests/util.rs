@@ -108,3 +108,62 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The six orders of three sides, one a round: over six rounds each side runs twice
+/// first, twice second and twice last, and within the rounds follows each other side
+/// twice.
+pub const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 2, 1], [1, 0, 2], [2, 1, 0]];
+
+/// Runs the three commands `lines` in one uprun run, round after round in the orders of
+/// [`ORDERS`] after one unrecorded warm-up of `lines[0]`, and makes of each command a
+/// run of its own, `names[i]`, whose test `work` has the six repetitions of `lines[i]`;
+/// `extra` are more uprun arguments.
+/// A drift of the machine (other programs, frequency, caches) then falls on every side
+/// alike, and so does any effect of what ran just before, instead of on the side that
+/// ran first or after another.
+pub fn interleaved_runs(dir: &Path, lines: &[&str; 3], names: &[&str; 3], extra: &[&str]) {
+    let rounds = ORDERS.len();
+    let mut list = format!("warm: {}\n", lines[0]);
+    for order in ORDERS {
+        for i in order {
+            list += &format!("work: {}\n", lines[i]);
+        }
+    }
+    std::fs::write(dir.join("test_list"), &list).unwrap();
+    let mut args = vec!["auto", "all"];
+    args.extend_from_slice(extra);
+    let o = run_in(dir, env!("CARGO_BIN_EXE_uprun"), &args);
+    assert!(o.status.success(), "uprun {args:?}: {}", stderr(&o));
+    let all = dir.join("all");
+    let marker = std::fs::read_to_string(all.join("upcmp-run")).unwrap();
+    for (line, name) in lines.iter().zip(names) {
+        let run = dir.join(name);
+        std::fs::create_dir_all(run.join("work")).unwrap();
+        std::fs::write(
+            run.join("upcmp-run"),
+            marker.replace("runs: 1", &format!("runs: {rounds}")),
+        )
+        .unwrap();
+        std::fs::write(run.join("test_list"), format!("work: {line}\n")).unwrap();
+        for f in ["system", "kallsyms.gz"] {
+            if all.join(f).exists() {
+                std::fs::copy(all.join(f), run.join(f)).unwrap();
+            }
+        }
+    }
+    // The test directories of label work are named work, work.2, work.3, … in list order.
+    for (k, (r, i)) in ORDERS
+        .iter()
+        .enumerate()
+        .flat_map(|(r, order)| order.iter().map(move |&i| (r, i)))
+        .enumerate()
+    {
+        let from = if k == 0 {
+            "work".to_string()
+        } else {
+            format!("work.{}", k + 1)
+        };
+        let to = dir.join(names[i]).join("work").join(format!("r{}", r + 1));
+        std::fs::rename(all.join(from), to).unwrap();
+    }
+}
