@@ -9,64 +9,11 @@
 //! the same way. A failing input is written to `target/tmp/fuzz-failures/`.
 
 use crate::util::testdata;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use upcmp::import::fuzz::{check_perf_data, check_perf_script};
+use upcmp_parsers::harness::{measured, CountingAllocator};
 use upcmp_parsers::mutate::{mutate, mutate_binary, Rng};
-
-/// Counts the bytes each thread has allocated, and the peak, so that a check can be
-/// measured while other tests run on other threads. The cost is two thread-local updates
-/// an allocation, for every test of this binary.
-struct CountingAllocator;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn count(delta: isize) {
-    // try_with: the allocator also runs while a thread's locals are torn down.
-    let _ = LIVE.try_with(|live| {
-        let now = live.get().wrapping_add(delta);
-        live.set(now);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-    });
-}
-
-// SAFETY: every call is passed on to the system allocator unchanged; only counted.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            count(layout.size() as isize);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
-        if !p.is_null() {
-            count(layout.size() as isize);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        System.dealloc(p, layout);
-        count(-(layout.size() as isize));
-    }
-
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let q = System.realloc(p, layout, new_size);
-        if !q.is_null() {
-            count(new_size as isize - layout.size() as isize);
-        }
-        q
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -111,18 +58,9 @@ const TIME_BOUND: Duration = Duration::from_secs(20);
 /// Runs `target`'s check on `data`, measured: a panic, more memory than
 /// [`memory_bound`] or more time than [`TIME_BOUND`] is a failure.
 fn run(target: Target, data: &[u8]) -> Result<(), String> {
-    let base = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(base));
-    let start = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| target.check(data)));
-    let elapsed = start.elapsed();
-    let used = PEAK.with(Cell::get) - base;
-    if let Err(panic) = outcome {
-        let message = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic");
+    let m = measured(|| target.check(data));
+    let (used, elapsed) = (m.peak_bytes, m.elapsed);
+    if let Err(message) = m.outcome {
         return Err(format!("panicked: {message}"));
     }
     if used > memory_bound(data.len()) {
@@ -249,4 +187,12 @@ fn a_perf_data_sample_on_a_cpu_past_linux_limit_is_an_error() {
     let opts = upcmp::import::ImportOptions::new(None, Some(testdata("upsrun/callgraph/kallsyms")), None, None);
     let e = upcmp::import::read_profile(&input, &opts).unwrap_err().to_string();
     assert!(e.contains("names CPU 4294967295, but Linux has fewer than 8192"), "{e}");
+}
+
+/// The bounds above mean something only while the counting allocator is installed.
+#[test]
+fn the_allocator_counts() {
+    let m = measured(|| vec![1u8; 1 << 20]);
+    assert!(m.peak_bytes >= 1 << 20, "{}", m.peak_bytes);
+    assert_eq!(m.outcome.map(|v| v.len()), Ok(1 << 20));
 }

@@ -146,6 +146,88 @@ impl<'a> Input<'a> {
     }
 }
 
+/// Counts the bytes each thread has allocated, and the peak, so that a check can be
+/// measured while other tests run on other threads. A test binary installs it with
+/// `#[global_allocator] static A: CountingAllocator = CountingAllocator;`; without it,
+/// [`measured`] sees no allocation.
+pub struct CountingAllocator;
+
+thread_local! {
+    static LIVE: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+    static PEAK: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    // try_with: the allocator also runs while a thread's locals are torn down.
+    let _ = LIVE.try_with(|live| {
+        let now = live.get().wrapping_add(delta);
+        live.set(now);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
+}
+
+// SAFETY: every call is passed on to the system allocator unchanged; only counted.
+unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = std::alloc::System.alloc(layout);
+        if !p.is_null() {
+            count(layout.size() as isize);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = std::alloc::System.alloc_zeroed(layout);
+        if !p.is_null() {
+            count(layout.size() as isize);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, layout: std::alloc::Layout) {
+        std::alloc::System.dealloc(p, layout);
+        count(-(layout.size() as isize));
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        let q = std::alloc::System.realloc(p, layout, new_size);
+        if !q.is_null() {
+            count(new_size as isize - layout.size() as isize);
+        }
+        q
+    }
+}
+
+/// What [`measured`] saw of one call.
+pub struct Measured<R> {
+    /// Its result, or the message of its panic.
+    pub outcome: Result<R, String>,
+    /// The most bytes it held at once on this thread, above what was held before.
+    pub peak_bytes: isize,
+    /// How long it took.
+    pub elapsed: std::time::Duration,
+}
+
+/// Runs `f` on this thread, catching a panic, and measures its peak memory (with
+/// [`CountingAllocator`] installed) and time.
+pub fn measured<R>(f: impl FnOnce() -> R) -> Measured<R> {
+    let base = LIVE.with(std::cell::Cell::get);
+    PEAK.with(|p| p.set(base));
+    let start = std::time::Instant::now();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into())
+    });
+    Measured {
+        outcome,
+        elapsed: start.elapsed(),
+        peak_bytes: PEAK.with(std::cell::Cell::get) - base,
+    }
+}
+
 fn assert_name(name: &str) {
     assert!(name.len() <= MAX_NAME_BYTES, "a name of {} bytes", name.len());
 }

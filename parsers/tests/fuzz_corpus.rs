@@ -8,62 +8,10 @@
 //! `target/tmp/fuzz-failures/` to be added to the corpus once fixed. docs/fuzzing.md
 //! has the workflow.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-use upcmp_parsers::harness::Format;
+use std::time::Duration;
+use upcmp_parsers::harness::{measured, CountingAllocator, Format};
 use upcmp_parsers::mutate::{mutate, Rng};
-
-/// Counts the bytes each thread has allocated, and the peak, so that a test can measure
-/// what one parse costs while other tests run on other threads.
-struct CountingAllocator;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn count(delta: isize) {
-    // try_with: the allocator also runs while a thread's locals are torn down.
-    let _ = LIVE.try_with(|live| {
-        let now = live.get().wrapping_add(delta);
-        live.set(now);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-    });
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        if !p.is_null() {
-            count(layout.size() as isize);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
-        if !p.is_null() {
-            count(layout.size() as isize);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        System.dealloc(p, layout);
-        count(-(layout.size() as isize));
-    }
-
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let q = System.realloc(p, layout, new_size);
-        if !q.is_null() {
-            count(new_size as isize - layout.size() as isize);
-        }
-        q
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -86,18 +34,9 @@ struct Failure(String);
 /// Runs `format`'s checks on `data` and measures them: a panic, more memory than
 /// [`memory_bound`] or more time than [`TIME_BOUND`] is a failure.
 fn run(format: Format, data: &[u8]) -> Result<(), Failure> {
-    let base = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(base));
-    let start = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| format.check(data)));
-    let elapsed = start.elapsed();
-    let used = PEAK.with(Cell::get) - base;
-    if let Err(panic) = outcome {
-        let message = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic");
+    let m = measured(|| format.check(data));
+    let (used, elapsed) = (m.peak_bytes, m.elapsed);
+    if let Err(message) = m.outcome {
         return Err(Failure(format!("panicked: {message}")));
     }
     if used > memory_bound(data.len()) {
@@ -217,9 +156,7 @@ fn a_stream_without_newlines_is_read_in_bounded_memory() {
         (Format::PerfScript, "", upcmp_parsers::perf_script::MAX_LINE_BYTES),
     ] {
         let bomb = header.as_bytes().chain(std::io::repeat(b'7').take(64 << 20));
-        let base = LIVE.with(Cell::get);
-        PEAK.with(|p| p.set(base));
-        let result = match format {
+        let m = measured(|| match format {
             Format::Samples => {
                 upcmp_parsers::samples::for_each_record(std::io::BufReader::new(bomb), "b", |_| {}).map(|_| ())
             }
@@ -233,9 +170,9 @@ fn a_stream_without_newlines_is_read_in_bounded_memory() {
                 |_| {},
             )
             .map(|_| ()),
-        };
-        let used = PEAK.with(Cell::get) - base;
-        let e = result.expect_err(format.name());
+        });
+        let used = m.peak_bytes;
+        let e = m.outcome.unwrap().expect_err(format.name());
         assert!(e.expected.contains("a line of at most"), "{}: {e}", format.name());
         // The line buffer grows by doubling up to the bound.
         assert!(
@@ -339,4 +276,12 @@ fn the_mutator_is_deterministic() {
     };
     assert_eq!(run(7), run(7));
     assert_ne!(run(7), run(8));
+}
+
+/// The bounds above mean something only while the counting allocator is installed.
+#[test]
+fn the_allocator_counts() {
+    let m = measured(|| vec![1u8; 1 << 20]);
+    assert!(m.peak_bytes >= 1 << 20, "{}", m.peak_bytes);
+    assert_eq!(m.outcome.map(|v| v.len()), Ok(1 << 20));
 }
