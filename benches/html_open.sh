@@ -19,33 +19,7 @@ browser=$(command -v chromium || command -v chromium-browser || command -v googl
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$work" "$functions" "$samples" <<'PY'
-import os, random, sys
-work, nf, ns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-for run in (1, 2):
-    rng = random.Random(run)
-    weights = [1.0 / (i + 1) for i in range(nf)]
-    total = sum(weights)
-    counts = [int(ns * w / total) for w in weights]
-    counts[0] += ns - sum(counts)
-    if run == 2:
-        rng.shuffle(counts[1000:])
-    d = os.path.join(work, f"run{run}", "big")
-    os.makedirs(d)
-    with open(os.path.join(d, "prfout"), "w") as f:
-        f.write(f"upcmp-prfout 1\ntest big\nevent cpu-clock\nperiod-sec 0.001\ncpus 2\nwall-sec {ns / 1000:.3f}\n")
-        f.write("idle-set do_idle\n")
-        c0 = sum(c // 2 for c in counts)
-        f.write(f"cpu 0 samples {c0} lost 0 throttled 0\ncpu 1 samples {ns - c0} lost 0 throttled 0\n")
-        f.write(f"functions {nf}\n")
-        for i, c in enumerate(counts):
-            f.write(f"{c // 2} {c - c // 2} [kernel] function_{i:06d}\n")
-        f.write("end\n")
-    for name, text in (("test_list", "big: true\n"), ("system", "host: synthetic\n"),
-                       ("upcmp-run", "format: 2\ntool-version: 0\ncommand: synthetic\nstarted: x\nstatus: completed\n")):
-        with open(os.path.join(work, f"run{run}", name), "w") as f:
-            f.write(text)
-PY
+python3 "$(dirname "$0")/synthetic_runs.py" "$work" "$functions" "$samples"
 
 cd "$work"
 /usr/bin/time -f "%e %M" -o with.txt "$bin/upcmp" run1 run2 res -q 2>/dev/null
