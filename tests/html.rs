@@ -3,7 +3,7 @@
 //! would and writes what its DOM showed into `#upcmp-selftest`), and these tests check
 //! that against results.csv, with no error in the page or on the browser's console.
 
-use crate::util::{copy_tree, run_in, stderr, tempdir, testdata};
+use crate::util::{copy_tree, csv_fields, run_in, stderr, tempdir, testdata};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -148,24 +148,6 @@ impl CsvFunction {
     fn stands_out(&self) -> bool {
         self.verdict == "significant" || self.verdict == "sampling only"
     }
-}
-
-/// The fields of one CSV line (quoted fields with doubled quotes, as results.csv writes them).
-fn csv_fields(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let (mut quoted, mut chars) = (false, line.chars().peekable());
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                chars.next();
-                fields.last_mut().unwrap().push('"');
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(String::new()),
-            (c, _) => fields.last_mut().unwrap().push(c),
-        }
-    }
-    fields
 }
 
 /// The function rows of `test` in results.csv, in the file's order.

@@ -1,6 +1,6 @@
 //! Noise you can trust: repeated runs, A/A and A/B experiments, machine preparation.
 
-use crate::util::{interleaved_runs, perf_lock, perf_usable, run_in, stderr, stdout, tempdir};
+use crate::util::{csv_fields, interleaved_runs, perf_lock, perf_usable, run_in, stderr, stdout, tempdir};
 use std::fs;
 use std::path::Path;
 
@@ -19,25 +19,6 @@ fn uprun(dir: &Path, list: &str, out: &str, extra: &[&str]) {
     args.extend_from_slice(extra);
     let o = run_in(dir, UPRUN, &args);
     assert!(o.status.success(), "uprun {args:?}: {}", stderr(&o));
-}
-
-/// The fields of one CSV line (RFC 4180 quoting).
-fn csv_fields(line: &str) -> Vec<String> {
-    let (mut fields, mut field, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(std::mem::take(&mut field)),
-            (c, _) => field.push(c),
-        }
-    }
-    fields.push(field);
-    fields
 }
 
 /// A function row of results.csv.

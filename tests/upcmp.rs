@@ -380,26 +380,6 @@ fn every_format_matches_its_golden_file() {
     }
 }
 
-/// The fields of one CSV line (RFC 4180 quoting).
-#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
-fn csv_fields(line: &str) -> Vec<String> {
-    let (mut fields, mut field, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(std::mem::take(&mut field)),
-            (c, _) => field.push(c),
-        }
-    }
-    fields.push(field);
-    fields
-}
-
 /// `results.parquet` (with `--features parquet`) holds the CSV's table: same columns, same
 /// rows, same values, nulls where the CSV is empty.
 #[test]
@@ -429,7 +409,7 @@ fn results_parquet_holds_the_csv_table() {
         assert_eq!(df.height(), rows.len());
         assert!(df.height() > 40);
         for (i, line) in rows.iter().enumerate() {
-            let fields = csv_fields(line);
+            let fields = crate::util::csv_fields(line);
             assert_eq!(fields.len(), header.len(), "{line}");
             for (col, field) in header.iter().zip(&fields) {
                 let v = df.column(col).unwrap().get(i).unwrap();

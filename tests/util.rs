@@ -167,3 +167,22 @@ pub fn interleaved_runs(dir: &Path, lines: &[&str; 3], names: &[&str; 3], extra:
         std::fs::rename(all.join(from), to).unwrap();
     }
 }
+
+/// The fields of one CSV line (RFC 4180 quoting, as results.csv writes it).
+pub fn csv_fields(line: &str) -> Vec<String> {
+    let (mut fields, mut field, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
