@@ -153,7 +153,7 @@ fn a_short_run_writes_a_consistent_directory() {
     );
     // The handler, or the pid lookup it calls (__task_pid_nr_ns), is a few % of the
     // kernel time: some tens of samples at this length. The handler alone is so short that
-    // a run on a busy machine took none of it about once in a hundred.
+    // a run on a busy machine once took none of it.
     assert!(
         p.functions
             .iter()
