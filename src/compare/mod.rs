@@ -16,6 +16,7 @@ use crate::model::profile::module;
 use crate::model::{IdleSet, Profile};
 use bench::BenchRow;
 use polars::prelude::*;
+use rayon::iter::{IntoParallelIterator, ParallelIterator};
 use serde::Serialize;
 use stats::{Correction, Detectable, SampledTime, ShareCount};
 
@@ -249,6 +250,35 @@ pub struct ProfileComparison {
 }
 
 impl ProfileComparison {
+    /// A copy without the function rows, for a writer that writes them apart (10^5 rows
+    /// are 35 MB). Every field is named, so a new one is not left out silently.
+    pub fn without_rows(&self) -> Self {
+        let ProfileComparison {
+            measure,
+            warnings,
+            run1,
+            run2,
+            cutoff_pct,
+            rows: _,
+            cpu_noise,
+            families,
+            ratios_refused,
+            of_runs,
+        } = self;
+        ProfileComparison {
+            measure: measure.clone(),
+            warnings: warnings.clone(),
+            run1: run1.clone(),
+            run2: run2.clone(),
+            cutoff_pct: *cutoff_pct,
+            rows: Vec::new(),
+            cpu_noise: *cpu_noise,
+            families: *families,
+            ratios_refused: *ratios_refused,
+            of_runs: *of_runs,
+        }
+    }
+
     /// How noise was estimated, for the report.
     pub fn method(&self) -> Method {
         self.cpu_noise.method
@@ -516,8 +546,8 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
             .unwrap_or_else(|| IdleSet::new(s[0].idle_set.clone()))
     };
     let (idle1, idle2) = (idle_of(s1), idle_of(s2));
-    let v1: Vec<value::Valued> = s1.iter().map(|p| value::value(p, &idle1)).collect();
-    let v2: Vec<value::Valued> = s2.iter().map(|p| value::value(p, &idle2)).collect();
+    let valued = |s: &[&Profile], idle: &IdleSet| s.iter().map(|p| value::value(p, idle)).collect::<Vec<_>>();
+    let (v1, v2) = rayon::join(|| valued(s1, &idle1), || valued(s2, &idle2));
     let (measure, mut warnings) = common_measure(s1, s2, &v1);
     let (v1, v2) = (in_measure(v1, &measure), in_measure(v2, &measure));
     let summary = |s: &[&Profile], v: &[value::Valued], idle: &IdleSet| {
@@ -539,7 +569,7 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
             ));
         }
     }
-    let (side1, side2) = (side_functions(&v1), side_functions(&v2));
+    let (side1, side2) = rayon::join(|| side_functions(&v1), || side_functions(&v2));
     let j = join_sides(&side1, &side2, run1.cpu, run2.cpu, opts.cutoff_pct)?;
     let repeated = s1.len() > 1 || s2.len() > 1;
 
@@ -556,6 +586,7 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
     let (none_t1, none_t2) = (absent_times(&v1), absent_times(&v2));
     let (none_s1, none_s2) = (absent_shares(&v1), absent_shares(&v2));
     let rows = (0..j.function.len())
+        .into_par_iter()
         .map(|i| {
             let (i1, i2) = (j.i1[i].map(|k| k as usize), j.i2[i].map(|k| k as usize));
             let t1 = i1.map_or(&none_t1, |k| &side1.times[k]);

@@ -434,6 +434,52 @@ pub fn compare_runs(run1: &StoredRun, run2: &StoredRun, opts: &CompareOptions) -
 }
 
 impl RunComparison {
+    /// A copy without the tests' function rows ([`ProfileComparison::without_rows`]).
+    pub fn without_function_rows(&self) -> Self {
+        let tests = self
+            .tests
+            .iter()
+            .map(|t| TestComparison {
+                name: t.name.clone(),
+                outcome: match &t.outcome {
+                    TestOutcome::OnlyIn { run, dir } => TestOutcome::OnlyIn {
+                        run: *run,
+                        dir: dir.clone(),
+                    },
+                    TestOutcome::Compared {
+                        upout1,
+                        upout2,
+                        repetitions1,
+                        repetitions2,
+                        bench,
+                        profile,
+                        notes,
+                        counters,
+                        unlike,
+                    } => TestOutcome::Compared {
+                        upout1: upout1.clone(),
+                        upout2: upout2.clone(),
+                        repetitions1: *repetitions1,
+                        repetitions2: *repetitions2,
+                        bench: bench.clone(),
+                        profile: Box::new(profile.without_rows()),
+                        notes: notes.clone(),
+                        counters: counters.clone(),
+                        unlike: unlike.clone(),
+                    },
+                },
+            })
+            .collect();
+        RunComparison {
+            dir1: self.dir1.clone(),
+            dir2: self.dir2.clone(),
+            warnings: self.warnings.clone(),
+            system_differences: self.system_differences.clone(),
+            tests,
+            counter_family: self.counter_family,
+        }
+    }
+
     /// The tests with notes of their own (a failed test, collector warnings, sides not
     /// run alike), with how many: what the System section must not leave unsaid.
     pub fn noted_tests(&self) -> Vec<(&str, usize)> {

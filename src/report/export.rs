@@ -371,10 +371,95 @@ pub fn write_csv(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     written
 }
 
-/// Writes the whole comparison as JSON.
+/// Writes the whole comparison as JSON, indented down to the tables' rows, each row
+/// (a function, a benchmark value, a counter) on one line.
 pub fn write_json(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, r).map_err(io::Error::other)?;
+    // root → tests → test → outcome → profile → rows → a row.
+    write_rows_per_line(r, 6, out)
+}
+
+/// `value` as JSON, indented as serde_json's pretty printer does for containers at most
+/// `depth` deep (the top one is 1) and compact below: 10^5 function rows indented field
+/// by field would be half white space (174 MB of it) and hard to grep.
+fn write_rows_per_line(value: &impl serde::Serialize, depth: usize, out: &mut dyn Write) -> io::Result<()> {
+    let f = RowsPerLine {
+        pretty: depth,
+        depth: 0,
+        has_value: false,
+    };
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, f);
+    value.serialize(&mut ser).map_err(io::Error::other)?;
     writeln!(out)
+}
+
+struct RowsPerLine {
+    /// Containers this deep or less have one line per element.
+    pretty: usize,
+    depth: usize,
+    has_value: bool,
+}
+
+impl RowsPerLine {
+    fn element<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        if self.depth <= self.pretty {
+            w.write_all(b"\n")?;
+            for _ in 0..self.depth {
+                w.write_all(b"  ")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        let closed = self.depth;
+        self.depth -= 1;
+        if closed <= self.pretty && self.has_value {
+            w.write_all(b"\n")?;
+            for _ in 0..self.depth {
+                w.write_all(b"  ")?;
+            }
+        }
+        w.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for RowsPerLine {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"]")
+    }
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.element(w, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"}")
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.element(w, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(if self.depth <= self.pretty { b": " } else { b":" })
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 /// Writes one profile comparison (prfcmp) as CSV: the header, then its summary and
@@ -387,6 +472,31 @@ pub fn write_profile_csv(test: &str, profile: &ProfileComparison, out: &mut dyn 
 
 /// Writes one profile comparison (prfcmp) as JSON.
 pub fn write_profile_json(profile: &ProfileComparison, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, profile).map_err(io::Error::other)?;
-    writeln!(out)
+    // root → rows → a row.
+    write_rows_per_line(profile, 2, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_indented_down_to_the_rows_and_each_row_is_one_line() {
+        let v = serde_json::json!({"a": 1, "rows": [{"f": "x", "n": {"p": 0.5}}, {"f": "y", "v": [1, 2]}], "e": [], "o": {}});
+        let mut out = Vec::new();
+        write_rows_per_line(&v, 2, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "{\n  \"a\": 1,\n  \"e\": [],\n  \"o\": {},\n  \"rows\": [\n    {\"f\":\"x\",\"n\":{\"p\":0.5}},\n    {\"f\":\"y\",\"v\":[1,2]}\n  ]\n}\n"
+        );
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
+        let mut pretty = Vec::new();
+        write_rows_per_line(&v, usize::MAX, &mut pretty).unwrap();
+        assert_eq!(
+            String::from_utf8(pretty).unwrap(),
+            format!("{}\n", serde_json::to_string_pretty(&v).unwrap()),
+            "with no depth limit it is serde_json's pretty printing"
+        );
+    }
 }

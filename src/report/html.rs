@@ -162,14 +162,15 @@ impl<W: Write> Write for ScriptSafe<W> {
 /// of keys (10^5 rows would otherwise repeat every field name 10^5 times). The rows are
 /// written one by one, never held as JSON values all at once.
 fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Result<()> {
-    let mut stripped = cmp.clone();
-    let mut rows = Vec::new();
-    for t in &mut stripped.tests {
-        rows.push(match &mut t.outcome {
-            TestOutcome::Compared { profile, .. } => Some(std::mem::take(&mut profile.rows)),
+    let stripped = cmp.without_function_rows();
+    let rows: Vec<Option<&[FunctionDelta]>> = cmp
+        .tests
+        .iter()
+        .map(|t| match &t.outcome {
+            TestOutcome::Compared { profile, .. } => Some(&profile.rows[..]),
             TestOutcome::OnlyIn { .. } => None,
-        });
-    }
+        })
+        .collect();
     let mut w = ScriptSafe(out);
     write!(
         w,
@@ -183,73 +184,11 @@ fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Re
             w.write_all(b",")?;
         }
         match r {
-            Some(r) => write_row_table(r, &mut w)?,
+            Some(r) => super::flat::write_table(r, &mut w)?,
             None => w.write_all(b"null")?,
         }
     }
     w.write_all(b"]}")
-}
-
-/// Writes rows as `{"rows": [[...], ...], "keys": [...]}`, nested objects flattened to
-/// dotted keys (`noise.p_value`). Keys come from the rows themselves, so a field added
-/// to [`FunctionDelta`] reaches the page without a change here; a key first seen in a
-/// later row is appended, and the rows before it are shorter (the page reads null).
-fn write_row_table(rows: &[FunctionDelta], mut w: impl Write) -> io::Result<()> {
-    use serde_json::Value;
-    /// Puts each leaf of `v` in `row` at its dotted key's column (`key` is the key so far,
-    /// one buffer for the whole table: a new key is the only allocation).
-    struct Table {
-        keys: Vec<String>,
-        index: std::collections::HashMap<String, usize, foldhash::fast::RandomState>,
-    }
-    impl Table {
-        fn flatten(&mut self, key: &mut String, v: Value, row: &mut Vec<Value>) {
-            match v {
-                Value::Object(m) => {
-                    for (k, v) in m {
-                        let len = key.len();
-                        if len > 0 {
-                            key.push('.');
-                        }
-                        key.push_str(&k);
-                        self.flatten(key, v, row);
-                        key.truncate(len);
-                    }
-                }
-                v => {
-                    let i = match self.index.get(key.as_str()) {
-                        Some(&i) => i,
-                        None => {
-                            self.keys.push(key.clone());
-                            self.index.insert(key.clone(), self.keys.len() - 1);
-                            self.keys.len() - 1
-                        }
-                    };
-                    if i >= row.len() {
-                        row.resize(i + 1, Value::Null);
-                    }
-                    row[i] = v;
-                }
-            }
-        }
-    }
-    let mut table = Table {
-        keys: Vec::new(),
-        index: std::collections::HashMap::default(),
-    };
-    let mut key = String::new();
-    w.write_all(b"{\"rows\":[")?;
-    for (n, r) in rows.iter().enumerate() {
-        let mut row = vec![Value::Null; table.keys.len()];
-        table.flatten(&mut key, serde_json::to_value(r).map_err(io::Error::other)?, &mut row);
-        if n > 0 {
-            w.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut w, &row).map_err(io::Error::other)?;
-    }
-    w.write_all(b"],\"keys\":")?;
-    serde_json::to_writer(&mut w, &table.keys).map_err(io::Error::other)?;
-    w.write_all(b"}")
 }
 
 fn header(cmp: &RunComparison) -> Markup {
@@ -782,7 +721,7 @@ mod tests {
             listed: true,
         };
         let mut json = Vec::new();
-        write_row_table(&[row.clone(), row], &mut json).unwrap();
+        super::super::flat::write_table(&[row.clone(), row], &mut json).unwrap();
         let t: serde_json::Value = serde_json::from_slice(&json).unwrap();
         let keys: Vec<&str> = t["keys"]
             .as_array()

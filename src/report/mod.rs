@@ -4,6 +4,7 @@
 pub mod activity;
 pub mod export;
 pub mod flame;
+mod flat;
 pub mod format;
 pub mod gprof;
 pub mod html;

@@ -391,7 +391,7 @@ impl NewFiles {
     /// Creates the file `name` (one plain path component) and lets `render` write it
     /// through a buffer: a large file is never held in memory whole.
     pub fn write(
-        &mut self,
+        &self,
         name: &str,
         render: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
     ) -> Result<(), StoreError> {
