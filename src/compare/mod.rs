@@ -338,7 +338,8 @@ fn sampled(v: &value::Valued, samples: u64, weight: f64, var: f64) -> SampledTim
 }
 
 fn side_functions(vals: &[value::Valued]) -> SideFunctions {
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut index: std::collections::HashMap<&str, usize, foldhash::fast::RandomState> =
+        std::collections::HashMap::default();
     let mut side = SideFunctions {
         names: Vec::new(),
         times: Vec::new(),

@@ -115,10 +115,10 @@ pub fn adjust<'a>(changes: impl IntoIterator<Item = &'a mut ShareChange>) {
 #[derive(Debug, Clone)]
 pub struct StackDiff {
     names: Vec<String>,
-    ids: HashMap<String, u32>,
+    ids: HashMap<String, u32, foldhash::fast::RandomState>,
     /// Nodes; `nodes[0]` is the root.
     pub nodes: Vec<FrameChange>,
-    children: HashMap<(usize, u32), usize>,
+    children: HashMap<(usize, u32), usize, foldhash::fast::RandomState>,
     /// CPU samples of run 1 and run 2, summed over repetitions (the flame graph's
     /// denominators).
     pub samples: [u64; 2],
@@ -139,7 +139,7 @@ impl StackDiff {
         let samples_of = |s: &[StackProfile]| s.iter().map(|p| p.samples).collect::<Vec<_>>();
         let mut d = StackDiff {
             names: Vec::new(),
-            ids: HashMap::new(),
+            ids: HashMap::default(),
             nodes: vec![FrameChange {
                 frame: u32::MAX,
                 parent: 0,
@@ -147,7 +147,7 @@ impl StackDiff {
                 inclusive: [0; 2],
                 leaf: [0; 2],
             }],
-            children: HashMap::new(),
+            children: HashMap::default(),
             samples: [
                 before.iter().map(|p| p.samples).sum(),
                 after.iter().map(|p| p.samples).sum(),
@@ -296,8 +296,8 @@ impl StackDiff {
     /// opens where its path first appears), so frames can be recoloured after drawing.
     ///
     /// [`differential_lines`]: Self::differential_lines
-    pub fn layout(&self, lines: &[(String, usize)]) -> HashMap<(usize, u64), usize> {
-        let mut at = HashMap::new();
+    pub fn layout(&self, lines: &[(String, usize)]) -> HashMap<(usize, u64), usize, foldhash::fast::RandomState> {
+        let mut at = HashMap::default();
         let mut time = 0u64;
         let mut previous: Vec<usize> = Vec::new();
         for (_, leaf) in lines {
@@ -448,7 +448,7 @@ fn arc_changes(
     callers: bool,
 ) -> Vec<ArcChange> {
     let k1 = before.len();
-    let mut arcs: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut arcs: HashMap<String, Vec<u64>, foldhash::fast::RandomState> = HashMap::default();
     for (column, (g, index)) in before.iter().zip(ids1).chain(after.iter().zip(ids2)).enumerate() {
         let Some(id) = index.id(f) else { continue };
         let list: Vec<(u32, u64)> = if callers {

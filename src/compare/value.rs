@@ -79,7 +79,7 @@ pub struct Valued {
     pub basis: Basis,
     /// Display name → (value, variance, samples), non-idle functions only; rows with the
     /// same display name (as in a hand-made prfout) are summed.
-    pub functions: HashMap<String, (f64, f64, u64)>,
+    pub functions: HashMap<String, (f64, f64, u64), foldhash::fast::RandomState>,
     /// The non-idle total (CPU time, or the event's count outside idle functions).
     pub busy: f64,
     /// Its variance.
@@ -136,7 +136,7 @@ pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
     };
     let mut v = Valued {
         basis,
-        functions: HashMap::new(),
+        functions: HashMap::default(),
         busy: 0.0,
         busy_var: 0.0,
         idle: 0.0,

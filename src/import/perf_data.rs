@@ -174,13 +174,13 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 #[derive(Default)]
 struct Maps {
     /// pid → start → (end, page offset, DSO index).
-    by_pid: HashMap<i32, std::collections::BTreeMap<u64, (u64, u64, usize)>>,
+    by_pid: FastMap<i32, std::collections::BTreeMap<u64, (u64, u64, usize)>>,
     dsos: Vec<Dso>,
     dso_index: HashMap<(Vec<u8>, Option<Vec<u8>>), usize>,
     /// Build-ids from the file's header, by path.
     header_ids: HashMap<Vec<u8>, Vec<u8>>,
     /// Symbol name → as perf prints it.
-    demangled: HashMap<String, String>,
+    demangled: FastMap<String, String>,
 }
 
 impl Maps {
@@ -446,7 +446,7 @@ struct Reader<'o> {
     profile: ProfileBuilder,
     stacks: StackCollector,
     /// Thread id → command, for the stacks' root frame.
-    comms: HashMap<i32, String>,
+    comms: FastMap<i32, String>,
     /// The function of each kernel address seen, and whether a symbol named it.
     kernel_functions: FastMap<u64, (usize, bool)>,
     /// The function of each user place seen.
@@ -934,7 +934,7 @@ fn read_records<R: Read>(
         maps: Maps::default(),
         profile: ProfileBuilder::new(),
         stacks: StackCollector::new(opts.stacks),
-        comms: HashMap::new(),
+        comms: FastMap::default(),
         kernel_functions: FastMap::default(),
         user_functions: FastMap::default(),
         kernel_frames: FastMap::default(),

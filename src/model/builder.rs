@@ -34,7 +34,8 @@ pub struct ProfileBuilder {
     counts: Vec<Vec<u64>>,
     weights: Vec<Vec<u64>>,
     squares: Vec<f64>,
-    slot_of_cpu: HashMap<u32, usize>,
+    // Looked up per sample: foldhash, not SipHash (CPU numbers are checked, not secret).
+    slot_of_cpu: HashMap<u32, usize, foldhash::fast::RandomState>,
     cpus: Vec<CpuTotals>,
     fixed_cpus: bool,
     foreign_cpu_samples: u64,

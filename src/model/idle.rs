@@ -38,7 +38,8 @@ pub const DEFAULT_IDLE_FUNCTIONS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdleSet {
     names: Vec<String>,
-    set: HashSet<String>,
+    // Asked of every function of a profile: foldhash, not SipHash.
+    set: HashSet<String, foldhash::fast::RandomState>,
 }
 
 impl IdleSet {

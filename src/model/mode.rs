@@ -62,7 +62,8 @@ pub fn is_kernel_address(ip: u64) -> bool {
 /// thread from then on, and a new thread has its parent's name until it sets its own.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadNames {
-    comms: HashMap<u32, String>,
+    // Asked per sample: foldhash, not SipHash.
+    comms: HashMap<u32, String, foldhash::fast::RandomState>,
 }
 
 impl ThreadNames {
