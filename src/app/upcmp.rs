@@ -9,7 +9,7 @@ use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, RESULTS_MARKER};
+use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER};
 use crate::store::run::{load_run, pool_runs, StoredRun};
 use crate::store::StoreError;
 use std::io::Write;
@@ -204,6 +204,33 @@ pub(crate) fn filtered_note(filter: &SampleFilter) -> String {
     )
 }
 
+/// Upsrun runs written before format 3 have stacks without their command root: when such
+/// runs meet newer ones, the newer ones' roots are stripped so that every stack does not
+/// pass for changed, with a note naming the runs of each shape.
+fn match_stack_roots(runs: &mut [&mut StoredRun]) -> Option<String> {
+    let with_stacks = |r: &StoredRun| r.marker.kind == RunKind::Upsrun;
+    let names = |rooted: bool, runs: &[&mut StoredRun]| {
+        runs.iter()
+            .filter(|r| with_stacks(r) && r.command_rooted() == rooted)
+            .map(|r| r.dir.display().to_string())
+            .collect::<Vec<_>>()
+    };
+    let (old, new) = (names(false, runs), names(true, runs));
+    if old.is_empty() || new.is_empty() {
+        return None;
+    }
+    for r in runs.iter_mut().filter(|r| r.command_rooted()) {
+        r.strip_command_roots();
+    }
+    Some(format!(
+        "the stacks of {} were written before upsrun rooted each stack at its command (format {}), those of {} \
+         after: they are compared without the command roots",
+        old.join(", "),
+        COMMAND_ROOTS_FORMAT,
+        new.join(", ")
+    ))
+}
+
 /// Why two runs of which only one is an upsrun run get no stack comparison, which the
 /// report would otherwise leave out without a word.
 fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
@@ -262,10 +289,17 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 }
                 Ok(run)
             };
-            let others = baselines.iter().map(load).collect::<Result<Vec<_>, _>>()?;
-            let (run1, run2) = (pool_runs(load(dir1)?, others)?, load(dir2)?);
+            let mut others = baselines.iter().map(load).collect::<Result<Vec<_>, _>>()?;
+            let (mut run1, mut run2) = (load(dir1)?, load(dir2)?);
+            let roots_note = {
+                let mut runs: Vec<&mut StoredRun> = vec![&mut run1, &mut run2];
+                runs.extend(others.iter_mut());
+                match_stack_roots(&mut runs)
+            };
+            let run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
+            cmp.warnings.extend(roots_note);
             if !opts.filter.is_empty() {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
