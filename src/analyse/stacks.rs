@@ -114,7 +114,9 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
     let title = format!("{}: test {}", o.run, o.test);
     let subtitle =
         (p.truncated > 0).then(|| format!("{} stacks truncated at {} frames", p.truncated, o.stacks.max_stack));
-    write_file(FLAME_SVG, &|w| flame::render(p, &title, subtitle.clone(), w))?;
+    write_file(FLAME_SVG, &|w| {
+        flame::render(p, &title, subtitle.clone(), o.stacks.command_roots, w)
+    })?;
     Ok(warnings)
 }
 
