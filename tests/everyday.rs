@@ -349,13 +349,147 @@ fn filters_count_only_the_samples_asked_for() {
             .nth(3)
             == Some("1")
     );
-    // Folded stacks carry no thread or CPU: the error says how to filter with perf.
+    // Folded stacks carry no thread or CPU: the error says why and how to filter with perf.
     fs::copy(testdata("import/a.folded"), d.join("a.folded")).unwrap();
-    let e = error_of(d, PRFCMP, &["a.folded", "a.folded", "--comm", "dd"]);
-    assert!(
-        e.contains("a.folded: folded stacks cannot be filtered here") && e.contains("perf script -i FILE --comms NAME"),
-        "{e}"
+    for filter in [&["--comm", "dd"][..], &["--kernel-only"], &["--cpu", "0"]] {
+        let mut args = vec!["a.folded", "a.folded"];
+        args.extend_from_slice(filter);
+        let e = error_of(d, PRFCMP, &args);
+        assert!(
+            e.contains("a.folded: folded stacks cannot be filtered: they carry no command, pid, tid, CPU or mode")
+                && e.contains("perf script -i FILE --comms NAME --pid N --tid N --cpu N | inferno-collapse-perf"),
+            "{e}"
+        );
+    }
+}
+
+/// Samples kept by prfcmp's filter from `text` (perf script output of a 1 ms cpu-clock
+/// recording): every function row of its CSV, none of them taken for idle.
+fn kept_samples(d: &Path, text: &str, filter: &[&str]) -> u64 {
+    let mut args = vec![text, text, "--format", "csv", "--idle-symbols", "no_such_function"];
+    args.extend_from_slice(filter);
+    let out = run_in(d, PRFCMP, &args);
+    assert!(out.status.success(), "{filter:?}: {}", stderr(&out));
+    let sec: f64 = stdout(&out)
+        .lines()
+        .map(crate::util::csv_fields)
+        .filter(|f| f[1] == "function")
+        .map(|f| f[3].parse::<f64>().unwrap())
+        .sum();
+    (sec / 0.001).round() as u64
+}
+
+/// `perf report`'s samples of `data` under `filter`: all, and those in kernel mode
+/// (`[k]`). The sort keys hold the command, which perf 6.1 needs to apply --comms to
+/// every row.
+fn perf_report_samples(d: &Path, data: &str, filter: &[&str]) -> (u64, u64) {
+    let mut args = vec!["report", "-i", data, "--stdio", "-n", "--sort", "comm,pid,cpu,sym"];
+    args.extend_from_slice(filter);
+    let out = run_in(d, "perf", &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (mut all, mut kernel) = (0, 0);
+    for line in stdout(&out).lines().filter(|l| !l.starts_with('#')) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.len() < 3 || !words[0].ends_with('%') {
+            continue;
+        }
+        let n: u64 = words[1].parse().unwrap();
+        all += n;
+        if words.contains(&"[k]") {
+            kernel += n;
+        }
+    }
+    (all, kernel)
+}
+
+/// perf script text is filtered sample by sample, as perf report filters the recording
+/// it was written from (testdata/import/filter.*).
+#[test]
+fn perf_script_text_is_filtered_as_perf_report_filters_its_recording() {
+    let tmp = tempdir();
+    let d = tmp.path();
+    for f in ["filter.perf-script", "filter-fields.perf-script", "filter.data"] {
+        fs::copy(testdata(&format!("import/{f}")), d.join(f)).unwrap();
+    }
+    let text = fs::read_to_string(d.join("filter.perf-script")).unwrap();
+    // A thread of a process of several threads (pid/tid printed with -F +pid).
+    let ids = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("lto cgu.04 "))
+        .unwrap()
+        .split_whitespace()
+        .nth(2)
+        .unwrap();
+    let (pid, tid) = ids.split_once('/').unwrap();
+    let cases: [(&[&str], &[&str]); 7] = [
+        (&[], &[]),
+        (&["--comm", "dd"], &["--comms", "dd"]),
+        (&["--comm", "lto cgu.04,sh"], &["--comms", "lto cgu.04,sh"]),
+        (&["--pid", pid], &["--pid", pid]),
+        (&["--tid", tid], &["--tid", tid]),
+        (&["--cpu", "1"], &["--cpu", "1"]),
+        (&["--cpu", "0", "--comm", "dd"], &["--cpu", "0", "--comms", "dd"]),
+    ];
+    let perf = crate::util::perf_usable(false);
+    let mut seen = Vec::new();
+    for (ours, theirs) in cases {
+        let all = kept_samples(d, "filter.perf-script", ours);
+        let kernel = kept_samples(d, "filter.perf-script", &[ours, &["--kernel-only"][..]].concat());
+        let user = kept_samples(d, "filter.perf-script", &[ours, &["--user-only"][..]].concat());
+        assert_eq!(kernel + user, all, "{ours:?}: every sample is kernel or user");
+        assert!(all > 0, "{ours:?}");
+        if perf {
+            assert_eq!((all, kernel), perf_report_samples(d, "filter.data", theirs), "{ours:?}");
+        }
+        seen.push(all);
+    }
+    // The filters keep different samples: none of them is a no-op.
+    assert!(seen[1..].iter().all(|&n| n < seen[0]), "{seen:?}");
+    assert_ne!(seen[3], seen[4], "a process is more than one of its threads");
+
+    // A filter on a field the text does not print: refused, naming the first sample's
+    // line and the perf script fields that print it.
+    let first = fs::read_to_string(d.join("filter-fields.perf-script"))
+        .unwrap()
+        .lines()
+        .position(|l| !l.starts_with('#'))
+        .unwrap()
+        + 1;
+    for (filter, says) in [
+        (&["--pid", pid][..], "--pid filters on each sample's pid, which this sample does not print; write the text with it: perf script -F +pid"),
+        (&["--cpu", "0"], "--cpu filters on each sample's cpu, which this sample does not print; write the text with it: perf script -F +cpu"),
+        (&["--kernel-only"], "--kernel-only filters on each sample's ip, which this sample does not print; write the text with it: perf script -F +ip,+sym,+dso"),
+        (&["--user-only"], "--user-only filters on each sample's ip"),
+    ] {
+        let mut args = vec!["filter-fields.perf-script", "filter.perf-script"];
+        args.extend_from_slice(filter);
+        let e = error_of(d, PRFCMP, &args);
+        assert!(e.contains(&format!("filter-fields.perf-script:{first}: {says}")), "{e}");
+        let mut args = vec!["--perf", "filter.perf-script", "filter-fields.perf-script", "res"];
+        args.extend_from_slice(filter);
+        let e = error_of(d, UPCMP, &args);
+        assert!(e.contains(&format!("filter-fields.perf-script:{first}: {says}")), "{e}");
+        assert!(!d.join("res").exists());
+    }
+    // What the text prints, it filters on: the command and the thread.
+    let sh = kept_samples(d, "filter-fields.perf-script", &["--comm", "sh"]);
+    assert!(sh > 0 && sh < 3, "{sh}");
+
+    // upcmp --perf filters the text too, and says so.
+    let out = run_in(
+        d,
+        UPCMP,
+        &[
+            "--perf",
+            "filter.perf-script",
+            "filter.perf-script",
+            "res",
+            "--comm",
+            "dd",
+        ],
     );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("WARNING: only the samples kept by --comm dd are counted"));
 }
 
 /// A perf.data recording is filtered while it is read, as perf report filters it.

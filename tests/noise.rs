@@ -112,7 +112,8 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
         }
     }
     let marker = fs::read_to_string(tmp.path().join("a/upcmp-run")).unwrap();
-    assert!(marker.contains("format: 2") && marker.contains("runs: 3"), "{marker}");
+    let format = format!("format: {}", upcmp::store::outdir::FORMAT_VERSION);
+    assert!(marker.contains(&format) && marker.contains("runs: 3"), "{marker}");
     let out = run_in(tmp.path(), UPCMP, &["a", "b", "r"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = stdout(&out);

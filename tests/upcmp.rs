@@ -245,7 +245,7 @@ fn wrong_format_version() {
             let text = fs::read_to_string(&p).unwrap().replace("format: 1", "format: 9");
             fs::write(&p, text).unwrap();
         },
-        "format 9, but this upcmp reads formats 1 to 2",
+        "format 9, but this upcmp reads formats 1 to 3",
     );
 }
 

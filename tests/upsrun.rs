@@ -24,6 +24,7 @@ fn the_fixture_call_graph_is_golden() {
         user_by: UserBy::Comm,
         // The fixture's samples.gz (version 1) carries no periods: its prfout's 1 ms.
         default_period: 1_000_000,
+        command_roots: true,
     };
     let p = read_stacks(&dir, &syms, opts).unwrap();
     let tmp = tempdir();
@@ -48,8 +49,23 @@ fn the_fixture_call_graph_is_golden() {
     );
 
     // What the golden files say, checked by hand-worked numbers: 13 samples.
-    let g = CallGraph::of(&p);
+    // Rooted at their command: app, and [unknown] for the kernel thread no record named.
+    let g = CallGraph::of_command_rooted(&p);
     let id = |n: &str| g.id(n).unwrap_or_else(|| panic!("{n}")) as usize;
+    assert_eq!(
+        g.commands_of(id("user:app") as u32).collect::<Vec<_>>(),
+        [(id("app") as u32, 12)]
+    );
+    assert_eq!(
+        g.commands_of(id("walk") as u32).collect::<Vec<_>>(),
+        [(id("[unknown]") as u32, 1)]
+    );
+    // The flat profile's self times are those of the stacks without their roots.
+    let plain = CallGraph::of(&p.without_roots());
+    for (k, name) in g.names.iter().enumerate() {
+        let j = plain.id(name).map_or(0, |j| plain.self_samples[j as usize]);
+        assert_eq!(g.self_samples[k], j, "{name}");
+    }
     assert_eq!(g.samples, 13);
     assert_eq!(
         g.self_samples.iter().sum::<u64>(),
@@ -85,7 +101,7 @@ fn the_fixture_call_graph_is_golden() {
     // The folded file reads back to the same stacks, and inferno's format: root first.
     let back = StackProfile::from_folded(&folded, "stacks.folded").unwrap();
     assert_eq!(back.folded_lines(), p.folded_lines());
-    assert!(folded.contains("user:app;entry_SYSCALL_64;do_syscall_64;__x64_sys_read;vfs_read;copy_page 4\n"));
+    assert!(folded.contains("app;user:app;entry_SYSCALL_64;do_syscall_64;__x64_sys_read;vfs_read;copy_page 4\n"));
 }
 
 /// Runs upsrun in `dir` with `list` as ./test_list.
@@ -130,7 +146,11 @@ fn a_syscall_test_shows_the_entry_path_above_the_handler() {
     let entry = pos("entry_SYSCALL_64").expect("the entry path");
     let handler_at = pos("__x64_sys_getpid").or(pos("__do_sys_getpid")).unwrap();
     assert!(entry < handler_at, "{handler}");
-    assert_eq!(frames[0], "user", "syscalls come from user space: {handler}");
+    assert_eq!(
+        (frames[0], frames[1]),
+        ("unixperf", "user"),
+        "the test's command, then user space where the syscall came from: {handler}"
+    );
 
     // In prof.out, the handler's entry lists do_syscall_64 among its callers (above it).
     let entry_block = prof
@@ -247,4 +267,123 @@ fn differential_graphs_colour_only_real_changes() {
         .find(|l| l.trim_start().starts_with("inclusive"))
         .unwrap();
     assert!(inclusive.contains(" +") && inclusive.ends_with(" *"), "{inclusive}");
+}
+
+/// The root frames of folded stacks with their samples.
+fn roots(folded: &str) -> HashMap<String, u64> {
+    let mut roots = HashMap::new();
+    for line in folded.lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        let root = stack.split(';').next().unwrap().to_string();
+        *roots.entry(root).or_default() += count.parse::<u64>().unwrap();
+    }
+    roots
+}
+
+#[test]
+fn stacks_are_rooted_per_command() {
+    if !perf_usable(true) || !unixperf_built() {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    fs::copy("/bin/sh", tmp.path().join("upcmpspin")).unwrap();
+    fs::copy("/bin/dd", tmp.path().join("upcmpload")).unwrap();
+    let list = "work: ./upcmpspin -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done' & \
+                ./upcmpload if=/dev/zero of=/dev/null bs=1M count=20000 2>/dev/null; wait\n";
+    let out = upsrun(tmp.path(), list, "new", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let test = tmp.path().join("new/work");
+    let folded = fs::read_to_string(test.join("stacks.folded")).unwrap();
+    let roots = roots(&folded);
+    for command in ["upcmpspin", "upcmpload"] {
+        assert!(roots.get(command).is_some_and(|&n| n > 0), "{command} in {roots:?}");
+    }
+    // Each command's stacks are its own: the load's reads of /dev/zero are under it.
+    assert!(folded
+        .lines()
+        .any(|l| l.starts_with("upcmpload;") && l.contains(";read_zero")));
+    assert!(!folded
+        .lines()
+        .any(|l| l.starts_with("upcmpspin;") && l.contains(";read_zero")));
+    // Every sample has one root, and the roots' samples are the test's samples.
+    let samples: u64 = upcmp::store::prfout::read(&test.join("prfout"))
+        .unwrap()
+        .cpus
+        .iter()
+        .map(|c| c.samples)
+        .sum();
+    assert_eq!(roots.values().sum::<u64>(), samples, "{roots:?}");
+    // prof.out names the commands only after <spontaneous>: they are not functions.
+    let prof = fs::read_to_string(test.join("prof.out")).unwrap();
+    assert!(prof.contains("<spontaneous> upcmpload\n"), "{prof}");
+    assert!(
+        !prof.lines().any(|l| l.ends_with("  upcmpload")),
+        "no flat profile line"
+    );
+
+    // Against a run written before stacks had their command as root: compared without
+    // the roots, with one warning naming both runs.
+    crate::util::copy_tree(&testdata("upsrun/format2-run"), &tmp.path().join("old"));
+    let out = run_in(tmp.path(), UPCMP, &["old", "new", "cmp", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = fs::read_to_string(tmp.path().join("cmp/results")).unwrap();
+    let note = "were written before upsrun rooted each stack at its command";
+    assert_eq!(results.matches(note).count(), 1, "{results}");
+    let line = results.lines().find(|l| l.contains(note)).unwrap();
+    assert!(
+        line.contains("stacks of old ") && line.contains(" those of new "),
+        "{line}"
+    );
+    let svg = fs::read_to_string(tmp.path().join("cmp/work.flamediff.svg")).unwrap();
+    let names: Vec<String> = fills_by_name(&svg).into_iter().map(|(n, _)| n).collect();
+    assert!(names.iter().any(|n| n == "user"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| ["upcmpload", "upcmpspin", "swapper", "sh"].contains(&n.as_str())),
+        "no command roots in the comparison: {names:?}"
+    );
+}
+
+#[test]
+fn an_older_run_compares_with_a_rooted_one_without_the_roots() {
+    // The stored run, written before format 3, and the same stacks as format 3 writes
+    // them (each under a command): against each other, nothing changed.
+    let tmp = tempdir();
+    let (old, new) = (tmp.path().join("old"), tmp.path().join("new"));
+    crate::util::copy_tree(&testdata("upsrun/format2-run"), &old);
+    crate::util::copy_tree(&testdata("upsrun/format2-run"), &new);
+    let marker = fs::read_to_string(new.join("upcmp-run")).unwrap();
+    fs::write(new.join("upcmp-run"), marker.replace("format: 2", "format: 3")).unwrap();
+    let folded = fs::read_to_string(old.join("work/stacks.folded")).unwrap();
+    let rooted: String = folded
+        .lines()
+        .enumerate()
+        .map(|(k, l)| format!("{};{l}\n", ["upcmpload", "sh", "swapper"][k % 3]))
+        .collect();
+    fs::write(new.join("work/stacks.folded"), rooted).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["old", "new", "cmp", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = fs::read_to_string(tmp.path().join("cmp/results")).unwrap();
+    assert!(
+        results.contains("the stacks of old were written before upsrun rooted each stack at its command"),
+        "{results}"
+    );
+    let svg = fs::read_to_string(tmp.path().join("cmp/work.flamediff.svg")).unwrap();
+    let fills = fills_by_name(&svg);
+    assert!(fills.len() > 3);
+    assert!(
+        fills.iter().all(|(n, f)| f == "rgb(250,250,250)" && n != "upcmpload"),
+        "the same stacks: no coloured frame, no root: {fills:?}"
+    );
+    let callers = fs::read_to_string(tmp.path().join("cmp/work.callers")).unwrap();
+    assert!(callers.contains("No function's inclusive time changed"), "{callers}");
+
+    // Both sides rooted: the roots are compared, without a note.
+    fs::write(old.join("upcmp-run"), marker.replace("format: 2", "format: 3")).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["old", "new", "cmp2", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = fs::read_to_string(tmp.path().join("cmp2/results")).unwrap();
+    assert!(!results.contains("rooted each stack"), "{results}");
 }

@@ -81,6 +81,8 @@ pub struct Sample<'a> {
     /// Innermost first; one frame for a sample without a call chain; may be empty when
     /// neither `ip` nor a call chain was printed.
     pub frames: Vec<Frame<'a>>,
+    /// The line of its header in the input (from 1), for errors about the sample.
+    pub line: usize,
 }
 
 impl Sample<'_> {
@@ -292,6 +294,7 @@ pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sam
             period: None,
             event: None,
             frames: Vec::new(),
+            line: line_no,
         };
         match header_tail(&body[at..], &mut s) {
             Ok(()) => return Ok(s),

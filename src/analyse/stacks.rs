@@ -6,6 +6,7 @@ use crate::host::kernel_max_stack;
 use crate::model::stacks::{StackBuilder, StackOptions};
 use crate::model::{CallGraph, Profile, StackProfile, UserBy};
 use crate::report::{flame, gprof};
+use crate::store::outdir::{RunMarker, COMMAND_ROOTS_FORMAT, FORMAT_VERSION};
 use crate::store::samples::for_each_record;
 use crate::store::stacks::{FLAME_SVG, PROF_OUT, STACKS_FOLDED};
 use crate::store::{io_err, prfout, write_atomic, StoreError};
@@ -95,7 +96,12 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
         max_stack: o.stacks.max_stack,
         lost: p.lost,
     };
-    write_file(PROF_OUT, &|w| gprof::render(&CallGraph::of(p), &header, w))?;
+    let graph = if o.stacks.command_roots {
+        CallGraph::of_command_rooted(p)
+    } else {
+        CallGraph::of(p)
+    };
+    write_file(PROF_OUT, &|w| gprof::render(&graph, &header, w))?;
     let path = dir.join(FLAME_SVG);
     if p.samples == 0 {
         // inferno refuses an empty graph; say so in the file instead.
@@ -108,7 +114,9 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
     let title = format!("{}: test {}", o.run, o.test);
     let subtitle =
         (p.truncated > 0).then(|| format!("{} stacks truncated at {} frames", p.truncated, o.stacks.max_stack));
-    write_file(FLAME_SVG, &|w| flame::render(p, &title, subtitle.clone(), w))?;
+    write_file(FLAME_SVG, &|w| {
+        flame::render(p, &title, subtitle.clone(), o.stacks.command_roots, w)
+    })?;
     Ok(warnings)
 }
 
@@ -124,6 +132,7 @@ pub fn analyse_test(
         max_stack: kernel_max_stack(),
         user_by,
         default_period: profile.period.round() as u64,
+        command_roots: true,
     };
     let p = read_stacks(dir, symbols, stacks)?;
     let o = AnalyseOptions {
@@ -147,10 +156,13 @@ pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result
         .unwrap_or(Path::new("."));
     let symbols = KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz"))?;
     let profile = prfout::read(&test_dir.join(prfout::PRFOUT_FILE))?;
+    // A run written before format 3 keeps its stacks' shape: no command roots.
+    let format = RunMarker::read(run).map_or(FORMAT_VERSION, |m| m.format);
     let stacks = StackOptions {
         max_stack,
         user_by,
         default_period: profile.period.round() as u64,
+        command_roots: format >= COMMAND_ROOTS_FORMAT,
     };
     let p = read_stacks(test_dir, &symbols, stacks)?;
     let o = AnalyseOptions {

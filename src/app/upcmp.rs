@@ -9,7 +9,7 @@ use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, RESULTS_MARKER};
+use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER};
 use crate::store::run::{load_run, pool_runs, StoredRun};
 use crate::store::StoreError;
 use std::path::{Path, PathBuf};
@@ -203,6 +203,33 @@ pub(crate) fn filtered_note(filter: &SampleFilter) -> String {
     )
 }
 
+/// Upsrun runs written before format 3 have stacks without their command root: when such
+/// runs meet newer ones, the newer ones' roots are stripped so that every stack does not
+/// pass for changed, with a note naming the runs of each shape.
+fn match_stack_roots(runs: &mut [&mut StoredRun]) -> Option<String> {
+    let with_stacks = |r: &StoredRun| r.marker.kind == RunKind::Upsrun;
+    let names = |rooted: bool, runs: &[&mut StoredRun]| {
+        runs.iter()
+            .filter(|r| with_stacks(r) && r.command_rooted() == rooted)
+            .map(|r| r.dir.display().to_string())
+            .collect::<Vec<_>>()
+    };
+    let (old, new) = (names(false, runs), names(true, runs));
+    if old.is_empty() || new.is_empty() {
+        return None;
+    }
+    for r in runs.iter_mut().filter(|r| r.command_rooted()) {
+        r.strip_command_roots();
+    }
+    Some(format!(
+        "the stacks of {} were written before upsrun rooted each stack at its command (format {}), those of {} \
+         after: they are compared without the command roots",
+        old.join(", "),
+        COMMAND_ROOTS_FORMAT,
+        new.join(", ")
+    ))
+}
+
 /// Why two runs of which only one is an upsrun run get no stack comparison, which the
 /// report would otherwise leave out without a word.
 fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
@@ -262,17 +289,25 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 Ok(run)
             };
             // The runs are read side by side: at 10^5 functions each takes a tenth of the whole.
-            let (run1, run2) = std::thread::scope(|s| {
+            let (mut run1, mut run2, mut others) = std::thread::scope(|s| {
                 let run2 = s.spawn(|| load(dir2));
-                let run1 = (|| {
+                let rest = (|| {
                     let others = baselines.iter().map(load).collect::<Result<Vec<_>, _>>()?;
-                    pool_runs(load(dir1)?, others).map_err(UpcmpError::from)
+                    Ok::<_, UpcmpError>((load(dir1)?, others))
                 })();
                 let run2 = run2.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                Ok::<_, UpcmpError>((run1?, run2?))
+                let (run1, others) = rest?;
+                Ok::<_, UpcmpError>((run1, run2?, others))
             })?;
+            let roots_note = {
+                let mut runs: Vec<&mut StoredRun> = vec![&mut run1, &mut run2];
+                runs.extend(others.iter_mut());
+                match_stack_roots(&mut runs)
+            };
+            let run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
+            cmp.warnings.extend(roots_note);
             if !opts.filter.is_empty() {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }

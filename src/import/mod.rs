@@ -29,16 +29,34 @@ use upcmp_parsers::ParseError;
 pub enum ImportError {
     /// A sample filter was given for an input that does not carry what it filters on.
     #[error(
-        "{}: {what} cannot be filtered here (--comm, --pid, --tid, --cpu, --kernel-only, --user-only apply to \
-         perf.data and uprun profiles); write it with the filter instead: perf script -i FILE --comms NAME \
-         --pid N --tid N --cpu N",
+        "{}: {what} cannot be filtered: they carry no command, pid, tid, CPU or mode per sample (--comm, --pid, \
+         --tid, --cpu, --kernel-only, --user-only apply to perf.data, perf script text and uprun profiles); give \
+         the perf.data or its perf script text instead, or filter when collapsing: perf script -i FILE --comms NAME \
+         --pid N --tid N --cpu N | inferno-collapse-perf > FILE.folded",
         path.display()
     )]
     Unfilterable {
         /// The input.
         path: PathBuf,
-        /// What it is: perf script text, folded stacks.
+        /// What it is: folded stacks.
         what: &'static str,
+    },
+    /// A filter needs a field that a sample of perf script text does not print.
+    #[error(
+        "{file}:{line}: {option} filters on each sample's {field}, which this sample does not print; write the \
+         text with it: perf script {fields}"
+    )]
+    FilterField {
+        /// The input, as named in errors.
+        file: String,
+        /// The line of the first sample without the field.
+        line: usize,
+        /// The filter's option.
+        option: &'static str,
+        /// The missing field, as perf script names it.
+        field: &'static str,
+        /// The `perf script` fields that print it.
+        fields: &'static str,
     },
     /// A file could not be read.
     #[error("reading {}: {source}", path.display())]
@@ -402,13 +420,13 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
     }
 }
 
-/// Text inputs are read in pieces that do not follow threads: a filter is refused there,
-/// with the perf script options that filter while writing them.
+/// Folded stacks carry no command, thread, CPU or mode per sample: a filter is refused
+/// there, with what to give instead. perf script text is filtered as it is read
+/// (`script::read`), sample by sample.
 fn check_filterable(format: InputFormat, path: &Path, opts: &ImportOptions) -> Result<(), ImportError> {
     let what = match format {
-        InputFormat::PerfScript => "perf script text",
         InputFormat::Folded => "folded stacks",
-        InputFormat::PerfData | InputFormat::Prfout => return Ok(()),
+        InputFormat::PerfScript | InputFormat::PerfData | InputFormat::Prfout => return Ok(()),
     };
     if opts.filter.is_empty() {
         return Ok(());

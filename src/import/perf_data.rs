@@ -22,6 +22,7 @@ use crate::host::running_kernel_build_id;
 use crate::model::builder::{sample_function, KernelResolver};
 use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
+use crate::model::stacks::IDLE_COMMAND;
 use crate::model::ProfileBuilder;
 use crate::symbols::{buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, UserSymbols, UserSymbolsMissing};
 use linux_perf_data::linux_perf_event_reader::{
@@ -684,7 +685,12 @@ impl Reader<'_> {
         let root = match self.comm_frames.get(&tid) {
             Some(&id) => id,
             None => {
-                let comm = self.comms.get(&tid).map(String::as_str).unwrap_or(UNKNOWN_FUNCTION);
+                // perf names pid 0, which no record names, after the idle task.
+                let comm = match self.comms.get(&tid) {
+                    Some(c) => c.as_str(),
+                    None if tid == 0 => IDLE_COMMAND,
+                    None => UNKNOWN_FUNCTION,
+                };
                 let id = self.stacks.intern(comm);
                 self.comm_frames.insert(tid, id);
                 id

@@ -6,9 +6,9 @@ use super::{
     bare_event_name, choose_event, module_of_dso, other_events_note, test_name, FrameNames, ImportError, ImportOptions,
     Imported, SampleTimes, StackCollector,
 };
-use crate::model::mode::is_kernel_address;
+use crate::model::mode::{is_kernel_address, Mode};
 use crate::model::profile::{module, NO_IP_FUNCTION, UNKNOWN_FUNCTION};
-use crate::model::ProfileBuilder;
+use crate::model::{ModeFilter, ProfileBuilder, SampleFilter};
 use crate::symbols::function_name;
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -40,12 +40,17 @@ impl EventTally {
         }
     }
 
-    fn sample(&mut self, s: &Sample<'_>) {
+    /// Counts a sample, or only its time and CPU when the filter left it out (the wall
+    /// time and the CPUs sampled are the recording's either way, as for perf.data).
+    fn sample(&mut self, s: &Sample<'_>, kept: bool) {
         self.times.sample(s.time_ns, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
         let period = s.period.unwrap_or(1);
         let cpu = s.cpu.unwrap_or(0);
         self.max_cpu = self.max_cpu.max(s.cpu);
+        if !kept {
+            return;
+        }
         match s.leaf() {
             Some(f) => {
                 self.counts
@@ -98,20 +103,102 @@ fn is_jit_dso(dso: &str) -> bool {
     dso.starts_with("[JIT]") || (dso.starts_with("/tmp/perf-") && dso.ends_with(".map"))
 }
 
+/// The processor mode of a sample as perf script text shows it: by its sampled address,
+/// as the import puts it in a module (`module_of_dso`): kernel space is the kernel and
+/// its modules, a guest kernel's DSO is the guest's, anything else is user space.
+fn frame_mode(f: &Frame<'_>) -> Mode {
+    match f.dso {
+        Some("[guest.kernel.kallsyms]") => Mode::GuestKernel,
+        Some("[kernel.kallsyms]") => Mode::Kernel,
+        _ if is_kernel_address(f.ip) => Mode::Kernel,
+        _ => Mode::User,
+    }
+}
+
+/// A field a filter needs that a sample of the text does not print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MissingField {
+    /// The line of the sample's header.
+    line: usize,
+    /// The option that needs it.
+    option: &'static str,
+    /// The field, as perf script names it.
+    field: &'static str,
+    /// The `perf script` fields that print it.
+    fields: &'static str,
+}
+
+impl MissingField {
+    /// What `filter` needs of `s` that it lacks, if anything.
+    fn of(filter: &SampleFilter, s: &Sample<'_>) -> Option<Self> {
+        let missing = |option, field, fields| {
+            Some(MissingField {
+                line: s.line,
+                option,
+                field,
+                fields,
+            })
+        };
+        // The command and thread id start every sample line (the parser requires them).
+        if !filter.pids.is_empty() && s.pid.is_none() {
+            return missing("--pid", "pid", "-F +pid");
+        }
+        if !filter.cpus.is_empty() && s.cpu.is_none() {
+            return missing("--cpu", "cpu", "-F +cpu");
+        }
+        if filter.mode.is_some() && s.frames.is_empty() {
+            let option = match filter.mode {
+                Some(ModeFilter::Kernel) => "--kernel-only",
+                _ => "--user-only",
+            };
+            return missing(option, "ip", "-F +ip,+sym,+dso");
+        }
+        None
+    }
+
+    fn error(&self, name: &str) -> ImportError {
+        ImportError::FilterField {
+            file: name.to_string(),
+            line: self.line,
+            option: self.option,
+            field: self.field,
+            fields: self.fields,
+        }
+    }
+}
+
 /// The samples of an input (or of a piece of it), by event; samples that print no event
 /// are under "".
 #[derive(Default)]
 struct Tally {
     events: HashMap<String, EventTally>,
+    /// The first sample that lacks a field the filter needs.
+    missing: Option<MissingField>,
 }
 
 impl Tally {
-    /// Parses one piece of the input, which starts at `at` and is the `index`-th.
-    fn of_piece(piece: &[u8], name: &str, at: Position, index: usize, stacks: bool) -> Result<Self, ParseError> {
+    /// Parses one piece of the input, which starts at `at` and is the `index`-th, keeping
+    /// the samples `filter` keeps.
+    fn of_piece(
+        piece: &[u8],
+        name: &str,
+        at: Position,
+        index: usize,
+        stacks: bool,
+        filter: &SampleFilter,
+    ) -> Result<Self, ParseError> {
         let mut t = Tally::default();
         let chain = if stacks { Chain::Full } else { Chain::Leaf };
         let mut n = 0u64;
         for_each_sample_in_piece(piece, name, chain, at, |s| {
+            let kept = filter.is_empty() || {
+                if t.missing.is_none() {
+                    t.missing = MissingField::of(filter, s);
+                }
+                let mode = s.leaf().map_or(Mode::Unknown, frame_mode);
+                let pid = s.pid.unwrap_or(-1) as u32;
+                filter.keeps(s.cpu.unwrap_or(0), pid, s.tid as u32, mode, Some(s.comm))
+            };
             let key = s.event.unwrap_or("");
             let e = match t.events.get_mut(key) {
                 Some(e) => e,
@@ -120,13 +207,18 @@ impl Tally {
                     .entry(key.to_string())
                     .or_insert_with(|| EventTally::new(stacks, (index, n))),
             };
-            e.sample(s);
+            e.sample(s, kept);
             n += 1;
         })?;
         Ok(t)
     }
 
     fn merge(&mut self, o: Tally) {
+        // The earliest line wins, as a sequential read would report it.
+        self.missing = match (self.missing, o.missing) {
+            (Some(a), Some(b)) => Some(if b.line < a.line { b } else { a }),
+            (a, b) => a.or(b),
+        };
         for (k, v) in o.events {
             match self.events.get_mut(&k) {
                 Some(e) => e.merge(v),
@@ -183,12 +275,13 @@ fn tally_in_pieces(
     name: &str,
     path: &Path,
     stacks: bool,
+    filter: &SampleFilter,
     piece_bytes: usize,
     start: Position,
 ) -> Result<Tally, ImportError> {
     let mut first = Vec::with_capacity(piece_bytes.min(PIECE_BYTES));
     if fill(&mut input, &mut first, piece_bytes, path)? {
-        return Ok(Tally::of_piece(&first, name, start, 0, stacks)?);
+        return Ok(Tally::of_piece(&first, name, start, 0, stacks, filter)?);
     }
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Position, Vec<u8>)>(workers);
@@ -201,7 +294,7 @@ fn tally_in_pieces(
                 let job = work_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok((index, at, piece)) = job else { break };
                 if done_tx
-                    .send((index, Tally::of_piece(&piece, name, at, index, stacks)))
+                    .send((index, Tally::of_piece(&piece, name, at, index, stacks, filter)))
                     .is_err()
                 {
                     break;
@@ -292,7 +385,10 @@ fn header_events(input: &mut impl BufRead, name: &str, path: &Path) -> Result<(V
 /// Reads perf script output from `input` (named `name` in errors).
 pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let (listed, start) = header_events(&mut input, name, path)?;
-    let mut tally = tally_in_pieces(input, name, path, opts.stacks, PIECE_BYTES, start)?;
+    let mut tally = tally_in_pieces(input, name, path, opts.stacks, &opts.filter, PIECE_BYTES, start)?;
+    if let Some(m) = tally.missing {
+        return Err(m.error(name));
+    }
     // One event per profile: the first unless --event names another, first in the order
     // of the header when it lists them (perf report's), else of the samples. Samples that
     // print no event count with it.
@@ -326,7 +422,11 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
     if samples == 0 {
         return Err(ImportError::NoSamples {
             path: path.to_path_buf(),
-            hint: " (is this the output of `perf script`?)",
+            hint: if opts.filter.is_empty() {
+                " (is this the output of `perf script`?)"
+            } else {
+                " that the filter keeps (--comm, --pid, --tid, --cpu, --kernel-only, --user-only)"
+            },
         });
     }
     // CPUs with no sample (a CPU that never ran, or was never sampled) still count, up to
@@ -351,6 +451,148 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn all() -> SampleFilter {
+        SampleFilter::default()
+    }
+
+    /// Three processes on two CPUs, with call chains: sh (pid 10, two threads) in the kernel
+    /// and in user space, dd (pid 20) in the kernel, and the idle task.
+    const THREADS: &str = "sh 10/10 [000] 1.000: 1000 cpu-clock: \n\
+        \tffffffff81000010 read_zero+0x1 ([kernel.kallsyms])\n\
+        \t401000 main+0x1 (/bin/sh)\n\n\
+        sh 10/11 [001] 1.001: 1000 cpu-clock: \n\
+        \t401000 main+0x1 (/bin/sh)\n\n\
+        dd 20/20 [001] 1.002: 1000 cpu-clock: \n\
+        \tffffffffc0000010 ext4_write+0x1 ([ext4])\n\
+        \t402000 write+0x1 (/usr/lib/libc.so.6)\n\n\
+        swapper 0/0 [000] 1.003: 1000 cpu-clock: \n\
+        \tffffffff81000020 default_idle+0x1 ([kernel.kallsyms])\n\n";
+
+    fn filtered(text: &str, f: SampleFilter) -> Result<Imported, ImportError> {
+        let opts = ImportOptions::default().with_stacks(true).with_filter(f);
+        read(text.as_bytes(), "t", Path::new("t"), &opts)
+    }
+
+    /// The functions kept and their samples, sorted.
+    fn leaves(i: &Imported) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = i
+            .profile
+            .functions
+            .iter()
+            .map(|f| (f.name.clone(), f.weight()))
+            .filter(|x| x.1 > 0)
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn each_filter_keeps_its_samples_and_their_stacks() {
+        let f = |comms: &[&str], pids: &[u32], tids: &[u32], cpus: &[u32], mode| SampleFilter {
+            comms: comms.iter().map(|c| c.to_string()).collect(),
+            pids: pids.to_vec(),
+            tids: tids.to_vec(),
+            cpus: cpus.to_vec(),
+            mode,
+        };
+        let names = |i: &Imported| leaves(i).into_iter().map(|x| x.0).collect::<Vec<_>>();
+        let sh = filtered(THREADS, f(&["sh"], &[], &[], &[], None)).unwrap();
+        assert_eq!(names(&sh), ["main", "read_zero"]);
+        assert_eq!(
+            sh.stacks.as_ref().unwrap().folded_lines(),
+            ["sh;main 1", "sh;main;read_zero 1"]
+        );
+        assert_eq!(
+            names(&filtered(THREADS, f(&[], &[10], &[], &[], None)).unwrap()),
+            ["main", "read_zero"]
+        );
+        assert_eq!(
+            names(&filtered(THREADS, f(&[], &[], &[11], &[], None)).unwrap()),
+            ["main"]
+        );
+        assert_eq!(
+            names(&filtered(THREADS, f(&[], &[], &[], &[1], None)).unwrap()),
+            ["ext4_write", "main"]
+        );
+        // Kernel mode: kernel addresses, the core kernel's and a module's.
+        let kernel = filtered(THREADS, f(&[], &[], &[], &[], Some(ModeFilter::Kernel))).unwrap();
+        assert_eq!(names(&kernel), ["default_idle", "ext4_write", "read_zero"]);
+        let user = filtered(THREADS, f(&[], &[], &[], &[], Some(ModeFilter::User))).unwrap();
+        assert_eq!(names(&user), ["main"]);
+        // Every list and the mode must pass.
+        let both = filtered(THREADS, f(&["sh", "dd"], &[], &[], &[1], Some(ModeFilter::Kernel))).unwrap();
+        assert_eq!(names(&both), ["ext4_write"]);
+        // The wall time and the CPUs are the recording's, whatever is kept.
+        let all = filtered(THREADS, SampleFilter::default()).unwrap();
+        assert_eq!(sh.profile.wall_sec, all.profile.wall_sec);
+        assert_eq!(both.profile.cpus.len(), all.profile.cpus.len());
+        let e = filtered(THREADS, f(&["nobody"], &[], &[], &[], None)).err().unwrap();
+        assert!(e.to_string().contains("no samples that the filter keeps"), "{e}");
+    }
+
+    #[test]
+    fn a_filter_on_a_field_not_printed_names_the_first_sample_without_it() {
+        // The first two samples print their pid and CPU, the third neither, the fourth no
+        // address; perf never mixes them, but a sample may be any of these.
+        let text = "# header\n\
+                    a 1/1 [000] 1.0: 1 cpu-clock:  ffffffff81000010 f ([kernel.kallsyms])\n\
+                    a 1/1 [001] 1.1: 1 cpu-clock:  ffffffff81000010 f ([kernel.kallsyms])\n\
+                    a 1 1.2: 1 cpu-clock:  ffffffff81000010 f ([kernel.kallsyms])\n\
+                    a 1/1 [000] 1.3: 1 cpu-clock: \n";
+        let cases = [
+            (
+                SampleFilter {
+                    pids: vec![1],
+                    ..Default::default()
+                },
+                "t:4: --pid filters on each sample's pid",
+                "perf script -F +pid",
+            ),
+            (
+                SampleFilter {
+                    cpus: vec![0],
+                    ..Default::default()
+                },
+                "t:4: --cpu filters on each sample's cpu",
+                "perf script -F +cpu",
+            ),
+            (
+                SampleFilter {
+                    mode: Some(ModeFilter::User),
+                    ..Default::default()
+                },
+                "t:5: --user-only filters on each sample's ip",
+                "perf script -F +ip,+sym,+dso",
+            ),
+        ];
+        for (filter, at, fix) in cases {
+            for piece in [usize::MAX, 64] {
+                let t = tally_in_pieces(
+                    text.as_bytes(),
+                    "t",
+                    Path::new("t"),
+                    false,
+                    &filter,
+                    piece,
+                    Position::default(),
+                )
+                .unwrap();
+                let e = t.missing.expect("a field is missing").error("t").to_string();
+                assert!(e.starts_with(at) && e.ends_with(fix), "{piece}: {e}");
+            }
+            let e = filtered(text, filter).err().unwrap().to_string();
+            assert!(e.starts_with(at), "{e}");
+        }
+        // Filters on what every sample prints are read.
+        let comm = SampleFilter {
+            comms: vec!["a".into()],
+            tids: vec![1],
+            ..Default::default()
+        };
+        let p = filtered(text, comm).unwrap().profile;
+        assert_eq!(p.functions.iter().map(|f| f.weight()).sum::<u64>(), 4);
+    }
 
     #[test]
     fn newlines_are_counted_across_blocks() {
@@ -563,9 +805,18 @@ mod tests {
         let text = synthetic(5000);
         let path = Path::new("s.txt");
         for stacks in [false, true] {
-            let whole = tally_in_pieces(text.as_bytes(), "s", path, stacks, usize::MAX, Position::default()).unwrap();
+            let whole = tally_in_pieces(
+                text.as_bytes(),
+                "s",
+                path,
+                stacks,
+                &all(),
+                usize::MAX,
+                Position::default(),
+            )
+            .unwrap();
             // 300-byte pieces: thousands of them, cut at blank lines.
-            let pieces = tally_in_pieces(text.as_bytes(), "s", path, stacks, 300, Position::default()).unwrap();
+            let pieces = tally_in_pieces(text.as_bytes(), "s", path, stacks, &all(), 300, Position::default()).unwrap();
             let first = |t: &Tally| t.events["cpu-clock"].first_seen.min(t.events["page-faults"].first_seen);
             assert_eq!(first(&whole), (0, 0));
             assert_eq!(first(&pieces), (0, 0));
@@ -577,8 +828,17 @@ mod tests {
             .filter(|l| l.starts_with("dd "))
             .map(|l| format!("{l} ffffffff81000000 f ([kernel.kallsyms])\n"))
             .collect();
-        let whole = tally_in_pieces(flat.as_bytes(), "s", path, false, usize::MAX, Position::default()).unwrap();
-        let pieces = tally_in_pieces(flat.as_bytes(), "s", path, false, 256, Position::default()).unwrap();
+        let whole = tally_in_pieces(
+            flat.as_bytes(),
+            "s",
+            path,
+            false,
+            &all(),
+            usize::MAX,
+            Position::default(),
+        )
+        .unwrap();
+        let pieces = tally_in_pieces(flat.as_bytes(), "s", path, false, &all(), 256, Position::default()).unwrap();
         assert_eq!(summary(whole), summary(pieces));
     }
 
@@ -594,6 +854,7 @@ mod tests {
             "s",
             Path::new("s.txt"),
             false,
+            &all(),
             4096,
             Position::default(),
         )
@@ -607,9 +868,17 @@ mod tests {
         // Endless input without a newline: read up to the parser's line bound, not on.
         let header = "dd 1 [000] 1.0: 1 cpu-clock:\n\tff ";
         let endless = std::io::BufReader::new(std::io::Read::chain(header.as_bytes(), std::io::repeat(b'x')));
-        let e = tally_in_pieces(endless, "s", Path::new("s.txt"), false, 4096, Position::default())
-            .err()
-            .unwrap();
+        let e = tally_in_pieces(
+            endless,
+            "s",
+            Path::new("s.txt"),
+            false,
+            &all(),
+            4096,
+            Position::default(),
+        )
+        .err()
+        .unwrap();
         assert!(
             e.to_string()
                 .starts_with("s:2: expected a line of at most 1048576 bytes"),

@@ -30,6 +30,9 @@ pub struct CallGraph {
     pub total_samples: Vec<u64>,
     /// Samples in which the function is the outermost frame (gprof's `<spontaneous>`).
     pub root_samples: Vec<u64>,
+    /// For stacks rooted at their command ([`CallGraph::of_command_rooted`]): samples by
+    /// (outermost function, command); they sum to `root_samples` per function.
+    pub commands: BTreeMap<(u32, u32), u64>,
     /// Arcs (caller, callee).
     pub arcs: BTreeMap<(u32, u32), Arc>,
     /// All samples.
@@ -39,12 +42,25 @@ pub struct CallGraph {
 impl CallGraph {
     /// The call graph of `p`.
     pub fn of(p: &StackProfile) -> Self {
+        Self::build(p, false)
+    }
+
+    /// The call graph of `p`, whose stacks are rooted at their command (upsrun's since
+    /// format 3): a command is not a function, so it is left out of the graph and
+    /// kept in [`commands`](Self::commands), as the place its outermost functions are
+    /// spontaneous in. Self times are those of [`CallGraph::of`].
+    pub fn of_command_rooted(p: &StackProfile) -> Self {
+        Self::build(p, true)
+    }
+
+    fn build(p: &StackProfile, rooted: bool) -> Self {
         let n = p.names().len();
         let mut g = CallGraph {
             names: p.names().to_vec(),
             self_samples: vec![0; n],
             total_samples: vec![0; n],
             root_samples: vec![0; n],
+            commands: BTreeMap::new(),
             arcs: BTreeMap::new(),
             samples: p.samples,
         };
@@ -54,6 +70,14 @@ impl CallGraph {
         // arc and stack is most of the time of a profile of many stacks.
         let mut arcs: HashMap<(u32, u32), Arc, foldhash::fast::RandomState> = HashMap::default();
         for (s, c) in p.stacks() {
+            // A stack that is its command alone has no function: it stays one (as written).
+            let s = match s {
+                [command, rest @ ..] if rooted && !rest.is_empty() => {
+                    *g.commands.entry((rest[0], *command)).or_default() += c;
+                    rest
+                }
+                _ => s,
+            };
             g.self_samples[*s.last().expect("not empty") as usize] += c;
             g.root_samples[s[0] as usize] += c;
             seen.clear();
@@ -76,6 +100,11 @@ impl CallGraph {
         }
         g.arcs = arcs.into_iter().collect();
         g
+    }
+
+    /// The commands in which `f` is the outermost function, with their samples.
+    pub fn commands_of(&self, f: u32) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.commands.range((f, 0)..=(f, u32::MAX)).map(|((_, c), n)| (*c, *n))
     }
 
     /// Ids of the functions seen, by total samples (largest first), then name.
@@ -132,5 +161,25 @@ mod tests {
             .collect();
         assert_eq!(callers_of_g, [("f".to_string(), 2), ("h".to_string(), 3)]);
         assert_eq!(g.by_total()[0], id("main"));
+    }
+
+    #[test]
+    fn command_roots_are_where_functions_start_not_functions() {
+        let text = "app;user;sys 2\napp;user 3\nsh;user 1\nswapper;idle 4\n";
+        let p = StackProfile::from_folded(text, "x").unwrap();
+        let (plain, g) = (CallGraph::of(&p), CallGraph::of_command_rooted(&p));
+        let id = |n| g.id(n).unwrap();
+        assert_eq!(g.self_samples, plain.self_samples, "self times do not move");
+        for c in ["app", "sh", "swapper"] {
+            assert_eq!(g.total_samples[id(c) as usize], 0, "{c} is not a function");
+        }
+        assert_eq!(g.root_samples[id("user") as usize], 6);
+        assert_eq!(
+            g.commands_of(id("user")).collect::<Vec<_>>(),
+            [(id("app"), 5), (id("sh"), 1)]
+        );
+        assert_eq!(g.commands_of(id("idle")).collect::<Vec<_>>(), [(id("swapper"), 4)]);
+        assert!(g.callers(id("user")).next().is_none());
+        assert_eq!(g.by_total(), [id("user"), id("idle"), id("sys")]);
     }
 }

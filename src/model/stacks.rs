@@ -18,6 +18,9 @@ use upcmp_parsers::samples::Sample;
 /// frames are missing, so it must not pass for a call from the top.
 pub const TRUNCATED_FRAME: &str = "[truncated]";
 
+/// The root frame of the idle task's stacks (pid 0), as perf names that task.
+pub const IDLE_COMMAND: &str = "swapper";
+
 /// The kernel's default `kernel.perf_event_max_stack`.
 pub const DEFAULT_MAX_STACK: usize = 127;
 
@@ -67,6 +70,12 @@ pub struct StackProfile {
     pub truncated: u64,
     /// Samples the kernel reported lost.
     pub lost: u64,
+}
+
+/// Whether a stack (root first) reached the depth limit: `[truncated]` is its root, or
+/// the frame right under its command.
+fn is_truncated(names: &[String], stack: &[u32]) -> bool {
+    stack.iter().take(2).any(|&f| names[f as usize] == TRUNCATED_FRAME)
 }
 
 impl StackProfile {
@@ -237,15 +246,15 @@ impl StackProfile {
     }
 
     /// Reads folded stacks (`frame;frame COUNT` per line). `file` names the input in
-    /// errors; a `[truncated]` root counts the stack as truncated.
+    /// errors; a `[truncated]` frame as the root or right under it counts the stack as
+    /// truncated.
     pub fn from_folded(text: &str, file: &str) -> Result<Self, upcmp_parsers::ParseError> {
         let mut p = StackProfile::default();
-        let truncated = p.intern(TRUNCATED_FRAME);
         let mut frames = Vec::new();
         upcmp_parsers::folded::for_each_stack(text.as_bytes(), file, |s| {
             frames.clear();
             frames.extend(s.frames().map(|f| p.intern(f)));
-            if frames.first() == Some(&truncated) {
+            if is_truncated(&p.names, &frames) {
                 p.truncated += s.count;
             }
             p.add_stack(&frames, s.count);
@@ -270,11 +279,40 @@ impl StackProfile {
             if !idle.contains(leaf) {
                 let c = (w as f64 * scale).round() as u64;
                 p.add_weighted(s, c, w);
-                if self.name(s[0]) == TRUNCATED_FRAME {
+                if is_truncated(&self.names, s) {
                     p.truncated += c;
                 }
             }
         }
+        p
+    }
+
+    /// The same profile without each stack's root frame, the command upsrun roots its
+    /// stacks at since format 3: the shape of the stacks of an older run. A stack that is
+    /// its root alone keeps it.
+    pub fn without_roots(&self) -> StackProfile {
+        let mut p = StackProfile {
+            lost: self.lost,
+            scale: self.scale,
+            ..Default::default()
+        };
+        let mut frames = Vec::new();
+        for (s, w) in self.weighted_stacks() {
+            let rest = if s.len() > 1 { &s[1..] } else { s };
+            frames.clear();
+            frames.extend(rest.iter().map(|&f| p.intern(self.name(f))));
+            p.weight = p.weight.saturating_add(w);
+            match p.stacks.get_mut(&frames[..]) {
+                Some(x) => *x = x.saturating_add(w),
+                None => {
+                    p.stacks.insert(frames.as_slice().into(), w);
+                }
+            }
+        }
+        // Samples per stack are not kept apart from weights; stripping a root neither
+        // adds nor removes one.
+        p.samples = self.samples;
+        p.truncated = self.truncated;
         p
     }
 }
@@ -288,6 +326,9 @@ pub struct StackOptions {
     pub user_by: UserBy,
     /// The weight of a sample that does not carry its period (a version 1 stream).
     pub default_period: u64,
+    /// Root each stack at its thread's command, as perf roots an imported recording's
+    /// (output-directory format 3); off to redo the analysis of an older run as written.
+    pub command_roots: bool,
 }
 
 impl Default for StackOptions {
@@ -296,6 +337,7 @@ impl Default for StackOptions {
             max_stack: DEFAULT_MAX_STACK,
             user_by: UserBy::Single,
             default_period: 1,
+            command_roots: true,
         }
     }
 }
@@ -306,6 +348,8 @@ pub struct StackBuilder<'a, K: ?Sized> {
     opts: StackOptions,
     threads: ThreadNames,
     kernel_frames: HashMap<u64, u32>,
+    /// The root frame of each thread seen, until it changes its command.
+    command_frames: HashMap<u32, u32>,
     profile: StackProfile,
     scratch: Vec<u32>,
 }
@@ -318,6 +362,7 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
             opts,
             threads: ThreadNames::default(),
             kernel_frames: HashMap::new(),
+            command_frames: HashMap::new(),
             profile: StackProfile::default(),
             scratch: Vec::new(),
         }
@@ -350,12 +395,32 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
         }
     }
 
+    /// The root frame of thread `tid`: its command, `swapper` for the idle task (perf's
+    /// name for pid 0, which no record names), `[unknown]` for a thread no record named.
+    fn command_frame(&mut self, tid: u32) -> u32 {
+        if let Some(&id) = self.command_frames.get(&tid) {
+            return id;
+        }
+        let comm = match tid {
+            0 => IDLE_COMMAND,
+            _ => self.threads.get(tid).unwrap_or(UNKNOWN_FUNCTION),
+        };
+        // ';' separates frames in a folded line and a line ends at a newline.
+        let id = self.profile.intern(&comm.replace([';', '\n', '\r'], "_"));
+        // Bounded by the threads of the records, as the names they carry.
+        self.command_frames.insert(tid, id);
+        id
+    }
+
     /// Adds one record.
     pub fn add(&mut self, r: &Record) {
         match r {
             Record::Sample(s) => self.add_sample(s),
             Record::Lost { count, .. } => self.profile.lost += count,
-            Record::Comm { .. } | Record::Fork { .. } => self.threads.observe(r),
+            Record::Comm { tid, .. } | Record::Fork { tid, .. } => {
+                self.threads.observe(r);
+                self.command_frames.remove(tid);
+            }
             Record::Throttle { .. } => {}
         }
     }
@@ -388,6 +453,9 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
         if addresses >= self.opts.max_stack && root_is_kernel {
             frames.push(self.profile.intern(TRUNCATED_FRAME));
             self.profile.truncated += 1;
+        }
+        if self.opts.command_roots {
+            frames.push(self.command_frame(s.tid));
         }
         frames.reverse();
         let period = s.period.unwrap_or(self.opts.default_period);
@@ -432,6 +500,7 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
 mod tests {
     use super::*;
     use crate::model::mode::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
+    use crate::model::CallGraph;
     use crate::symbols::KernelSymbols;
 
     fn syms() -> KernelSymbols {
@@ -465,6 +534,7 @@ mod tests {
                 max_stack: 6,
                 user_by: UserBy::Comm,
                 default_period: 1,
+                command_roots: true,
             },
         );
         b.add(&Record::Comm {
@@ -518,11 +588,11 @@ mod tests {
         assert_eq!(
             p.folded_lines(),
             [
-                "[truncated];entry;entry;entry;sys_x;helper;helper 1",
-                "modfn [ext4] 1",
-                "sys_x;helper 1",
-                "user:a_b 1",
-                "user:a_b;entry;sys_x;helper 1",
+                "a_b;[truncated];entry;entry;entry;sys_x;helper;helper 1",
+                "a_b;modfn [ext4] 1",
+                "a_b;sys_x;helper 1",
+                "a_b;user:a_b 1",
+                "a_b;user:a_b;entry;sys_x;helper 1",
             ]
         );
         assert_eq!((p.samples, p.truncated), (5, 1));
@@ -531,6 +601,88 @@ mod tests {
         let back = StackProfile::from_folded(std::str::from_utf8(&written).unwrap(), "x").unwrap();
         assert_eq!(back.folded_lines(), p.folded_lines());
         assert_eq!(back.truncated, 1);
+    }
+
+    fn sample_of(tid: u32, mode: Mode, pc: u64, callchain: Vec<u64>) -> Record {
+        match sample(mode, pc, callchain) {
+            Record::Sample(s) => Record::Sample(Sample { pid: tid, tid, ..s }),
+            r => r,
+        }
+    }
+
+    #[test]
+    fn stacks_are_rooted_at_the_command_that_comm_and_fork_records_name() {
+        let s = syms();
+        let mut b = StackBuilder::new(&s, StackOptions::default());
+        let syscall = |tid| {
+            sample_of(
+                tid,
+                Mode::Kernel,
+                0xffffffff81000105,
+                vec![PERF_CONTEXT_KERNEL, 0xffffffff81000105, PERF_CONTEXT_USER, 0x401000],
+            )
+        };
+        b.add(&Record::Comm {
+            pid: 10,
+            tid: 10,
+            comm: "sh".into(),
+        });
+        b.add(&syscall(10));
+        // A child has its parent's command until it execs and names itself.
+        b.add(&Record::Fork {
+            pid: 11,
+            ppid: 10,
+            tid: 11,
+            ptid: 10,
+        });
+        b.add(&syscall(11));
+        b.add(&Record::Comm {
+            pid: 11,
+            tid: 11,
+            comm: "ls".into(),
+        });
+        b.add(&syscall(11));
+        b.add(&syscall(11));
+        // The idle task (pid 0) is perf's swapper; a thread no record named is [unknown].
+        b.add(&sample_of(0, Mode::Kernel, 0xffffffff81000210, vec![]));
+        b.add(&sample_of(99, Mode::User, 0x401000, vec![PERF_CONTEXT_USER, 0x401000]));
+        let p = b.finish();
+        assert_eq!(
+            p.folded_lines(),
+            [
+                "[unknown];user 1",
+                "ls;user;sys_x 2",
+                "sh;user;sys_x 2",
+                "swapper;helper 1",
+            ]
+        );
+        // The roots' samples add up to all samples.
+        assert_eq!(p.samples, 6);
+        // Without the roots: the shape of a stack written before format 3.
+        assert_eq!(p.without_roots().folded_lines(), ["helper 1", "user 1", "user;sys_x 4"]);
+        assert_eq!(p.without_roots().samples, 6);
+        // Rooted stacks leave the call graph's self times as they were without roots.
+        let rooted = CallGraph::of_command_rooted(&p);
+        let plain = CallGraph::of(&p.without_roots());
+        let selfs = |g: &CallGraph| {
+            let mut v: Vec<(String, u64)> = g
+                .names
+                .iter()
+                .cloned()
+                .zip(g.self_samples.iter().copied())
+                .filter(|x| x.1 > 0)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(selfs(&rooted), selfs(&plain));
+    }
+
+    #[test]
+    fn a_truncated_stack_under_its_command_counts_as_truncated() {
+        let p = StackProfile::from_folded("app;[truncated];f;g 2\napp;f 1\n[truncated];f 1\n", "x").unwrap();
+        assert_eq!(p.truncated, 3);
+        assert_eq!(p.without_roots().truncated, 3);
     }
 
     #[test]

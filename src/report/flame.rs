@@ -42,6 +42,16 @@ pub fn kind_color(name: &str) -> Color {
     }
 }
 
+/// A command's colour at the root of a stack: grey, its shade by name.
+fn command_color(name: &str) -> Color {
+    let a = (hash(name) % 40) as u8;
+    Color {
+        r: 185 + a,
+        g: 185 + a,
+        b: 185 + a,
+    }
+}
+
 /// What a `;` in a frame name is drawn as while inferno lays out the graph: inferno splits
 /// folded lines at every `;`, so a name holding one (every JVM perf-map name,
 /// `Lfoo;.bar()V`) would become two frames. A Unicode noncharacter, which no symbol holds;
@@ -72,22 +82,45 @@ fn without_semicolons(p: &StackProfile) -> StackProfile {
     q
 }
 
-/// Writes the flame graph of `p`; `subtitle` carries notes such as truncated stacks.
-pub fn render(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
+/// Writes the flame graph of `p`; `subtitle` carries notes such as truncated stacks. With
+/// `command_roots`, each stack's root is its command (upsrun's since format 3): drawn grey,
+/// neither kernel nor user code.
+pub fn render(
+    p: &StackProfile,
+    title: &str,
+    subtitle: Option<String>,
+    command_roots: bool,
+    w: impl Write,
+) -> io::Result<()> {
     if p.names().iter().any(|n| n.contains(';')) {
         let mut svg = Vec::new();
-        render_lines(&without_semicolons(p), title, subtitle, &mut svg)?;
+        render_lines(&without_semicolons(p), title, subtitle, command_roots, &mut svg)?;
         return write_back(&svg, w);
     }
-    render_lines(p, title, subtitle, w)
+    render_lines(p, title, subtitle, command_roots, w)
 }
 
 /// [`render`] of a profile whose frame names hold no `;`.
-fn render_lines(p: &StackProfile, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
+fn render_lines(
+    p: &StackProfile,
+    title: &str,
+    subtitle: Option<String>,
+    command_roots: bool,
+    w: impl Write,
+) -> io::Result<()> {
     let opts_min_width = Options::default().min_width;
     // Frames narrower than inferno draws are cut before the lines are made.
     let lines = p.folded_lines_pruned((p.samples as f64 * opts_min_width / 100.0) as u64);
     let mut palette = PaletteMap::default();
+    if command_roots {
+        // Colours go by name: the commands first, so that they keep theirs.
+        for (s, _) in p.stacks() {
+            let name = p.name(s[0]);
+            if palette.get(name).is_none() {
+                palette.insert(name, command_color(name));
+            }
+        }
+    }
     for (s, _) in p.stacks() {
         for &f in s {
             let name = p.name(f);
@@ -306,12 +339,30 @@ mod tests {
         assert!(attr(&svg[at..], "fill").unwrap().starts_with("rgb(255,"), "{svg}");
 
         let mut svg = Vec::new();
-        render(&p2, "t", None, &mut svg).unwrap();
+        render(&p2, "t", None, false, &mut svg).unwrap();
         let svg = String::from_utf8(svg).unwrap();
         let t = titles(&svg);
         assert_eq!(t.len(), 4, "{t:?}");
         assert!(t.iter().any(|t| t.starts_with("Lfoo;.bar()V (500 samples")), "{t:?}");
         assert!(!svg.contains(SEMICOLON_STANDIN));
+        let fill_of = |svg: &str, name: &str| {
+            let at = svg.find(&format!("<title>{name} (")).unwrap();
+            attr(&svg[at..], "fill").unwrap().to_string()
+        };
+        assert_eq!(fill_of(&svg, "java"), svg_rgb(kind_color("java")));
+
+        // Rooted at its command: the root is grey, neither kernel nor user code.
+        let mut svg = Vec::new();
+        render(&p2, "t", None, true, &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert_eq!(fill_of(&svg, "java"), svg_rgb(command_color("java")));
+        // (Coloured under the name inferno laid it out by.)
+        let bar = svg_rgb(kind_color(&standin("Lfoo;.bar()V")));
+        assert_eq!(fill_of(&svg, "Lfoo;.bar()V"), bar);
+    }
+
+    fn svg_rgb(c: Color) -> String {
+        format!("rgb({},{},{})", c.r, c.g, c.b)
     }
 
     #[test]

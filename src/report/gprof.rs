@@ -76,6 +76,12 @@ impl Report<'_> {
             w,
             "Kernel functions are named from the kernel's symbols; user space is one node ('user' or 'user:COMM')."
         )?;
+        if !g.commands.is_empty() {
+            writeln!(
+                w,
+                "Stacks are rooted at their command: it follows <spontaneous> on the lines of the functions it starts in."
+            )?;
+        }
         writeln!(w)
     }
 
@@ -174,15 +180,24 @@ impl Report<'_> {
         let (g, index) = (self.g, &self.index);
         let fi = f as usize;
         let total = g.total_samples[fi];
-        if g.root_samples[fi] > 0 {
-            writeln!(
-                w,
-                "{:13}{:10}{:10}{:>12}       <spontaneous>",
+        // Rooted stacks: one line per command the function is outermost in, the command
+        // after the word (a command is not a function, so it has no entry of its own).
+        let spontaneous: Vec<(u64, &str)> = if g.commands.is_empty() {
+            vec![(g.root_samples[fi], "")]
+        } else {
+            g.commands_of(f)
+                .map(|(c, n)| (n, g.names[c as usize].as_str()))
+                .collect()
+        };
+        for (n, command) in spontaneous.into_iter().filter(|x| x.0 > 0) {
+            let line = format!(
+                "{:13}{:10}{:10}{:>12}       <spontaneous> {command}",
                 "",
                 "",
                 "",
-                format!("{}/{}", g.root_samples[fi], total)
-            )?;
+                format!("{n}/{total}")
+            );
+            writeln!(w, "{}", line.trim_end())?;
         }
         let mut callers: Vec<_> = g.callers(f).collect();
         callers.sort_by(|a, b| {

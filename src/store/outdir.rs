@@ -14,8 +14,11 @@ pub const RUN_MARKER: &str = "upcmp-run";
 /// The file that marks a directory as upcmp's results directory.
 pub const RESULTS_MARKER: &str = "upcmp-results";
 /// The output-directory format this build writes. Version 2 added repetitions
-/// (`TEST/r1/`, `TEST/r2/`, … with `--runs N`); version 1 directories are still read.
-pub const FORMAT_VERSION: u32 = 2;
+/// (`TEST/r1/`, `TEST/r2/`, … with `--runs N`), version 3 upsrun's stacks rooted at their
+/// command; older directories are still read.
+pub const FORMAT_VERSION: u32 = 3;
+/// The first format whose upsrun stacks (`stacks.folded`) are rooted at their command.
+pub const COMMAND_ROOTS_FORMAT: u32 = 3;
 /// The oldest format this build reads.
 pub const OLDEST_FORMAT: u32 = 1;
 
@@ -767,7 +770,7 @@ mod tests {
         std::fs::write(tmp.path().join(RUN_MARKER), "format: 9\nstatus: completed\n").unwrap();
         let e = RunMarker::read(tmp.path()).unwrap_err();
         assert!(
-            e.to_string().contains("format 9, but this upcmp reads formats 1 to 2"),
+            e.to_string().contains("format 9, but this upcmp reads formats 1 to 3"),
             "{e}"
         );
     }

@@ -2,7 +2,7 @@
 //! benchmark output, status and (for upsrun runs) folded stacks. Everything is read and
 //! checked here, so the comparison that follows is pure.
 
-use super::outdir::{repetition_dirs, Run, RunKind, RunMarker, TestStatus, STATUS_FILE};
+use super::outdir::{repetition_dirs, Run, RunKind, RunMarker, TestStatus, COMMAND_ROOTS_FORMAT, STATUS_FILE};
 use super::prfout::{self, PRFOUT_FILE};
 use super::stacks::{has_stacks, read_folded};
 use super::{read_text_with, system, StoreError, UPOUT_CAP};
@@ -63,6 +63,23 @@ impl StoredRun {
     /// The test called `name`, when the run has it.
     pub fn test(&self, name: &str) -> Option<&StoredTest> {
         self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// Whether its stacks are rooted at their command (an upsrun run of format 3 on).
+    pub fn command_rooted(&self) -> bool {
+        self.marker.kind == RunKind::Upsrun && self.marker.format >= COMMAND_ROOTS_FORMAT
+    }
+
+    /// Its stacks in the shape of a run written before format 3: without the command
+    /// roots, so that they compare with such a run's.
+    pub fn strip_command_roots(&mut self) {
+        for t in &mut self.tests {
+            if let Some(stacks) = &mut t.stacks {
+                for s in stacks.iter_mut() {
+                    *s = s.without_roots();
+                }
+            }
+        }
     }
 }
 

@@ -99,14 +99,16 @@ impl ImportArgs {
 }
 
 /// Which samples count, as perf report filters them (uprun profiles are rebuilt from their
-/// raw samples).
+/// raw samples; perf.data and perf script text are filtered as they are read; folded
+/// stacks cannot be).
 #[derive(Debug, Clone, Args)]
 pub struct FilterArgs {
     /// Count only the samples of these commands (thread names, comma-separated), e.g.
     /// --comm unixperf.
     #[arg(long, value_name = "COMMS", value_delimiter = ',')]
     pub comm: Vec<String>,
-    /// Count only the samples of these processes (comma-separated), e.g. --pid 4242.
+    /// Count only the samples of these processes (comma-separated), e.g. --pid 4242
+    /// (perf script text must print them: perf script -F +pid).
     #[arg(long, value_name = "PIDS", value_delimiter = ',')]
     pub pid: Vec<u32>,
     /// Count only the samples of these threads (comma-separated), e.g. --tid 4243.
