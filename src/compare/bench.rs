@@ -24,10 +24,11 @@ pub struct BenchRow {
     pub run1_values: Vec<f64>,
     /// Run 2's value in each of its repetitions that has the operation, in order.
     pub run2_values: Vec<f64>,
-    /// Standard deviation over run 1's repetitions, % of the mean (0 with one).
-    pub run1_sd_pct: f64,
-    /// Standard deviation over run 2's repetitions, % of the mean (0 with one).
-    pub run2_sd_pct: f64,
+    /// Standard deviation over run 1's repetitions, % of the mean; none for a single
+    /// value, whose spread is undefined (not 0).
+    pub run1_sd_pct: Option<f64>,
+    /// The same for run 2.
+    pub run2_sd_pct: Option<f64>,
     /// The test of the change on the repetitions (Welch's t-test, or one run against
     /// k), adjusted with the report's benchmark values and CPU totals; None with one run
     /// a side (run-to-run noise not measured: nothing to test).
@@ -38,11 +39,10 @@ impl BenchRow {
     /// Run `side`'s (1 or 2) standard deviation over its repetitions, % of the mean;
     /// `None` for a single value, whose spread is undefined (not 0).
     pub fn sd_pct(&self, side: usize) -> Option<f64> {
-        let (values, sd) = match side {
-            1 => (&self.run1_values, self.run1_sd_pct),
-            _ => (&self.run2_values, self.run2_sd_pct),
-        };
-        (values.len() > 1).then_some(sd)
+        match side {
+            1 => self.run1_sd_pct,
+            _ => self.run2_sd_pct,
+        }
     }
 }
 
@@ -113,8 +113,8 @@ pub fn compare_bench(r1: &[Vec<BenchResult>], r2: &[Vec<BenchResult>]) -> Vec<Be
                 unit: first.unit.clone(),
                 lower_is_better,
                 speed_ratio,
-                run1_sd_pct: stats::stddev_pct(&v1),
-                run2_sd_pct: stats::stddev_pct(&v2),
+                run1_sd_pct: (v1.len() > 1).then(|| stats::stddev_pct(&v1)),
+                run2_sd_pct: (v2.len() > 1).then(|| stats::stddev_pct(&v2)),
                 run1_values: v1,
                 run2_values: v2,
                 noise,
@@ -199,7 +199,7 @@ mod tests {
         let reps = |v: &[f64]| v.iter().map(|&x| vec![rate("op", x)]).collect::<Vec<_>>();
         let rows = compare_bench(&reps(&[100.0, 102.0, 98.0]), &reps(&[110.0, 111.0, 109.0]));
         assert_eq!(rows[0].run1, Some(100.0));
-        assert!((rows[0].run1_sd_pct - 2.0).abs() < 1e-12);
+        assert!((rows[0].run1_sd_pct.unwrap() - 2.0).abs() < 1e-12);
         let n = rows[0].noise.unwrap();
         assert_eq!(n.test, Some(stats::NoiseTest::Welch));
         assert!((n.p_value.unwrap() - 0.004797999699128055).abs() < 1e-9, "{n:?}");

@@ -64,9 +64,10 @@ pub struct CounterRow {
     /// The change per second, run 2.
     pub per_sec2: Option<f64>,
     /// Standard deviation of the tested value over run 1's repetitions, % of its mean.
-    pub run1_sd_pct: f64,
+    /// None with one repetition (its spread is undefined, not 0).
+    pub run1_sd_pct: Option<f64>,
     /// The same for run 2.
-    pub run2_sd_pct: f64,
+    pub run2_sd_pct: Option<f64>,
     /// Shown in the text report: its change stands out after the family's adjustment, or
     /// everything was asked for (`--all-counters`), or nothing could be tested (one run a
     /// side) and it is among the largest changes.
@@ -212,8 +213,8 @@ fn counter_row(name: &str, run1: &[CountedRepetition], run2: &[CountedRepetition
         total2: mean_of(&s2, 1),
         per_sec1: mean_of(&s1, 2),
         per_sec2: mean_of(&s2, 2),
-        run1_sd_pct: stats::stddev_pct(v1),
-        run2_sd_pct: stats::stddev_pct(v2),
+        run1_sd_pct: (v1.len() > 1).then(|| stats::stddev_pct(v1)),
+        run2_sd_pct: (v2.len() > 1).then(|| stats::stddev_pct(v2)),
         listed: false,
         noise: Significance::unadjusted(verdict, delta, repeated),
     })

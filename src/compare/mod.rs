@@ -93,8 +93,9 @@ pub struct ProfileSummary {
     pub throttled: u64,
     /// Repetitions averaged (1 for a single run).
     pub repetitions: usize,
-    /// Standard deviation of the CPU value over the repetitions, % of the mean.
-    pub cpu_sd_pct: f64,
+    /// Standard deviation of the CPU value over the repetitions, % of the mean; none for
+    /// a single repetition (null in results.json, as in the other formats).
+    pub cpu_sd_pct: Option<f64>,
     /// Each repetition's CPU value, in order.
     pub cpu_per_repetition: Vec<f64>,
 }
@@ -138,7 +139,7 @@ impl ProfileSummary {
             idle_samples: v.idle_samples,
             throttled: p.cpus.iter().map(|c| c.throttled).sum(),
             repetitions: 1,
-            cpu_sd_pct: 0.0,
+            cpu_sd_pct: None,
             cpu_per_repetition: vec![v.busy],
         }
     }
@@ -162,7 +163,7 @@ impl ProfileSummary {
             throttled: all.iter().map(|s| s.throttled).sum(),
             repetitions: all.len(),
             fixed_period: all.iter().all(|s| s.fixed_period),
-            cpu_sd_pct: stats::stddev_pct(&cpu),
+            cpu_sd_pct: (cpu.len() > 1).then(|| stats::stddev_pct(&cpu)),
             cpu_per_repetition: cpu,
             ..all[0].clone()
         }
@@ -191,10 +192,10 @@ pub struct FunctionDelta {
     pub run1_pct_of_cpu: f64,
     /// Share of its run's CPU time, run 2 (%).
     pub run2_pct_of_cpu: f64,
-    /// Standard deviation over run 1's repetitions, % of its mean (0 with one run).
-    pub run1_sd_pct: f64,
-    /// Standard deviation over run 2's repetitions, % of its mean (0 with one run).
-    pub run2_sd_pct: f64,
+    /// Standard deviation over run 1's repetitions, % of its mean (none with one run).
+    pub run1_sd_pct: Option<f64>,
+    /// Standard deviation over run 2's repetitions, % of its mean (none with one run).
+    pub run2_sd_pct: Option<f64>,
     /// The test of its time (the table's question: did its CPU time change?), adjusted
     /// with every function row above the cutoff of the report.
     pub noise: Significance,
@@ -605,8 +606,8 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
                 delta_pct_of_run1_cpu: j.delta_pct[i].unwrap_or(0.0),
                 run1_pct_of_cpu: j.share1[i].unwrap_or(0.0),
                 run2_pct_of_cpu: j.share2[i].unwrap_or(0.0),
-                run1_sd_pct: stats::stddev_pct(&values(t1)),
-                run2_sd_pct: stats::stddev_pct(&values(t2)),
+                run1_sd_pct: (t1.len() > 1).then(|| stats::stddev_pct(&values(t1))),
+                run2_sd_pct: (t2.len() > 1).then(|| stats::stddev_pct(&values(t2))),
                 noise: Significance::unadjusted(stats::time_test(t1, t2), delta, repeated),
                 // In percentage points, as the share columns.
                 share_noise: Significance::unadjusted(stats::share_test(sh1, sh2), share_delta / 100.0, repeated)
@@ -755,6 +756,8 @@ mod tests {
         let r = &c.rows[0];
         assert_eq!((r.run1, r.run2), (None, Some(2.0)));
         assert!((r.delta_pct_of_run1_cpu - 50.0).abs() < 1e-9);
+        // One run a side: the spread over repetitions is undefined, not 0.
+        assert_eq!((r.run1_sd_pct, r.run2_sd_pct, c.run1.cpu_sd_pct), (None, None, None));
         let a = &c.rows[2];
         assert!((a.delta + 0.5).abs() < 1e-9);
         assert!((a.delta_pct_of_run1_cpu + 12.5).abs() < 1e-9);
@@ -807,7 +810,7 @@ mod tests {
         let a = row(&c, "a");
         assert_eq!(a.noise.method, Method::Welch);
         assert!((a.delta - 0.5).abs() < 1e-9);
-        assert!((a.run1_sd_pct - 100.0 * 0.1 / 3.0).abs() < 1e-9);
+        assert!((a.run1_sd_pct.unwrap() - 100.0 * 0.1 / 3.0).abs() < 1e-9);
         // s = 0.1 s a side, below each side's sampling variance n p^2 (1 - n/N) (0.0120
         // and 0.0127 s^2, the means over the repetitions), which floors it: se = 0.0908,
         // t = 5.51, nu = 4.00; scipy 1.17.1: 2*t.sf(5.5093370831701085, 3.996544666033164).

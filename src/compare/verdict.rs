@@ -188,8 +188,8 @@ mod tests {
             speed_ratio: None,
             run1_values: vec![run1],
             run2_values: vec![run2],
-            run1_sd_pct: 0.0,
-            run2_sd_pct: 0.0,
+            run1_sd_pct: None,
+            run2_sd_pct: None,
             noise,
         }
     }

@@ -239,8 +239,8 @@ fn each_counter_row<'a>(test: &'a str, counters: &'a [CounterRow], f: &mut dyn F
             run2: c.run2,
             delta: c.run1.zip(c.run2).map(|(a, b)| b - a),
             ratio: c.run1.zip(c.run2).and_then(|(a, b)| ratio(a, b)),
-            run1_sd_pct: Some(c.run1_sd_pct),
-            run2_sd_pct: Some(c.run2_sd_pct),
+            run1_sd_pct: c.run1_sd_pct,
+            run2_sd_pct: c.run2_sd_pct,
             listed: Some(c.listed),
             unit: match c.basis {
                 CounterBasis::PerOperation => "/op",
@@ -266,8 +266,8 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
         _ => profile.measure.unit.as_str(),
     };
     // A run of one has no spread: its sd% is left empty (undefined), not 0.
-    let sd1 = |x: f64| (a.repetitions > 1).then_some(x);
-    let sd2 = |x: f64| (c.repetitions > 1).then_some(x);
+    let sd1 = |x: Option<f64>| x.filter(|_| a.repetitions > 1);
+    let sd2 = |x: Option<f64>| x.filter(|_| c.repetitions > 1);
     let summary = [
         ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
         ("repetitions", a.repetitions as f64, c.repetitions as f64),

@@ -544,8 +544,8 @@ fn summary_table(c: &ProfileComparison) -> Markup {
         p.note {
             "CPU time: " (verdict(&c.cpu_noise))
             @if repeated {
-                " (sd " (format!("{:.1}", a.cpu_sd_pct)) "% and " (format!("{:.1}", b.cpu_sd_pct))
-                "% over the repetitions)"
+                " (sd " (sd_words(a.cpu_sd_pct)) " and " (sd_words(b.cpu_sd_pct))
+                " over the repetitions)"
             }
         }
         @if repeated {
@@ -558,6 +558,11 @@ fn summary_table(c: &ProfileComparison) -> Markup {
 }
 
 /// How a run's samples were taken and weighed, as the text report's notes say it.
+/// A side's standard deviation in %, `-` for a single repetition.
+fn sd_words(sd: Option<f64>) -> String {
+    sd.map_or_else(|| "-".into(), |x| format!("{x:.1}%"))
+}
+
 fn sampling_note(s: &ProfileSummary, m: &Measure) -> String {
     let period = match m.basis {
         Basis::SampledTime => format!("{} msec", msec(s.period * 1e-9)),
@@ -713,8 +718,8 @@ mod tests {
             delta_pct_of_run1_cpu: -10.0,
             run1_pct_of_cpu: 10.0,
             run2_pct_of_cpu: 0.0,
-            run1_sd_pct: 0.0,
-            run2_sd_pct: 0.0,
+            run1_sd_pct: None,
+            run2_sd_pct: None,
             noise: significant(),
             share_noise: significant(),
             above_cutoff: true,

@@ -159,10 +159,10 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     let value = |x: f64| fmt_sec(x / m.scale);
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     // One run has no spread: its sd% is undefined, not 0.
-    let sd = |x: f64, n: usize| match (repeated, n) {
+    let sd = |x: Option<f64>, n: usize| match (repeated, x.filter(|_| n > 1)) {
         (false, _) => String::new(),
-        (true, 1) => format!("{:>6}", "-"),
-        (true, _) => format!("{x:>6.1}"),
+        (true, None) => format!("{:>6}", "-"),
+        (true, Some(x)) => format!("{x:>6.1}"),
     };
     for r in c.listed() {
         let cells = format!(

@@ -175,7 +175,10 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
         // One run has no spread: its sd% is undefined, not 0.
-        let sd = |x: f64, n: usize| if n > 1 { format!(" {x:.1}") } else { " -".into() };
+        let sd = |x: Option<f64>, n: usize| match x.filter(|_| n > 1) {
+            Some(x) => format!(" {x:.1}"),
+            None => " -".into(),
+        };
         let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1)))];
         if repeated {
             cells.push(right(sd(r.run1_sd_pct, a.repetitions)));
