@@ -417,7 +417,7 @@ fn malformed_and_truncated_input_exit_2_with_location() {
         (
             "cut.script",
             "perf 1 [000] 1.0: 1 cpu-clock:\n\tffff x ([kernel.kallsyms])\n\tfff",
-            "cut.script:3:5: expected a newline: the input stops in the middle of line 3",
+            "cut.script:3:5: expected a newline: the input stops in the middle of this line",
         ),
         (
             "cut.data",

@@ -524,7 +524,7 @@ fn line_text<'t>(text: &'t str, line_no: usize, name: &str) -> Result<&'t str, P
             line_no,
             text,
             "",
-            format!("a newline: the input stops in the middle of line {line_no} (truncated?)"),
+            "a newline: the input stops in the middle of this line (truncated?)",
         ));
     };
     Ok(text.strip_suffix('\r').unwrap_or(text))

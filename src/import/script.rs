@@ -172,8 +172,11 @@ impl MissingField {
 #[derive(Default)]
 struct Tally {
     events: HashMap<String, EventTally>,
-    /// The first sample that lacks a field the filter needs.
-    missing: Option<MissingField>,
+    /// The first sample that lacks a field the filter needs, with the index of its piece
+    /// (its line counts from the piece's start until [`tally_in_pieces`] places it).
+    missing: Option<(usize, MissingField)>,
+    /// The lines of the piece (of the pieces merged, the last one's).
+    lines: usize,
 }
 
 impl Tally {
@@ -190,10 +193,10 @@ impl Tally {
         let mut t = Tally::default();
         let chain = if stacks { Chain::Full } else { Chain::Leaf };
         let mut n = 0u64;
-        for_each_sample_in_piece(piece, name, chain, at, |s| {
+        let stats = for_each_sample_in_piece(piece, name, chain, at, |s| {
             let kept = filter.is_empty() || {
                 if t.missing.is_none() {
-                    t.missing = MissingField::of(filter, s);
+                    t.missing = MissingField::of(filter, s).map(|m| (index, m));
                 }
                 let mode = s.leaf().map_or(Mode::Unknown, frame_mode);
                 let pid = s.pid.unwrap_or(-1) as u32;
@@ -210,13 +213,14 @@ impl Tally {
             e.sample(s, kept);
             n += 1;
         })?;
+        t.lines = stats.lines.saturating_sub(at.lines);
         Ok(t)
     }
 
     fn merge(&mut self, o: Tally) {
         // The earliest line wins, as a sequential read would report it.
         self.missing = match (self.missing, o.missing) {
-            (Some(a), Some(b)) => Some(if b.line < a.line { b } else { a }),
+            (Some(a), Some(b)) => Some(if (b.0, b.1.line) < (a.0, a.1.line) { b } else { a }),
             (a, b) => a.or(b),
         };
         for (k, v) in o.events {
@@ -232,26 +236,6 @@ impl Tally {
 
 /// Bytes a piece holds before it is cut at the next sample boundary.
 const PIECE_BYTES: usize = 1 << 20;
-
-/// The newlines in `b`, counted 32 bytes at a time in byte-wide lanes: the reading
-/// thread counts every piece's lines, and a plain filter-count widens each byte to 64
-/// bits (a fifth of the import's time).
-fn newlines(b: &[u8]) -> usize {
-    const LANES: usize = 32;
-    let mut total = 0;
-    // 255 rounds at most, so that no byte-wide lane overflows.
-    let mut blocks = b.chunks_exact(LANES * 255);
-    for block in &mut blocks {
-        let mut lanes = [0u8; LANES];
-        for c in block.chunks_exact(LANES) {
-            for (lane, &byte) in lanes.iter_mut().zip(c) {
-                *lane += u8::from(byte == b'\n');
-            }
-        }
-        total += lanes.iter().map(|&n| usize::from(n)).sum::<usize>();
-    }
-    total + blocks.remainder().iter().filter(|&&b| b == b'\n').count()
-}
 
 /// Reads until `buf` holds `want` bytes or the input ends; whether it ended.
 fn fill(input: &mut impl BufRead, buf: &mut Vec<u8>, want: usize, path: &Path) -> Result<bool, ImportError> {
@@ -269,7 +253,9 @@ fn fill(input: &mut impl BufRead, buf: &mut Vec<u8>, want: usize, path: &Path) -
 
 /// Reads the input in pieces of about `piece_bytes` cut at sample boundaries and parses
 /// them on every CPU (one piece inline when the input is small). Memory is bounded by the
-/// pieces in flight.
+/// pieces in flight. The reading thread does not count lines (a tenth of the import's
+/// time): each piece counts its own from 0, and the lines of errors and of the first
+/// sample that lacks a filter's field are placed once the pieces before theirs are in.
 fn tally_in_pieces(
     mut input: impl BufRead,
     name: &str,
@@ -305,12 +291,25 @@ fn tally_in_pieces(
         let mut total = Tally::default();
         // The error of the earliest piece wins, as a sequential read would report it.
         let mut error: Option<(usize, ParseError)> = None;
+        // Lines per piece, by index (a few bytes per megabyte of input).
+        let mut lines: Vec<usize> = Vec::new();
         let mut take = |(index, r): (usize, Result<Tally, ParseError>), total: &mut Tally| match r {
-            Ok(t) => total.merge(t),
+            Ok(t) => {
+                if lines.len() <= index {
+                    lines.resize(index + 1, 0);
+                }
+                lines[index] = t.lines;
+                total.merge(t);
+            }
             Err(e) if error.as_ref().map_or(true, |(i, _)| index < *i) => error = Some((index, e)),
             Err(_) => {}
         };
-        let (mut at, mut index, mut buf, mut want) = (start, 0usize, first, piece_bytes);
+        // Each piece's lines count from 0; its bytes from the start of the input.
+        let mut at = Position {
+            lines: 0,
+            bytes: start.bytes,
+        };
+        let (mut index, mut buf, mut want) = (0usize, first, piece_bytes);
         let read: Result<(), ImportError> = (|| loop {
             let ended = fill(&mut input, &mut buf, want, path)?;
             if ended && buf.is_empty() {
@@ -332,7 +331,6 @@ fn tally_in_pieces(
             want = piece_bytes;
             let rest = buf.split_off(cut);
             let here = at;
-            at.lines += newlines(&buf);
             at.bytes += buf.len() as u64;
             if work_tx.send((index, here, buf)).is_err() {
                 return Ok(());
@@ -348,10 +346,19 @@ fn tally_in_pieces(
             take(done, &mut total);
         }
         read?;
-        match error {
-            Some((_, e)) => Err(e.into()),
-            None => Ok(total),
+        // The first line of piece i: the pieces before it succeeded, or the earliest
+        // error would be theirs.
+        let base = |i: usize| start.lines + lines.iter().take(i).sum::<usize>();
+        if let Some((i, mut e)) = error {
+            if e.line > 0 {
+                e.line += base(i);
+            }
+            return Err(e.into());
         }
+        if let Some((i, m)) = &mut total.missing {
+            m.line += base(*i);
+        }
+        Ok(total)
     })
 }
 
@@ -386,7 +393,7 @@ fn header_events(input: &mut impl BufRead, name: &str, path: &Path) -> Result<(V
 pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let (listed, start) = header_events(&mut input, name, path)?;
     let mut tally = tally_in_pieces(input, name, path, opts.stacks, &opts.filter, PIECE_BYTES, start)?;
-    if let Some(m) = tally.missing {
+    if let Some((_, m)) = tally.missing {
         return Err(m.error(name));
     }
     // One event per profile: the first unless --event names another, first in the order
@@ -578,7 +585,7 @@ mod tests {
                     Position::default(),
                 )
                 .unwrap();
-                let e = t.missing.expect("a field is missing").error("t").to_string();
+                let e = t.missing.expect("a field is missing").1.error("t").to_string();
                 assert!(e.starts_with(at) && e.ends_with(fix), "{piece}: {e}");
             }
             let e = filtered(text, filter).err().unwrap().to_string();
@@ -595,13 +602,30 @@ mod tests {
     }
 
     #[test]
-    fn newlines_are_counted_across_blocks() {
-        let text: Vec<u8> = (0..20_000u32).map(|i| if i % 7 == 0 { b'\n' } else { b'x' }).collect();
-        for len in [0, 1, 31, 32, 33, 32 * 255, 32 * 255 + 1, 20_000] {
-            let want = text[..len].iter().filter(|&&b| b == b'\n').count();
-            assert_eq!(newlines(&text[..len]), want, "{len} bytes");
+    fn a_missing_field_in_a_later_piece_names_its_line_in_the_whole_input() {
+        // Every sample prints its CPU but one, after 2000 samples of 4 lines.
+        let mut text = synthetic(2000);
+        text += "dd 11 99.000000: 250000 cpu-clock: \n\tffffffff81000000 f ([kernel.kallsyms])\n\n";
+        text += &synthetic(10);
+        let filter = SampleFilter {
+            cpus: vec![0],
+            ..Default::default()
+        };
+        let start = Position { lines: 3, bytes: 0 };
+        for piece_bytes in [usize::MAX, 4096] {
+            let t = tally_in_pieces(
+                text.as_bytes(),
+                "s",
+                Path::new("s.txt"),
+                false,
+                &filter,
+                piece_bytes,
+                start,
+            )
+            .unwrap();
+            let (_, m) = t.missing.expect("the sample without its CPU");
+            assert_eq!(m.line, 3 + 2000 * 4 + 1, "{piece_bytes}-byte pieces");
         }
-        assert_eq!(newlines(&[b'\n'; 32 * 255 * 2 + 5]), 32 * 255 * 2 + 5, "every byte");
     }
 
     #[test]
