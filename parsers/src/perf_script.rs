@@ -335,7 +335,10 @@ pub fn parse_frame<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Fram
 /// address read here is a `u64` (and the leaf-only reading agrees with the full one).
 fn frame_address(i: &str) -> IResult<'_, &str> {
     terminated(
-        verify(hex_digit1, |h: &str| h.trim_start_matches('0').len() <= 16),
+        // Bytes, not chars: this runs for every frame of a large input.
+        verify(hex_digit1, |h: &str| {
+            h.len() - h.bytes().take_while(|&b| b == b'0').count() <= 16
+        }),
         field_end,
     )
     .parse(i)
@@ -493,8 +496,19 @@ enum LineKind {
     Frame,
 }
 
+/// Whether a line is blank; an ASCII character after the leading blanks answers without
+/// the Unicode-aware trim (this runs for every line of a large input).
+fn is_blank(text: &str) -> bool {
+    // The ASCII characters Unicode calls white space (is_ascii_whitespace leaves out \x0b).
+    match text.bytes().find(|b| !matches!(b, b'\t'..=b'\r' | b' ')) {
+        None => true,
+        Some(b) if b.is_ascii() => false,
+        Some(_) => text.trim().is_empty(),
+    }
+}
+
 fn classify(text: &str, none_open: bool, name: &str, line_no: usize) -> LineKind {
-    if text.trim().is_empty() {
+    if is_blank(text) {
         return LineKind::End;
     }
     if text.starts_with('#') && none_open {
@@ -571,7 +585,7 @@ fn for_each_sample_in(
     let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
     let (mut pos, mut line_no) = (0, at.lines);
     while pos < text.len() {
-        let end = text[pos..].find('\n').map_or(text.len(), |n| pos + n + 1);
+        let end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |n| pos + n + 1);
         line_no += 1;
         stats.lines = line_no;
         // The streaming reader's bound, so that a piece gives the same result either way.
@@ -607,6 +621,15 @@ mod tests {
         let mut out = Vec::new();
         for_each_sample(text.as_bytes(), "s.txt", Chain::Full, |s| out.push(format!("{s:?}")))?;
         Ok(out)
+    }
+
+    #[test]
+    fn blank_lines_are_blank_as_trim_sees_them() {
+        for line in [
+            "", " ", "\t \r", "\x0b", " \u{a0} ", "\u{2003}", "x", " \tff", " \u{a0}x", "\u{e9}",
+        ] {
+            assert_eq!(is_blank(line), line.trim().is_empty(), "{line:?}");
+        }
     }
 
     #[test]
