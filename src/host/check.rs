@@ -4,7 +4,7 @@
 use super::{clock_ticks, governors, read_trim};
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the machine looked like just before a test.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -125,36 +125,63 @@ fn process_ticks() -> HashMap<u32, (String, u64)> {
     out
 }
 
+/// A look at the machine under way: every process's CPU time when it began. It may
+/// begin before this process's own preparation (which it does not count) so that the
+/// wait overlaps that work.
+#[derive(Debug)]
+pub struct CheckWindow {
+    before: HashMap<u32, (String, u64)>,
+    began: Instant,
+}
+
+impl CheckWindow {
+    /// Begins the look.
+    pub fn begin() -> Self {
+        CheckWindow {
+            before: process_ticks(),
+            began: Instant::now(),
+        }
+    }
+
+    /// Ends the look once at least `window` has passed since it began (sleeping what is
+    /// left), ignoring this process; shares of a CPU are over the whole time looked.
+    pub fn finish(self, window: Duration) -> MachineCheck {
+        if let Some(rest) = window.checked_sub(self.began.elapsed()) {
+            std::thread::sleep(rest);
+        }
+        let after = process_ticks();
+        let looked = self.began.elapsed().as_secs_f64();
+        let hz = clock_ticks();
+        let me = std::process::id();
+        let mut busy: Vec<BusyProcess> = after
+            .iter()
+            .filter(|(pid, _)| **pid != me)
+            .filter_map(|(pid, (comm, t1))| {
+                let t0 = self.before.get(pid).map_or(0, |(_, t)| *t);
+                let pct = 100.0 * (t1.saturating_sub(t0)) as f64 / hz / looked;
+                (pct > 10.0).then(|| BusyProcess {
+                    pid: *pid,
+                    comm: comm.clone(),
+                    cpu_pct: pct,
+                })
+            })
+            .collect();
+        busy.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+        MachineCheck {
+            governors: governors(),
+            boost: boost(),
+            smt_active: read_trim("/sys/devices/system/cpu/smt/active"),
+            load1: read_trim("/proc/loadavg")
+                .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
+                .unwrap_or(0.0),
+            busy,
+        }
+    }
+}
+
 /// Looks at the machine for `window`, ignoring this process.
 pub fn check_machine(window: Duration) -> MachineCheck {
-    let before = process_ticks();
-    std::thread::sleep(window);
-    let after = process_ticks();
-    let hz = clock_ticks();
-    let me = std::process::id();
-    let mut busy: Vec<BusyProcess> = after
-        .iter()
-        .filter(|(pid, _)| **pid != me)
-        .filter_map(|(pid, (comm, t1))| {
-            let t0 = before.get(pid).map_or(0, |(_, t)| *t);
-            let pct = 100.0 * (t1.saturating_sub(t0)) as f64 / hz / window.as_secs_f64();
-            (pct > 10.0).then(|| BusyProcess {
-                pid: *pid,
-                comm: comm.clone(),
-                cpu_pct: pct,
-            })
-        })
-        .collect();
-    busy.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-    MachineCheck {
-        governors: governors(),
-        boost: boost(),
-        smt_active: read_trim("/sys/devices/system/cpu/smt/active"),
-        load1: read_trim("/proc/loadavg")
-            .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
-            .unwrap_or(0.0),
-        busy,
-    }
+    CheckWindow::begin().finish(window)
 }
 
 #[cfg(test)]
@@ -196,5 +223,27 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(c.busy.iter().any(|b| b.pid == child.id()), "{:?}", c.busy);
+    }
+
+    /// uprun begins the look before its own preparation: its own work is not counted,
+    /// and a process busy on a CPU beside it is still seen, its share over the whole look.
+    #[test]
+    fn a_look_begun_before_own_work_still_sees_a_busy_process() {
+        let window = CheckWindow::begin();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        // This process busy for 300 ms: longer than the window asked for below.
+        let spin = Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed() < Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let c = window.finish(Duration::from_millis(100));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(c.busy.iter().any(|b| b.pid == child.id()), "{:?}", c.busy);
+        assert!(!c.busy.iter().any(|b| b.pid == std::process::id()), "{:?}", c.busy);
     }
 }
