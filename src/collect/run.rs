@@ -90,9 +90,6 @@ pub struct TestContext<'a> {
     pub machine_check: Option<CheckWindow>,
 }
 
-/// How long the machine is looked at before each test, at least (`checks`).
-pub const CHECK_WINDOW: Duration = Duration::from_millis(100);
-
 /// What one test left: its status and profile (both also written to its directory).
 #[derive(Debug, Clone)]
 pub struct TestRecord {
@@ -446,7 +443,7 @@ pub fn run_test(
     if syncing.is_err() {
         sync();
     }
-    let check = window.finish(CHECK_WINDOW);
+    let check = window.finish();
     write_atomic(&dir.join("checks"), check.to_text().as_bytes())?;
 
     let started = now_utc();
