@@ -270,6 +270,14 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
     } else {
         None
     };
+    // What is dirty now (other writers' data) starts going to disk beside the rest of
+    // the preparation, so the sync before the first test has less to wait for. Not
+    // earlier: a process whose thread is in sync cannot exit, and a mistyped command
+    // line would wait for the disk.
+    let _ = std::thread::Builder::new().name("sync".into()).spawn(|| {
+        // SAFETY: sync has no preconditions.
+        unsafe { libc::sync() }
+    });
     // /proc/kallsyms is read once (the kernel formats its 5 MB as it is read): its
     // symbols are loaded from the text while a thread compresses the run's copy of it.
     let kallsyms = Arc::new(read_kallsyms_text(Path::new(PROC_KALLSYMS))?);
@@ -337,12 +345,6 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     // The look at the machine before the first test begins now: its wait (it measures
     // what else runs) passes while uprun prepares, which it does not count.
     let machine_check = CheckWindow::begin();
-    // What is dirty now (other writers' data) starts going to disk beside the
-    // preparation, so the sync before the first test has less to wait for.
-    let _ = std::thread::Builder::new().name("sync".into()).spawn(|| {
-        // SAFETY: sync has no preconditions.
-        unsafe { libc::sync() }
-    });
     let mut p = prepare(opts, out)?;
     for line in reap_orphans() {
         let _ = writeln!(out, "uprun: {line}");
