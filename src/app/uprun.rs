@@ -234,6 +234,8 @@ struct Prepared {
     counters: Option<CpuCounters>,
     symbols: KernelSymbols,
     kallsyms: Option<KallsymsCopy>,
+    /// The sync begun during the preparation; it ends before the first test starts.
+    early_sync: Option<std::thread::JoinHandle<()>>,
 }
 
 fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunError> {
@@ -274,10 +276,13 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
     // the preparation, so the sync before the first test has less to wait for. Not
     // earlier: a process whose thread is in sync cannot exit, and a mistyped command
     // line would wait for the disk.
-    let _ = std::thread::Builder::new().name("sync".into()).spawn(|| {
-        // SAFETY: sync has no preconditions.
-        unsafe { libc::sync() }
-    });
+    let early_sync = std::thread::Builder::new()
+        .name("sync".into())
+        .spawn(|| {
+            // SAFETY: sync has no preconditions.
+            unsafe { libc::sync() }
+        })
+        .ok();
     // /proc/kallsyms is read once (the kernel formats its 5 MB as it is read): its
     // symbols are loaded from the text while a thread compresses the run's copy of it.
     let kallsyms = Arc::new(read_kallsyms_text(Path::new(PROC_KALLSYMS))?);
@@ -297,6 +302,7 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
         counters,
         symbols,
         kallsyms: Some(copy),
+        early_sync,
     })
 }
 
@@ -403,6 +409,10 @@ fn run_tests(
 ) -> Result<RunOutcome, UprunError> {
     let outdir = p.claim.path.clone();
     describe_run(opts, p)?;
+    // No writeback of uprun's own making goes on during a test.
+    if let Some(h) = p.early_sync.take() {
+        let _ = h.join();
+    }
     let every = match p.samplers.fixed_period() {
         Some(ns) => format!("every {:.3} ms", ns as f64 * 1e-6),
         None => format!(
