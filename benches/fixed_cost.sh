@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # uprun's fixed cost: a run of one test that does nothing (`nothing: true`, `uprun auto
 # out`) against `perf record -a -- true`, interleaved ROUNDS times; prints the median wall
-# time, CPU time and peak memory of each and the ratio of the wall times. BASELINE=PATH
-# adds another uprun binary (an earlier build) to the same rounds. Run as root from the
-# repository root after `cargo build --release --workspace`:
+# time (and its range), CPU time and peak memory of each and the ratio of the wall times.
+# BASELINE=PATH adds another uprun binary (an earlier build) to the same rounds. Run as
+# root from the repository root after `cargo build --release --workspace`:
 #   benches/fixed_cost.sh [ROUNDS]
 set -euo pipefail
 rounds=${1:-10}
 bin="${CARGO_TARGET_DIR:-target}/release"
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+[ -x "$bin/uprun" ] || { echo "fixed_cost.sh: no $bin/uprun (build it, or set CARGO_TARGET_DIR)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -42,8 +43,11 @@ done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 col() { cut -d' ' -f"$2" "$1" | median; }
 echo "a run of one test that does nothing ($rounds rounds, medians; load $(cut -d' ' -f1 /proc/loadavg))"
-printf '%-26s %8s %8s %10s\n' "" "wall s" "CPU s" "peak KiB"
-row() { printf '%-26s %8.3f %8.3f %10d\n' "$1" "$(col "$2" 1)" "$(col "$2" 2)" "$(col "$2" 3)"; }
+printf '%-26s %8s %15s %8s %10s\n' "" "wall s" "(range)" "CPU s" "peak KiB"
+range() { cut -d' ' -f1 "$1" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.3f-%.3f", lo, hi}'; }
+row() {
+  printf '%-26s %8.3f %15s %8.3f %10d\n' "$1" "$(col "$2" 1)" "($(range "$2"))" "$(col "$2" 2)" "$(col "$2" 3)"
+}
 row "uprun auto out" uprun.txt
 [ -s base.txt ] && row "baseline uprun" base.txt
 row "perf record -a -- true" perf.txt
