@@ -8,8 +8,9 @@ use crate::collect::plan::{find_unixperf, plan, PlanError, PlannedTest, TestList
 use crate::collect::run::{run_test, RunError, TestContext};
 use crate::collect::sampler::{CpuSamplers, SamplerConfig, SamplerError};
 use crate::collect::signals::interrupted;
-use crate::collect::{load_kernel_symbols, KernelImage};
+use crate::collect::{load_kernel_symbols, KernelImage, PROC_KALLSYMS};
 use crate::fsio::Umask;
+use crate::host::check::CheckWindow;
 use crate::host::sched_features::{set_features, FeatError, Restore};
 use crate::host::tuning::{check_drop_caches, set_governor, GovernorRestore, TuningError};
 use crate::host::{online_cpus, system};
@@ -18,10 +19,10 @@ use crate::store::outdir::{
     check_rotatable, claim_dir, repetition_name, rotate_and_create, Claim, RunKind, RunMarker, Status, RUN_MARKER,
 };
 use crate::store::{now_utc, write_atomic, StoreError};
-use crate::symbols::{KernelSymbols, SymbolError};
-use std::fs::File;
+use crate::symbols::{read_kallsyms_text, KernelSymbols, SymbolError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use crate::collect::signals::install_signal_handlers;
 
@@ -185,22 +186,41 @@ impl Drop for GovernorGuard {
     }
 }
 
-/// Keeps the kernel's symbol table with the run (addresses change at every boot), so
-/// prfout can be rebuilt from samples.gz later.
-fn save_kallsyms(outdir: &Path) -> Result<(), UprunError> {
-    let io_at = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| UprunError::Io { path, source }
-    };
-    let src = Path::new("/proc/kallsyms");
-    let dst = outdir.join("kallsyms.gz");
-    let mut input = File::open(src).map_err(io_at(src))?;
-    let f = File::create(&dst).map_err(io_at(&dst))?;
-    let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
-    io::copy(&mut input, &mut gz).map_err(io_at(&dst))?;
-    gz.finish().map_err(io_at(&dst))?;
-    Ok(())
+/// The run's copy of the kernel's symbol table (`kallsyms.gz`; addresses change at every
+/// boot, so prfout can be rebuilt from samples.gz later), compressed on a thread of its
+/// own from the text the symbols were loaded from, while uprun goes on preparing.
+struct KallsymsCopy(std::thread::JoinHandle<Vec<u8>>);
+
+impl KallsymsCopy {
+    fn compress(text: Arc<String>) -> Result<Self, UprunError> {
+        std::thread::Builder::new()
+            .name("kallsyms.gz".into())
+            .spawn(move || {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                // Writing into memory cannot fail.
+                let _ = gz.write_all(text.as_bytes());
+                gz.finish().unwrap_or_default()
+            })
+            .map(KallsymsCopy)
+            .map_err(|source| UprunError::Io {
+                path: PathBuf::from(KALLSYMS_GZ),
+                source,
+            })
+    }
+
+    /// Writes `outdir/kallsyms.gz` once compressed.
+    fn save(self, outdir: &Path) -> Result<(), UprunError> {
+        let gz = self.0.join().map_err(|_| UprunError::Io {
+            path: PathBuf::from(KALLSYMS_GZ),
+            source: io::Error::other("compressing the kernel's symbol table failed"),
+        })?;
+        write_atomic(&outdir.join(KALLSYMS_GZ), &gz)?;
+        Ok(())
+    }
 }
+
+/// The run's copy of /proc/kallsyms.
+const KALLSYMS_GZ: &str = "kallsyms.gz";
 
 /// Everything checked before the output directory is touched: the options, the list,
 /// the permission to sample, the kernel image, the directory's ownership and lock.
@@ -213,6 +233,9 @@ struct Prepared {
     /// The counting events, unless the run records no counters.
     counters: Option<CpuCounters>,
     symbols: KernelSymbols,
+    kallsyms: Option<KallsymsCopy>,
+    /// The sync begun during the preparation; it ends before the first test starts.
+    early_sync: Option<std::thread::JoinHandle<()>>,
 }
 
 fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunError> {
@@ -249,7 +272,23 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
     } else {
         None
     };
-    let symbols = load_kernel_symbols(&opts.vmlinux, opts.force_vmlinux, out)?;
+    // What is dirty now (other writers' data) starts going to disk beside the rest of
+    // the preparation, so the sync before the first test has less to wait for. Not
+    // earlier: a process whose thread is in sync cannot exit, and a mistyped command
+    // line would wait for the disk.
+    let early_sync = std::thread::Builder::new()
+        .name("sync".into())
+        .spawn(|| {
+            // SAFETY: sync has no preconditions.
+            unsafe { libc::sync() }
+        })
+        .ok();
+    // /proc/kallsyms is read once (the kernel formats its 5 MB as it is read): its
+    // symbols are loaded from the text while a thread compresses the run's copy of it.
+    let kallsyms = Arc::new(read_kallsyms_text(Path::new(PROC_KALLSYMS))?);
+    let copy = KallsymsCopy::compress(Arc::clone(&kallsyms))?;
+    let symbols = load_kernel_symbols(&opts.vmlinux, opts.force_vmlinux, &kallsyms, out)?;
+    drop(kallsyms);
     check_rotatable(&claim.path, RUN_MARKER)?;
     if opts.drop_caches {
         check_drop_caches()?;
@@ -262,6 +301,8 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
         samplers,
         counters,
         symbols,
+        kallsyms: Some(copy),
+        early_sync,
     })
 }
 
@@ -287,7 +328,7 @@ fn create_outdir(opts: &UprunOptions, outdir: &Path, out: &mut dyn Write) -> Res
 }
 
 /// Writes the run's `system`, `test_list` and `kallsyms.gz`.
-fn describe_run(opts: &UprunOptions, p: &Prepared) -> Result<(), UprunError> {
+fn describe_run(opts: &UprunOptions, p: &mut Prepared) -> Result<(), UprunError> {
     let outdir = p.claim.path.as_path();
     let mut facts = system::describe(now_utc());
     facts.push(("sampling-event", p.samplers.event_name().to_string()));
@@ -298,13 +339,18 @@ fn describe_run(opts: &UprunOptions, p: &Prepared) -> Result<(), UprunError> {
     facts.push(("tool-version", format!("upcmp {}", crate::TOOL_VERSION)));
     crate::store::system::write(outdir, &facts)?;
     write_atomic(&outdir.join("test_list"), p.list.text.as_bytes())?;
-    save_kallsyms(outdir)?;
+    if let Some(copy) = p.kallsyms.take() {
+        copy.save(outdir)?;
+    }
     Ok(())
 }
 
 /// Runs the whole list. Everything that can be checked is checked before the output
 /// directory is touched: the list, the kernel image, the permission to sample.
 pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, UprunError> {
+    // The look at the machine before the first test begins now: its wait (it measures
+    // what else runs) passes while uprun prepares, which it does not count.
+    let machine_check = CheckWindow::begin();
     let mut p = prepare(opts, out)?;
     for line in reap_orphans() {
         let _ = writeln!(out, "uprun: {line}");
@@ -326,7 +372,7 @@ pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, Upr
     let umask = Umask::set(if opts.share { 0o022 } else { 0o077 });
     let outdir = p.claim.path.clone();
     let mut marker = create_outdir(opts, &outdir, out)?;
-    let result = run_tests(opts, &mut p, umask.previous(), out);
+    let result = run_tests(opts, &mut p, umask.previous(), machine_check, out);
     drop(p.samplers);
     drop(p.counters);
     let outcome = match result {
@@ -358,10 +404,15 @@ fn run_tests(
     opts: &UprunOptions,
     p: &mut Prepared,
     child_umask: u32,
+    machine_check: CheckWindow,
     out: &mut dyn Write,
 ) -> Result<RunOutcome, UprunError> {
     let outdir = p.claim.path.clone();
     describe_run(opts, p)?;
+    // No writeback of uprun's own making goes on during a test.
+    if let Some(h) = p.early_sync.take() {
+        let _ = h.join();
+    }
     let every = match p.samplers.fixed_period() {
         Some(ns) => format!("every {:.3} ms", ns as f64 * 1e-6),
         None => format!(
@@ -377,7 +428,7 @@ fn run_tests(
         outdir.display()
     );
 
-    let ctx = TestContext {
+    let mut ctx = TestContext {
         symbols: &p.symbols,
         cpus: &p.cpus,
         idle: &opts.idle,
@@ -387,6 +438,7 @@ fn run_tests(
         drop_caches: opts.drop_caches,
         export_folded: opts.export_folded,
         child_umask,
+        machine_check: Some(machine_check),
     };
     let mut outcome = RunOutcome {
         status: Status::Completed,
@@ -404,7 +456,7 @@ fn run_tests(
                 let rep = repetition_name(k as usize);
                 (outdir.join(&t.dir).join(&rep), format!("{} [{k}/{}]", t.dir, opts.runs))
             };
-            let rec = run_test(t, &dir, &label, &ctx, &mut p.samplers, p.counters.as_mut(), out)?;
+            let rec = run_test(t, &dir, &label, &mut ctx, &mut p.samplers, p.counters.as_mut(), out)?;
             if opts.stacks {
                 let run = outdir.display().to_string();
                 for w in analyse_test(&dir, &p.symbols, &rec.profile, &run, opts.user_by)? {

@@ -12,7 +12,7 @@ pub mod signals;
 use crate::host::{kernel_release, running_kernel_build_id};
 use crate::symbols::{find_vmlinux, KernelSymbols, SymbolError};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where a run's kernel symbols come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,15 +35,20 @@ impl KernelImage {
     }
 }
 
+/// Where the running kernel lists its symbols.
+pub const PROC_KALLSYMS: &str = "/proc/kallsyms";
+
 /// Loads the running kernel's symbols from `image` (module symbols always from
-/// /proc/kallsyms), saying where they came from on `say`. An ELF whose build-id is not the
-/// running kernel's is refused unless `force`.
+/// `kallsyms`, the text of /proc/kallsyms, read once by the caller, which keeps it too),
+/// saying where they came from on `say`. An ELF whose build-id is not the running
+/// kernel's is refused unless `force`.
 pub fn load_kernel_symbols(
     image: &KernelImage,
     force: bool,
+    kallsyms: &str,
     say: &mut dyn Write,
 ) -> Result<KernelSymbols, SymbolError> {
-    let kallsyms = KernelSymbols::from_kallsyms_file(Path::new("/proc/kallsyms"))?;
+    let kallsyms = KernelSymbols::from_kallsyms_text(kallsyms, PROC_KALLSYMS)?;
     let elf = match image {
         KernelImage::Auto => {
             let release = kernel_release();

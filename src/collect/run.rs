@@ -8,7 +8,7 @@ use super::plan::PlannedTest;
 use super::prepare::{run_pre, PreError};
 use super::sampler::CpuSamplers;
 use super::signals::interrupted;
-use crate::host::check::check_machine;
+use crate::host::check::CheckWindow;
 use crate::host::counters::{Snapshot, SnapshotError};
 use crate::host::tuning::{drop_caches, TuningError};
 use crate::host::{clock_ticks, current_comms};
@@ -22,6 +22,7 @@ use crate::store::{folded, now_utc, prfout, write_atomic, StoreError};
 use crate::symbols::KernelSymbols;
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -83,6 +84,10 @@ pub struct TestContext<'a> {
     pub export_folded: bool,
     /// The umask of the tests' processes (the user's; the run's own files have another).
     pub child_umask: u32,
+    /// The look at the machine before the next test when the run began it already, to
+    /// overlap its wait with the run's own preparation; taken by the next test (unless a
+    /// preparation command or a cache drop comes first: the look then starts after them).
+    pub machine_check: Option<CheckWindow>,
 }
 
 /// What one test left: its status and profile (both also written to its directory).
@@ -261,9 +266,58 @@ fn spawn_copies(
     Ok(children)
 }
 
+/// How often the ring buffers are drained while a test runs.
+const DRAIN_EVERY: Duration = Duration::from_millis(20);
+
+/// Wakes the sampling loop when a copy of the test ends, so a short test's window closes
+/// when it ends rather than at the next drain (up to 20 ms later).
+struct ExitWatch {
+    /// One pidfd per copy; empty where the kernel has none (before 5.3): the loop then
+    /// only sleeps.
+    pidfds: Vec<OwnedFd>,
+}
+
+impl ExitWatch {
+    fn new(children: &[Child]) -> Self {
+        let mut pidfds = Vec::new();
+        for c in children {
+            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, c.id() as libc::pid_t, 0) };
+            if fd < 0 {
+                return ExitWatch { pidfds: Vec::new() };
+            }
+            // SAFETY: fd was just returned by pidfd_open and is owned by nothing else.
+            pidfds.push(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        }
+        ExitWatch { pidfds }
+    }
+
+    /// Waits at most `timeout` for a copy not yet ended (`codes[i]` None) to end.
+    fn wait(&self, codes: &[Option<i32>], timeout: Duration) {
+        if self.pidfds.len() != codes.len() {
+            std::thread::sleep(timeout);
+            return;
+        }
+        let mut fds: Vec<libc::pollfd> = self
+            .pidfds
+            .iter()
+            .zip(codes)
+            .filter(|(_, code)| code.is_none())
+            .map(|(fd, _)| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: fds is a valid array of fds.len() pollfd structures for the call.
+        // A signal ends the wait early (EINTR); the loop then looks at what happened.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.as_millis() as i32) };
+    }
+}
+
 /// Samples until every copy has ended (a signal ends the test's whole group: SIGTERM,
-/// then SIGKILL after 3 s), draining the buffers every 20 ms. The wall time runs from
-/// `t0`, when sampling was enabled, to when it is disabled.
+/// then SIGKILL after 3 s), draining the buffers every 20 ms and when a copy ends. The
+/// wall time runs from `t0`, when sampling was enabled, to when it is disabled.
 fn sample_until_done(
     t0: Instant,
     mut children: Vec<Child>,
@@ -274,6 +328,7 @@ fn sample_until_done(
     samplers: &mut CpuSamplers,
 ) -> Ended {
     let mut codes: Vec<Option<i32>> = vec![None; children.len()];
+    let exits = ExitWatch::new(&children);
     let tty = io::IsTerminal::is_terminal(&io::stderr());
     let mut last_progress = Instant::now();
     let mut interrupt_at: Option<Instant> = None;
@@ -303,7 +358,7 @@ fn sample_until_done(
             last_progress = Instant::now();
             eprint!("\r  {dir_name} running for {:.0} s ", t0.elapsed().as_secs_f64());
         }
-        std::thread::sleep(Duration::from_millis(20));
+        exits.wait(&codes, DRAIN_EVERY);
     }
     samplers.disable();
     let wall_sec = t0.elapsed().as_secs_f64();
@@ -357,7 +412,7 @@ pub fn run_test(
     t: &PlannedTest,
     dir: &Path,
     label: &str,
-    ctx: &TestContext,
+    ctx: &mut TestContext,
     samplers: &mut CpuSamplers,
     counters: Option<&mut CpuCounters>,
     out: &mut dyn Write,
@@ -375,14 +430,28 @@ pub fn run_test(
     if ctx.drop_caches {
         drop_caches()?;
     }
-    let check = check_machine(Duration::from_millis(100));
+    let begun = ctx.machine_check.take();
+    let window = match begun {
+        Some(w) if ctx.pre.is_none() && !ctx.drop_caches => w,
+        _ => CheckWindow::begin(),
+    };
+    // Dirty data (the run's files, other writers') is written back before the test rather
+    // than during it; the sync waits on the disk beside the check's wait.
+    // SAFETY: sync has no preconditions.
+    let sync = || unsafe { libc::sync() };
+    let syncing = std::thread::Builder::new().name("sync".into()).spawn(sync);
+    if syncing.is_err() {
+        sync();
+    }
+    let check = window.finish();
     write_atomic(&dir.join("checks"), check.to_text().as_bytes())?;
 
     let started = now_utc();
     let _ = writeln!(out, "{} Running {label} ({}) test...", local_hms(), t.shown_args);
 
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
+    if let Ok(h) = syncing {
+        let _ = h.join();
+    }
     let mut rec = Recorder {
         profile: RecordProfiler::new(ctx.symbols, ctx.cpus, ctx.user_by, samplers.fixed_period().unwrap_or(1)),
         samples: SamplesWriter::create(&dir.join("samples.gz"))?,

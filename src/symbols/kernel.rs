@@ -248,6 +248,32 @@ fn is_pseudo_module(module: &str) -> bool {
 /// 20 MB).
 pub const KALLSYMS_CAP: u64 = 256 << 20;
 
+/// The text of a kallsyms file (`.gz` files are decompressed): a regular file only, of at
+/// most [`KALLSYMS_CAP`] bytes of text. uprun reads /proc/kallsyms once with this, to load
+/// its symbols and to keep its copy (`kallsyms.gz`) from the same text.
+pub fn read_kallsyms_text(path: &Path) -> Result<String, SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // A regular file only, and at most KALLSYMS_CAP bytes of text, also once
+    // decompressed: /dev/zero or a gzip bomb stop there. (Not mmap: /proc files have
+    // no size.)
+    let file = fsio::open_regular(path, Links::Follow).map_err(io)?;
+    let bytes = if path.extension().is_some_and(|e| e == "gz") {
+        fsio::read_capped(flate2::read::GzDecoder::new(file), KALLSYMS_CAP)
+    } else {
+        fsio::read_capped(file, KALLSYMS_CAP)
+    }
+    .map_err(io)?;
+    String::from_utf8(bytes).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        ))
+    })
+}
+
 impl KernelSymbols {
     /// Text symbols from a kallsyms file (normally /proc/kallsyms). `origin` names it in
     /// errors and in [`describe`](Self::describe).
@@ -310,26 +336,7 @@ impl KernelSymbols {
     /// Reads a kallsyms file (`.gz` files are decompressed) and loads its symbols.
     /// A regular file only, of at most [`KALLSYMS_CAP`] bytes of text.
     pub fn from_kallsyms_file(path: &Path) -> Result<Self, SymbolError> {
-        let io = |source| SymbolError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        // A regular file only, and at most KALLSYMS_CAP bytes of text, also once
-        // decompressed: /dev/zero or a gzip bomb stop there. (Not mmap: /proc files have
-        // no size.)
-        let file = fsio::open_regular(path, Links::Follow).map_err(io)?;
-        let bytes = if path.extension().is_some_and(|e| e == "gz") {
-            fsio::read_capped(flate2::read::GzDecoder::new(file), KALLSYMS_CAP)
-        } else {
-            fsio::read_capped(file, KALLSYMS_CAP)
-        }
-        .map_err(io)?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
-            ))
-        })?;
+        let text = read_kallsyms_text(path)?;
         Self::from_kallsyms_text(&text, &path.display().to_string())
     }
 
