@@ -265,9 +265,6 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
         Basis::EventCount => a.event.as_str(),
         _ => profile.measure.unit.as_str(),
     };
-    // A run of one has no spread: its sd% is left empty (undefined), not 0.
-    let sd1 = |x: Option<f64>| x.filter(|_| a.repetitions > 1);
-    let sd2 = |x: Option<f64>| x.filter(|_| c.repetitions > 1);
     let summary = [
         ("cpus", f64::from(a.cpus), f64::from(c.cpus)),
         ("repetitions", a.repetitions as f64, c.repetitions as f64),
@@ -290,8 +287,9 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             ..Row::new(test, "summary", k)
         };
         if k == "cpu" {
-            row.run1_sd_pct = sd1(a.cpu_sd_pct);
-            row.run2_sd_pct = sd2(c.cpu_sd_pct);
+            // A run of one has no spread: None, an empty field.
+            row.run1_sd_pct = a.cpu_sd_pct;
+            row.run2_sd_pct = c.cpu_sd_pct;
             row = row.with_noise(&profile.cpu_noise);
         }
         out(row);
@@ -304,8 +302,8 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             delta_pct_of_run1_cpu: Some(f.delta_pct_of_run1_cpu),
             run1_pct_of_cpu: Some(f.run1_pct_of_cpu),
             run2_pct_of_cpu: Some(f.run2_pct_of_cpu),
-            run1_sd_pct: sd1(f.run1_sd_pct),
-            run2_sd_pct: sd2(f.run2_sd_pct),
+            run1_sd_pct: f.run1_sd_pct,
+            run2_sd_pct: f.run2_sd_pct,
             listed: Some(f.listed),
             unit,
             share_p_value: f.share_noise.p_value,

@@ -57,16 +57,21 @@ fn row(out: &mut dyn Write, name: &str, name_width: usize, cells: &str) -> io::R
     writeln!(out, "{:<name_width$}{cells}", "")
 }
 
+/// An sd% column's cell: empty when no side is repeated (no column), `-` for a side of
+/// one run (its spread is undefined, not 0).
+fn sd_cell(sd: Option<f64>, shown: bool) -> String {
+    match (shown, sd) {
+        (false, _) => String::new(),
+        (true, None) => format!("{:>6}", "-"),
+        (true, Some(x)) => format!("{x:>6.1}"),
+    }
+}
+
 fn bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "(no benchmark results in either upout)");
     }
     let repeated = rows.iter().any(|r| r.noise.is_some());
-    let sd = |x: Option<f64>, n: bool| match (n, x) {
-        (false, _) => String::new(),
-        (true, None) => format!("{:>6}", "-"),
-        (true, Some(x)) => format!("{x:>6.1}"),
-    };
     let head_sd = if repeated { "   sd%" } else { "" };
     let head_test = if repeated { "  95% test" } else { "" };
     writeln!(out, "Benchmark")?;
@@ -95,9 +100,9 @@ fn bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
             out,
             "  {:>10}{}{:>11}{}{:>8}{verdict}",
             v(r.run1),
-            sd(r.sd_pct(1), repeated),
+            sd_cell(r.sd_pct(1), repeated),
             v(r.run2),
-            sd(r.sd_pct(2), repeated),
+            sd_cell(r.sd_pct(2), repeated),
             fmt_ratio(r.speed_ratio)
         )?;
     }
@@ -158,19 +163,13 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     writeln!(out, "{}", "-".repeat(WIDTH - 2))?;
     let value = |x: f64| fmt_sec(x / m.scale);
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
-    // One run has no spread: its sd% is undefined, not 0.
-    let sd = |x: Option<f64>, n: usize| match (repeated, x.filter(|_| n > 1)) {
-        (false, _) => String::new(),
-        (true, None) => format!("{:>6}", "-"),
-        (true, Some(x)) => format!("{x:>6.1}"),
-    };
     for r in c.listed() {
         let cells = format!(
             "{:>10}{}{:>10}{}{:>10}{:>8}  {}",
             opt(r.run1),
-            sd(r.run1_sd_pct, a.repetitions),
+            sd_cell(r.run1_sd_pct, repeated),
             opt(r.run2),
-            sd(r.run2_sd_pct, b.repetitions),
+            sd_cell(r.run2_sd_pct, repeated),
             value(r.delta),
             fmt_pct(r.delta_pct_of_run1_cpu),
             r.noise.verdict.word()

@@ -174,18 +174,15 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     let value = |x: f64| fmt_sec(x / m.scale);
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
     for r in c.listed() {
-        // One run has no spread: its sd% is undefined, not 0.
-        let sd = |x: Option<f64>, n: usize| match x.filter(|_| n > 1) {
-            Some(x) => format!(" {x:.1}"),
-            None => " -".into(),
-        };
+        // One run has no spread: its sd% is undefined (None), not 0.
+        let sd = |x: Option<f64>| x.map_or_else(|| " -".into(), |x| format!(" {x:.1}"));
         let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1)))];
         if repeated {
-            cells.push(right(sd(r.run1_sd_pct, a.repetitions)));
+            cells.push(right(sd(r.run1_sd_pct)));
         }
         cells.push(right(format!("  {}", opt(r.run2))));
         if repeated {
-            cells.push(right(sd(r.run2_sd_pct, b.repetitions)));
+            cells.push(right(sd(r.run2_sd_pct)));
         }
         cells.extend([
             right(format!("  {}", value(r.delta))),
