@@ -99,8 +99,6 @@ pub struct UpcmpOutput {
     pub comparison: RunComparison,
     /// The text report, as written to `RESULTS_DIR/results`.
     pub report: Vec<u8>,
-    /// The files written into the results directory, marker aside.
-    pub files: Vec<String>,
     /// The earlier results directories moved aside (none is ever deleted).
     pub moved: Vec<Moved>,
     /// Where the results are (RESULTS_DIR without trailing slashes).
@@ -288,7 +286,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 }
                 Ok(run)
             };
-            // The runs are read side by side: at 10^5 functions each takes a tenth of the whole.
+            // The runs are read side by side: they share nothing until compared.
             let (mut run1, mut run2, mut others) = std::thread::scope(|s| {
                 let run2 = s.spawn(|| load(dir2));
                 let rest = (|| {
@@ -326,15 +324,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     }
     // Each file goes to disk as it is rendered (results.json is 0.9 kB per function
     // row), and the two largest are rendered beside the rest: at 10^5 functions each
-    // takes about as long as everything else.
-    let mut names: Vec<String> = vec!["results".into(), "results.csv".into(), "results.json".into()];
-    if cfg!(feature = "parquet") {
-        names.push("results.parquet".into());
-    }
-    if opts.html {
-        names.push("results.html".into());
-    }
-    names.extend(stack_files.iter().map(|(n, _)| n.clone()));
+    // takes about twice as long as results.csv.
     let moved = publish_dir_with(results_dir, RESULTS_MARKER, |dir| {
         let dir = &*dir;
         std::thread::scope(|s| {
@@ -374,7 +364,6 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     Ok(UpcmpOutput {
         comparison: cmp,
         report,
-        files: names,
         moved,
         results_dir: results_dir.to_path_buf(),
     })
