@@ -283,6 +283,21 @@ seq!(
     SerializeTupleStruct::serialize_field
 );
 
+/// The table [`write_table`] writes for `rows`, read back: its keys and its rows.
+#[cfg(test)]
+pub(crate) fn read_back<T: Serialize>(rows: &[T]) -> (Vec<String>, Vec<serde_json::Value>) {
+    let mut json = Vec::new();
+    write_table(rows, &mut json).unwrap();
+    let t: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let keys = t["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    (keys, t["rows"].as_array().unwrap().clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,12 +325,6 @@ mod tests {
         values: Vec<f64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         late: Option<u32>,
-    }
-
-    fn table(rows: &[Row]) -> serde_json::Value {
-        let mut json = Vec::new();
-        write_table(rows, &mut json).unwrap();
-        serde_json::from_slice(&json).unwrap()
     }
 
     #[test]
@@ -346,13 +355,7 @@ mod tests {
                 late: Some(7),
             },
         ];
-        let t = table(&rows);
-        let keys: Vec<&str> = t["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k.as_str().unwrap())
-            .collect();
+        let (keys, r) = read_back(&rows);
         assert_eq!(
             keys,
             [
@@ -368,7 +371,6 @@ mod tests {
                 "late"
             ]
         );
-        let r = &t["rows"];
         assert_eq!(
             r[0],
             serde_json::json!(["a\"<b>", 1.5, null, "w", null, "sampled_time", [1.0, 2.5]])
