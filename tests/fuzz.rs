@@ -12,8 +12,8 @@ use crate::util::testdata;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use upcmp::import::fuzz::{check_perf_data, check_perf_script};
-use upcmp_parsers::harness::{measured, CountingAllocator};
-use upcmp_parsers::mutate::{mutate, mutate_binary, Rng};
+use upcmp_parsers::harness::{self, measured, CountingAllocator};
+use upcmp_parsers::mutate::{mutate, mutate_binary};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -55,68 +55,17 @@ fn memory_bound(input_len: usize) -> isize {
 /// An import of a small input takes far less, on a busy machine too: this catches hangs.
 const TIME_BOUND: Duration = Duration::from_secs(20);
 
-/// Runs `target`'s check on `data`, measured: a panic, more memory than
-/// [`memory_bound`] or more time than [`TIME_BOUND`] is a failure.
+/// Runs `target`'s check on `data` within [`memory_bound`] and [`TIME_BOUND`].
 fn run(target: Target, data: &[u8]) -> Result<(), String> {
-    let m = measured(|| target.check(data));
-    let (used, elapsed) = (m.peak_bytes, m.elapsed);
-    if let Err(message) = m.outcome {
-        return Err(format!("panicked: {message}"));
-    }
-    if used > memory_bound(data.len()) {
-        return Err(format!("held {used} bytes for an input of {}", data.len()));
-    }
-    if elapsed > TIME_BOUND {
-        return Err(format!("took {elapsed:?}"));
-    }
-    Ok(())
+    harness::within_bounds(data.len(), memory_bound(data.len()), TIME_BOUND, || target.check(data))
 }
 
-/// The files of `testdata/fuzz/TARGET/`, sorted.
 fn corpus(target: Target) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = testdata(&format!("fuzz/{}", target.name()));
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries.map(|e| e.expect("a directory entry").path()).collect(),
-        Err(_) => Vec::new(),
-    };
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p, data)
-        })
-        .collect()
+    harness::corpus_files(&testdata(&format!("fuzz/{}", target.name())))
 }
 
-/// The seeds of `target` in `testdata/fuzz/seeds.list`.
 fn listed_seeds(target: Target) -> Vec<(PathBuf, Vec<u8>)> {
-    let text = std::fs::read_to_string(testdata("fuzz/seeds.list")).expect("testdata/fuzz/seeds.list");
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(t, _)| *t == target.name())
-        .map(|(_, path)| {
-            let p = repo.join(path.trim());
-            let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{} (seeds.list): {e}", p.display()));
-            (p, data)
-        })
-        .collect()
-}
-
-/// Writes a failing input where a developer finds it, and says how to keep it.
-fn report(target: Target, what: &str, data: &[u8], failure: &str) -> String {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
-    std::fs::create_dir_all(&dir).expect("target/tmp/fuzz-failures");
-    let file = dir.join(format!("{}-{what}", target.name()));
-    std::fs::write(&file, data).expect("writing a failing input");
-    format!(
-        "{} {what}: {failure} (input written to {}; once fixed, copy it to testdata/fuzz/{}/)",
-        target.name(),
-        file.display(),
-        target.name()
-    )
+    harness::listed_seeds(Path::new(env!("CARGO_MANIFEST_DIR")), target.name())
 }
 
 #[test]
@@ -137,35 +86,18 @@ fn every_import_seed_imports_and_every_corpus_input_returns_within_bounds() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Mutated inputs a target: `UPCMP_MUTATIONS`, default 100.
-fn mutations() -> usize {
-    std::env::var("UPCMP_MUTATIONS")
-        .ok()
-        .map(|v| v.parse().expect("UPCMP_MUTATIONS: a whole number"))
-        .unwrap_or(100)
-}
+/// Mutated inputs a target by default (`UPCMP_MUTATIONS` sets it).
+const MUTATIONS: usize = 100;
 
 fn mutation_pass(target: Target) {
     let mut seeds: Vec<Vec<u8>> = listed_seeds(target).into_iter().map(|s| s.1).collect();
     seeds.extend(corpus(target).into_iter().map(|s| s.1));
-    // The target's name seeds the generator: each gets its own sequence.
-    let mut rng = Rng(target.name().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    }));
-    let mut failures = Vec::new();
-    for k in 0..mutations() {
-        let seed = rng.pick(&seeds).clone();
-        let input = match target {
-            Target::PerfData => mutate_binary(&mut rng, &seed, &seeds),
-            Target::PerfScript => mutate(&mut rng, &seed, &seeds),
-        };
-        if let Err(f) = run(target, &input) {
-            failures.push(report(target, &format!("mutation-{k}"), &input, &f));
-            if failures.len() >= 5 {
-                break;
-            }
-        }
-    }
+    let mutator = match target {
+        Target::PerfData => mutate_binary,
+        Target::PerfScript => mutate,
+    };
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
+    let failures = harness::mutation_pass(target.name(), &seeds, MUTATIONS, mutator, |d| run(target, d), &keep);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -1,7 +1,8 @@
 //! Every parser of this crate run on raw bytes, checking what must hold whatever the input.
 //!
 //! The fuzz targets (`fuzz/`, one per [`Format`]) and the stable corpus and mutation tests
-//! (`parsers/tests/fuzz_corpus.rs`) share this module, so an input that fails under the
+//! (`parsers/tests/fuzz_corpus.rs`, and the importers' `tests/fuzz.rs`, which also take
+//! its bounded run, corpus reading and mutation pass) share this module, so an input that fails under the
 //! fuzzer fails the same way in `cargo test`. [`Format::check`] panics when a property does
 //! not hold, and lets a parser's own panic through: both are what a fuzzer reports.
 //! Memory and time are bounded by the callers (libFuzzer's `-rss_limit_mb` and `-timeout`,
@@ -226,6 +227,115 @@ pub fn measured<R>(f: impl FnOnce() -> R) -> Measured<R> {
         elapsed: start.elapsed(),
         peak_bytes: PEAK.with(std::cell::Cell::get) - base,
     }
+}
+
+/// Runs `f` [`measured`]: a panic, more than `max_bytes` held or more than `max_time`
+/// taken is a failure, said in words (`input_len` is the input's size, for the message).
+pub fn within_bounds<R>(
+    input_len: usize,
+    max_bytes: isize,
+    max_time: std::time::Duration,
+    f: impl FnOnce() -> R,
+) -> Result<(), String> {
+    let m = measured(f);
+    if let Err(message) = m.outcome {
+        return Err(format!("panicked: {message}"));
+    }
+    if m.peak_bytes > max_bytes {
+        return Err(format!(
+            "held {} bytes for an input of {input_len} (bound {max_bytes})",
+            m.peak_bytes
+        ));
+    }
+    if m.elapsed > max_time {
+        return Err(format!("took {:?}", m.elapsed));
+    }
+    Ok(())
+}
+
+/// The files of `dir` (a target's corpus, `testdata/fuzz/TARGET/`), sorted, with their
+/// bytes; none when the directory does not exist.
+pub fn corpus_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files: Vec<std::path::PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.map(|e| e.expect("a directory entry").path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, data)
+        })
+        .collect()
+}
+
+/// The seed files of `target` that `testdata/fuzz/seeds.list` of the repository at `repo`
+/// lists (`TARGET PATH` lines, paths from the repository's root), with their bytes.
+pub fn listed_seeds(repo: &std::path::Path, target: &str) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let text = std::fs::read_to_string(repo.join("testdata/fuzz/seeds.list")).expect("testdata/fuzz/seeds.list");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(t, _)| *t == target)
+        .map(|(_, path)| {
+            let p = repo.join(path.trim());
+            let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{} (seeds.list): {e}", p.display()));
+            (p, data)
+        })
+        .collect()
+}
+
+/// Mutated inputs a target: `UPCMP_MUTATIONS`, else `default`.
+pub fn mutations(default: usize) -> usize {
+    std::env::var("UPCMP_MUTATIONS")
+        .ok()
+        .map(|v| v.parse().expect("UPCMP_MUTATIONS: a whole number"))
+        .unwrap_or(default)
+}
+
+/// A mutator of [`crate::mutate`]: an input from a seed and the other seeds.
+pub type Mutator = fn(&mut crate::mutate::Rng, &[u8], &[Vec<u8>]) -> Vec<u8>;
+
+/// A mutation pass: [`mutations`]`(default)` inputs made by `mutate` from `seeds`, with a
+/// generator seeded by `target`'s name (each target its own sequence, the same on every
+/// machine), each given to `check`. Returns the failures (at most 5), each input written
+/// to `keep_dir` by [`keep_failure`].
+pub fn mutation_pass(
+    target: &str,
+    seeds: &[Vec<u8>],
+    default: usize,
+    mutate: Mutator,
+    mut check: impl FnMut(&[u8]) -> Result<(), String>,
+    keep_dir: &std::path::Path,
+) -> Vec<String> {
+    let mut rng = crate::mutate::Rng(target.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    }));
+    let mut failures = Vec::new();
+    for k in 0..mutations(default) {
+        let seed = rng.pick(seeds).clone();
+        let input = mutate(&mut rng, &seed, seeds);
+        if let Err(f) = check(&input) {
+            failures.push(keep_failure(keep_dir, target, &format!("mutation-{k}"), &input, &f));
+            if failures.len() >= 5 {
+                break;
+            }
+        }
+    }
+    failures
+}
+
+/// Writes a failing input to `dir` (`target/tmp/fuzz-failures/`) where a developer finds
+/// it, and says how to keep it.
+pub fn keep_failure(dir: &std::path::Path, target: &str, what: &str, data: &[u8], failure: &str) -> String {
+    std::fs::create_dir_all(dir).expect("target/tmp/fuzz-failures");
+    let file = dir.join(format!("{target}-{what}"));
+    std::fs::write(&file, data).expect("writing a failing input");
+    format!(
+        "{target} {what}: {failure} (input written to {}; once fixed, copy it to testdata/fuzz/{target}/)",
+        file.display()
+    )
 }
 
 fn assert_name(name: &str) {

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use upcmp_parsers::harness::{measured, CountingAllocator, Format};
+use upcmp_parsers::harness::{self, measured, CountingAllocator, Format};
 use upcmp_parsers::mutate::{mutate, Rng};
 
 #[global_allocator]
@@ -28,80 +28,21 @@ fn memory_bound(input_len: usize) -> isize {
 /// `-timeout` as the fuzz runs use it, and it catches hangs, not slowness.
 const TIME_BOUND: Duration = Duration::from_secs(5);
 
-/// What went wrong with one input.
-struct Failure(String);
-
-/// Runs `format`'s checks on `data` and measures them: a panic, more memory than
-/// [`memory_bound`] or more time than [`TIME_BOUND`] is a failure.
-fn run(format: Format, data: &[u8]) -> Result<(), Failure> {
-    let m = measured(|| format.check(data));
-    let (used, elapsed) = (m.peak_bytes, m.elapsed);
-    if let Err(message) = m.outcome {
-        return Err(Failure(format!("panicked: {message}")));
-    }
-    if used > memory_bound(data.len()) {
-        return Err(Failure(format!(
-            "held {used} bytes for an input of {} (bound {})",
-            data.len(),
-            memory_bound(data.len())
-        )));
-    }
-    if elapsed > TIME_BOUND {
-        return Err(Failure(format!("took {elapsed:?}")));
-    }
-    Ok(())
+/// Runs `format`'s checks on `data` within [`memory_bound`] and [`TIME_BOUND`].
+fn run(format: Format, data: &[u8]) -> Result<(), String> {
+    harness::within_bounds(data.len(), memory_bound(data.len()), TIME_BOUND, || format.check(data))
 }
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The files of `testdata/fuzz/TARGET/`, sorted; none when the directory does not exist.
 fn corpus(format: Format) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = repo().join("testdata/fuzz").join(format.name());
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries.map(|e| e.expect("a directory entry").path()).collect(),
-        Err(_) => Vec::new(),
-    };
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p, data)
-        })
-        .collect()
+    harness::corpus_files(&repo().join("testdata/fuzz").join(format.name()))
 }
 
-/// The seed files of `format` listed in `testdata/fuzz/seeds.list`.
 fn listed_seeds(format: Format) -> Vec<(PathBuf, Vec<u8>)> {
-    let list = repo().join("testdata/fuzz/seeds.list");
-    let text = std::fs::read_to_string(&list).expect("testdata/fuzz/seeds.list");
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(target, _)| *target == format.name())
-        .map(|(_, path)| {
-            let p = repo().join(path.trim());
-            let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{} (seeds.list): {e}", p.display()));
-            (p, data)
-        })
-        .collect()
-}
-
-/// Writes a failing input where a developer finds it, and says how to keep it.
-fn report(format: Format, what: &str, data: &[u8], failure: &Failure) -> String {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
-    std::fs::create_dir_all(&dir).expect("target/tmp/fuzz-failures");
-    let file = dir.join(format!("{}-{what}", format.name()));
-    std::fs::write(&file, data).expect("writing a failing input");
-    format!(
-        "{} {what}: {} (input written to {}; once fixed, copy it to testdata/fuzz/{}/)",
-        format.name(),
-        failure.0,
-        file.display(),
-        format.name()
-    )
+    harness::listed_seeds(&repo(), format.name())
 }
 
 #[test]
@@ -112,7 +53,7 @@ fn every_corpus_input_returns_within_bounds() {
         for (path, data) in corpus(format) {
             inputs += 1;
             if let Err(f) = run(format, &data) {
-                failures.push(format!("{}: {}", path.display(), f.0));
+                failures.push(format!("{}: {f}", path.display()));
             }
         }
     }
@@ -183,32 +124,14 @@ fn a_stream_without_newlines_is_read_in_bounded_memory() {
     }
 }
 
-/// Mutated inputs per format: `UPCMP_MUTATIONS`, default 400.
-fn mutations() -> usize {
-    std::env::var("UPCMP_MUTATIONS")
-        .ok()
-        .map(|v| v.parse().expect("UPCMP_MUTATIONS: a whole number"))
-        .unwrap_or(400)
-}
+/// Mutated inputs per format by default (`UPCMP_MUTATIONS` sets it; CI runs more).
+const MUTATIONS: usize = 400;
 
 fn mutation_pass(format: Format) {
     let mut seeds: Vec<Vec<u8>> = listed_seeds(format).into_iter().map(|s| s.1).collect();
     seeds.extend(corpus(format).into_iter().map(|s| s.1));
-    // The format's name seeds the generator: each format gets its own sequence.
-    let mut rng = Rng(format.name().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    }));
-    let mut failures = Vec::new();
-    for k in 0..mutations() {
-        let seed = rng.pick(&seeds).clone();
-        let input = mutate(&mut rng, &seed, &seeds);
-        if let Err(f) = run(format, &input) {
-            failures.push(report(format, &format!("mutation-{k}"), &input, &f));
-            if failures.len() >= 5 {
-                break;
-            }
-        }
-    }
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
+    let failures = harness::mutation_pass(format.name(), &seeds, MUTATIONS, mutate, |d| run(format, d), &keep);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
