@@ -19,8 +19,7 @@ set -euo pipefail
 dir=${1:-/var/tmp/upcmp-compare-bench}
 secs=${SECS:-120}
 runs=${RUNS:-5}
-bin=${BIN:-${CARGO_TARGET_DIR:-target}/release}
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+. "$(dirname "$0")/common.sh"
 for t in perf inferno-collapse-perf /usr/bin/time bc; do
     command -v "$t" >/dev/null || { echo "needs $t (inferno: cargo install inferno; time: apt-get install time)" >&2; exit 2; }
 done

@@ -12,13 +12,10 @@ rounds=${1:-7}
 shift || true
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(-getpid -loop 3000000 -repeat 1)
-bin="${CARGO_TARGET_DIR:-target}/release"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/common.sh"
+scratch
 cd "$work"
 
-rate() { awk '/ trep @ /{gsub(/[()]/,""); for(i=1;i<=NF;i++) if ($i ~ /\/sec:?$/) {sub(/\/sec:?/,"",$i); print $i}}' "$1" | tail -1; }
 printf 'work: %s %s\n' "$bin/unixperf" "${args[*]}" > test_list
 
 with=() without=() twith=() twithout=()

@@ -7,11 +7,9 @@
 #   benches/fixed_cost.sh [ROUNDS]
 set -euo pipefail
 rounds=${1:-10}
-bin="${CARGO_TARGET_DIR:-target}/release"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+. "$(dirname "$0")/common.sh"
 [ -x "$bin/uprun" ] || { echo "fixed_cost.sh: no $bin/uprun (build it, or set CARGO_TARGET_DIR)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+scratch
 cd "$work"
 echo "nothing: true" > test_list
 

@@ -20,8 +20,7 @@ set -euo pipefail
 dir=${1:-/var/tmp/upcmp-growth-bench}
 runs=${RUNS:-3}
 freq=20000
-bin=${BIN:-${CARGO_TARGET_DIR:-target}/release}
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+. "$(dirname "$0")/common.sh"
 for t in perf /usr/bin/time bc; do
     command -v "$t" >/dev/null || { echo "needs $t" >&2; exit 2; }
 done

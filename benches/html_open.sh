@@ -9,15 +9,13 @@
 set -euo pipefail
 functions=${1:-100000}
 samples=${2:-1000000}
-bin="${CARGO_TARGET_DIR:-target}/release"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+. "$(dirname "$0")/common.sh"
 [ -x "$bin/upcmp" ] || { echo "no $bin/upcmp: cargo build --release first" >&2; exit 1; }
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome) || {
   echo "needs a headless browser: apt-get install chromium" >&2
   exit 1
 }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+scratch
 
 python3 "$(dirname "$0")/synthetic_runs.py" "$work" "$functions" "$samples"
 

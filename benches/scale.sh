@@ -6,10 +6,8 @@
 set -euo pipefail
 functions=${1:-100000}
 samples=${2:-1000000}
-bin=${BIN:-${CARGO_TARGET_DIR:-target}/release}
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/common.sh"
+scratch
 
 python3 "$(dirname "$0")/synthetic_runs.py" "$work" "$functions" "$samples"
 

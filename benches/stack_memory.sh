@@ -7,10 +7,8 @@
 #   benches/stack_memory.sh [SAMPLES]
 set -euo pipefail
 samples=${1:-1000000}
-bin="${CARGO_TARGET_DIR:-target}/release"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/common.sh"
+scratch
 cd "$work"
 
 # A real (tiny) upsrun run gives the directory layout, prfout and kallsyms.gz.
