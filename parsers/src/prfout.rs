@@ -693,9 +693,8 @@ end
         assert!(e.expected.contains("cpu 1's 8 samples"), "{e}");
     }
 
-    #[test]
-    fn weights_of_version_2() {
-        let text = "upcmp-prfout 2
+    /// A version 2 profile of an event: one row with weights, one without.
+    const WEIGHTED: &str = "upcmp-prfout 2
 test t
 event cycles
 unit events
@@ -711,6 +710,10 @@ functions 2
      1    1 [kernel] b
 end
 ";
+
+    #[test]
+    fn weights_of_version_2() {
+        let text = WEIGHTED;
         let p = parse_prfout(text, "v2").unwrap();
         assert_eq!((p.unit.as_str(), p.period), ("events", 1000.0));
         assert_eq!(p.cpus[0].weight, Some(3500));
@@ -837,23 +840,9 @@ end
         // Two names that differ only past the bound: one row, counts and weights added
         // (a row without weights weighs its counts times the period).
         let long = format!("a{}", "é".repeat(MAX_NAME_BYTES));
-        let text = format!(
-            "upcmp-prfout 2
-test t
-event cycles
-unit events
-period 1000
-cpus 2
-wall-sec 1
-idle-set
-cpu 0 samples 3 weight 3500 lost 0 throttled 0
-cpu 1 samples 1 lost 0 throttled 0
-functions 2
-     2    0 | 2500 0 | 3.25e6 [kernel] {long}a
-     1    1 [kernel] {long}b
-end
-"
-        );
+        let text = WEIGHTED
+            .replace("] a\n", &format!("] {long}a\n"))
+            .replace("] b\n", &format!("] {long}b\n"));
         let p = parse_prfout(&text, "f").unwrap();
         assert_eq!(p.functions.len(), 1);
         let f = &p.functions[0];
