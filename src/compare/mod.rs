@@ -252,7 +252,7 @@ pub struct ProfileComparison {
 
 impl ProfileComparison {
     /// A copy without the function rows, for a writer that writes them apart (10^5 rows
-    /// are 35 MB). Every field is named, so a new one is not left out silently.
+    /// are 37 MB). Every field is named, so a new one is not left out silently.
     pub fn without_rows(&self) -> Self {
         let ProfileComparison {
             measure,
