@@ -279,42 +279,18 @@ mod tests {
         // Run 1: 1000 and 1100 faults for 100 operations (10, 11 a op); run 2: 2000, 2100
         // for 100 (20, 21 a op). Welch: delta 10, s² = 0.5 a side, se = √(0.5/2·2) = 0.7071,
         // ν = 2: t = 14.14.
-        let a = [
+        let faults = |secs, n| {
             file(
-                2.0,
+                secs,
                 &[
-                    ("vmstat.pgfault", Delta(1000)),
+                    ("vmstat.pgfault", Delta(n)),
                     ("perf.cycles", Absent),
                     ("vmstat.zero", Delta(0)),
                 ],
-            ),
-            file(
-                2.0,
-                &[
-                    ("vmstat.pgfault", Delta(1100)),
-                    ("perf.cycles", Absent),
-                    ("vmstat.zero", Delta(0)),
-                ],
-            ),
-        ];
-        let b = [
-            file(
-                4.0,
-                &[
-                    ("vmstat.pgfault", Delta(2000)),
-                    ("perf.cycles", Absent),
-                    ("vmstat.zero", Delta(0)),
-                ],
-            ),
-            file(
-                4.0,
-                &[
-                    ("vmstat.pgfault", Delta(2100)),
-                    ("perf.cycles", Absent),
-                    ("vmstat.zero", Delta(0)),
-                ],
-            ),
-        ];
+            )
+        };
+        let a = [faults(2.0, 1000), faults(2.0, 1100)];
+        let b = [faults(4.0, 2000), faults(4.0, 2100)];
         let r1: Vec<_> = a.iter().map(|f| rep(f, Some(100))).collect();
         let r2: Vec<_> = b.iter().map(|f| rep(f, Some(100))).collect();
         let mut rows = compare_counters(&r1, &r2);
