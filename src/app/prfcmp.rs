@@ -81,18 +81,23 @@ pub fn prfcmp_filtered(
     super::inputs::check_prfcmp_profile(path1, path2).map_err(PrfcmpError::Arguments)?;
     super::inputs::check_prfcmp_profile(path2, path1).map_err(PrfcmpError::Arguments)?;
     let import = &import.clone().with_filter(filter.clone());
-    let read = |which: u8, path: &Path| {
-        read_profile(path, import).map_err(|source| PrfcmpError::Import {
-            which,
-            path: path.to_path_buf(),
-            source: super::unquoted_import(source, path),
+    let (r1, r2) = {
+        // The two recordings share the symbol tables of the files both map, until both
+        // are read.
+        let sharing = import.clone().sharing_symbols();
+        let read = |which: u8, path: &Path| {
+            read_profile(path, &sharing).map_err(|source| PrfcmpError::Import {
+                which,
+                path: path.to_path_buf(),
+                source: super::unquoted_import(source, path),
+            })
+        };
+        // The two imports are independent: each on its own core.
+        std::thread::scope(|s| {
+            let second = s.spawn(|| read(2, path2));
+            (read(1, path1), second.join())
         })
     };
-    // The two imports are independent: each on its own core.
-    let (r1, r2) = std::thread::scope(|s| {
-        let second = s.spawn(|| read(2, path2));
-        (read(1, path1), second.join())
-    });
     let mut profile1 = r1?;
     let mut profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
     if !filter.is_empty() {

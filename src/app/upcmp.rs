@@ -120,12 +120,15 @@ fn compare_recordings(
     import_opts: &ImportOptions,
     opts: &CompareOptions,
 ) -> Result<(RunComparison, Option<RunStacks>), UpcmpError> {
-    let import_opts = import_opts.clone().with_stacks(true);
+    // The two recordings share the symbol tables of the files both map, until both are
+    // read.
+    let import_opts = import_opts.clone().with_stacks(true).sharing_symbols();
     // The two imports are independent: each on its own core.
     let (r1, r2) = std::thread::scope(|s| {
         let second = s.spawn(|| import_one(path2, &import_opts));
         (import_one(path1, &import_opts), second.join())
     });
+    drop(import_opts);
     let i1 = r1?;
     let i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
     let cmp = compare_imported(path1, &i1.profile, path2, &i2.profile, opts)?;

@@ -18,6 +18,7 @@ use crate::model::mode::is_kernel_address;
 use crate::model::profile::{module, Unit, UNKNOWN_FUNCTION};
 use crate::model::{IdleSet, Profile, ProfileBuilder, ProfileMeta, SampleFilter, StackProfile};
 use crate::store::{prfout, StoreError};
+use crate::symbols::SymbolCache;
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
@@ -254,6 +255,9 @@ pub struct ImportOptions {
     /// Only the samples this keeps are read (perf.data; other text inputs are refused
     /// with a filter, and a prfout is rebuilt from its raw samples by the caller).
     pub filter: SampleFilter,
+    /// Symbol tables shared with the imports that run beside this one (perf.data), so that
+    /// a file both read is loaded once; None: this import loads its own.
+    pub symbols: Option<SymbolCache>,
 }
 
 impl ImportOptions {
@@ -272,7 +276,15 @@ impl ImportOptions {
             stacks: false,
             event: None,
             filter: SampleFilter::default(),
+            symbols: None,
         }
+    }
+
+    /// The same options with a new symbol cache, which the imports given clones of them
+    /// share (and free with the last clone).
+    pub fn sharing_symbols(mut self) -> Self {
+        self.symbols = Some(SymbolCache::default());
+        self
     }
 
     /// The same options, collecting call stacks or not.

@@ -24,7 +24,9 @@ use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_M
 use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
 use crate::model::stacks::IDLE_COMMAND;
 use crate::model::ProfileBuilder;
-use crate::symbols::{buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, UserSymbols, UserSymbolsMissing};
+use crate::symbols::{
+    buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, SymbolCache, UserSymbols, UserSymbolsMissing,
+};
 use linux_perf_data::linux_perf_event_reader::{
     CpuMode, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawDataU64, SampleRecord, SamplingPolicy,
     SoftwareCounterType,
@@ -35,6 +37,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 use upcmp_parsers::MAX_CPUS;
 
 /// What the kernel's symbols are looked up by: the recording and its kernel.
@@ -51,12 +54,21 @@ struct KernelSource<'o> {
 fn kernel_symbols(
     src: &KernelSource<'_>,
     text: Option<(&str, u64)>,
-) -> Result<(KernelSymbols, Vec<String>), ImportError> {
+) -> Result<(Arc<KernelSymbols>, Vec<String>), ImportError> {
     let (kallsyms, note) = kallsyms_of(src)?;
-    let mut k = KernelSymbols::from_kallsyms_file(&kallsyms)?;
+    let mut k = match &src.opts.symbols {
+        Some(cache) => cache.kallsyms(&kallsyms)?,
+        None => Arc::new(KernelSymbols::from_kallsyms_file(&kallsyms)?),
+    };
     let mut notes: Vec<String> = note.into_iter().collect();
     if let Some((name, at)) = text {
-        match k.relocate(name, at) {
+        // Moved on a copy of its own when another import shares the table.
+        let shift = match k.shift_to(name, at) {
+            Some(0) => Some(0),
+            Some(_) => Arc::make_mut(&mut k).relocate(name, at),
+            None => None,
+        };
+        match shift {
             Some(0) => {}
             Some(shift) => notes.push(format!(
                 "the recording found the kernel {} bytes from where {} lists it (another boot): its \
@@ -72,7 +84,7 @@ fn kernel_symbols(
     }
     let k = match &src.opts.vmlinux {
         // The recording's build-id, not the running kernel's, is what the ELF must match.
-        Some(v) => KernelSymbols::from_vmlinux(v, &k, src.build_id.as_deref(), false)?,
+        Some(v) => Arc::new(KernelSymbols::from_vmlinux(v, &k, src.build_id.as_deref(), false)?),
         None => k,
     };
     Ok((k, notes))
@@ -151,7 +163,7 @@ struct Dso {
     module: String,
     build_id: Option<Vec<u8>>,
     /// `None` until loaded; then the symbols, or why there are none.
-    symbols: Option<Result<UserSymbols, UserSymbolsMissing>>,
+    symbols: Option<Result<Arc<UserSymbols>, UserSymbolsMissing>>,
 }
 
 /// Whether a mapping is anonymous memory, where a JIT puts its code (perf's
@@ -177,11 +189,13 @@ struct Maps {
     /// pid → start → (end, page offset, DSO index).
     by_pid: FastMap<i32, std::collections::BTreeMap<u64, (u64, u64, usize)>>,
     dsos: Vec<Dso>,
-    dso_index: HashMap<(Vec<u8>, Option<Vec<u8>>), usize>,
+    dso_index: FastMap<(Vec<u8>, Option<Vec<u8>>), usize>,
     /// Build-ids from the file's header, by path.
-    header_ids: HashMap<Vec<u8>, Vec<u8>>,
+    header_ids: FastMap<Vec<u8>, Vec<u8>>,
     /// Symbol name → as perf prints it.
     demangled: FastMap<String, String>,
+    /// Symbol tables shared with the imports beside this one.
+    shared: Option<SymbolCache>,
 }
 
 impl Maps {
@@ -256,10 +270,11 @@ impl Maps {
             return None;
         }
         let dso = &mut self.dsos[i];
-        let symbols = dso
-            .symbols
-            .get_or_insert_with(|| load_user_symbols(&dso.path, dso.build_id.as_deref()));
-        let at = match symbols {
+        let symbols = dso.symbols.get_or_insert_with(|| match &self.shared {
+            Some(cache) => cache.user(&dso.path, dso.build_id.as_deref()),
+            None => load_user_symbols(&dso.path, dso.build_id.as_deref()).map(Arc::new),
+        });
+        let at = match symbols.as_deref() {
             Ok(UserSymbols::PerfMap(_)) => ip,
             _ => ip - start + pgoff,
         };
@@ -270,10 +285,10 @@ impl Maps {
     /// when no symbol covers it.
     fn name(&mut self, place: Place) -> (&str, &str) {
         let dso = &self.dsos[place.dso];
-        let found = match &dso.symbols {
-            Some(Ok(UserSymbols::Elf(syms))) => syms.resolve_offset(place.at),
-            Some(Ok(UserSymbols::PerfMap(names))) => names.lookup(place.at),
-            _ => None,
+        let found = match dso.symbols.as_ref().and_then(|s| s.as_deref().ok()) {
+            Some(UserSymbols::Elf(syms)) => syms.resolve_offset(place.at),
+            Some(UserSymbols::PerfMap(names)) => names.lookup(place.at),
+            None => None,
         };
         let name = match found {
             Some(raw) => {
@@ -435,7 +450,7 @@ struct Reader<'o> {
     event_index: usize,
     kernel_source: KernelSource<'o>,
     /// Loaded when the first kernel address needs them.
-    kernel: Option<KernelSymbols>,
+    kernel: Option<Arc<KernelSymbols>>,
     kernel_notes: Vec<String>,
     /// perf's `[kernel.kallsyms]_text` mapping: the symbol it names and where the kernel
     /// had it.
@@ -589,7 +604,7 @@ impl Reader<'_> {
                     Some(&hit) => hit,
                     None => {
                         let kernel: &dyn KernelResolver = match &self.kernel {
-                            Some(k) => k,
+                            Some(k) => &**k,
                             None => &NoKernel,
                         };
                         let named = kernel.resolve_kernel(ip).is_some();
@@ -937,7 +952,10 @@ fn read_records<R: Read>(
         kernel_text: None,
         kernel_samples: 0,
         kernel_named: 0,
-        maps: Maps::default(),
+        maps: Maps {
+            shared: opts.symbols.clone(),
+            ..Maps::default()
+        },
         profile: ProfileBuilder::new(),
         stacks: StackCollector::new(opts.stacks),
         comms: FastMap::default(),

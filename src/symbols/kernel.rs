@@ -508,8 +508,7 @@ impl KernelSymbols {
     /// does not say where that boot put them (perf does not move them either). Returns how
     /// far the symbols moved, or `None` when they do not list `anchor`.
     pub fn relocate(&mut self, anchor: &str, recorded: u64) -> Option<u64> {
-        let listed = self.anchors.iter().find(|(n, _)| *n == anchor)?.1;
-        let shift = recorded.wrapping_sub(listed);
+        let shift = self.shift_to(anchor, recorded)?;
         if shift == 0 {
             return Some(0);
         }
@@ -538,6 +537,13 @@ impl KernelSymbols {
             *a = moved(*a);
         }
         Some(shift)
+    }
+
+    /// How far [`relocate`](Self::relocate) would move the core kernel's symbols (modulo
+    /// 2^64), without moving them.
+    pub fn shift_to(&self, anchor: &str, recorded: u64) -> Option<u64> {
+        let listed = self.anchors.iter().find(|(n, _)| *n == anchor)?.1;
+        Some(recorded.wrapping_sub(listed))
     }
 
     /// The KASLR offset applied to the vmlinux symbols (`None` for kallsyms symbols).

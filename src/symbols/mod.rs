@@ -13,7 +13,10 @@ pub use ranges::{load_perf_map, RangeNames};
 pub use user::{demangle, function_name, load_user_symbols, UserSymbols, UserSymbolsMissing};
 
 use crate::model::builder::KernelResolver;
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use upcmp_parsers::ParseError;
 
 /// Why kernel symbols could not be loaded or checked.
@@ -109,6 +112,77 @@ impl KernelResolver for KernelSymbols {
 
 pub(crate) use crate::model::to_hex as hex;
 
+/// Values loaded once per key and shared by the threads that ask for them: a second asker
+/// of a key waits for the first one's load instead of loading it again. A failed load is
+/// not kept (the next asker tries, and reports, its own).
+struct SharedLoads<K, V>(Mutex<HashMap<K, Arc<Mutex<Option<V>>>>>);
+
+impl<K: Eq + Hash, V: Clone> SharedLoads<K, V> {
+    fn get_or_load<E>(&self, key: K, load: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
+        let slot = Arc::clone(
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(key)
+                .or_default(),
+        );
+        let mut value = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(v) = &*value {
+            return Ok(v.clone());
+        }
+        let loaded = load()?;
+        *value = Some(loaded.clone());
+        Ok(loaded)
+    }
+}
+
+impl<K, V> Default for SharedLoads<K, V> {
+    fn default() -> Self {
+        SharedLoads(Mutex::new(HashMap::new()))
+    }
+}
+
+/// The symbol tables of imports that run side by side (the two recordings of a
+/// comparison, made on one machine, map the same libraries and kernel): each file is read
+/// once and its table held once. Clones share the tables; they are freed with the last
+/// clone, so a comparison keeps the cache only while it imports.
+#[derive(Clone, Default)]
+pub struct SymbolCache(Arc<SymbolTables>);
+
+/// A DSO's path and recorded build-id.
+type DsoKey = (Vec<u8>, Option<Vec<u8>>);
+
+#[derive(Default)]
+struct SymbolTables {
+    user: SharedLoads<DsoKey, Result<Arc<UserSymbols>, UserSymbolsMissing>>,
+    /// By kallsyms file, as listed (before any move to where a recording found the kernel).
+    kallsyms: SharedLoads<PathBuf, Arc<KernelSymbols>>,
+}
+
+impl std::fmt::Debug for SymbolCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SymbolCache")
+    }
+}
+
+impl SymbolCache {
+    /// [`load_user_symbols`], once per path and build-id.
+    pub fn user(&self, path: &[u8], build_id: Option<&[u8]>) -> Result<Arc<UserSymbols>, UserSymbolsMissing> {
+        let key = (path.to_vec(), build_id.map(<[u8]>::to_vec));
+        let Ok(loaded) = self.0.user.get_or_load(key, || {
+            Ok::<_, std::convert::Infallible>(load_user_symbols(path, build_id).map(Arc::new))
+        });
+        loaded
+    }
+
+    /// [`KernelSymbols::from_kallsyms_file`], once per file.
+    pub fn kallsyms(&self, path: &Path) -> Result<Arc<KernelSymbols>, SymbolError> {
+        self.0.kallsyms.get_or_load(path.to_path_buf(), || {
+            KernelSymbols::from_kallsyms_file(path).map(Arc::new)
+        })
+    }
+}
+
 /// The largest ELF file mapped (a vmlinux or a library with its debug information is a few
 /// hundred MB, the largest some GB).
 pub const ELF_CAP: u64 = 8 << 30;
@@ -136,4 +210,58 @@ pub fn find_vmlinux_in(root: &Path, release: &str) -> Option<PathBuf> {
     .into_iter()
     .map(|p| root.join(p))
     .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_key_asked_for_by_two_threads_is_loaded_once() {
+        let shared: SharedLoads<&str, Arc<String>> = SharedLoads::default();
+        let loads = AtomicUsize::new(0);
+        let load = || {
+            loads.fetch_add(1, Ordering::SeqCst);
+            // Long enough for the other thread to ask while this one loads.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            Ok::<_, ()>(Arc::new("table".to_string()))
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let other = s.spawn(|| shared.get_or_load("lib", load).unwrap());
+            (shared.get_or_load("lib", load).unwrap(), other.join().unwrap())
+        });
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        assert!(Arc::ptr_eq(&a, &b));
+        shared.get_or_load("other", load).unwrap();
+        assert_eq!(loads.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_failed_load_is_tried_again() {
+        let shared: SharedLoads<u8, u8> = SharedLoads::default();
+        assert_eq!(shared.get_or_load(1, || Err("no file")), Err("no file"));
+        assert_eq!(shared.get_or_load(1, || Ok::<_, &str>(7)), Ok(7));
+        assert_eq!(shared.get_or_load(1, || Err("not asked")), Ok(7));
+    }
+
+    #[test]
+    fn a_table_moved_for_one_import_stays_put_for_the_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kallsyms");
+        std::fs::write(
+            &path,
+            "ffffffff81000000 T _text\nffffffff81000100 T f\nffffffff81000200 T _etext\n",
+        )
+        .unwrap();
+        let cache = SymbolCache::default();
+        let first = cache.kallsyms(&path).unwrap();
+        let mut second = cache.kallsyms(&path).unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(second.shift_to("_text", 0xffffffff82000000), Some(0x1000000));
+        Arc::make_mut(&mut second).relocate("_text", 0xffffffff82000000);
+        assert_eq!(second.resolve(0xffffffff82000100).map(|r| r.0), Some("f"));
+        assert_eq!(first.resolve(0xffffffff81000100).map(|r| r.0), Some("f"));
+        assert_eq!(first.resolve(0xffffffff82000100), None);
+    }
 }
