@@ -1,7 +1,7 @@
 //! `upcmp`: compare two runs (or two perf recordings), write `RESULTS_DIR`, and give the
 //! report back for the terminal.
 
-use crate::compare::imported::compare_imported;
+use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
 use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
 use crate::compare::CompareOptions;
@@ -131,19 +131,33 @@ fn compare_recordings(
     drop(import_opts);
     let i1 = r1?;
     let i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-    let cmp = compare_imported(path1, &i1.profile, path2, &i2.profile, opts)?;
-    let stacks = match (&i1.stacks, &i2.stacks) {
+    // The flat comparison and the stacks' are independent: side by side.
+    let (cmp, stacks) = rayon::join(
+        || compare_imported(path1, &i1.profile, path2, &i2.profile, opts),
+        || recording_stacks(path1, path2, &i1, &i2, opts),
+    );
+    Ok((cmp?, stacks))
+}
+
+/// The stack comparison of two imported recordings, when both have call chains.
+fn recording_stacks(
+    path1: &Path,
+    path2: &Path,
+    i1: &Imported,
+    i2: &Imported,
+    opts: &CompareOptions,
+) -> Option<RunStacks> {
+    match (&i1.stacks, &i2.stacks) {
         (Some(s1), Some(s2)) => {
             let idle = opts
                 .idle_override
                 .clone()
                 .unwrap_or_else(|| IdleSet::new(i1.profile.idle_set.clone()));
-            let test = cmp.tests.first().map_or("recording", |t| t.name.as_str());
             Some(RunStacks {
                 dir1: path1.to_path_buf(),
                 dir2: path2.to_path_buf(),
                 tests: vec![compare_stacks(
-                    test,
+                    &imported::test_name(&i1.profile, &i2.profile),
                     std::slice::from_ref(s1),
                     std::slice::from_ref(s2),
                     &idle,
@@ -151,8 +165,7 @@ fn compare_recordings(
             })
         }
         _ => None,
-    };
-    Ok((cmp, stacks))
+    }
 }
 
 /// What the reader must know of runs that did not complete: why a run failed, and which

@@ -7,6 +7,15 @@ use super::{compare_sides, CompareOptions};
 use crate::model::Profile;
 use std::path::Path;
 
+/// The one test's name: the recordings' common name, else `NAME1 vs NAME2`.
+pub fn test_name(p1: &Profile, p2: &Profile) -> String {
+    if p1.test == p2.test {
+        p1.test.clone()
+    } else {
+        format!("{} vs {}", p1.test, p2.test)
+    }
+}
+
 /// Compares `p1` (read from `path1`) with `p2` (from `path2`). A recording has no
 /// benchmark result: section 1 is empty (its wall time is the summary's Elapsed time,
 /// not the speed of a benchmark).
@@ -36,11 +45,7 @@ pub fn compare_imported(
     warnings.extend(profile.warnings.iter().cloned());
     let mut notes: Vec<String> = p1.warnings.iter().map(|w| format!("run 1: {w}")).collect();
     notes.extend(p2.warnings.iter().map(|w| format!("run 2: {w}")));
-    let name = if p1.test == p2.test {
-        p1.test.clone()
-    } else {
-        format!("{} vs {}", p1.test, p2.test)
-    };
+    let name = test_name(p1, p2);
     let mut r = RunComparison {
         dir1: path1.to_path_buf(),
         dir2: path2.to_path_buf(),

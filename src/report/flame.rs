@@ -1,7 +1,7 @@
 //! Flame graphs with inferno: one test's stacks (`flame.svg`), and the differential graph
 //! of two runs coloured by the change of each frame's inclusive time.
 
-use crate::compare::stacks::StackDiff;
+use crate::compare::stacks::{DiffLine, StackDiff, MIN_WIDTH_PCT};
 use crate::compare::Mark;
 use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
@@ -130,6 +130,7 @@ fn render_lines(
         }
     }
     let mut opts = Options::default();
+    opts.min_width = MIN_WIDTH_PCT;
     opts.title = title.to_string();
     opts.subtitle = subtitle;
     opts.count_name = "samples".into();
@@ -155,31 +156,41 @@ pub fn change_color(delta_pct: f64, stands_out: bool, max_delta: f64) -> Color {
 
 /// Writes the differential flame graph of `d`: widths are run 2's samples, colours the
 /// change of each frame's inclusive share of CPU time (see `docs/upsrun.md`).
-pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>, mut w: impl Write) -> io::Result<()> {
-    let mut lines = d.differential_lines();
+pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
+    render_diff_lines(d, d.differential_lines(), title, subtitle, w)
+}
+
+/// [`render_differential`] of the lines `lines` of `d`.
+fn render_diff_lines(
+    d: &StackDiff,
+    mut lines: Vec<DiffLine>,
+    title: &str,
+    subtitle: Option<String>,
+    mut w: impl Write,
+) -> io::Result<()> {
     let semicolons = (1..d.nodes.len()).any(|n| d.node_name(n).contains(';'));
     if semicolons {
         // Each line again with its path's names stood in for; sorted again, as inferno
         // sorts them, so the layout follows inferno's merge.
-        for (line, n) in &mut lines {
-            let counts = line.split_off(d.path(*n).len());
+        for line in &mut lines {
+            let counts = line.text.split_off(d.path(line.node).len());
             let mut names = Vec::new();
-            let mut k = *n;
+            let mut k = line.node;
             while k != 0 {
                 names.push(standin(d.node_name(k)));
                 k = d.nodes[k].parent;
             }
             names.reverse();
-            *line = names.join(";") + &counts;
+            line.text = names.join(";") + &counts;
         }
-        lines.sort_unstable();
+        lines.sort_unstable_by(|a, b| a.text.cmp(&b.text));
     }
     let mut svg = Vec::new();
     let mut opts = Options::default();
     opts.title = title.to_string();
     opts.subtitle = subtitle;
     opts.count_name = "samples".into();
-    flamegraph::from_lines(&mut opts, lines.iter().map(|(l, _)| l.as_str()), &mut svg)?;
+    flamegraph::from_lines(&mut opts, lines.iter().map(|l| l.text.as_str()), &mut svg)?;
     let svg = String::from_utf8(svg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let layout = d.layout(&lines);
     let max_delta = (1..d.nodes.len())
@@ -283,6 +294,57 @@ mod tests {
         assert_eq!(change_color(5.0, false, 5.0), NEUTRAL);
         assert_eq!(change_color(5.0, true, 5.0), Color { r: 255, g: 100, b: 100 });
         assert_eq!(change_color(-1.0, true, 10.0).b, 255);
+    }
+
+    #[test]
+    fn narrow_subtrees_cut_from_the_lines_draw_the_same_graph() {
+        // One wide stack, and narrow ones (under 0.005% each) whose names sort around
+        // their siblings' (`f` before `f.cold`, `f;` after it), with and without self
+        // samples, some deep, some in one run only.
+        let make = |shift: u64| {
+            let mut p = StackProfile::default();
+            let id = |p: &mut StackProfile, path: &str| path.split(';').map(|f| p.intern(f)).collect::<Vec<u32>>();
+            let wide = id(&mut p, "main;work;f");
+            p.add_stack(&wide, 400_000 + shift * 1000);
+            // Drawn after its narrow sibling `g` only if g's line sorts as `g;`.
+            let drawn = id(&mut p, "main;g.cold");
+            p.add_stack(&drawn, 50_000);
+            for (k, path) in [
+                "main;work;f.cold",
+                "main;work;f;g",
+                "main;work;f2;h;i;j",
+                "main;work",
+                "main;f.cold;x",
+                "main;f;y",
+                "main;g;z",
+                "other;a;b;c",
+            ]
+            .iter()
+            .enumerate()
+            {
+                let frames = id(&mut p, path);
+                p.add_stack(&frames, 1 + (k as u64 + shift) % 3);
+            }
+            // Frames n* are drawn, o* are not: cut there.
+            for k in 0..2000 {
+                let frames = id(&mut p, &format!("main;work;f;n{};o{};m{k}", k % 20, k % 400));
+                p.add_stack(&frames, 1 + (k % 2) * shift);
+            }
+            p
+        };
+        let d = StackDiff::new(&[make(0)], &[make(1)]);
+        let (cut, whole) = (d.differential_lines(), d.lines_cut_below(0.0));
+        assert!(cut.len() * 4 < whole.len(), "{} lines of {}", cut.len(), whole.len());
+        let render = |lines: Vec<DiffLine>| {
+            let mut svg = Vec::new();
+            render_diff_lines(&d, lines, "t", None, &mut svg).unwrap();
+            String::from_utf8(svg).unwrap()
+        };
+        let svg = render(cut);
+        assert_eq!(svg, render(whole));
+        let drawn = titles(&svg);
+        assert!(drawn.iter().any(|t| t.starts_with("n0 (inclusive")));
+        assert!(!drawn.iter().any(|t| t.starts_with("o0 (inclusive")));
     }
 
     /// Two profiles of a JVM's frames, whose names hold `;`: `Lfoo;.bar()V` grew.
