@@ -450,7 +450,7 @@ fn user_elf_symbols_resolve_file_offsets_like_nm() {
         assert!(size > 0, "{name}");
         for a in [addr, addr + size - 1] {
             assert_eq!(
-                syms.resolve_offset(file_offset_of(&elf, a)),
+                syms.resolve_offset(file_offset_of(&elf, a)).as_deref(),
                 Some(want),
                 "{name} at {a:#x}"
             );
@@ -472,7 +472,7 @@ fn user_elf_symbols_resolve_file_offsets_like_nm() {
     assert!(split.from_symtab() && !split.maps_code());
     assert_eq!(split.build_id(), stripped.build_id());
     split.use_segments_of(&stripped);
-    assert_eq!(split.resolve_offset(beta_at), Some("beta"));
+    assert_eq!(split.resolve_offset(beta_at).as_deref(), Some("beta"));
 }
 
 #[test]
@@ -508,8 +508,8 @@ fn plt_entries_are_named_like_objdump_names_them() {
         // objdump labels the PLT's header after its first entry (`strcpy@plt-0x10`);
         // perf calls it `.plt`.
         let name = if name.contains("@plt-0x") { ".plt" } else { name };
-        assert_eq!(syms.resolve_offset(offset), Some(name), "{name} at {addr:#x}");
-        assert_eq!(syms.resolve_offset(offset + 15), Some(name), "{name} at {addr:#x} + 15");
+        assert_eq!(syms.resolve_offset(offset).as_deref(), Some(name), "{name} at {addr:#x}");
+        assert_eq!(syms.resolve_offset(offset + 15).as_deref(), Some(name), "{name} at {addr:#x} + 15");
         named += usize::from(name.ends_with("@plt"));
     }
     assert!(named >= 3, "strcpy, strtoul, printf...: {dump}");

@@ -32,6 +32,7 @@ use linux_perf_data::linux_perf_event_reader::{
     SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFileReader, PerfFileRecord};
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
@@ -287,10 +288,10 @@ impl Maps {
         let dso = &self.dsos[place.dso];
         let found = match dso.symbols.as_ref().and_then(|s| s.as_deref().ok()) {
             Some(UserSymbols::Elf(syms)) => syms.resolve_offset(place.at),
-            Some(UserSymbols::PerfMap(names)) => names.lookup(place.at),
+            Some(UserSymbols::PerfMap(names)) => names.lookup(place.at).map(Cow::Borrowed),
             None => None,
         };
-        let name = match found {
+        let name = match found.as_deref() {
             Some(raw) => {
                 if !self.demangled.contains_key(raw) {
                     let d = demangle(raw).unwrap_or_else(|| raw.to_string());

@@ -1,9 +1,10 @@
 //! User-space ELF symbols: functions named as perf names them, looked up by file offset.
 
-use super::kernel::{Binding, Builder, KernelSymbols};
+use super::kernel::{Binding, Builder, Span};
 use super::ranges::RangeNames;
 use super::SymbolError;
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// The name and binding of an ELF symbol perf keeps as a function: a defined function, or
@@ -59,6 +60,11 @@ pub(super) fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<
 /// megabytes (libLLVM) is read only where its headers and symbol tables are, instead of
 /// whole into memory.
 pub(super) fn map_file(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
+    map_open_file(path).map(|(_, map)| map)
+}
+
+/// [`map_file`], and the file it maps.
+fn map_open_file(path: &Path) -> Result<(std::fs::File, memmap2::Mmap), SymbolError> {
     let io = |source| SymbolError::Io {
         path: path.to_path_buf(),
         source,
@@ -72,7 +78,8 @@ pub(super) fn map_file(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
     // SAFETY: the map is only read, and lives no longer than this import's use of it. A
     // file truncated by another process while mapped would fault, as it would for perf,
     // which maps the same files.
-    unsafe { memmap2::Mmap::map(&f) }.map_err(io)
+    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(io)?;
+    Ok((f, map))
 }
 
 /// The GNU build-id of an ELF file; `None` if it has none.
@@ -86,13 +93,31 @@ pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
     Ok(id.map(<[u8]>::to_vec))
 }
 
+/// Symbols read between two releases of the mapped file's pages (at 24 bytes each in
+/// `.symtab`, and their names, about 4 MB of the file).
+const RELEASE_EVERY: usize = 1 << 15;
+
+/// Drops the pages of `map` from this process's memory.
+fn release(map: &memmap2::Mmap) {
+    // SAFETY: the mapping is private and read-only: its pages are read again from the
+    // file (the page cache) when touched.
+    let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+}
+
 /// Function symbols of a user-space ELF file (an executable or a shared library), named
 /// as perf names them: `.symtab` when the file has one, else `.dynsym`; functions in code
 /// sections only; sizes, zero-size ends and aliases by the same rules as the kernel's.
 /// Looked up by file offset, which is what a sample's address in a mapping gives.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ElfSymbols {
-    syms: KernelSymbols,
+    /// The functions' start addresses, sorted, one per address.
+    starts: Vec<u64>,
+    /// Their ends and names, as places in `file`.
+    spans: Vec<Span>,
+    /// The file the names are read from when looked up, not copied when loaded: the
+    /// names of a large library's functions take tens of MB, of which a profile names a
+    /// few thousand.
+    file: std::fs::File,
     /// Loadable segments: (file offset, size in the file, virtual address).
     loads: Vec<(u64, u64, u64)>,
     build_id: Option<Vec<u8>>,
@@ -105,14 +130,9 @@ pub struct ElfSymbols {
 impl ElfSymbols {
     /// Reads `path`.
     pub fn from_file(path: &Path) -> Result<Self, SymbolError> {
-        let data = map_file(path)?;
-        Self::from_data(path, &data)
-    }
-
-    /// Reads an ELF image already in memory; `path` names it in errors.
-    pub fn from_data(path: &Path, data: &[u8]) -> Result<Self, SymbolError> {
         use object::ObjectSegment;
-        let file = parse_elf(path, data)?;
+        let (opened, map) = map_open_file(path)?;
+        let file = parse_elf(path, &map)?;
         let mut maps_code = false;
         let loads = file
             .segments()
@@ -128,26 +148,33 @@ impl ElfSymbols {
             })
             .collect();
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
-        let mut b = Builder::default();
-        let mut add = |sym: object::Symbol<'_, '_>| {
-            if let Some((name, binding)) = code_symbol(&file, &sym) {
-                b.push(sym.address(), sym.address() + sym.size(), binding, name, None, true);
-            }
-        };
+        let mut b = Builder::over(&map);
         let from_symtab = file.symbols().next().is_some();
-        if from_symtab {
-            file.symbols().for_each(&mut add);
+        let symbols: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if from_symtab {
+            Box::new(file.symbols())
         } else {
-            file.dynamic_symbols().for_each(&mut add);
+            Box::new(file.dynamic_symbols())
+        };
+        for (k, sym) in symbols.enumerate() {
+            if let Some((name, binding)) = code_symbol(&file, &sym) {
+                b.push_in_data(sym.address(), sym.address() + sym.size(), binding, name);
+            }
+            // The tables are read front to back: the pages behind need not stay.
+            if k % RELEASE_EVERY == RELEASE_EVERY - 1 {
+                release(&map);
+            }
         }
         b.fix_up(false);
         let plt = RangeNames::new(match &file {
             object::File::Elf64(elf) => plt_symbols(elf),
             _ => Vec::new(),
         });
+        let (starts, spans) = b.into_spans();
         Ok(ElfSymbols {
+            starts,
+            spans,
+            file: opened,
             plt,
-            syms: KernelSymbols::finish(b, None, path.display().to_string(), |_, _| true),
             loads,
             build_id,
             from_symtab,
@@ -183,7 +210,7 @@ impl ElfSymbols {
 
     /// The number of function symbols kept, PLT entries included.
     pub fn len(&self) -> usize {
-        self.syms.text_count + self.plt.len()
+        self.spans.len() + self.plt.len()
     }
 
     /// Whether the file names nothing: no function symbol and no PLT (a stripped
@@ -193,16 +220,32 @@ impl ElfSymbols {
     }
 
     /// The function at `offset` in the file; `None` when no function covers it.
-    pub fn resolve_offset(&self, offset: u64) -> Option<&str> {
+    pub fn resolve_offset(&self, offset: u64) -> Option<Cow<'_, str>> {
         let &(file_off, _, vaddr) = self
             .loads
             .iter()
             .find(|&&(o, size, _)| offset >= o && offset - o < size.max(1))?;
         let addr = offset - file_off + vaddr;
         // The PLT first: a zero-size symbol before it (`_init`) is stretched over it.
-        self.plt
-            .lookup(addr)
-            .or_else(|| self.syms.resolve(addr).map(|(name, _)| name))
+        match self.plt.lookup(addr) {
+            Some(name) => Some(Cow::Borrowed(name)),
+            None => self.function_at(addr).map(Cow::Owned),
+        }
+    }
+
+    /// The function symbol covering `addr`, its name read from the file (`None` if the
+    /// file no longer holds a name there).
+    fn function_at(&self, addr: u64) -> Option<String> {
+        use std::os::unix::fs::FileExt;
+        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
+        let span = &self.spans[i];
+        if addr >= span.end {
+            return None;
+        }
+        // The length was checked against the file when it was read.
+        let mut name = vec![0; span.name_len as usize];
+        self.file.read_exact_at(&mut name, span.name).ok()?;
+        String::from_utf8(name).ok()
     }
 }
 

@@ -74,7 +74,8 @@ pub(super) struct Candidate {
     /// Equal to `start` while unknown, as in perf.
     end: u64,
     binding: Binding,
-    name: u32,
+    /// In the builder's names, or in its data.
+    name: u64,
     name_len: u32,
     module: u32,
     text: bool,
@@ -82,14 +83,70 @@ pub(super) struct Candidate {
 
 /// Collects candidates and applies perf's fix-ups.
 #[derive(Default)]
-pub(super) struct Builder {
+pub(super) struct Builder<'d> {
     names: String,
+    /// Where the names are when they are not copied into `names`: an ELF file's bytes
+    /// (see [`Builder::over`]); candidates then hold offsets into it.
+    data: Option<&'d [u8]>,
     modules: Vec<String>,
     module_ids: HashMap<String, u32>,
     candidates: Vec<Candidate>,
 }
 
-impl Builder {
+/// A kept ELF symbol: where it ends, and its name's place in the file.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Span {
+    pub end: u64,
+    pub name: u64,
+    pub name_len: u32,
+}
+
+impl<'d> Builder<'d> {
+    /// A builder whose names stay in `data` (added with [`push_in_data`]), not copied.
+    ///
+    /// [`push_in_data`]: Self::push_in_data
+    pub(super) fn over(data: &'d [u8]) -> Self {
+        Builder {
+            data: Some(data),
+            ..Builder::default()
+        }
+    }
+
+    /// [`push`](Self::push) of a core symbol whose name is a part of the builder's data.
+    pub(super) fn push_in_data(&mut self, start: u64, end: u64, binding: Binding, name: &'d str) {
+        let Some(data) = self.data else { return };
+        let Some(offset) = (name.as_ptr() as usize).checked_sub(data.as_ptr() as usize) else {
+            return;
+        };
+        if offset + name.len() > data.len() || name.len() > u32::MAX as usize {
+            return;
+        }
+        self.candidates.push(Candidate {
+            start,
+            end,
+            binding,
+            name: offset as u64,
+            name_len: name.len() as u32,
+            module: CORE,
+            text: true,
+        });
+    }
+
+    /// The starts and spans of the kept candidates of a builder [`over`](Self::over) data.
+    pub(super) fn into_spans(self) -> (Vec<u64>, Vec<Span>) {
+        let starts = self.candidates.iter().map(|c| c.start).collect();
+        let spans = self
+            .candidates
+            .iter()
+            .map(|c| Span {
+                end: c.end,
+                name: c.name,
+                name_len: c.name_len,
+            })
+            .collect();
+        (starts, spans)
+    }
+
     fn module_id(&mut self, module: Option<&str>) -> u32 {
         let Some(module) = module else { return CORE };
         if let Some(&id) = self.module_ids.get(module) {
@@ -111,7 +168,7 @@ impl Builder {
         text: bool,
     ) {
         let module = self.module_id(module);
-        let offset = self.names.len() as u32;
+        let offset = self.names.len() as u64;
         self.names.push_str(name);
         self.candidates.push(Candidate {
             start,
@@ -125,7 +182,12 @@ impl Builder {
     }
 
     fn name(&self, c: &Candidate) -> &str {
-        &self.names[c.name as usize..(c.name + c.name_len) as usize]
+        let (at, len) = (c.name as usize, c.name_len as usize);
+        match self.data {
+            // Checked when pushed; a file changed while mapped gives no name, not garbage.
+            Some(data) => std::str::from_utf8(&data[at..at + len]).unwrap_or(""),
+            None => &self.names[at..at + len],
+        }
     }
 
     /// Sorts, gives zero-sized symbols an end, and keeps one symbol per address, in that
@@ -183,7 +245,7 @@ enum Choice {
 /// perf's `choose_best_symbol` for two symbols at one address: prefer non-zero length,
 /// then non-weak, then global, then fewer leading underscores, then the longer name, then
 /// anything but a `SyS` syscall alias, then the first.
-fn choose_best(b: &Builder, a_sym: &Candidate, b_sym: &Candidate) -> Choice {
+fn choose_best(b: &Builder<'_>, a_sym: &Candidate, b_sym: &Candidate) -> Choice {
     let (la, lb) = (a_sym.end - a_sym.start, b_sym.end - b_sym.start);
     if lb == 0 && la > 0 {
         return Choice::A;
@@ -425,10 +487,10 @@ impl KernelSymbols {
 
     /// Packs the kept candidates (already sorted, one per address) into the lookup form.
     pub(super) fn finish(
-        b: Builder,
+        b: Builder<'_>,
         core_range: Option<Range<u64>>,
         origin: String,
-        keep: impl Fn(&Builder, &Candidate) -> bool,
+        keep: impl Fn(&Builder<'_>, &Candidate) -> bool,
     ) -> Self {
         let mut s = KernelSymbols {
             starts: Vec::with_capacity(b.candidates.len()),
@@ -703,7 +765,7 @@ mod tests {
     #[test]
     fn choose_best_rules_between_zero_length_aliases_and_sized_symbols() {
         let mut b = Builder::default();
-        let mk = |b: &mut Builder, name: &str, binding, len: u64| {
+        let mk = |b: &mut Builder<'_>, name: &str, binding, len: u64| {
             b.push(0x1000, 0x1000 + len, binding, name, None, true);
             *b.candidates.last().unwrap()
         };
