@@ -771,6 +771,22 @@ pub fn read_with_crate(path: &Path, opts: &ImportOptions) -> Result<Imported, Im
     read_file(path, opts, false)
 }
 
+/// Whether [`read`] reads the records of the perf.data file `path` with the import's own
+/// reader rather than the crate's (both give the same import; a check that a test
+/// exercises the one it means to).
+#[doc(hidden)]
+pub fn read_by_own_reader(path: &Path) -> Result<bool, ImportError> {
+    let (file, records) = super::perf_header::open_checked(path)?;
+    let mut input = std::io::BufReader::new(&file);
+    if header_size(input.fill_buf().map_err(ImportError::io(path))?) == Some(PIPE_HEADER_SIZE) {
+        return Ok(false);
+    }
+    let reader = super::perf_header::contained(path, || {
+        PerfFileReader::parse_file(input).map_err(perf_err(path, || None))
+    })?;
+    Ok(perf_records::eligible(&reader.perf_file, &records))
+}
+
 fn read_file(path: &Path, opts: &ImportOptions, own_records: bool) -> Result<Imported, ImportError> {
     // A regular file, its sizes and counts checked against its length (pipe mode too),
     // then read with any panic of the reader made an error.
