@@ -814,15 +814,15 @@ fn read_checked(
         drop(record_iter);
         Source::Own(&file, records)
     } else {
-        Source::Crate(record_iter)
+        Source::Crate(Box::new(record_iter))
     };
     read_records(perf_file, source, path, opts, || len, None)
 }
 
 /// Where the records of a recording come from.
 enum Source<'f, R: Read> {
-    /// The crate's reader, which copies and parses each one.
-    Crate(PerfRecordIter<R>),
+    /// The crate's reader, which copies and parses each one (boxed: it is large).
+    Crate(Box<PerfRecordIter<R>>),
     /// This import's reader of files (`perf_records`), from the file checked as the
     /// `Records` say.
     Own(&'f std::fs::File, Records),
@@ -864,7 +864,7 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     };
     let at = || Some(state.get().pos);
     let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
-    read_records(perf_file, Source::Crate(record_iter), path, opts, at, Some(&*state))
+    read_records(perf_file, Source::Crate(Box::new(record_iter)), path, opts, at, Some(&*state))
 }
 
 /// Where a pipe-mode stream's records begin and end, followed as its bytes pass. The
