@@ -864,7 +864,14 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     };
     let at = || Some(state.get().pos);
     let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
-    read_records(perf_file, Source::Crate(Box::new(record_iter)), path, opts, at, Some(&*state))
+    read_records(
+        perf_file,
+        Source::Crate(Box::new(record_iter)),
+        path,
+        opts,
+        at,
+        Some(&*state),
+    )
 }
 
 /// Where a pipe-mode stream's records begin and end, followed as its bytes pass. The
