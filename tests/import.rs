@@ -116,6 +116,8 @@ fn perf_data_and_perf_script_shares_match_perf_report() {
     let _perf = perf_lock();
     let d = tempdir();
     record(d.path(), "a.data", "512", "400000");
+    // The whole machine: many processes, records of every CPU ordered round by round.
+    assert!(own_and_crate_readers_agree(&d.path().join("a.data")));
     let perf = perf_report(d.path(), "a.data");
     let ours = our_shares(d.path(), "a.data");
     let n = assert_shares_agree(&perf, &ours, &["k"], "perf.data");

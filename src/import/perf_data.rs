@@ -976,7 +976,7 @@ impl<R: Read> Read for Framed<R> {
     }
 }
 
-/// Reads the records of a recording opened by `reader`.
+/// Reads the records of the recording whose header is `perf_file` from `source`.
 fn read_records<R: Read>(
     mut perf_file: PerfFile,
     source: Source<'_, R>,
