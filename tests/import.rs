@@ -116,6 +116,8 @@ fn perf_data_and_perf_script_shares_match_perf_report() {
     let _perf = perf_lock();
     let d = tempdir();
     record(d.path(), "a.data", "512", "400000");
+    // The whole machine: many processes, records of every CPU ordered round by round.
+    assert!(own_and_crate_readers_agree(&d.path().join("a.data")));
     let perf = perf_report(d.path(), "a.data");
     let ours = our_shares(d.path(), "a.data");
     let n = assert_shares_agree(&perf, &ours, &["k"], "perf.data");
@@ -521,6 +523,9 @@ fn call_chains_give_the_stack_comparison_from_perf_data_and_perf_script_alike() 
     let d = tempdir();
     record_stacks(d.path(), "a.data", "512", "300000");
     record_stacks(d.path(), "b.data", "65536", "30000");
+    for data in ["a.data", "b.data"] {
+        assert!(own_and_crate_readers_agree(&d.path().join(data)), "{data}");
+    }
     for (data, txt) in [("a.data", "a.txt"), ("b.data", "b.txt")] {
         let o = run_in(d.path(), "perf", &["script", "-i", data]);
         assert!(o.status.success(), "perf script: {}", stderr(&o));
@@ -546,6 +551,73 @@ fn call_chains_give_the_stack_comparison_from_perf_data_and_perf_script_alike() 
     }
     // Two parsers, one recording: the same stacks, so the same table.
     assert_eq!(tables[0], tables[1]);
+}
+
+/// Imports `data` (in `dir`) with the import's own record reader and with the crate's,
+/// flat and with stacks, and checks that they agree; returns whether the own reader read it.
+fn own_and_crate_readers_agree(data: &Path) -> bool {
+    use upcmp::import::perf_data::{read, read_by_own_reader, read_with_crate};
+    let kallsyms = testdata("upsrun/callgraph/kallsyms");
+    for stacks in [false, true] {
+        for event in [None, Some("page-faults")] {
+            let opts = upcmp::import::ImportOptions::new(None, Some(kallsyms.clone()), None, None)
+                .with_stacks(stacks)
+                .with_event(event.map(str::to_string));
+            let (ours, theirs) = (read(data, &opts), read_with_crate(data, &opts));
+            upcmp::import::fuzz::assert_same_import(&ours, &theirs);
+        }
+    }
+    read_by_own_reader(data).unwrap_or(false)
+}
+
+#[test]
+fn the_own_record_reader_imports_every_perf_data_fixture_as_the_crate_does() {
+    let mut files: Vec<_> = [
+        "import/filter.data",
+        "hostile/small.data",
+        "fuzz/seeds/two-events.data",
+        "fuzz/seeds/small-pipe.data",
+        "import/stacks.data",
+    ]
+    .iter()
+    .map(|f| testdata(f))
+    .collect();
+    // The damaged inputs that once broke the import: the same errors.
+    let corpus = testdata("fuzz/import_perf_data");
+    files.extend(std::fs::read_dir(&corpus).unwrap().map(|e| e.unwrap().path()));
+    let own: Vec<bool> = files.iter().map(|f| own_and_crate_readers_agree(f)).collect();
+    // The files written as files are the own reader's; pipe mode is the crate's.
+    assert_eq!(&own[..5], &[true, true, true, false, true], "{files:?}");
+}
+
+#[test]
+fn the_own_record_reader_leaves_files_it_does_not_read_plainly_to_the_crate() {
+    use upcmp::import::perf_data::read_by_own_reader;
+    let d = tempdir();
+    let good = std::fs::read(testdata("hostile/small.data")).unwrap();
+    // The last record 8 bytes longer: it ends past the data section (offset and size at
+    // bytes 40 and 48), in the feature table, which the crate reads as its end.
+    let mut long = good.clone();
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let (start, end) = (word(&long, 40), word(&long, 40) + word(&long, 48));
+    let mut last = start;
+    let mut at = start;
+    while at < end {
+        last = at;
+        at += usize::from(u16::from_le_bytes([long[at + 6], long[at + 7]]));
+    }
+    let size = u16::from_le_bytes([long[last + 6], long[last + 7]]) + 8;
+    long[last + 6..last + 8].copy_from_slice(&size.to_le_bytes());
+    let p = d.path().join("long.data");
+    std::fs::write(&p, &long).unwrap();
+    assert!(!read_by_own_reader(&p).unwrap());
+    assert!(!own_and_crate_readers_agree(&p));
+    // A big-endian magic: the crate's, whatever comes of it.
+    let mut be = good;
+    be[..8].copy_from_slice(b"2ELIFREP");
+    let p = d.path().join("be.data");
+    std::fs::write(&p, &be).unwrap();
+    assert!(!read_by_own_reader(&p).unwrap_or(false));
 }
 
 #[test]

@@ -508,8 +508,16 @@ fn plt_entries_are_named_like_objdump_names_them() {
         // objdump labels the PLT's header after its first entry (`strcpy@plt-0x10`);
         // perf calls it `.plt`.
         let name = if name.contains("@plt-0x") { ".plt" } else { name };
-        assert_eq!(syms.resolve_offset(offset).as_deref(), Some(name), "{name} at {addr:#x}");
-        assert_eq!(syms.resolve_offset(offset + 15).as_deref(), Some(name), "{name} at {addr:#x} + 15");
+        assert_eq!(
+            syms.resolve_offset(offset).as_deref(),
+            Some(name),
+            "{name} at {addr:#x}"
+        );
+        assert_eq!(
+            syms.resolve_offset(offset + 15).as_deref(),
+            Some(name),
+            "{name} at {addr:#x} + 15"
+        );
         named += usize::from(name.ends_with("@plt"));
     }
     assert!(named >= 3, "strcpy, strtoul, printf...: {dump}");

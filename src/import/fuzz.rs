@@ -41,6 +41,8 @@ pub fn check_perf_data(data: &[u8], kallsyms: &Path) -> bool {
     let opts = options(kallsyms, None);
     let read = perf_data::read(&path, &opts);
     check_result(&read);
+    // The import's own record reader and the crate's: the same profile, or the same error.
+    assert_same_import(&read, &perf_data::read_with_crate(&path, &opts));
     let streamed = super::perf_header::contained(&path, || perf_data::read_pipe(data, &path, &opts));
     check_result(&streamed);
     read.is_ok()
@@ -78,6 +80,34 @@ fn other_events(p: &Profile) -> impl Iterator<Item = String> + '_ {
         .flat_map(|list: &str| list.split(" samples), "))
         .filter_map(|item| Some(item.rsplit_once(" (")?.0.to_string()))
         .take(3)
+}
+
+/// Panics unless two imports of one input came out the same: equal profiles and equal
+/// stacks (frame names in the order they were first seen, each stack's weight, the
+/// counts of samples, truncated and lost), or errors of the same message.
+pub fn assert_same_import<E: std::fmt::Display>(a: &Result<Imported, E>, b: &Result<Imported, E>) {
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.profile, b.profile);
+            assert_eq!(stacks_of(a), stacks_of(b));
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        (a, b) => panic!(
+            "one import failed: {:?} against {:?}",
+            a.as_ref().map(|_| "a profile").map_err(|e| e.to_string()),
+            b.as_ref().map(|_| "a profile").map_err(|e| e.to_string())
+        ),
+    }
+}
+
+/// An import's stacks in a form that compares: names by id, stacks sorted, counts.
+#[allow(clippy::type_complexity)]
+fn stacks_of(i: &Imported) -> Option<(Vec<String>, Vec<(Vec<u32>, u64)>, [u64; 3])> {
+    i.stacks.as_ref().map(|s| {
+        let mut stacks: Vec<(Vec<u32>, u64)> = s.weighted_stacks().map(|(f, w)| (f.to_vec(), w)).collect();
+        stacks.sort_unstable();
+        (s.names().to_vec(), stacks, [s.samples, s.truncated, s.lost])
+    })
 }
 
 /// An anonymous regular file holding `data`, read through `/proc/self/fd/N` as a path.

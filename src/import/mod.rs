@@ -12,6 +12,7 @@ pub mod folded;
 pub mod fuzz;
 pub mod perf_data;
 pub mod perf_header;
+pub(crate) mod perf_records;
 pub mod script;
 
 use crate::model::mode::is_kernel_address;

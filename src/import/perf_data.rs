@@ -14,6 +14,8 @@
 //! recorded build), under the DSO's file name as module; `[unknown]` when no file or
 //! symbol is found.
 
+use super::perf_header::Records;
+use super::perf_records::{self, Chain, Sample};
 use super::{
     bare_event_name, choose_event, other_events_note, push_frame_name, test_name, ImportError, ImportOptions, Imported,
     SampleTimes, StackCollector,
@@ -28,10 +30,9 @@ use crate::symbols::{
     buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, SymbolCache, UserSymbols, UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawDataU64, SampleRecord, SamplingPolicy,
-    SoftwareCounterType,
+    EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RecordType, SamplingPolicy, SoftwareCounterType,
 };
-use linux_perf_data::{AttributeDescription, DsoKey, PerfFileReader, PerfFileRecord};
+use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -143,18 +144,6 @@ struct NoKernel;
 impl KernelResolver for NoKernel {
     fn resolve_kernel(&self, _pc: u64) -> Option<(&str, Option<&str>)> {
         None
-    }
-}
-
-/// The sampling mode in the collector's terms, so both read call chains alike.
-fn mode_of(m: CpuMode) -> Mode {
-    match m {
-        CpuMode::Kernel => Mode::Kernel,
-        CpuMode::User => Mode::User,
-        CpuMode::Hypervisor => Mode::Hypervisor,
-        CpuMode::GuestKernel => Mode::GuestKernel,
-        CpuMode::GuestUser => Mode::GuestUser,
-        _ => Mode::Unknown,
     }
 }
 
@@ -489,14 +478,7 @@ impl Reader<'_> {
         cpu_of_record: impl FnOnce() -> Option<u32>,
     ) -> Result<(), ImportError> {
         match record {
-            EventRecord::Sample(s) => {
-                if let Some(n) = self.samples_by_attr.get_mut(attr_index) {
-                    *n += 1;
-                }
-                if attr_index == self.event_index {
-                    self.sample(&s)?;
-                }
-            }
+            EventRecord::Sample(s) => self.sample_of(attr_index, &Sample::of(&s))?,
             EventRecord::Comm(c) => {
                 self.comms
                     .insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
@@ -542,6 +524,17 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// A sample of the attribute `attr_index`: counted, and read when of the event read.
+    fn sample_of(&mut self, attr_index: usize, s: &Sample<'_>) -> Result<(), ImportError> {
+        if let Some(n) = self.samples_by_attr.get_mut(attr_index) {
+            *n += 1;
+        }
+        if attr_index == self.event_index {
+            self.sample(s)?;
+        }
+        Ok(())
+    }
+
     /// Loads the kernel's symbols, once.
     fn load_kernel(&mut self) -> Result<(), ImportError> {
         if self.kernel.is_none() {
@@ -566,7 +559,7 @@ impl Reader<'_> {
     }
 
     /// Whether the options' filter keeps the sample (its wall time counts either way).
-    fn kept(&self, s: &SampleRecord<'_>, cpu: u32, pid: i32, mode: Mode) -> bool {
+    fn kept(&self, s: &Sample<'_>, cpu: u32, pid: i32, mode: Mode) -> bool {
         let f = &self.kernel_source.opts.filter;
         let tid = s.tid.unwrap_or(-1);
         f.is_empty()
@@ -579,17 +572,17 @@ impl Reader<'_> {
             )
     }
 
-    fn sample(&mut self, s: &SampleRecord<'_>) -> Result<(), ImportError> {
+    fn sample(&mut self, s: &Sample<'_>) -> Result<(), ImportError> {
         let cpu = self.checked_cpu(s.cpu, "a sample")?;
         self.times.sample(s.timestamp, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
         let period = s.period.unwrap_or(1);
-        let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), mode_of(s.cpu_mode));
+        let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), s.mode);
         if !self.kept(s, cpu, pid, mode) {
             return Ok(());
         }
         let chain = s.callchain.as_ref().filter(|_| self.stacks.wanted());
-        let kernel_frames = chain.is_some_and(|c| (0..c.len()).any(|k| c.get(k) == Some(PERF_CONTEXT_KERNEL)));
+        let kernel_frames = chain.is_some_and(|c| c.iter().any(|a| a == PERF_CONTEXT_KERNEL));
         if mode == Mode::Kernel || kernel_frames {
             self.load_kernel()?;
         }
@@ -644,9 +637,9 @@ impl Reader<'_> {
     }
 
     /// Counts the call chain of a sample, each distinct address (user place) named once.
-    fn chain(&mut self, chain: &RawDataU64<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
+    fn chain(&mut self, chain: &Chain<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
         self.frame_ids.clear();
-        for addr in (0..chain.len()).filter_map(|k| chain.get(k)) {
+        for addr in chain.iter() {
             if addr >= PERF_CONTEXT_MAX {
                 mode = context_mode(addr, mode);
                 continue;
@@ -768,21 +761,72 @@ fn header_size(head: &[u8]) -> Option<u64> {
 
 /// Reads a perf.data file, written to a file or in pipe mode.
 pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    // A regular file, its sizes and counts checked against its length (pipe mode too),
-    // then read with any panic of the reader made an error.
-    let file = super::perf_header::open_checked(path)?;
-    super::perf_header::contained(path, || read_checked(path, file, opts))
+    read_file(path, opts, true)
 }
 
-fn read_checked(path: &Path, file: std::fs::File, opts: &ImportOptions) -> Result<Imported, ImportError> {
+/// [`read`] with every record read by the `linux-perf-data` crate, as files this import's
+/// own record reader does not read are (`perf_records`): what that reader is checked
+/// against.
+#[doc(hidden)]
+pub fn read_with_crate(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    read_file(path, opts, false)
+}
+
+/// Whether [`read`] reads the records of the perf.data file `path` with the import's own
+/// reader rather than the crate's (both give the same import; a check that a test
+/// exercises the one it means to).
+#[doc(hidden)]
+pub fn read_by_own_reader(path: &Path) -> Result<bool, ImportError> {
+    let (file, records) = super::perf_header::open_checked(path)?;
+    let mut input = std::io::BufReader::new(&file);
+    if header_size(input.fill_buf().map_err(ImportError::io(path))?) == Some(PIPE_HEADER_SIZE) {
+        return Ok(false);
+    }
+    let reader = super::perf_header::contained(path, || {
+        PerfFileReader::parse_file(input).map_err(perf_err(path, || None))
+    })?;
+    Ok(perf_records::eligible(&reader.perf_file, &records))
+}
+
+fn read_file(path: &Path, opts: &ImportOptions, own_records: bool) -> Result<Imported, ImportError> {
+    // A regular file, its sizes and counts checked against its length (pipe mode too),
+    // then read with any panic of the reader made an error.
+    let (file, records) = super::perf_header::open_checked(path)?;
+    super::perf_header::contained(path, || read_checked(path, file, records, opts, own_records))
+}
+
+fn read_checked(
+    path: &Path,
+    file: std::fs::File,
+    records: Records,
+    opts: &ImportOptions,
+    own_records: bool,
+) -> Result<Imported, ImportError> {
     let len = file.metadata().map(|m| m.len()).ok();
-    let mut input = std::io::BufReader::with_capacity(1 << 16, file);
+    let mut input = std::io::BufReader::with_capacity(1 << 16, &file);
     let head = input.fill_buf().map_err(ImportError::io(path))?;
     if header_size(head) == Some(PIPE_HEADER_SIZE) {
         return read_pipe(input, path, opts);
     }
-    let reader = PerfFileReader::parse_file(input).map_err(perf_err(path, || len))?;
-    read_records(reader, path, opts, || len, None)
+    let PerfFileReader { perf_file, record_iter } =
+        PerfFileReader::parse_file(input).map_err(perf_err(path, || len))?;
+    // Decided before any record is read: a file is read by one reader or the other.
+    let source = if own_records && perf_records::eligible(&perf_file, &records) {
+        drop(record_iter);
+        Source::Own(&file, records)
+    } else {
+        Source::Crate(Box::new(record_iter))
+    };
+    read_records(perf_file, source, path, opts, || len, None)
+}
+
+/// Where the records of a recording come from.
+enum Source<'f, R: Read> {
+    /// The crate's reader, which copies and parses each one (boxed: it is large).
+    Crate(Box<PerfRecordIter<R>>),
+    /// This import's reader of files (`perf_records`), from the file checked as the
+    /// `Records` say.
+    Own(&'f std::fs::File, Records),
 }
 
 /// Reads a perf.data stream in pipe mode (`perf record -o -`) from `input`, front to back.
@@ -820,8 +864,15 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
         check: super::perf_header::StreamCheck::new(big_endian),
     };
     let at = || Some(state.get().pos);
-    let reader = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
-    read_records(reader, path, opts, at, Some(&*state))
+    let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
+    read_records(
+        perf_file,
+        Source::Crate(Box::new(record_iter)),
+        path,
+        opts,
+        at,
+        Some(&*state),
+    )
 }
 
 /// Where a pipe-mode stream's records begin and end, followed as its bytes pass. The
@@ -926,18 +977,15 @@ impl<R: Read> Read for Framed<R> {
     }
 }
 
-/// Reads the records of a recording opened by `reader`.
+/// Reads the records of the recording whose header is `perf_file` from `source`.
 fn read_records<R: Read>(
-    reader: PerfFileReader<R>,
+    mut perf_file: PerfFile,
+    source: Source<'_, R>,
     path: &Path,
     opts: &ImportOptions,
     stops_at: impl Fn() -> Option<u64> + Copy,
     framing: Option<&Cell<Framing>>,
 ) -> Result<Imported, ImportError> {
-    let PerfFileReader {
-        mut perf_file,
-        mut record_iter,
-    } = reader;
     let h = read_header(path, &perf_file, opts)?;
     let event = &h.events[h.chosen];
     let mut r = Reader {
@@ -987,15 +1035,35 @@ fn read_records<R: Read>(
             _ => {}
         }
     }
-    while let Some(record) = record_iter
-        .next_record(&mut perf_file)
-        .map_err(perf_err(path, stops_at))?
-    {
-        let PerfFileRecord::EventRecord { attr_index, record } = record else {
-            continue;
-        };
-        let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
-        r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))?;
+    match source {
+        Source::Crate(mut record_iter) => {
+            while let Some(record) = record_iter
+                .next_record(&mut perf_file)
+                .map_err(perf_err(path, stops_at))?
+            {
+                let PerfFileRecord::EventRecord { attr_index, record } = record else {
+                    continue;
+                };
+                let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
+                r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))?;
+            }
+        }
+        Source::Own(file, records) => perf_records::walk(
+            file,
+            &records,
+            &perf_file,
+            |attr_index, record| {
+                // A sample of a plain format is read in place; the rest as the crate reads it.
+                if record.record_type == RecordType::SAMPLE {
+                    if let Some(s) = Sample::parse_plain(&record) {
+                        return r.sample_of(attr_index, &s);
+                    }
+                }
+                let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
+                r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))
+            },
+            perf_err(path, stops_at),
+        )?,
     }
     if let Some(at) = framing.and_then(|f| f.get().cut_at()) {
         return Err(ImportError::PerfData {

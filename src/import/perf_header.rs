@@ -31,6 +31,8 @@ const HEADER_EVENT_DESC: u32 = 12;
 const HEADER_PMU_MAPPINGS: u32 = 16;
 const PERF_RECORD_HEADER_FEATURE: u32 = 80;
 const PERF_RECORD_AUXTRACE: u32 = 71;
+const PERF_RECORD_COMPRESSED: u32 = 81;
+const PERF_RECORD_COMPRESSED2: u32 = 83;
 
 /// The byte order of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,17 +87,31 @@ fn io_refused(e: io::Error) -> Refused {
     Refused(format!("reading it: {e}"))
 }
 
+/// What the check saw of a file's records: enough to choose, before reading any, which
+/// reader reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Records {
+    /// Where the data section starts and how many bytes it has (file mode).
+    pub data: (u64, u64),
+    /// Whether the records fill the data section exactly, each whole inside it.
+    pub tiled: bool,
+    /// Whether a record's contents lie outside its size or inside a compressed record:
+    /// an AUXTRACE, COMPRESSED or COMPRESSED2 record.
+    pub framed_apart: bool,
+}
+
 /// Opens the perf.data file `path` (a regular file) and checks it (see the module's
-/// documentation), ready to be read from its start.
-pub fn open_checked(path: &Path) -> Result<File, ImportError> {
+/// documentation), ready to be read from its start; returns what the check saw of its
+/// records.
+pub fn open_checked(path: &Path) -> Result<(File, Records), ImportError> {
     let mut file = super::open_input(path).map_err(ImportError::io(path))?;
     let len = file.metadata().map_err(ImportError::io(path))?.len();
-    check_file(&mut file, len).map_err(|Refused(reason)| ImportError::PerfData {
+    let records = check_file(&mut file, len).map_err(|Refused(reason)| ImportError::PerfData {
         path: path.to_path_buf(),
         reason,
     })?;
     file.seek(SeekFrom::Start(0)).map_err(ImportError::io(path))?;
-    Ok(file)
+    Ok((file, records))
 }
 
 thread_local! {
@@ -158,8 +174,9 @@ fn check_section(name: &str, at: u64, offset: u64, size: u64, len: u64) -> Resul
     }
 }
 
-/// Checks the perf.data file `file` of `len` bytes (see the module's documentation).
-pub fn check_file(file: &mut File, len: u64) -> Result<(), Refused> {
+/// Checks the perf.data file `file` of `len` bytes (see the module's documentation), and
+/// says what it saw of the records.
+pub fn check_file(file: &mut File, len: u64) -> Result<Records, Refused> {
     file.seek(SeekFrom::Start(0)).map_err(io_refused)?;
     let mut head = [0u8; FILE_HEADER_SIZE as usize];
     let n = read_up_to(file, &mut head).map_err(io_refused)?;
@@ -219,7 +236,9 @@ pub fn check_file(file: &mut File, len: u64) -> Result<(), Refused> {
                 .map_err(|Refused(why)| Refused(format!("{why} (feature {feature} at byte {offset})")))?;
         }
     }
-    check_records(file, e, data.0, data.0 + data.1, false)
+    let mut records = check_records(file, e, data.0, data.0 + data.1, false)?;
+    records.data = data;
+    Ok(records)
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -366,7 +385,7 @@ fn feature_of_record(feature: u64) -> u32 {
 /// Walks the records from byte `start` to `end` (to the end of the file in pipe mode):
 /// the size of an AUXTRACE record's trailing data is allocated by the crate, so it must
 /// fit in what is left; in pipe mode, the feature records are checked as sections are.
-fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -> Result<(), Refused> {
+fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -> Result<Records, Refused> {
     let end = if pipe {
         file.metadata().map_err(io_refused)?.len()
     } else {
@@ -377,6 +396,7 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
     let mut pos = start;
     let mut header = [0u8; 8];
     let mut body = Vec::new();
+    let mut framed_apart = false;
     while pos + 8 <= end {
         r.read_exact(&mut header).map_err(io_refused)?;
         let (kind, size) = (e.u32(&header[..4]), u64::from(e.u16(&header[6..8])));
@@ -388,8 +408,12 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
         let body_len = size - 8;
         if pos + size > end {
             // A file cut short: the crate reports where it stops.
-            return Ok(());
+            return Ok(Records::default());
         }
+        framed_apart |= matches!(
+            kind,
+            PERF_RECORD_AUXTRACE | PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2
+        );
         match kind {
             PERF_RECORD_AUXTRACE => {
                 body.resize(body_len as usize, 0);
@@ -417,7 +441,11 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
         }
         pos += size;
     }
-    Ok(())
+    Ok(Records {
+        data: (start, end - start),
+        tiled: pos == end,
+        framed_apart,
+    })
 }
 
 /// The largest AUXTRACE trace a stream may announce: the reader allocates it whole, and a
@@ -559,7 +587,7 @@ mod tests {
         let p = tmp.path().join("x.data");
         std::fs::write(&p, bytes).unwrap();
         let mut f = File::open(&p).unwrap();
-        check_file(&mut f, bytes.len() as u64)
+        check_file(&mut f, bytes.len() as u64).map(|_| ())
     }
 
     #[test]

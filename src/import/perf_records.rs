@@ -1,0 +1,609 @@
+//! The records of a perf.data file written to a file (`perf record -o FILE`), read in
+//! large chunks and handed out in place, in the order `linux-perf-data` hands them out;
+//! and samples parsed for the fields the import uses only.
+//!
+//! The crate copies each record into a buffer of its own, orders them in rounds and
+//! parses every field of a sample; that was a third of an import's time. This reader
+//! keeps the crate's order exactly (so a profile and its stacks come out the same,
+//! [`super::perf_data::read_with_crate`] being the check), and leaves it the rest: the
+//! header and its features, the parsing of every record but a sample, and any sample of
+//! a format it does not know. It reads only files the check of
+//! [`super::perf_header`] found whole and plainly framed: little-endian, records
+//! that fill the data section exactly, no AUXTRACE or compressed records, not written by
+//! simpleperf ([`eligible`]); the others are read by the crate from the start.
+//!
+//! The order (`linux-perf-data`'s `file_reader.rs` and `sorter.rs`): each record has the
+//! key (timestamp, file offset). A sample's timestamp is its `PERF_SAMPLE_TIME`, another
+//! kernel record's is the `sample_id_all` trailer's; records without one (and perf's own
+//! records, type 64 and up) have none, which sorts before every timestamp. At each
+//! `FINISHED_ROUND` (type 68) the records whose key is at most the largest key seen
+//! before the previous `FINISHED_ROUND` are handed out, sorted by key; at the end of the
+//! data, all the rest. The file offset makes every key distinct, so the sort needs no
+//! stability: records of equal timestamps come out in file order, as the crate's do.
+
+use super::perf_header::Records;
+use crate::model::mode::Mode;
+use linux_perf_data::linux_perf_event_reader::{
+    AttrFlags, CpuMode, Endianness, RawData, RawDataU64, RawEventRecord, RecordIdParseInfo, RecordParseInfo,
+    RecordType, SampleFormat,
+};
+use linux_perf_data::{Feature, PerfFile};
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// How many bytes a read asks for: large enough that reading costs little per record,
+/// small enough that two imports side by side keep their memory low.
+const CHUNK: usize = 4 << 20;
+
+/// `PERF_RECORD_FINISHED_ROUND`: every record before it that the next round cannot
+/// precede may be handed out.
+const FINISHED_ROUND: u32 = 68;
+
+/// perf's own record types start here; they carry no attribute and no timestamp.
+const USER_TYPE_START: u32 = 64;
+
+/// The fields of a sample the import uses.
+#[derive(Debug, Clone)]
+pub(crate) struct Sample<'a> {
+    pub(crate) ip: Option<u64>,
+    pub(crate) pid: Option<i32>,
+    pub(crate) tid: Option<i32>,
+    pub(crate) timestamp: Option<u64>,
+    pub(crate) cpu: Option<u32>,
+    pub(crate) period: Option<u64>,
+    pub(crate) mode: Mode,
+    /// The call chain, leaf first, as the file has it.
+    pub(crate) callchain: Option<Chain<'a>>,
+}
+
+/// A sample's call chain, leaf first, where it lies.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Chain<'a> {
+    /// Little-endian addresses in the record's bytes.
+    Bytes(&'a [u8]),
+    /// As the crate parsed it.
+    Parsed(RawDataU64<'a>),
+}
+
+impl Chain<'_> {
+    /// The addresses, leaf first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        let (bytes, parsed) = match self {
+            Chain::Bytes(b) => (*b, None),
+            Chain::Parsed(p) => (&[][..], Some(p)),
+        };
+        let from_bytes = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        let from_parsed = parsed.into_iter().flat_map(|p| (0..p.len()).filter_map(|k| p.get(k)));
+        from_bytes.chain(from_parsed)
+    }
+}
+
+/// The sampling mode in the collector's terms, so both read call chains alike.
+pub(crate) fn mode_of(m: CpuMode) -> Mode {
+    match m {
+        CpuMode::Kernel => Mode::Kernel,
+        CpuMode::User => Mode::User,
+        CpuMode::Hypervisor => Mode::Hypervisor,
+        CpuMode::GuestKernel => Mode::GuestKernel,
+        CpuMode::GuestUser => Mode::GuestUser,
+        _ => Mode::Unknown,
+    }
+}
+
+impl<'a> Sample<'a> {
+    /// The fields of a sample the crate parsed.
+    pub(crate) fn of(s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'a>) -> Self {
+        Sample {
+            ip: s.ip,
+            pid: s.pid,
+            tid: s.tid,
+            timestamp: s.timestamp,
+            cpu: s.cpu,
+            period: s.period,
+            mode: mode_of(s.cpu_mode),
+            callchain: s.callchain.map(Chain::Parsed),
+        }
+    }
+
+    /// The fields of the sample `r`, when its format has nothing past the call chain
+    /// and nothing between the period and the call chain (perf record's formats, with
+    /// or without `-g`, `-a`, several events), read straight from its bytes. `None`: for
+    /// the crate to parse, which reads every field and says what is wrong with a damaged
+    /// one (the same bytes read here would be short).
+    pub(crate) fn parse_plain(r: &RawEventRecord<'a>) -> Option<Self> {
+        const PLAIN: SampleFormat = SampleFormat::IDENTIFIER
+            .union(SampleFormat::IP)
+            .union(SampleFormat::TID)
+            .union(SampleFormat::TIME)
+            .union(SampleFormat::ADDR)
+            .union(SampleFormat::ID)
+            .union(SampleFormat::STREAM_ID)
+            .union(SampleFormat::CPU)
+            .union(SampleFormat::PERIOD)
+            .union(SampleFormat::CALLCHAIN);
+        let f = r.parse_info.sample_format;
+        let RawData::Single(body) = r.data else { return None };
+        if !PLAIN.contains(f) || r.parse_info.endian != Endianness::LittleEndian {
+            return None;
+        }
+        let mut at = 0usize;
+        let mut u64_if = |flag: SampleFormat| -> Option<Option<u64>> {
+            if !f.contains(flag) {
+                return Some(None);
+            }
+            let v = u64_at(body, at)?;
+            at += 8;
+            Some(Some(v))
+        };
+        u64_if(SampleFormat::IDENTIFIER)?;
+        let ip = u64_if(SampleFormat::IP)?;
+        let pid_tid = u64_if(SampleFormat::TID)?;
+        let timestamp = u64_if(SampleFormat::TIME)?;
+        u64_if(SampleFormat::ADDR)?;
+        u64_if(SampleFormat::ID)?;
+        u64_if(SampleFormat::STREAM_ID)?;
+        let cpu_res = u64_if(SampleFormat::CPU)?;
+        let period = u64_if(SampleFormat::PERIOD)?;
+        let callchain = if f.contains(SampleFormat::CALLCHAIN) {
+            let n = u64_if(SampleFormat::CALLCHAIN)?.expect("asked for");
+            let bytes = usize::try_from(n).ok()?.checked_mul(8)?;
+            let chain = body.get(at..at.checked_add(bytes)?)?;
+            Some(Chain::Bytes(chain))
+        } else {
+            None
+        };
+        Some(Sample {
+            ip,
+            // In the file's order: pid, then tid (u32 each); cpu, then a reserved u32.
+            pid: pid_tid.map(|v| v as u32 as i32),
+            tid: pid_tid.map(|v| (v >> 32) as u32 as i32),
+            timestamp,
+            cpu: cpu_res.map(|v| v as u32),
+            period,
+            mode: mode_of(CpuMode::from_misc(r.misc)),
+            callchain,
+        })
+    }
+}
+
+/// The little-endian u64 at byte `at` of `b`, if `b` holds it.
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    let bytes: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(bytes))
+}
+
+/// Whether this reader reads the file whose header `perf_file` describes and whose
+/// records the check saw as `records` (see the module's documentation).
+pub(crate) fn eligible(perf_file: &PerfFile, records: &Records) -> bool {
+    let features = perf_file.features();
+    perf_file.endian() == Endianness::LittleEndian
+        && records.tiled
+        && !records.framed_apart
+        && !features.has_feature(Feature::COMPRESSED)
+        && !features.has_feature(Feature::SIMPLEPERF_META_INFO)
+        && !perf_file.event_attributes().is_empty()
+}
+
+/// How a record's attribute is found (the crate's `IdParseInfos`).
+enum Ids {
+    /// One attribute: every record is its.
+    One,
+    /// Every attribute puts the id at the same place.
+    Same(RecordIdParseInfo),
+    /// Each attribute has `PERF_SAMPLE_IDENTIFIER`: first in a sample, last in the
+    /// trailer of other records (when `sample_id_all` is set, the bool).
+    Identifier(bool),
+}
+
+/// A record waiting for its turn: its key and its attribute.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    /// The timestamp (`None` before every timestamp), then the file offset.
+    key: (Option<u64>, u64),
+    /// `None`: one of perf's own records, which only takes its place in the order.
+    attr: Option<u32>,
+}
+
+/// Reads the records of `file` (checked as `records` says, [`eligible`]) and hands each
+/// kernel record to `each` with its attribute's index, in the crate's order.
+pub(crate) fn walk(
+    file: &File,
+    records: &Records,
+    perf_file: &PerfFile,
+    mut each: impl FnMut(usize, RawEventRecord<'_>) -> Result<(), super::ImportError>,
+    err: impl Fn(linux_perf_data::Error) -> super::ImportError,
+) -> Result<(), super::ImportError> {
+    let attrs = perf_file.event_attributes();
+    let parse_infos: Vec<RecordParseInfo> = attrs
+        .iter()
+        .map(|a| RecordParseInfo::new(&a.attr, Endianness::LittleEndian))
+        .collect();
+    let mut by_id: HashMap<u64, usize> = HashMap::new();
+    for (k, a) in attrs.iter().enumerate() {
+        for id in &a.event_ids {
+            by_id.insert(*id, k);
+        }
+    }
+    let first = parse_infos[0].id_parse_info;
+    let ids = if parse_infos.len() == 1 {
+        Ids::One
+    } else if parse_infos.iter().all(|p| p.id_parse_info == first) {
+        Ids::Same(first)
+    } else {
+        // The crate refused such a file on opening unless every attribute has
+        // IDENTIFIER and the first one's sample_id_all.
+        Ids::Identifier(attrs[0].attr.flags.contains(AttrFlags::SAMPLE_ID_ALL))
+    };
+    let mut w = Walker {
+        file,
+        buf: Vec::new(),
+        base: records.data.0,
+        filled: 0,
+    };
+    let mut order = Order::default();
+    let (start, end) = (records.data.0, records.data.0 + records.data.1);
+    let mut pos = start;
+    // Hands out, in key order, the records `order` releases.
+    let mut release = |w: &Walker<'_>, out: &mut Vec<Pending>| -> Result<(), super::ImportError> {
+        for p in out.drain(..) {
+            let Some(attr) = p.attr else { continue };
+            let (kind, misc, body) = w.record(p.key.1);
+            let r = RawEventRecord::new(
+                RecordType(kind),
+                misc,
+                RawData::Single(body),
+                parse_infos[attr as usize],
+            );
+            each(attr as usize, r)?;
+        }
+        Ok(())
+    };
+    let mut out = Vec::new();
+    while pos < end {
+        if !w.holds(pos, 8) {
+            w.read_in(pos, 8, order.oldest().unwrap_or(pos)).map_err(&err)?;
+        }
+        let (kind, _, size) = w.header(pos);
+        if size < 8 {
+            return Err(err(linux_perf_data::Error::InvalidPerfEventSize));
+        }
+        if !w.holds(pos, usize::from(size)) {
+            w.read_in(pos, usize::from(size), order.oldest().unwrap_or(pos))
+                .map_err(&err)?;
+        }
+        if kind == FINISHED_ROUND {
+            order.finish_round(&mut out);
+            release(&w, &mut out)?;
+            pos += u64::from(size);
+            continue;
+        }
+        let pending = if kind < USER_TYPE_START {
+            let (_, _, body) = w.record(pos);
+            let attr = match &ids {
+                Ids::One => 0,
+                Ids::Same(info) => record_id(kind, body, info)
+                    .and_then(|id| by_id.get(&id).copied())
+                    .unwrap_or(0),
+                Ids::Identifier(sample_id_all) => record_identifier(kind, body, *sample_id_all)
+                    .and_then(|id| by_id.get(&id).copied())
+                    .unwrap_or(0),
+            };
+            Pending {
+                key: (record_time(kind, body, &parse_infos[attr]), pos),
+                attr: Some(attr as u32),
+            }
+        } else {
+            Pending {
+                key: (None, pos),
+                attr: None,
+            }
+        };
+        order.insert(pending);
+        pos += u64::from(size);
+    }
+    order.finish(&mut out);
+    release(&w, &mut out)
+}
+
+/// `PERF_RECORD_SAMPLE`.
+const SAMPLE: u32 = 9;
+
+/// A record's id where `info` puts it (the crate's `get_record_id`).
+fn record_id(kind: u32, body: &[u8], info: &RecordIdParseInfo) -> Option<u64> {
+    if kind == SAMPLE {
+        u64_at(body, usize::from(info.sample_record_id_offset_from_start?))
+    } else {
+        let from_end = usize::from(info.nonsample_record_id_offset_from_end?);
+        u64_at(body, body.len().checked_sub(from_end)?)
+    }
+}
+
+/// A record's `PERF_SAMPLE_IDENTIFIER` (the crate's `get_record_identifier`).
+fn record_identifier(kind: u32, body: &[u8], sample_id_all: bool) -> Option<u64> {
+    if kind == SAMPLE {
+        u64_at(body, 0)
+    } else if sample_id_all {
+        u64_at(body, body.len().checked_sub(8)?)
+    } else {
+        None
+    }
+}
+
+/// A record's timestamp (the crate's `get_record_timestamp`): a sample's
+/// `PERF_SAMPLE_TIME`, another record's `sample_id_all` trailer's.
+fn record_time(kind: u32, body: &[u8], info: &RecordParseInfo) -> Option<u64> {
+    if kind == SAMPLE {
+        u64_at(body, usize::from(info.sample_record_time_offset_from_start?))
+    } else {
+        let from_end = usize::from(info.nonsample_record_time_offset_from_end?);
+        u64_at(body, body.len().checked_sub(from_end)?)
+    }
+}
+
+/// The bytes of the file from `base` on, `filled` of them in `buf`, read in chunks.
+struct Walker<'f> {
+    file: &'f File,
+    /// Its length is what has been allocated (zeroed once); `filled` bytes are the file's.
+    buf: Vec<u8>,
+    base: u64,
+    filled: usize,
+}
+
+impl Walker<'_> {
+    /// Whether the `n` bytes at file offset `at` are read in.
+    fn holds(&self, at: u64, n: usize) -> bool {
+        (at - self.base) as usize + n <= self.filled
+    }
+
+    /// Reads in the `n` bytes at file offset `at` and a chunk more, dropping what lies
+    /// before `keep` (the oldest record still waiting). A file that ends first is an
+    /// error, as the crate reports it.
+    fn read_in(&mut self, at: u64, n: usize, keep: u64) -> Result<(), linux_perf_data::Error> {
+        let end = (at - self.base) as usize + n;
+        // Move what is kept to the front; the records waiting are a round or two.
+        let drop = (keep - self.base) as usize;
+        self.buf.copy_within(drop..self.filled, 0);
+        self.filled -= drop;
+        self.base = keep;
+        let end = end - drop;
+        // Room for a chunk past what is needed (a record is at most 64 KiB).
+        let want = end.max(self.filled + CHUNK);
+        if self.buf.len() < want {
+            self.buf.resize(want.max(CHUNK), 0);
+        }
+        while self.filled < end {
+            let from = self.base + self.filled as u64;
+            match self.file.read_at(&mut self.buf[self.filled..], from) {
+                Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
+                Ok(k) => self.filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The type, misc and size of the record at file offset `at` (read in).
+    fn header(&self, at: u64) -> (u32, u16, u16) {
+        let h = &self.buf[(at - self.base) as usize..][..8];
+        (
+            u32::from_le_bytes([h[0], h[1], h[2], h[3]]),
+            u16::from_le_bytes([h[4], h[5]]),
+            u16::from_le_bytes([h[6], h[7]]),
+        )
+    }
+
+    /// The type, misc and body of the record at file offset `at` (read in whole).
+    fn record(&self, at: u64) -> (u32, u16, &[u8]) {
+        let (kind, misc, size) = self.header(at);
+        let from = (at - self.base) as usize;
+        (kind, misc, &self.buf[from + 8..from + usize::from(size)])
+    }
+}
+
+/// The crate's round-by-round ordering (`sorter.rs`), on keys that are all distinct.
+#[derive(Default)]
+struct Order {
+    incoming: Vec<Pending>,
+    /// The largest key seen before the last round ended, and the largest seen.
+    prev_max: (Option<u64>, u64),
+    cur_max: (Option<u64>, u64),
+    /// How many of `incoming` are at most `prev_max`.
+    at_most_prev: usize,
+}
+
+impl Order {
+    fn insert(&mut self, p: Pending) {
+        if p.key <= self.prev_max {
+            self.at_most_prev += 1;
+        } else if p.key > self.cur_max {
+            self.cur_max = p.key;
+        }
+        self.incoming.push(p);
+    }
+
+    /// The file offset of the oldest record waiting.
+    fn oldest(&self) -> Option<u64> {
+        self.incoming.iter().map(|p| p.key.1).min()
+    }
+
+    /// A round ended: the records at most the previous round's largest key go to `out`,
+    /// in order.
+    fn finish_round(&mut self, out: &mut Vec<Pending>) {
+        let n = self.at_most_prev;
+        if n > 0 {
+            // The rounds come as runs sorted per CPU: a merging sort takes them as such.
+            self.incoming.sort_by_key(|p| p.key);
+            out.extend(self.incoming.drain(..n));
+        }
+        self.prev_max = self.cur_max;
+        self.at_most_prev = self.incoming.len();
+    }
+
+    /// The data ended: everything goes to `out`, in order.
+    fn finish(&mut self, out: &mut Vec<Pending>) {
+        self.incoming.sort_by_key(|p| p.key);
+        out.append(&mut self.incoming);
+        self.prev_max = self.cur_max;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linux_perf_data::linux_perf_event_reader::EventRecord;
+
+    /// The parse information of a recording's first attribute.
+    fn parse_info_of_a_fixture() -> RecordParseInfo {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/import/stacks.data");
+        let file = File::open(path).unwrap();
+        let reader = linux_perf_data::PerfFileReader::parse_file(std::io::BufReader::new(&file)).unwrap();
+        RecordParseInfo::new(&reader.perf_file.event_attributes()[0].attr, Endianness::LittleEndian)
+    }
+
+    #[test]
+    fn plain_samples_read_as_the_crate_parses_them() {
+        let flags = [
+            SampleFormat::IDENTIFIER,
+            SampleFormat::IP,
+            SampleFormat::TID,
+            SampleFormat::TIME,
+            SampleFormat::ADDR,
+            SampleFormat::ID,
+            SampleFormat::STREAM_ID,
+            SampleFormat::CPU,
+            SampleFormat::PERIOD,
+            SampleFormat::CALLCHAIN,
+        ];
+        let mut info = parse_info_of_a_fixture();
+        let mut checked = 0;
+        // Every combination of the plain fields, each word distinct, whole and cut short.
+        for combo in 0u32..1 << flags.len() {
+            info.sample_format = flags
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| combo & (1 << k) != 0)
+                .fold(SampleFormat::empty(), |f, (_, &flag)| f | flag);
+            let mut body = Vec::new();
+            for (k, flag) in flags.iter().enumerate() {
+                if !info.sample_format.contains(*flag) {
+                    continue;
+                }
+                if *flag == SampleFormat::CALLCHAIN {
+                    body.extend_from_slice(&3u64.to_le_bytes());
+                    for a in [0xffff_ffff_ffff_ff80u64, 0xffff_ffff_8100_0000, 0x7f00_0000_1234] {
+                        body.extend_from_slice(&a.to_le_bytes());
+                    }
+                } else {
+                    body.extend_from_slice(&(0x0102_0304_0506_0708u64 * (k as u64 + 1)).to_le_bytes());
+                }
+            }
+            for len in [body.len(), body.len().saturating_sub(3)] {
+                for misc in [1u16, 2, 3, 6] {
+                    let r = RawEventRecord::new(RecordType::SAMPLE, misc, RawData::Single(&body[..len]), info);
+                    let ours = Sample::parse_plain(&r);
+                    match r.parse() {
+                        Ok(EventRecord::Sample(s)) => {
+                            let ours = ours.expect("the crate read it whole");
+                            let theirs = Sample::of(&s);
+                            assert_eq!(
+                                (
+                                    ours.ip,
+                                    ours.pid,
+                                    ours.tid,
+                                    ours.timestamp,
+                                    ours.cpu,
+                                    ours.period,
+                                    ours.mode
+                                ),
+                                (
+                                    theirs.ip,
+                                    theirs.pid,
+                                    theirs.tid,
+                                    theirs.timestamp,
+                                    theirs.cpu,
+                                    theirs.period,
+                                    theirs.mode
+                                ),
+                                "{:?}",
+                                info.sample_format
+                            );
+                            let chain = |c: &Option<Chain<'_>>| c.map(|c| c.iter().collect::<Vec<u64>>());
+                            assert_eq!(chain(&ours.callchain), chain(&theirs.callchain));
+                            checked += 1;
+                        }
+                        Ok(other) => panic!("{other:?}"),
+                        Err(_) => assert!(ours.is_none(), "read a sample the crate cannot"),
+                    }
+                }
+            }
+        }
+        assert!(checked > 4000, "{checked}");
+        // A format with a field past the call chain is the crate's to read.
+        info.sample_format = SampleFormat::IP | SampleFormat::RAW;
+        let body = [0u8; 16];
+        let r = RawEventRecord::new(RecordType::SAMPLE, 2, RawData::Single(&body), info);
+        assert!(Sample::parse_plain(&r).is_none());
+    }
+
+    /// The crate's own example of rounds (its `sorter.rs` test), with the keys as
+    /// timestamps at increasing offsets, as its file reader makes them: a timestamp equal
+    /// to the previous round's largest but later in the file waits for the next round.
+    #[test]
+    fn rounds_release_what_the_next_cannot_precede() {
+        let mut o = Order::default();
+        let mut offset = 0;
+        let mut put = |o: &mut Order, t: u64| {
+            offset += 1;
+            o.insert(Pending {
+                key: (Some(t), offset),
+                attr: Some(0),
+            });
+        };
+        let times = |out: &mut Vec<Pending>| out.drain(..).map(|p| p.key.0.unwrap()).collect::<Vec<_>>();
+        let mut out = Vec::new();
+        for t in [1, 2, 3, 2, 4] {
+            put(&mut o, t);
+        }
+        o.finish_round(&mut out);
+        assert!(out.is_empty());
+        for t in [3, 5, 6, 7, 4, 5] {
+            put(&mut o, t);
+        }
+        o.finish_round(&mut out);
+        assert_eq!(times(&mut out), [1, 2, 2, 3, 3, 4]);
+        for t in [6, 8, 9, 7, 10] {
+            put(&mut o, t);
+        }
+        o.finish_round(&mut out);
+        assert_eq!(times(&mut out), [4, 5, 5, 6, 6, 7]);
+        o.finish(&mut out);
+        assert_eq!(times(&mut out), [7, 8, 9, 10]);
+    }
+
+    #[test]
+    fn records_without_time_go_first_in_the_round_that_releases_them() {
+        let mut o = Order::default();
+        let mut out = Vec::new();
+        let p = |t: Option<u64>, off: u64| Pending {
+            key: (t, off),
+            attr: Some(0),
+        };
+        o.insert(p(Some(5), 10));
+        o.finish_round(&mut out);
+        o.insert(p(Some(7), 20));
+        o.insert(p(None, 30));
+        o.insert(p(Some(5), 40));
+        o.finish_round(&mut out);
+        let keys: Vec<_> = out.drain(..).map(|p| p.key).collect();
+        // Timestamp-less first; the 5 later in the file than the largest key of the
+        // previous round waits.
+        assert_eq!(keys, [(None, 30), (Some(5), 10)]);
+        o.finish(&mut out);
+        let keys: Vec<_> = out.iter().map(|p| p.key).collect();
+        assert_eq!(keys, [(Some(5), 40), (Some(7), 20)]);
+    }
+}
