@@ -9,7 +9,7 @@ use std::process::Command;
 
 use crate::util::perf_usable;
 use upcmp::host::{build_id_from_notes, running_kernel_build_id};
-use upcmp::symbols::{elf_build_id, find_vmlinux_in, ElfSymbols, KernelSymbols, SymbolError};
+use upcmp::symbols::{elf_build_id, find_vmlinux_in, ElfSymbols, FunctionAt, KernelSymbols, SymbolError};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
@@ -455,6 +455,13 @@ fn user_elf_symbols_resolve_file_offsets_like_nm() {
                 "{name} at {a:#x}"
             );
         }
+        // Both ends are one function, whose name is read once by a caller.
+        let ends = [addr, addr + size - 1].map(|a| syms.function_at(file_offset_of(&elf, a)));
+        assert_eq!(ends[0], ends[1], "{name}");
+        let Some(FunctionAt::Symbol(i)) = ends[0] else {
+            panic!("{name}: {:?}", ends[0])
+        };
+        assert_eq!(syms.symbol_name(i).as_deref(), Some(want));
     }
     // Before the first function (the ELF header) there is none.
     assert_eq!(syms.resolve_offset(0), None);

@@ -27,7 +27,8 @@ use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN
 use crate::model::stacks::IDLE_COMMAND;
 use crate::model::ProfileBuilder;
 use crate::symbols::{
-    buildid_dir, demangle, hex, load_user_symbols, KernelSymbols, SymbolCache, UserSymbols, UserSymbolsMissing,
+    buildid_dir, demangle, hex, load_user_symbols, FunctionAt, KernelSymbols, SymbolCache, UserSymbols,
+    UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
     EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RecordType, SamplingPolicy, SoftwareCounterType,
@@ -184,6 +185,8 @@ struct Maps {
     header_ids: FastMap<Vec<u8>, Vec<u8>>,
     /// Symbol name → as perf prints it.
     demangled: FastMap<String, String>,
+    /// (DSO, ELF symbol index) → its name as perf prints it (`None`: unreadable).
+    symbol_names: FastMap<(usize, u32), Option<String>>,
     /// Symbol tables shared with the imports beside this one.
     shared: Option<SymbolCache>,
 }
@@ -276,7 +279,19 @@ impl Maps {
     fn name(&mut self, place: Place) -> (&str, &str) {
         let dso = &self.dsos[place.dso];
         let found = match dso.symbols.as_ref().and_then(|s| s.as_deref().ok()) {
-            Some(UserSymbols::Elf(syms)) => syms.resolve_offset(place.at),
+            Some(UserSymbols::Elf(syms)) => match syms.function_at(place.at) {
+                Some(FunctionAt::Plt(name)) => Some(Cow::Borrowed(name)),
+                // Each function's name is read from its file once, however many places
+                // in it are sampled.
+                Some(FunctionAt::Symbol(i)) => {
+                    let name = self.symbol_names.entry((place.dso, i)).or_insert_with(|| {
+                        let raw = syms.symbol_name(i);
+                        raw.as_deref().map(|r| demangle(r).unwrap_or_else(|| r.to_string()))
+                    });
+                    return (dso.module.as_str(), name.as_deref().unwrap_or(UNKNOWN_FUNCTION));
+                }
+                None => None,
+            },
             Some(UserSymbols::PerfMap(names)) => names.lookup(place.at).map(Cow::Borrowed),
             None => None,
         };

@@ -15,12 +15,17 @@ pub(super) fn code_symbol<'d>(file: &object::File<'d>, sym: &object::Symbol<'d, 
     let SymbolSection::Section(index) = sym.section() else {
         return None;
     };
-    let in_code = file.section_by_index(index).is_ok_and(|s| {
-        matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
-    });
-    let keep = sym.kind() == SymbolKind::Text || (in_code && is_label(sym));
+    let in_code = || {
+        file.section_by_index(index).is_ok_and(|s| {
+            matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+        })
+    };
+    // The name is read (and checked as UTF-8) only for a symbol kept.
+    if sym.kind() != SymbolKind::Text && !(is_label(sym) && in_code()) {
+        return None;
+    }
     let name = sym.name().ok()?;
-    if !keep || name.is_empty() || name.starts_with('$') {
+    if name.is_empty() || name.starts_with('$') {
         return None;
     }
     let binding = if sym.is_weak() {
@@ -221,32 +226,47 @@ impl ElfSymbols {
 
     /// The function at `offset` in the file; `None` when no function covers it.
     pub fn resolve_offset(&self, offset: u64) -> Option<Cow<'_, str>> {
+        match self.function_at(offset)? {
+            FunctionAt::Plt(name) => Some(Cow::Borrowed(name)),
+            FunctionAt::Symbol(i) => self.symbol_name(i).map(Cow::Owned),
+        }
+    }
+
+    /// What covers `offset` in the file, without reading a symbol's name: offsets in one
+    /// function give the same answer, so a caller reads each name once.
+    pub fn function_at(&self, offset: u64) -> Option<FunctionAt<'_>> {
         let &(file_off, _, vaddr) = self
             .loads
             .iter()
             .find(|&&(o, size, _)| offset >= o && offset - o < size.max(1))?;
         let addr = offset - file_off + vaddr;
         // The PLT first: a zero-size symbol before it (`_init`) is stretched over it.
-        match self.plt.lookup(addr) {
-            Some(name) => Some(Cow::Borrowed(name)),
-            None => self.function_at(addr).map(Cow::Owned),
+        if let Some(name) = self.plt.lookup(addr) {
+            return Some(FunctionAt::Plt(name));
         }
+        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
+        (addr < self.spans[i].end).then_some(FunctionAt::Symbol(i as u32))
     }
 
-    /// The function symbol covering `addr`, its name read from the file (`None` if the
-    /// file no longer holds a name there).
-    fn function_at(&self, addr: u64) -> Option<String> {
+    /// The name of function symbol `i` (from [`function_at`](Self::function_at)), read
+    /// from the file; `None` if the file no longer holds a name there.
+    pub fn symbol_name(&self, i: u32) -> Option<String> {
         use std::os::unix::fs::FileExt;
-        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
-        let span = &self.spans[i];
-        if addr >= span.end {
-            return None;
-        }
+        let span = self.spans.get(i as usize)?;
         // The length was checked against the file when it was read.
         let mut name = vec![0; span.name_len as usize];
         self.file.read_exact_at(&mut name, span.name).ok()?;
         String::from_utf8(name).ok()
     }
+}
+
+/// What covers an offset in an ELF file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FunctionAt<'s> {
+    /// A PLT entry, named as perf names it.
+    Plt(&'s str),
+    /// A function symbol, by index.
+    Symbol(u32),
 }
 
 /// perf's synthesized PLT symbols (`dso__synthesize_plt_symbols`): `.plt` for the whole

@@ -7,7 +7,7 @@ mod kernel;
 mod ranges;
 mod user;
 
-pub use elf::{elf_build_id, ElfSymbols};
+pub use elf::{elf_build_id, ElfSymbols, FunctionAt};
 pub use kernel::{read_kallsyms_text, KernelSymbols};
 pub use ranges::{load_perf_map, RangeNames};
 pub use user::{demangle, function_name, load_user_symbols, UserSymbols, UserSymbolsMissing};
