@@ -3,10 +3,10 @@
 
 use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
-use crate::compare::stacks::{compare_run_stacks, compare_stacks, RunStacks};
+use crate::compare::stacks::{compare_run_stacks, compare_stacks_owned, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
-use crate::model::{IdleSet, SampleFilter};
+use crate::model::{IdleSet, SampleFilter, StackProfile};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER};
@@ -129,12 +129,13 @@ fn compare_recordings(
         (import_one(path1, &import_opts), second.join())
     });
     drop(import_opts);
-    let i1 = r1?;
-    let i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let mut i1 = r1?;
+    let mut i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let stacks = (i1.stacks.take(), i2.stacks.take());
     // The flat comparison and the stacks' are independent: side by side.
     let (cmp, stacks) = rayon::join(
         || compare_imported(path1, &i1.profile, path2, &i2.profile, opts),
-        || recording_stacks(path1, path2, &i1, &i2, opts),
+        || recording_stacks(path1, path2, stacks, &i1, &i2, opts),
     );
     Ok((cmp?, stacks))
 }
@@ -143,29 +144,28 @@ fn compare_recordings(
 fn recording_stacks(
     path1: &Path,
     path2: &Path,
+    stacks: (Option<StackProfile>, Option<StackProfile>),
     i1: &Imported,
     i2: &Imported,
     opts: &CompareOptions,
 ) -> Option<RunStacks> {
-    match (&i1.stacks, &i2.stacks) {
-        (Some(s1), Some(s2)) => {
-            let idle = opts
-                .idle_override
-                .clone()
-                .unwrap_or_else(|| IdleSet::new(i1.profile.idle_set.clone()));
-            Some(RunStacks {
-                dir1: path1.to_path_buf(),
-                dir2: path2.to_path_buf(),
-                tests: vec![compare_stacks(
-                    &imported::test_name(&i1.profile, &i2.profile),
-                    std::slice::from_ref(s1),
-                    std::slice::from_ref(s2),
-                    &idle,
-                )],
-            })
-        }
-        _ => None,
-    }
+    let (Some(s1), Some(s2)) = stacks else {
+        return None;
+    };
+    let idle = opts
+        .idle_override
+        .clone()
+        .unwrap_or_else(|| IdleSet::new(i1.profile.idle_set.clone()));
+    Some(RunStacks {
+        dir1: path1.to_path_buf(),
+        dir2: path2.to_path_buf(),
+        tests: vec![compare_stacks_owned(
+            &imported::test_name(&i1.profile, &i2.profile),
+            vec![s1],
+            vec![s2],
+            &idle,
+        )],
+    })
 }
 
 /// What the reader must know of runs that did not complete: why a run failed, and which

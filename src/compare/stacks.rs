@@ -56,20 +56,7 @@ impl ShareChange {
     /// The shares `run1` and `run2` (one per repetition) and their change, tested but not
     /// yet adjusted: it stands out only once its family is ([`adjust`]).
     pub fn test(run1: &[ShareCount], run2: &[ShareCount]) -> Self {
-        let pct = |s: &[ShareCount]| {
-            let shares: Vec<f64> = s
-                .iter()
-                .map(|c| {
-                    if c.total == 0 {
-                        0.0
-                    } else {
-                        c.count as f64 / c.total as f64
-                    }
-                })
-                .collect();
-            100.0 * stats::mean(&shares)
-        };
-        let (pct1, pct2) = (pct(run1), pct(run2));
+        let (pct1, pct2) = (mean_share_pct(run1), mean_share_pct(run2));
         let v = share_test(run1, run2);
         ShareChange {
             pct1,
@@ -90,7 +77,7 @@ impl ShareChange {
 
     /// At or above [`FRAME_CUTOFF_PCT`] in either run: tested in a family.
     pub fn above_cutoff(&self) -> bool {
-        self.pct1.max(self.pct2) >= FRAME_CUTOFF_PCT
+        above_cutoff(self.pct1, self.pct2)
     }
 
     /// Whether the change stands above the noise after its family's adjustment
@@ -98,6 +85,25 @@ impl ShareChange {
     pub fn stands_out(&self) -> bool {
         self.noise.stands_out()
     }
+}
+
+/// The mean of the repetitions' shares, in percent.
+fn mean_share_pct(s: &[ShareCount]) -> f64 {
+    let shares: Vec<f64> = s
+        .iter()
+        .map(|c| {
+            if c.total == 0 {
+                0.0
+            } else {
+                c.count as f64 / c.total as f64
+            }
+        })
+        .collect();
+    100.0 * stats::mean(&shares)
+}
+
+fn above_cutoff(pct1: f64, pct2: f64) -> bool {
+    pct1.max(pct2) >= FRAME_CUTOFF_PCT
 }
 
 /// Adjusts `changes` as one Benjamini–Hochberg family: those at or above
@@ -127,8 +133,8 @@ pub struct StackDiff {
     /// Each node's inclusive samples per repetition: node n's are
     /// `per_repetition[n * k ..][..k]`, run 1's repetitions first (k of them in all).
     per_repetition: Vec<u64>,
-    /// Each node's change, adjusted as one family.
-    changes: Vec<ShareChange>,
+    /// The change of each node in the tested family, adjusted as one.
+    changes: HashMap<usize, ShareChange, foldhash::fast::RandomState>,
 }
 
 impl StackDiff {
@@ -154,7 +160,7 @@ impl StackDiff {
             ],
             repetition_samples: [samples_of(before), samples_of(after)],
             per_repetition: vec![0; k],
-            changes: Vec::new(),
+            changes: HashMap::default(),
         };
         let reps = before.iter().map(|p| (0, p)).chain(after.iter().map(|p| (1, p)));
         for (column, (run, p)) in reps.enumerate() {
@@ -172,10 +178,13 @@ impl StackDiff {
                 d.nodes[node].leaf[run] += c;
             }
         }
-        let mut changes: Vec<ShareChange> = (0..d.nodes.len()).map(|n| d.test(n)).collect();
+        // Only the family's members are tested here and kept (a few thousand of 10^5
+        // nodes); the change of any other is its unadjusted test, made when asked for.
         // The root is every sample of both runs: nothing to test.
-        adjust(changes.iter_mut().skip(1));
-        d.changes = changes;
+        let members: Vec<usize> = (1..d.nodes.len()).filter(|&n| d.in_family(n)).collect();
+        let mut changes: Vec<ShareChange> = members.iter().map(|&n| d.test(n)).collect();
+        adjust(changes.iter_mut());
+        d.changes = members.into_iter().zip(changes).collect();
         d
     }
 
@@ -184,8 +193,8 @@ impl StackDiff {
         [self.repetition_samples[0].len(), self.repetition_samples[1].len()]
     }
 
-    /// Node `n`'s share test, unadjusted.
-    fn test(&self, n: usize) -> ShareChange {
+    /// Node `n`'s counts per repetition, run 1's and run 2's.
+    fn counts(&self, n: usize) -> [Vec<ShareCount>; 2] {
         let k1 = self.repetition_samples[0].len();
         let k = k1 + self.repetition_samples[1].len();
         let counts = &self.per_repetition[n * k..(n + 1) * k];
@@ -196,10 +205,23 @@ impl StackDiff {
                 .map(|(&count, &total)| ShareCount { count, total })
                 .collect::<Vec<_>>()
         };
-        ShareChange::test(
-            &side(&counts[..k1], &self.repetition_samples[0]),
-            &side(&counts[k1..], &self.repetition_samples[1]),
-        )
+        [
+            side(&counts[..k1], &self.repetition_samples[0]),
+            side(&counts[k1..], &self.repetition_samples[1]),
+        ]
+    }
+
+    /// Node `n`'s share test, unadjusted.
+    fn test(&self, n: usize) -> ShareChange {
+        let [run1, run2] = self.counts(n);
+        ShareChange::test(&run1, &run2)
+    }
+
+    /// Whether node `n` is in the tested family (as [`ShareChange::above_cutoff`],
+    /// without testing it).
+    fn in_family(&self, n: usize) -> bool {
+        let [run1, run2] = self.counts(n);
+        above_cutoff(mean_share_pct(&run1), mean_share_pct(&run2))
     }
 
     fn intern(&mut self, name: &str) -> u32 {
@@ -256,7 +278,7 @@ impl StackDiff {
 
     /// Node `n`'s inclusive change, tested and adjusted with the graph's other frames.
     pub fn change(&self, n: usize) -> ShareChange {
-        self.changes[n]
+        self.changes.get(&n).copied().unwrap_or_else(|| self.test(n))
     }
 
     /// The node of the folded path `path`, if either run has it.
@@ -571,15 +593,33 @@ pub struct RunStacks {
 /// Compares the stacks of one test, each side one profile per repetition, idle stacks
 /// (leaf in `idle`) left out.
 pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile], idle: &IdleSet) -> TestStacks {
-    // The frame tree and the call graphs are built from the same profiles, apart: each
-    // on its own core.
     let busy = |s: &[StackProfile]| s.iter().map(|p| p.without_idle(idle)).collect::<Vec<_>>();
     let (p1, p2) = rayon::join(|| busy(before), || busy(after));
+    compare_busy(test, &p1, &p2)
+}
+
+/// [`compare_stacks`] of profiles given up: each is dropped once its stacks without idle
+/// ones are made, so that the two are not held beside the frame tree.
+pub fn compare_stacks_owned(
+    test: &str,
+    before: Vec<StackProfile>,
+    after: Vec<StackProfile>,
+    idle: &IdleSet,
+) -> TestStacks {
+    let busy = |s: Vec<StackProfile>| s.into_iter().map(|p| p.without_idle(idle)).collect::<Vec<_>>();
+    let (p1, p2) = rayon::join(|| busy(before), || busy(after));
+    compare_busy(test, &p1, &p2)
+}
+
+/// The comparison of stacks without idle ones.
+fn compare_busy(test: &str, p1: &[StackProfile], p2: &[StackProfile]) -> TestStacks {
+    // The frame tree and the call graphs are built from the same profiles, apart: each
+    // on its own core.
     let graphs = |s: &[StackProfile]| s.iter().map(CallGraph::of).collect::<Vec<_>>();
     let (diff, functions) = rayon::join(
-        || StackDiff::new(&p1, &p2),
+        || StackDiff::new(p1, p2),
         || {
-            let (g1, g2) = rayon::join(|| graphs(&p1), || graphs(&p2));
+            let (g1, g2) = rayon::join(|| graphs(p1), || graphs(p2));
             changed_functions(&g1, &g2, TOP_FUNCTIONS)
         },
     );
@@ -708,6 +748,15 @@ mod tests {
         // Against itself nothing changes.
         let same = StackDiff::new(&one("a;b 5\nz 3\n"), &one("a;b 5\nz 3\n"));
         assert!((1..same.nodes.len()).all(|n| !same.change(n).stands_out()));
+    }
+
+    #[test]
+    fn a_frame_below_the_cutoff_keeps_its_unadjusted_test() {
+        let d = StackDiff::new(&one("a 100000\nb 5\n"), &one("a 100000\nb 50\n"));
+        let b = d.find("b").unwrap();
+        assert!(!d.change(b).above_cutoff());
+        assert_eq!(d.change(b), ShareChange::of(5, 100_005, 50, 100_050));
+        assert!(d.change(d.find("a").unwrap()).above_cutoff());
     }
 
     #[test]
