@@ -100,6 +100,7 @@ pub fn prfcmp_filtered(
     };
     let mut profile1 = r1?;
     let mut profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    super::give_back_freed_memory();
     if !filter.is_empty() {
         // A recording was filtered while it was read; a uprun profile is rebuilt.
         for (path, p) in [(path1, &mut profile1), (path2, &mut profile2)] {

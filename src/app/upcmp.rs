@@ -131,6 +131,7 @@ fn compare_recordings(
     drop(import_opts);
     let mut i1 = r1?;
     let mut i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    super::give_back_freed_memory();
     let stacks = (i1.stacks.take(), i2.stacks.take());
     // The flat comparison and the stacks' are independent: side by side.
     let (cmp, stacks) = rayon::join(
@@ -287,6 +288,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         Inputs::Recordings { path1, path2, import } => {
             let import = import.clone().with_filter(opts.filter.clone());
             let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            // The imported profiles and the stacks' working copies are gone.
+            super::give_back_freed_memory();
             if !opts.filter.is_empty() {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
