@@ -281,6 +281,11 @@ impl StackDiff {
         self.changes.get(&n).copied().unwrap_or_else(|| self.test(n))
     }
 
+    /// The changes of the tested family's members (the only ones that can stand out).
+    pub fn family_changes(&self) -> impl Iterator<Item = &ShareChange> {
+        self.changes.values()
+    }
+
     /// The node of the folded path `path`, if either run has it.
     pub fn find(&self, path: &str) -> Option<usize> {
         let mut n = 0;

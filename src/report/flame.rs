@@ -193,8 +193,9 @@ fn render_diff_lines(
     flamegraph::from_lines(&mut opts, lines.iter().map(|l| l.text.as_str()), &mut svg)?;
     let svg = String::from_utf8(svg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let layout = d.layout(&lines);
-    let max_delta = (1..d.nodes.len())
-        .map(|n| d.change(n))
+    // Only the family's members can stand out.
+    let max_delta = d
+        .family_changes()
         .filter(|c| c.stands_out())
         .map(|c| c.delta_pct.abs())
         .fold(0.0, f64::max);
