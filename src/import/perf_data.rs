@@ -170,6 +170,15 @@ struct Place {
     at: u64,
 }
 
+/// What names a user place ([`Maps::name_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum NameKey {
+    /// An ELF file's function symbol: (DSO, symbol index).
+    Symbol(usize, u32),
+    /// Any other place.
+    Place(Place),
+}
+
 /// A map with a fast hasher, for the per-sample caches (no untrusted keys to defend
 /// against).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -272,6 +281,18 @@ impl Maps {
             _ => ip - start + pgoff,
         };
         Some(Place { dso: i, at })
+    }
+
+    /// What names `place`: its ELF function symbol, else the place itself. Places with
+    /// one key have one name.
+    fn name_key(&self, place: Place) -> NameKey {
+        match self.dsos[place.dso].symbols.as_ref().and_then(|s| s.as_deref().ok()) {
+            Some(UserSymbols::Elf(syms)) => match syms.function_at(place.at) {
+                Some(FunctionAt::Symbol(i)) => NameKey::Symbol(place.dso, i),
+                _ => NameKey::Place(place),
+            },
+            _ => NameKey::Place(place),
+        }
     }
 
     /// The module and function at `place` (from [`locate`](Self::locate)): `[unknown]`
@@ -472,6 +493,9 @@ struct Reader<'o> {
     kernel_functions: FastMap<u64, (usize, bool)>,
     /// The function of each user place seen.
     user_functions: FastMap<Place, usize>,
+    /// The same by what names the place (the places of one function share it).
+    functions_by_name: FastMap<NameKey, usize>,
+    frames_by_name: FastMap<NameKey, u32>,
     /// The stack frame of each kernel address, user place and thread seen.
     kernel_frames: FastMap<u64, u32>,
     user_frames: FastMap<Place, u32>,
@@ -630,8 +654,16 @@ impl Reader<'_> {
                 Some(place) => match self.user_functions.get(&place) {
                     Some(&f) => f,
                     None => {
-                        let (m, name) = self.maps.name(place);
-                        let f = self.profile.function(m, name);
+                        let key = self.maps.name_key(place);
+                        let f = match self.functions_by_name.get(&key) {
+                            Some(&f) => f,
+                            None => {
+                                let (m, name) = self.maps.name(place);
+                                let f = self.profile.function(m, name);
+                                self.functions_by_name.insert(key, f);
+                                f
+                            }
+                        };
                         self.user_functions.insert(place, f);
                         f
                     }
@@ -679,10 +711,18 @@ impl Reader<'_> {
                     Some(place) => match self.user_frames.get(&place) {
                         Some(&id) => id,
                         None => {
-                            name.clear();
-                            let (m, n) = self.maps.name(place);
-                            push_frame_name(name, m, n, false);
-                            let id = self.stacks.intern(name);
+                            let key = self.maps.name_key(place);
+                            let id = match self.frames_by_name.get(&key) {
+                                Some(&id) => id,
+                                None => {
+                                    name.clear();
+                                    let (m, n) = self.maps.name(place);
+                                    push_frame_name(name, m, n, false);
+                                    let id = self.stacks.intern(name);
+                                    self.frames_by_name.insert(key, id);
+                                    id
+                                }
+                            };
                             self.user_frames.insert(place, id);
                             id
                         }
@@ -1025,6 +1065,8 @@ fn read_records<R: Read>(
         comms: FastMap::default(),
         kernel_functions: FastMap::default(),
         user_functions: FastMap::default(),
+        functions_by_name: FastMap::default(),
+        frames_by_name: FastMap::default(),
         kernel_frames: FastMap::default(),
         user_frames: FastMap::default(),
         comm_frames: FastMap::default(),
