@@ -636,8 +636,9 @@ fn for_each_sample_in(
     let mut stats = ScriptStats::default();
     let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
     let (mut pos, mut line_no) = (0, at.lines);
+    let mut newlines = memchr::memchr_iter(b'\n', text.as_bytes());
     while pos < text.len() {
-        let end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |n| pos + n + 1);
+        let end = newlines.next().map_or(text.len(), |n| n + 1);
         line_no += 1;
         stats.lines = line_no;
         // The streaming reader's bound, so that a piece gives the same result either way.
@@ -647,6 +648,15 @@ fn for_each_sample_in(
         let line = line_text(&text[pos..end], line_no, name)?;
         let (start, stop) = (pos, pos + line.len());
         pos = end;
+        // Past the leaf, a leaf-only reading checks no more of a call-chain line than its
+        // address: checked here, a sound line is not kept for the sample; a damaged one
+        // is, and the sample's reading reports it after any error of the lines before.
+        if chain == Chain::Leaf && ranges.len() >= 2 && line.starts_with('\t') {
+            let body = trim_start(line);
+            if !body.is_empty() && frame_address(body).is_some() {
+                continue;
+            }
+        }
         let kind = classify(line, ranges.is_empty(), name, line_no);
         if matches!(kind, LineKind::Skip) {
             continue;
@@ -1060,6 +1070,42 @@ mod tests {
         let e = for_each_sample(bad.as_bytes(), "s", Chain::Leaf, |_| {}).unwrap_err();
         assert_eq!((e.line, e.column), (3, 2));
         assert!(e.expected.contains("call-chain frame"), "{e}");
+    }
+
+    #[test]
+    fn read_in_place_leaf_only_frames_past_the_leaf_are_checked_in_order() {
+        // Read in place, frames past the leaf are checked as they are met; errors and
+        // samples must still be those of the line-by-line reading, in the same order.
+        let cases = [
+            // A damaged header and a damaged frame after it: the header's error.
+            "a 1 [000] 1.0: 1 cpu-clock:  zz\n\tff x\n\tfe y\n\tzz z\n\n",
+            // A damaged frame past the leaf.
+            "a 1 [000] 1.0: 1 cpu-clock:\n\tff x\n\tfe y\n\tzz z\n\n",
+            // The header's own frame, then frames; lines with \r; a blank line of blanks.
+            "a 1 [000] 1.0: 1 cpu-clock:  ff f\r\n\tfe y\r\n\tfd z\n\t \t\nb 2 [001] 1.1: 1 c:\n\tff x\n\t\u{a0}fe y\n\n",
+            // An address past 64 bits and one glued to its symbol, past the leaf.
+            "a 1 [000] 1.0: 1 c:\n\tff x\n\tfe y\n\t1ffffffffffffffff z\n\n",
+            "a 1 [000] 1.0: 1 c:\n\tff x\n\tfe y\n\tfdz\n\n",
+        ];
+        let read = |text: &str, in_place: bool| {
+            let mut got = Vec::new();
+            let on = |s: &Sample<'_>| got.push(format!("{s:?}"));
+            let r = if in_place {
+                for_each_sample_in_piece(text.as_bytes(), "s", Chain::Leaf, Position::default(), on)
+            } else {
+                for_each_sample(text.as_bytes(), "s", Chain::Leaf, on)
+            };
+            (r, got)
+        };
+        for text in cases {
+            assert_eq!(read(text, true), read(text, false), "{text:?}");
+        }
+        let (r, _) = read(cases[0], true);
+        assert_eq!(r.unwrap_err().line, 1);
+        let (r, _) = read(cases[1], true);
+        assert_eq!(r.unwrap_err().line, 4);
+        let (r, got) = read(cases[2], true);
+        assert_eq!((r.unwrap().samples, got.len()), (2, 2));
     }
 
     #[test]
