@@ -135,10 +135,13 @@ fn digits(i: &str) -> Option<(&str, &str)> {
 /// A decimal number that fits a `u64`, and the rest.
 fn dec_u64(i: &str) -> Option<(u64, &str)> {
     let (d, r) = digits(i)?;
-    let v = d
-        .bytes()
-        .try_fold(0u64, |v, b| v.checked_mul(10)?.checked_add(u64::from(b - b'0')))?;
-    Some((v, r))
+    Some((dec_value(d)?, r))
+}
+
+/// The value of ASCII digits (from [`digits`]), if it fits a `u64`.
+fn dec_value(d: &str) -> Option<u64> {
+    d.bytes()
+        .try_fold(0u64, |v, b| v.checked_mul(10)?.checked_add(u64::from(b - b'0')))
 }
 
 /// `s` without its leading white space: the ASCII blanks by bytes, the rest (rare) by
@@ -186,11 +189,9 @@ fn time(i: &str) -> Option<(u64, &str)> {
         return None;
     }
     let scale = 10u64.pow(9 - frac.len() as u32);
-    let ns = sec
-        .parse::<u64>()
-        .ok()?
+    let ns = dec_value(sec)?
         .checked_mul(1_000_000_000)?
-        .checked_add(frac.parse::<u64>().ok()? * scale)?;
+        .checked_add(dec_value(frac)? * scale)?;
     Some((ns, r))
 }
 
@@ -285,8 +286,8 @@ fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> 
     let ((pid, tid), mut i) = thread_ids(i).ok_or((i, EXPECT_HEADER))?;
     (s.pid, s.tid) = (pid, tid);
     if let Some((digits, r)) = after_spaces(i).and_then(cpu) {
-        match digits.parse::<u32>() {
-            Ok(c) if c < MAX_CPUS => (i, s.cpu) = (r, Some(c)),
+        match dec_value(digits) {
+            Some(c) if c < u64::from(MAX_CPUS) => (i, s.cpu) = (r, Some(c as u32)),
             _ => return Err((digits_at(i, digits), EXPECT_CPU)),
         }
     }
@@ -390,9 +391,14 @@ pub fn parse_frame<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Fram
 /// zeros, so that every address read here is a `u64` (and the leaf-only reading agrees
 /// with the full one).
 fn frame_address(i: &str) -> Option<(&str, &str)> {
-    let n = i.bytes().take_while(u8::is_ascii_hexdigit).count();
+    // One pass: the leading zeros, then the other digits.
+    let b = i.as_bytes();
+    let zeros = b.iter().take_while(|&&c| c == b'0').count();
+    let mut n = zeros;
+    while b.get(n).is_some_and(u8::is_ascii_hexdigit) {
+        n += 1;
+    }
     let (hex, r) = i.split_at(n);
-    let zeros = hex.bytes().take_while(|&b| b == b'0').count();
     (n > 0 && n - zeros <= 16 && at_field_end(r)).then_some((hex, r))
 }
 

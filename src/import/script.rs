@@ -171,7 +171,8 @@ impl MissingField {
 /// are under "".
 #[derive(Default)]
 struct Tally {
-    events: HashMap<String, EventTally>,
+    // Looked up per sample: foldhash, not SipHash.
+    events: HashMap<String, EventTally, foldhash::fast::RandomState>,
     /// The first sample that lacks a field the filter needs, with the index of its piece
     /// (its line counts from the piece's start until [`tally_in_pieces`] places it).
     missing: Option<(usize, MissingField)>,
