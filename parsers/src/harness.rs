@@ -343,6 +343,12 @@ fn assert_name(name: &str) {
 }
 
 fn check_perf_script(input: &Input<'_>) -> Result<(), ParseError> {
+    // Every line reads as the nom grammar the hand-written field readers come from.
+    for line in input.bytes.split(|&b| b == b'\n') {
+        if let Ok(line) = std::str::from_utf8(line) {
+            perf_script::reference::check_line(line.strip_suffix('\r').unwrap_or(line));
+        }
+    }
     let run = |chain, bytes: &[u8], at: Position| {
         let mut samples = Vec::new();
         let stats = perf_script::for_each_sample_from(bytes, INPUT_NAME, chain, at, |s| {

@@ -1,5 +1,9 @@
 //! nom parsers for upcmp's text formats.
 //!
+//! One exception: the `perf script` reader, whose header and frame lines are most of an
+//! import's time on a large text, reads its fields by hand; its nom grammar stays as the
+//! reference it is checked against (on the fixtures, the fuzz corpus and every mutation).
+//!
 //! Every parser here works line by line on borrowed input and reports errors as a
 //! [`ParseError`] that names the file, the line, the column and what was expected, so a
 //! user can open the file at the right place. No parser here reads files or knows about

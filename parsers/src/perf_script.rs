@@ -17,9 +17,11 @@
 //! the same way. Indented lines (perf indents them with a tab) that follow are its call chain, innermost first:
 //! `IP [SYM[+OFF]] [(DSO)]`. A blank line ends a sample.
 //!
-//! The fields are nom parsers; a header is read by trying each word after the first as
-//! the thread id until the rest of the line parses (a command name may hold blanks and
-//! numbers). DSOs keep nested parentheses (`(/tmp/a.out (deleted))`).
+//! The fields are read by hand, byte by byte, to the nom grammar kept in `reference`
+//! (which the tests and the fuzz harness hold them to, line by line); a header is read by
+//! trying each word after the first as the thread id until the rest of the line parses (a
+//! command name may hold blanks and numbers). DSOs keep nested parentheses
+//! (`(/tmp/a.out (deleted))`).
 //!
 //! Side-band records that `--show-task-events` and `--show-mmap-events` add
 //! (`dd 25959 11214.081030: PERF_RECORD_COMM exec: dd:25959/25959`) are skipped.
@@ -35,13 +37,7 @@
 //! [`ScriptStats::truncated_names`]. Periods are read as printed, up to `u64::MAX`: adding
 //! them up (with checked arithmetic) is the caller's job.
 
-use crate::{bounded_name, NomError, ParseError, Position, EXPECT_CPU, MAX_CPUS};
-use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till1};
-use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
-use nom::combinator::{eof, map, map_opt, map_res, peek, rest, value, verify};
-use nom::sequence::{delimited, pair, preceded, separated_pair, terminated};
-use nom::Parser;
+use crate::{bounded_name, ParseError, Position, EXPECT_CPU, MAX_CPUS};
 use std::io::BufRead;
 
 /// The longest line read, in bytes: far beyond a header or a frame line (a symbol, even a
@@ -105,91 +101,139 @@ pub struct ScriptStats {
     pub truncated_names: u64,
 }
 
-type IResult<'a, O> = nom::IResult<&'a str, O, NomError<'a>>;
+// The fields are read by hand, byte by byte: nom's combinators were a third of the
+// import's time on a large input. `reference` keeps the nom grammar they were written
+// from, and the fuzz harness checks that both read every input line alike.
 
-/// A field ends at a blank or at the end of the line.
-fn field_end(i: &str) -> IResult<'_, ()> {
-    peek(alt((value((), space1), value((), eof)))).parse(i)
+/// A blank between fields, as nom's `space0`/`space1` read it.
+fn is_space(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// `i` after its leading blanks (`space0`).
+fn skip_spaces(i: &str) -> &str {
+    &i[i.bytes().take_while(|&b| is_space(b)).count()..]
+}
+
+/// `i` after one or more blanks (`space1`), or None.
+fn after_spaces(i: &str) -> Option<&str> {
+    let r = skip_spaces(i);
+    (r.len() < i.len()).then_some(r)
+}
+
+/// Whether a field ends here: at a blank or at the end of the line.
+fn at_field_end(i: &str) -> bool {
+    i.as_bytes().first().is_none_or(|&b| is_space(b))
+}
+
+/// The leading ASCII digits of `i` (`digit1`) and the rest, or None.
+fn digits(i: &str) -> Option<(&str, &str)> {
+    let n = i.bytes().take_while(u8::is_ascii_digit).count();
+    (n > 0).then(|| i.split_at(n))
+}
+
+/// A decimal number that fits a `u64`, and the rest.
+fn dec_u64(i: &str) -> Option<(u64, &str)> {
+    let (d, r) = digits(i)?;
+    Some((dec_value(d)?, r))
+}
+
+/// The value of ASCII digits (from [`digits`]), if it fits a `u64`.
+fn dec_value(d: &str) -> Option<u64> {
+    d.bytes()
+        .try_fold(0u64, |v, b| v.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+}
+
+/// `s` without its leading white space: the ASCII blanks by bytes, the rest (rare) by
+/// `str::trim_start`, which it equals.
+fn trim_start(s: &str) -> &str {
+    let rest = &s[s.bytes().take_while(|b| matches!(b, b'\t'..=b'\r' | b' ')).count()..];
+    match rest.as_bytes().first() {
+        Some(b) if !b.is_ascii() => rest.trim_start(),
+        _ => rest,
+    }
 }
 
 /// A process or thread id: perf prints `-1` for a task it does not know (`:-1 -1`).
-fn task_id(i: &str) -> IResult<'_, i32> {
-    alt((value(-1, tag("-1")), map_res(dec_u32, i32::try_from))).parse(i)
+fn task_id(i: &str) -> Option<(i32, &str)> {
+    if let Some(r) = i.strip_prefix("-1") {
+        return Some((-1, r));
+    }
+    let (v, r) = dec_u64(i)?;
+    Some((i32::try_from(u32::try_from(v).ok()?).ok()?, r))
 }
 
 /// `1234` or `1234/1235` (PID/TID).
-fn thread_ids(i: &str) -> IResult<'_, (Option<i32>, i32)> {
-    terminated(
-        alt((
-            map(separated_pair(task_id, char('/'), task_id), |(p, t)| (Some(p), t)),
-            map(task_id, |t| (None, t)),
-        )),
-        field_end,
-    )
-    .parse(i)
+fn thread_ids(i: &str) -> Option<((Option<i32>, i32), &str)> {
+    let (p, r) = task_id(i)?;
+    let (ids, r) = match r.strip_prefix('/').and_then(task_id) {
+        Some((t, r)) => ((Some(p), t), r),
+        None => ((None, p), r),
+    };
+    at_field_end(r).then_some((ids, r))
 }
 
 /// `[001]`: the digits, checked against [`MAX_CPUS`] by the caller.
-fn cpu(i: &str) -> IResult<'_, &str> {
-    terminated(delimited(char('['), digit1, char(']')), field_end).parse(i)
+fn cpu(i: &str) -> Option<(&str, &str)> {
+    let (d, r) = digits(i.strip_prefix('[')?)?;
+    let r = r.strip_prefix(']')?;
+    at_field_end(r).then_some((d, r))
 }
 
 /// `2183.577483:` (µs) or `2183.577483123:` (ns, with --ns), in nanoseconds.
-fn time(i: &str) -> IResult<'_, u64> {
-    map_opt(
-        terminated(separated_pair(digit1, char('.'), digit1), pair(char(':'), field_end)),
-        |(sec, frac): (&str, &str)| {
-            if frac.len() > 9 {
-                return None;
-            }
-            let scale = 10u64.pow(9 - frac.len() as u32);
-            sec.parse::<u64>()
-                .ok()?
-                .checked_mul(1_000_000_000)?
-                .checked_add(frac.parse::<u64>().ok()? * scale)
-        },
-    )
-    .parse(i)
+fn time(i: &str) -> Option<(u64, &str)> {
+    let (sec, r) = digits(i)?;
+    let (frac, r) = digits(r.strip_prefix('.')?)?;
+    let r = r.strip_prefix(':')?;
+    if !at_field_end(r) || frac.len() > 9 {
+        return None;
+    }
+    let scale = 10u64.pow(9 - frac.len() as u32);
+    let ns = dec_value(sec)?
+        .checked_mul(1_000_000_000)?
+        .checked_add(dec_value(frac)? * scale)?;
+    Some((ns, r))
 }
 
 /// `250000`
-fn period(i: &str) -> IResult<'_, u64> {
-    terminated(dec_u64, field_end).parse(i)
+fn period(i: &str) -> Option<(u64, &str)> {
+    let (p, r) = dec_u64(i)?;
+    at_field_end(r).then_some((p, r))
 }
 
 /// `cpu-clock:`, `cpu-clock:ppp:` → `cpu-clock`; a tracepoint `sched:sched_switch:` keeps
 /// its subsystem.
-fn event(i: &str) -> IResult<'_, &str> {
-    map(
-        verify(take_till1(|c| c == ' ' || c == '\t'), |t: &str| {
-            t.len() > 1 && t.ends_with(':')
-        }),
-        |t: &str| {
-            let e = t.trim_end_matches(':');
-            match e.rsplit_once(':') {
-                Some((name, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => name,
-                _ => e,
-            }
-        },
-    )
-    .parse(i)
+fn event(i: &str) -> Option<(&str, &str)> {
+    let (t, r) = i.split_at(i.bytes().take_while(|&b| !is_space(b)).count());
+    if t.len() <= 1 || !t.ends_with(':') {
+        return None;
+    }
+    let e = t.trim_end_matches(':');
+    let e = match e.rsplit_once(':') {
+        Some((name, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => name,
+        _ => e,
+    };
+    Some((e, r))
 }
 
 /// `ffffffff815fa4ad unmap_page_range+0x51d ([kernel.kallsyms])`: an address, then
 /// optionally a symbol and a DSO in parentheses.
-fn frame(i: &str) -> IResult<'_, Frame<'_>> {
-    map(
-        (
-            map_res(frame_address, |h| u64::from_str_radix(h, 16)),
-            preceded(space0, map(rest, str::trim_end)),
-        ),
-        |(ip, tail)| {
-            let (sym, dso) = symbol_and_dso(tail);
-            let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
-            Frame { ip, symbol, dso }
-        },
-    )
-    .parse(i)
+fn frame(i: &str) -> Option<Frame<'_>> {
+    let (hex, r) = frame_address(i)?;
+    // At most 16 hex digits after leading zeros: the zeros shift out, nothing overflows.
+    let ip = hex.bytes().fold(0u64, |v, b| (v << 4) | u64::from(hex_value(b)));
+    let (sym, dso) = symbol_and_dso(skip_spaces(r).trim_end());
+    let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
+    Some(Frame { ip, symbol, dso })
+}
+
+/// The value of an ASCII hex digit.
+fn hex_value(b: u8) -> u8 {
+    match b {
+        b'0'..=b'9' => b - b'0',
+        b'a'..=b'f' => b - b'a' + 10,
+        _ => b - b'A' + 10,
+    }
 }
 
 /// Splits `SYM+OFF (DSO)` at the parenthesis that matches the last one, so that a DSO
@@ -199,15 +243,17 @@ fn symbol_and_dso(tail: &str) -> (&str, Option<&str>) {
     let Some(inner) = tail.strip_suffix(')') else {
         return (tail, None);
     };
+    // Bytes, not chars: parentheses and blanks are ASCII, never part of another char.
+    let bytes = inner.as_bytes();
     let mut depth = 0usize;
-    for (at, c) in inner.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' if depth > 0 => depth -= 1,
-            '(' if at == 0 || inner[..at].ends_with([' ', '\t']) => {
+    for at in (0..bytes.len()).rev() {
+        match bytes[at] {
+            b')' => depth += 1,
+            b'(' if depth > 0 => depth -= 1,
+            b'(' if at == 0 || is_space(bytes[at - 1]) => {
                 return (inner[..at].trim_end(), Some(&inner[at + 1..]));
             }
-            '(' => break,
+            b'(' => break,
             _ => {}
         }
     }
@@ -237,31 +283,33 @@ type TailError<'a> = (&'a str, &'static str);
 /// The header after the command name: `[PID/]TID [[CPU]] [TIME:] [PERIOD] [EVENT:] [FRAME]`,
 /// every field after the thread id optional, the whole line consumed.
 fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> {
-    let (mut i, (pid, tid)) = thread_ids(i).map_err(|_| (i, EXPECT_HEADER))?;
+    let ((pid, tid), mut i) = thread_ids(i).ok_or((i, EXPECT_HEADER))?;
     (s.pid, s.tid) = (pid, tid);
-    if let Ok((r, digits)) = preceded(space1, cpu).parse(i) {
-        match digits.parse::<u32>() {
-            Ok(c) if c < MAX_CPUS => (i, s.cpu) = (r, Some(c)),
+    if let Some((digits, r)) = after_spaces(i).and_then(cpu) {
+        match dec_value(digits) {
+            Some(c) if c < u64::from(MAX_CPUS) => (i, s.cpu) = (r, Some(c as u32)),
             _ => return Err((digits_at(i, digits), EXPECT_CPU)),
         }
     }
-    if let Ok((r, t)) = preceded(space1, time).parse(i) {
+    if let Some((t, r)) = after_spaces(i).and_then(time) {
         (i, s.time_ns) = (r, Some(t));
     }
-    if let Ok((r, p)) = preceded(space1, period).parse(i) {
+    if let Some((p, r)) = after_spaces(i).and_then(period) {
         (i, s.period) = (r, Some(p));
     }
-    if let Ok((r, e)) = preceded(space1, event).parse(i) {
+    if let Some((e, r)) = after_spaces(i).and_then(event) {
         (i, s.event) = (r, Some(e));
     }
-    let (i, _) = space0::<_, NomError<'_>>(i).expect("space0 cannot fail");
+    let i = skip_spaces(i);
     if i.is_empty() {
         return Ok(());
     }
-    let (_, f) = frame(i).map_err(|_| (i, "an instruction address (hex) after the event"))?;
+    let f = frame(i).ok_or((i, EXPECT_ADDRESS))?;
     s.frames.push(f);
     Ok(())
 }
+
+const EXPECT_ADDRESS: &str = "an instruction address (hex) after the event";
 
 /// The tail of `line` that starts at its sub-slice `part`.
 fn digits_at<'a>(line: &'a str, part: &str) -> &'a str {
@@ -279,12 +327,22 @@ const EXPECT_HEADER: &str = "a sample header: COMM [PID/]TID [[CPU]] [TIME:] [PE
 /// word after the first one from which the rest of the line parses as a header; when no
 /// word does, the error is the one that got furthest.
 pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sample<'a>, ParseError> {
-    let body = line.trim_start();
+    read_header(line, file, line_no, header_tail)
+}
+
+/// [`parse_header`] with `tail` reading what follows the command name.
+fn read_header<'a>(
+    line: &'a str,
+    file: &str,
+    line_no: usize,
+    tail: impl Fn(&'a str, &mut Sample<'a>) -> Result<(), TailError<'a>>,
+) -> Result<Sample<'a>, ParseError> {
+    let body = trim_start(line);
     let mut furthest: Option<TailError<'a>> = None;
-    let words = body
-        .char_indices()
-        .filter(|&(at, c)| c != ' ' && c != '\t' && at > 0 && body[..at].ends_with([' ', '\t']));
-    for (at, _) in words {
+    // Where each word after the first starts (blanks are ASCII: these are char boundaries).
+    let bytes = body.as_bytes();
+    let words = (1..bytes.len()).filter(|&at| !is_space(bytes[at]) && is_space(bytes[at - 1]));
+    for at in words {
         let mut s = Sample {
             comm: body[..at].trim_end(),
             pid: None,
@@ -296,7 +354,7 @@ pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sam
             frames: Vec::new(),
             line: line_no,
         };
-        match header_tail(&body[at..], &mut s) {
+        match tail(&body[at..], &mut s) {
             Ok(()) => return Ok(s),
             // A CPU field out of range is damage, not a sign that the thread id comes
             // later: a later reading would take the CPU and the time into the command.
@@ -324,24 +382,24 @@ pub fn parse_header<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Sam
 ///
 /// `    ffffffff815fa4ad unmap_page_range+0x51d ([kernel.kallsyms])`
 pub fn parse_frame<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Frame<'a>, ParseError> {
-    let body = line.trim_start();
-    frame(body)
-        .map(|(_, f)| f)
-        .map_err(|_| ParseError::at(file, line_no, line, body, EXPECT_FRAME))
+    let body = trim_start(line);
+    frame(body).ok_or_else(|| ParseError::at(file, line_no, line, body, EXPECT_FRAME))
 }
 
-/// The address that starts a frame; all a frame needs to be well formed (the symbol and
-/// DSO after it are free text). At most 16 hex digits after leading zeros, so that every
-/// address read here is a `u64` (and the leaf-only reading agrees with the full one).
-fn frame_address(i: &str) -> IResult<'_, &str> {
-    terminated(
-        // Bytes, not chars: this runs for every frame of a large input.
-        verify(hex_digit1, |h: &str| {
-            h.len() - h.bytes().take_while(|&b| b == b'0').count() <= 16
-        }),
-        field_end,
-    )
-    .parse(i)
+/// The address that starts a frame, and the rest; all a frame needs to be well formed
+/// (the symbol and DSO after it are free text). At most 16 hex digits after leading
+/// zeros, so that every address read here is a `u64` (and the leaf-only reading agrees
+/// with the full one).
+fn frame_address(i: &str) -> Option<(&str, &str)> {
+    // One pass: the leading zeros, then the other digits.
+    let b = i.as_bytes();
+    let zeros = b.iter().take_while(|&&c| c == b'0').count();
+    let mut n = zeros;
+    while b.get(n).is_some_and(u8::is_ascii_hexdigit) {
+        n += 1;
+    }
+    let (hex, r) = i.split_at(n);
+    (n > 0 && n - zeros <= 16 && at_field_end(r)).then_some((hex, r))
 }
 
 /// Whether a line (without its ending) that follows another line of a sample is one of
@@ -350,7 +408,7 @@ fn frame_address(i: &str) -> IResult<'_, &str> {
 fn continues_sample(line: &str, name: &str, line_no: usize) -> bool {
     line.starts_with('\t')
         || (line.starts_with(' ')
-            && frame_address(line.trim_start()).is_ok()
+            && frame_address(trim_start(line)).is_some()
             && parse_header(line, name, line_no).is_err())
 }
 
@@ -562,8 +620,8 @@ fn flush_sample(
         let line = &text[start..end];
         if chain == Chain::Full || s.frames.is_empty() {
             s.frames.push(parse_frame(line, name, line_no)?);
-        } else if frame_address(line.trim_start()).is_err() {
-            return Err(ParseError::at(name, line_no, line, line.trim_start(), EXPECT_FRAME));
+        } else if frame_address(trim_start(line)).is_none() {
+            return Err(ParseError::at(name, line_no, line, trim_start(line), EXPECT_FRAME));
         }
     }
     stats.truncated_names += bound_names(&mut s);
@@ -584,8 +642,9 @@ fn for_each_sample_in(
     let mut stats = ScriptStats::default();
     let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
     let (mut pos, mut line_no) = (0, at.lines);
+    let mut newlines = memchr::memchr_iter(b'\n', text.as_bytes());
     while pos < text.len() {
-        let end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |n| pos + n + 1);
+        let end = newlines.next().map_or(text.len(), |n| n + 1);
         line_no += 1;
         stats.lines = line_no;
         // The streaming reader's bound, so that a piece gives the same result either way.
@@ -595,6 +654,15 @@ fn for_each_sample_in(
         let line = line_text(&text[pos..end], line_no, name)?;
         let (start, stop) = (pos, pos + line.len());
         pos = end;
+        // Past the leaf, a leaf-only reading checks no more of a call-chain line than its
+        // address: checked here, a sound line is not kept for the sample; a damaged one
+        // is, and the sample's reading reports it after any error of the lines before.
+        if chain == Chain::Leaf && ranges.len() >= 2 && line.starts_with('\t') {
+            let body = trim_start(line);
+            if !body.is_empty() && frame_address(body).is_some() {
+                continue;
+            }
+        }
         let kind = classify(line, ranges.is_empty(), name, line_no);
         if matches!(kind, LineKind::Skip) {
             continue;
@@ -613,6 +681,184 @@ fn for_each_sample_in(
     Ok(stats)
 }
 
+/// The nom grammar the hand-written field readers were written from, kept as their
+/// specification: [`check_line`](reference::check_line) asserts that both read a line alike,
+/// and the fuzz harness calls it on every line of the corpus and of the mutation passes.
+pub(crate) mod reference {
+    use super::{
+        digits_at, read_header, strip_offset, symbol_and_dso, Frame, Sample, TailError, EXPECT_CPU, EXPECT_FRAME,
+        EXPECT_HEADER, MAX_CPUS,
+    };
+    use crate::{NomError, ParseError};
+    use nom::branch::alt;
+    use nom::bytes::complete::{tag, take_till1};
+    use nom::character::complete::{char, digit1, hex_digit1, space0, space1, u32 as dec_u32, u64 as dec_u64};
+    use nom::combinator::{eof, map, map_opt, map_res, peek, rest, value, verify};
+    use nom::sequence::{delimited, pair, preceded, separated_pair, terminated};
+    use nom::Parser;
+
+    /// Lines longer than this are left to the bounded-time checks: reading a header tries
+    /// every word, and the reference is slower.
+    pub(crate) const CHECKED_LINE_BYTES: usize = 4096;
+
+    /// Asserts that the hand-written readers read `line` (without its newline) as the nom
+    /// grammar does: as a header, as a frame, and for where a frame's address ends.
+    pub(crate) fn check_line(line: &str) {
+        if line.len() > CHECKED_LINE_BYTES {
+            return;
+        }
+        assert_eq!(
+            super::parse_header(line, "f", 1),
+            read_header(line, "f", 1, header_tail),
+            "header {line:?}"
+        );
+        assert_eq!(super::parse_frame(line, "f", 1), parse_frame(line), "frame {line:?}");
+        let body = line.trim_start();
+        assert_eq!(
+            super::frame_address(body).map(|(hex, _)| hex),
+            frame_address(body).ok().map(|(_, hex)| hex),
+            "address {line:?}"
+        );
+    }
+
+    fn parse_frame(line: &str) -> Result<Frame<'_>, ParseError> {
+        let body = line.trim_start();
+        frame(body)
+            .map(|(_, f)| f)
+            .map_err(|_| ParseError::at("f", 1, line, body, EXPECT_FRAME))
+    }
+
+    type IResult<'a, O> = nom::IResult<&'a str, O, NomError<'a>>;
+
+    /// A field ends at a blank or at the end of the line.
+    fn field_end(i: &str) -> IResult<'_, ()> {
+        peek(alt((value((), space1), value((), eof)))).parse(i)
+    }
+
+    /// A process or thread id: perf prints `-1` for a task it does not know (`:-1 -1`).
+    fn task_id(i: &str) -> IResult<'_, i32> {
+        alt((value(-1, tag("-1")), map_res(dec_u32, i32::try_from))).parse(i)
+    }
+
+    /// `1234` or `1234/1235` (PID/TID).
+    fn thread_ids(i: &str) -> IResult<'_, (Option<i32>, i32)> {
+        terminated(
+            alt((
+                map(separated_pair(task_id, char('/'), task_id), |(p, t)| (Some(p), t)),
+                map(task_id, |t| (None, t)),
+            )),
+            field_end,
+        )
+        .parse(i)
+    }
+
+    /// `[001]`: the digits, checked against [`MAX_CPUS`] by the caller.
+    fn cpu(i: &str) -> IResult<'_, &str> {
+        terminated(delimited(char('['), digit1, char(']')), field_end).parse(i)
+    }
+
+    /// `2183.577483:` (µs) or `2183.577483123:` (ns, with --ns), in nanoseconds.
+    fn time(i: &str) -> IResult<'_, u64> {
+        map_opt(
+            terminated(separated_pair(digit1, char('.'), digit1), pair(char(':'), field_end)),
+            |(sec, frac): (&str, &str)| {
+                if frac.len() > 9 {
+                    return None;
+                }
+                let scale = 10u64.pow(9 - frac.len() as u32);
+                sec.parse::<u64>()
+                    .ok()?
+                    .checked_mul(1_000_000_000)?
+                    .checked_add(frac.parse::<u64>().ok()? * scale)
+            },
+        )
+        .parse(i)
+    }
+
+    /// `250000`
+    fn period(i: &str) -> IResult<'_, u64> {
+        terminated(dec_u64, field_end).parse(i)
+    }
+
+    /// `cpu-clock:`, `cpu-clock:ppp:` → `cpu-clock`; a tracepoint `sched:sched_switch:` keeps
+    /// its subsystem.
+    fn event(i: &str) -> IResult<'_, &str> {
+        map(
+            verify(take_till1(|c| c == ' ' || c == '\t'), |t: &str| {
+                t.len() > 1 && t.ends_with(':')
+            }),
+            |t: &str| {
+                let e = t.trim_end_matches(':');
+                match e.rsplit_once(':') {
+                    Some((name, mods)) if mods.bytes().all(|b| b"ukhGHpPSDIeW".contains(&b)) => name,
+                    _ => e,
+                }
+            },
+        )
+        .parse(i)
+    }
+
+    /// `ffffffff815fa4ad unmap_page_range+0x51d ([kernel.kallsyms])`: an address, then
+    /// optionally a symbol and a DSO in parentheses.
+    fn frame(i: &str) -> IResult<'_, Frame<'_>> {
+        map(
+            (
+                map_res(frame_address, |h| u64::from_str_radix(h, 16)),
+                preceded(space0, map(rest, str::trim_end)),
+            ),
+            |(ip, tail)| {
+                let (sym, dso) = symbol_and_dso(tail);
+                let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
+                Frame { ip, symbol, dso }
+            },
+        )
+        .parse(i)
+    }
+
+    /// The header after the command name: `[PID/]TID [[CPU]] [TIME:] [PERIOD] [EVENT:] [FRAME]`,
+    /// every field after the thread id optional, the whole line consumed.
+    fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> {
+        let (mut i, (pid, tid)) = thread_ids(i).map_err(|_| (i, EXPECT_HEADER))?;
+        (s.pid, s.tid) = (pid, tid);
+        if let Ok((r, digits)) = preceded(space1, cpu).parse(i) {
+            match digits.parse::<u32>() {
+                Ok(c) if c < MAX_CPUS => (i, s.cpu) = (r, Some(c)),
+                _ => return Err((digits_at(i, digits), EXPECT_CPU)),
+            }
+        }
+        if let Ok((r, t)) = preceded(space1, time).parse(i) {
+            (i, s.time_ns) = (r, Some(t));
+        }
+        if let Ok((r, p)) = preceded(space1, period).parse(i) {
+            (i, s.period) = (r, Some(p));
+        }
+        if let Ok((r, e)) = preceded(space1, event).parse(i) {
+            (i, s.event) = (r, Some(e));
+        }
+        let (i, _) = space0::<_, NomError<'_>>(i).expect("space0 cannot fail");
+        if i.is_empty() {
+            return Ok(());
+        }
+        let (_, f) = frame(i).map_err(|_| (i, "an instruction address (hex) after the event"))?;
+        s.frames.push(f);
+        Ok(())
+    }
+
+    /// The address that starts a frame; all a frame needs to be well formed (the symbol and
+    /// DSO after it are free text). At most 16 hex digits after leading zeros, so that every
+    /// address read here is a `u64` (and the leaf-only reading agrees with the full one).
+    fn frame_address(i: &str) -> IResult<'_, &str> {
+        terminated(
+            // Bytes, not chars: this runs for every frame of a large input.
+            verify(hex_digit1, |h: &str| {
+                h.len() - h.bytes().take_while(|&b| b == b'0').count() <= 16
+            }),
+            field_end,
+        )
+        .parse(i)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -621,6 +867,56 @@ mod tests {
         let mut out = Vec::new();
         for_each_sample(text.as_bytes(), "s.txt", Chain::Full, |s| out.push(format!("{s:?}")))?;
         Ok(out)
+    }
+
+    #[test]
+    fn hand_written_fields_read_as_the_nom_grammar() {
+        // The fixtures' lines, then lines of every field's edge cases; each also cut at
+        // every char and with every char replaced by one that a field reads or stops at.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata");
+        let mut lines: Vec<String> = Vec::new();
+        for f in [
+            "import/a.perf-script",
+            "import/g.perf-script",
+            "fuzz/seeds/perf-script-events",
+        ] {
+            let text = std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+            lines.extend(text.lines().map(str::to_string));
+        }
+        lines.extend(
+            [
+                "  :-1 -1/-1 [001] 1.5: -1 c:u: ff",
+                "a 4294967296 [0] 1.0: 1 c:",
+                "a 2147483648 1.0: 1 c:",
+                "a 1/ [0] 1.0:",
+                "a 1 [8192] 1.0: 1 c:",
+                "a 1 [] 1.0: 1 c:",
+                "a 1 1.0123456789: 1 c:",
+                "a 1 18446744073.709551616: 18446744073709551616 c:",
+                "a 1 \u{a0}[0]\t1.0:\t\t1 sched:sched_switch: \tFf x+0xZ (d (deleted))",
+                "\u{2003} 10 00000000000000000ffffffffffffffff f(int) const+0x1",
+                "\t 1ffffffffffffffff y",
+                "\t ff Foo::operator()",
+                "\t ff (x) (y)",
+                "\t ff\u{e9} z",
+                "x\u{e9} 1 [0] 2.0: c:ppp:  ff f+0x1f ([k])",
+            ]
+            .map(str::to_string),
+        );
+        let swaps = [
+            ' ', '\t', '/', '-', '[', ']', ':', '.', '0', '9', 'f', 'G', '(', ')', '+', '\u{a0}',
+        ];
+        for line in &lines {
+            reference::check_line(line);
+            for (at, c) in line.char_indices() {
+                reference::check_line(&line[..at]);
+                for swap in swaps {
+                    let mut l = line.clone();
+                    l.replace_range(at..at + c.len_utf8(), swap.encode_utf8(&mut [0; 4]));
+                    reference::check_line(&l);
+                }
+            }
+        }
     }
 
     #[test]
@@ -780,6 +1076,42 @@ mod tests {
         let e = for_each_sample(bad.as_bytes(), "s", Chain::Leaf, |_| {}).unwrap_err();
         assert_eq!((e.line, e.column), (3, 2));
         assert!(e.expected.contains("call-chain frame"), "{e}");
+    }
+
+    #[test]
+    fn read_in_place_leaf_only_frames_past_the_leaf_are_checked_in_order() {
+        // Read in place, frames past the leaf are checked as they are met; errors and
+        // samples must still be those of the line-by-line reading, in the same order.
+        let cases = [
+            // A damaged header and a damaged frame after it: the header's error.
+            "a 1 [000] 1.0: 1 cpu-clock:  zz\n\tff x\n\tfe y\n\tzz z\n\n",
+            // A damaged frame past the leaf.
+            "a 1 [000] 1.0: 1 cpu-clock:\n\tff x\n\tfe y\n\tzz z\n\n",
+            // The header's own frame, then frames; lines with \r; a blank line of blanks.
+            "a 1 [000] 1.0: 1 cpu-clock:  ff f\r\n\tfe y\r\n\tfd z\n\t \t\nb 2 [001] 1.1: 1 c:\n\tff x\n\t\u{a0}fe y\n\n",
+            // An address past 64 bits and one glued to its symbol, past the leaf.
+            "a 1 [000] 1.0: 1 c:\n\tff x\n\tfe y\n\t1ffffffffffffffff z\n\n",
+            "a 1 [000] 1.0: 1 c:\n\tff x\n\tfe y\n\tfdz\n\n",
+        ];
+        let read = |text: &str, in_place: bool| {
+            let mut got = Vec::new();
+            let on = |s: &Sample<'_>| got.push(format!("{s:?}"));
+            let r = if in_place {
+                for_each_sample_in_piece(text.as_bytes(), "s", Chain::Leaf, Position::default(), on)
+            } else {
+                for_each_sample(text.as_bytes(), "s", Chain::Leaf, on)
+            };
+            (r, got)
+        };
+        for text in cases {
+            assert_eq!(read(text, true), read(text, false), "{text:?}");
+        }
+        let (r, _) = read(cases[0], true);
+        assert_eq!(r.unwrap_err().line, 1);
+        let (r, _) = read(cases[1], true);
+        assert_eq!(r.unwrap_err().line, 4);
+        let (r, got) = read(cases[2], true);
+        assert_eq!((r.unwrap().samples, got.len()), (2, 2));
     }
 
     #[test]
