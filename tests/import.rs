@@ -612,6 +612,13 @@ fn the_own_record_reader_leaves_files_it_does_not_read_plainly_to_the_crate() {
     std::fs::write(&p, &long).unwrap();
     assert!(!read_by_own_reader(&p).unwrap());
     assert!(!own_and_crate_readers_agree(&p));
+    // The last record an AUXTRACE one (its data outside its size): read as the checked
+    // file is, by the crate, with the crate's error.
+    let mut aux = good.clone();
+    aux[last..last + 4].copy_from_slice(&71u32.to_le_bytes());
+    let p = d.path().join("aux.data");
+    std::fs::write(&p, &aux).unwrap();
+    assert!(!own_and_crate_readers_agree(&p));
     // A big-endian magic: the crate's, whatever comes of it.
     let mut be = good;
     be[..8].copy_from_slice(b"2ELIFREP");

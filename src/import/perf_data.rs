@@ -844,10 +844,41 @@ pub fn read_by_own_reader(path: &Path) -> Result<bool, ImportError> {
 }
 
 fn read_file(path: &Path, opts: &ImportOptions, own_records: bool) -> Result<Imported, ImportError> {
+    // The common file first: read by this import's reader, which checks the records as
+    // it reads them, saving the check's own pass over the file (a sixth of an import).
+    // Any other file, and any that reader gives up on, is read as below.
+    if own_records {
+        if let Some(Ok(imported)) = read_unwalked(path, opts) {
+            return Ok(imported);
+        }
+    }
     // A regular file, its sizes and counts checked against its length (pipe mode too),
     // then read with any panic of the reader made an error.
     let (file, records) = super::perf_header::open_checked(path)?;
     super::perf_header::contained(path, || read_checked(path, file, records, opts, own_records))
+}
+
+/// A file whose header is checked but whose records are not walked first, read by this
+/// import's reader; `None` when it is not that reader's (a stream, another byte order,
+/// compressed...). An error may come from what the walk would have refused: the caller
+/// reads the file again, checked, for the error the checked reading gives.
+fn read_unwalked(path: &Path, opts: &ImportOptions) -> Option<Result<Imported, ImportError>> {
+    let (file, records) = super::perf_header::open_header_checked(path).ok()?;
+    let read = super::perf_header::contained(path, || {
+        let len = file.metadata().map(|m| m.len()).ok();
+        let mut input = std::io::BufReader::with_capacity(1 << 16, &file);
+        let head = input.fill_buf().map_err(ImportError::io(path))?;
+        if header_size(head) == Some(PIPE_HEADER_SIZE) {
+            return Ok(None);
+        }
+        let PerfFileReader { perf_file, .. } = PerfFileReader::parse_file(input).map_err(perf_err(path, || len))?;
+        if !perf_records::eligible(&perf_file, &records) {
+            return Ok(None);
+        }
+        let own: Source<'_, std::io::BufReader<&std::fs::File>> = Source::Own(&file, records);
+        read_records(perf_file, own, path, opts, || len, None).map(Some)
+    });
+    read.transpose()
 }
 
 fn read_checked(

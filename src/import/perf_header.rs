@@ -30,9 +30,9 @@ const HEADER_CMDLINE: u32 = 11;
 const HEADER_EVENT_DESC: u32 = 12;
 const HEADER_PMU_MAPPINGS: u32 = 16;
 const PERF_RECORD_HEADER_FEATURE: u32 = 80;
-const PERF_RECORD_AUXTRACE: u32 = 71;
-const PERF_RECORD_COMPRESSED: u32 = 81;
-const PERF_RECORD_COMPRESSED2: u32 = 83;
+pub(crate) const PERF_RECORD_AUXTRACE: u32 = 71;
+pub(crate) const PERF_RECORD_COMPRESSED: u32 = 81;
+pub(crate) const PERF_RECORD_COMPRESSED2: u32 = 83;
 
 /// The byte order of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,9 +104,21 @@ pub struct Records {
 /// documentation), ready to be read from its start; returns what the check saw of its
 /// records.
 pub fn open_checked(path: &Path) -> Result<(File, Records), ImportError> {
+    open_checked_as(path, true)
+}
+
+/// [`open_checked`] without the walk over a file's records (a stream's are still
+/// walked): its header, sections and features checked, its records taken to fill the
+/// data section with none framed apart. For a reader that checks the records as it
+/// reads them, and gives up (for [`open_checked`]) at the first that is not so.
+pub fn open_header_checked(path: &Path) -> Result<(File, Records), ImportError> {
+    open_checked_as(path, false)
+}
+
+fn open_checked_as(path: &Path, walk: bool) -> Result<(File, Records), ImportError> {
     let mut file = super::open_input(path).map_err(ImportError::io(path))?;
     let len = file.metadata().map_err(ImportError::io(path))?.len();
-    let records = check_file(&mut file, len).map_err(|Refused(reason)| ImportError::PerfData {
+    let records = check_file_as(&mut file, len, walk).map_err(|Refused(reason)| ImportError::PerfData {
         path: path.to_path_buf(),
         reason,
     })?;
@@ -177,6 +189,10 @@ fn check_section(name: &str, at: u64, offset: u64, size: u64, len: u64) -> Resul
 /// Checks the perf.data file `file` of `len` bytes (see the module's documentation), and
 /// says what it saw of the records.
 pub fn check_file(file: &mut File, len: u64) -> Result<Records, Refused> {
+    check_file_as(file, len, true)
+}
+
+fn check_file_as(file: &mut File, len: u64, walk: bool) -> Result<Records, Refused> {
     file.seek(SeekFrom::Start(0)).map_err(io_refused)?;
     let mut head = [0u8; FILE_HEADER_SIZE as usize];
     let n = read_up_to(file, &mut head).map_err(io_refused)?;
@@ -235,6 +251,13 @@ pub fn check_file(file: &mut File, len: u64) -> Result<Records, Refused> {
             check_feature(*feature, &bytes, e)
                 .map_err(|Refused(why)| Refused(format!("{why} (feature {feature} at byte {offset})")))?;
         }
+    }
+    if !walk {
+        return Ok(Records {
+            data,
+            tiled: true,
+            framed_apart: false,
+        });
     }
     let mut records = check_records(file, e, data.0, data.0 + data.1, false)?;
     records.data = data;

@@ -40,6 +40,13 @@ const CHUNK: usize = 4 << 20;
 /// precede may be handed out.
 const FINISHED_ROUND: u32 = 68;
 
+/// Records whose contents lie outside their size or inside them compressed.
+const FRAMED_APART: [u32; 3] = [
+    super::perf_header::PERF_RECORD_AUXTRACE,
+    super::perf_header::PERF_RECORD_COMPRESSED,
+    super::perf_header::PERF_RECORD_COMPRESSED2,
+];
+
 /// perf's own record types start here; they carry no attribute and no timestamp.
 const USER_TYPE_START: u32 = 64;
 
@@ -262,13 +269,21 @@ pub(crate) fn walk(
         Ok(())
     };
     let mut out = Vec::new();
+    // A file read before its records were walked (`open_header_checked`) must be as
+    // that walk would have let this reader read it: records each whole inside the data
+    // section and filling it, none framed apart. Anything else is an error here, and the
+    // caller reads the file again, checked first.
+    let not_tiled = || err(linux_perf_data::Error::InvalidPerfEventSize);
     while pos < end {
+        if pos + 8 > end {
+            return Err(not_tiled());
+        }
         if !w.holds(pos, 8) {
             w.read_in(pos, 8, order.oldest().unwrap_or(pos)).map_err(&err)?;
         }
         let (kind, _, size) = w.header(pos);
-        if size < 8 {
-            return Err(err(linux_perf_data::Error::InvalidPerfEventSize));
+        if size < 8 || pos + u64::from(size) > end || FRAMED_APART.contains(&kind) {
+            return Err(not_tiled());
         }
         if !w.holds(pos, usize::from(size)) {
             w.read_in(pos, usize::from(size), order.oldest().unwrap_or(pos))
