@@ -76,6 +76,11 @@ fn map_open_file(path: &Path) -> Result<(std::fs::File, memmap2::Mmap), SymbolEr
     };
     // A regular file only, of at most ELF_CAP bytes: a mapping's path in a recording may
     // name /dev/random or /proc/self/fd/0.
+    // Each table keeps its file open (its names are read when asked for): a recording of
+    // a machine that ran many programs can pass a soft limit of 1024 open files, and then
+    // any other file the import opens. The hard limit is what the system allows.
+    static RAISED: std::sync::Once = std::sync::Once::new();
+    RAISED.call_once(raise_open_file_limit);
     let f = crate::fsio::open_regular(path, crate::fsio::Links::Follow).map_err(io)?;
     if f.metadata().map_err(io)?.len() > super::ELF_CAP {
         return Err(io(crate::fsio::too_large(super::ELF_CAP)));
@@ -85,6 +90,21 @@ fn map_open_file(path: &Path) -> Result<(std::fs::File, memmap2::Mmap), SymbolEr
     // which maps the same files.
     let map = unsafe { memmap2::Mmap::map(&f) }.map_err(io)?;
     Ok((f, map))
+}
+
+/// Raises this process's soft limit of open files to its hard limit.
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write `lim`.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 /// The GNU build-id of an ELF file; `None` if it has none.
