@@ -912,7 +912,7 @@ fn assert_no_function_changed(dir: &Path, a: &str, b: &str, extra: &[&str]) {
     // which names them as later perf does (docs/symbols.md): a sample in a PLT may be
     // `[unknown]` to one and `NAME@plt` to the other. So each DSO's PLT and unknown
     // samples are compared as one.
-    let plt_or_unknown = |r: &&serde_json::Value| r["function"].as_str().and_then(|f| plt_or_unknown_dso(f));
+    let plt_or_unknown = |r: &&serde_json::Value| r["function"].as_str().and_then(plt_or_unknown_dso);
     let mut lumped: HashMap<String, [f64; 2]> = HashMap::new();
     for r in rows {
         if let Some(dso) = plt_or_unknown(&r) {
