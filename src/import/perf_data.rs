@@ -34,7 +34,6 @@ use linux_perf_data::linux_perf_event_reader::{
     EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RecordType, SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
@@ -295,28 +294,37 @@ impl Maps {
         }
     }
 
-    /// The module and function at `place` (from [`locate`](Self::locate)): `[unknown]`
-    /// when no symbol covers it.
-    fn name(&mut self, place: Place) -> (&str, &str) {
+    /// The module and function of a place named by `key` (from [`name_key`]):
+    /// `[unknown]` when no symbol covers it. A function's name is read from its file
+    /// once, however many places in it are sampled.
+    ///
+    /// [`name_key`]: Self::name_key
+    fn name(&mut self, key: NameKey) -> (&str, &str) {
+        let place = match key {
+            NameKey::Symbol(dso, i) => {
+                let d = &self.dsos[dso];
+                let name = self.symbol_names.entry((dso, i)).or_insert_with(|| {
+                    let raw = match d.symbols.as_ref().and_then(|s| s.as_deref().ok()) {
+                        Some(UserSymbols::Elf(syms)) => syms.symbol_name(i),
+                        _ => None,
+                    };
+                    raw.as_deref().map(|r| demangle(r).unwrap_or_else(|| r.to_string()))
+                });
+                return (d.module.as_str(), name.as_deref().unwrap_or(UNKNOWN_FUNCTION));
+            }
+            NameKey::Place(place) => place,
+        };
         let dso = &self.dsos[place.dso];
+        // Not a function symbol: a PLT entry, a JIT's perf map entry, or nothing.
         let found = match dso.symbols.as_ref().and_then(|s| s.as_deref().ok()) {
             Some(UserSymbols::Elf(syms)) => match syms.function_at(place.at) {
-                Some(FunctionAt::Plt(name)) => Some(Cow::Borrowed(name)),
-                // Each function's name is read from its file once, however many places
-                // in it are sampled.
-                Some(FunctionAt::Symbol(i)) => {
-                    let name = self.symbol_names.entry((place.dso, i)).or_insert_with(|| {
-                        let raw = syms.symbol_name(i);
-                        raw.as_deref().map(|r| demangle(r).unwrap_or_else(|| r.to_string()))
-                    });
-                    return (dso.module.as_str(), name.as_deref().unwrap_or(UNKNOWN_FUNCTION));
-                }
-                None => None,
+                Some(FunctionAt::Plt(name)) => Some(name),
+                _ => None,
             },
-            Some(UserSymbols::PerfMap(names)) => names.lookup(place.at).map(Cow::Borrowed),
+            Some(UserSymbols::PerfMap(names)) => names.lookup(place.at),
             None => None,
         };
-        let name = match found.as_deref() {
+        let name = match found {
             Some(raw) => {
                 if !self.demangled.contains_key(raw) {
                     let d = demangle(raw).unwrap_or_else(|| raw.to_string());
@@ -658,7 +666,7 @@ impl Reader<'_> {
                         let f = match self.functions_by_name.get(&key) {
                             Some(&f) => f,
                             None => {
-                                let (m, name) = self.maps.name(place);
+                                let (m, name) = self.maps.name(key);
                                 let f = self.profile.function(m, name);
                                 self.functions_by_name.insert(key, f);
                                 f
@@ -716,7 +724,7 @@ impl Reader<'_> {
                                 Some(&id) => id,
                                 None => {
                                     name.clear();
-                                    let (m, n) = self.maps.name(place);
+                                    let (m, n) = self.maps.name(key);
                                     push_frame_name(name, m, n, false);
                                     let id = self.stacks.intern(name);
                                     self.frames_by_name.insert(key, id);
@@ -833,14 +841,12 @@ pub fn read_with_crate(path: &Path, opts: &ImportOptions) -> Result<Imported, Im
 #[doc(hidden)]
 pub fn read_by_own_reader(path: &Path) -> Result<bool, ImportError> {
     let (file, records) = super::perf_header::open_checked(path)?;
-    let mut input = std::io::BufReader::new(&file);
-    if header_size(input.fill_buf().map_err(ImportError::io(path))?) == Some(PIPE_HEADER_SIZE) {
-        return Ok(false);
-    }
-    let reader = super::perf_header::contained(path, || {
-        PerfFileReader::parse_file(input).map_err(perf_err(path, || None))
-    })?;
-    Ok(perf_records::eligible(&reader.perf_file, &records))
+    super::perf_header::contained(path, || {
+        Ok(match open_perf_file(path, &file)? {
+            Opened::Stream(_) => false,
+            Opened::File(reader) => perf_records::eligible(&reader.perf_file, &records),
+        })
+    })
 }
 
 fn read_file(path: &Path, opts: &ImportOptions, own_records: bool) -> Result<Imported, ImportError> {
@@ -858,25 +864,38 @@ fn read_file(path: &Path, opts: &ImportOptions, own_records: bool) -> Result<Imp
     super::perf_header::contained(path, || read_checked(path, file, records, opts, own_records))
 }
 
+/// A perf.data input opened: a stream (pipe mode), or a file whose header the crate read.
+enum Opened<'f> {
+    Stream(std::io::BufReader<&'f std::fs::File>),
+    /// Boxed: the crate's reader is large.
+    File(Box<PerfFileReader<std::io::BufReader<&'f std::fs::File>>>),
+}
+
+/// Opens `file` (checked, read from its start) for reading.
+fn open_perf_file<'f>(path: &Path, file: &'f std::fs::File) -> Result<Opened<'f>, ImportError> {
+    let len = file.metadata().map(|m| m.len()).ok();
+    let mut input = std::io::BufReader::with_capacity(1 << 16, file);
+    if header_size(input.fill_buf().map_err(ImportError::io(path))?) == Some(PIPE_HEADER_SIZE) {
+        return Ok(Opened::Stream(input));
+    }
+    PerfFileReader::parse_file(input)
+        .map(|r| Opened::File(Box::new(r)))
+        .map_err(perf_err(path, || len))
+}
+
 /// A file whose header is checked but whose records are not walked first, read by this
 /// import's reader; `None` when it is not that reader's (a stream, another byte order,
 /// compressed...). An error may come from what the walk would have refused: the caller
 /// reads the file again, checked, for the error the checked reading gives.
 fn read_unwalked(path: &Path, opts: &ImportOptions) -> Option<Result<Imported, ImportError>> {
     let (file, records) = super::perf_header::open_header_checked(path).ok()?;
-    let read = super::perf_header::contained(path, || {
-        let len = file.metadata().map(|m| m.len()).ok();
-        let mut input = std::io::BufReader::with_capacity(1 << 16, &file);
-        let head = input.fill_buf().map_err(ImportError::io(path))?;
-        if header_size(head) == Some(PIPE_HEADER_SIZE) {
-            return Ok(None);
+    let len = file.metadata().map(|m| m.len()).ok();
+    let read = super::perf_header::contained(path, || match open_perf_file(path, &file)? {
+        Opened::File(reader) if perf_records::eligible(&reader.perf_file, &records) => {
+            let own: Source<'_, std::io::BufReader<&std::fs::File>> = Source::Own(&file, records);
+            read_records(reader.perf_file, own, path, opts, || len, None).map(Some)
         }
-        let PerfFileReader { perf_file, .. } = PerfFileReader::parse_file(input).map_err(perf_err(path, || len))?;
-        if !perf_records::eligible(&perf_file, &records) {
-            return Ok(None);
-        }
-        let own: Source<'_, std::io::BufReader<&std::fs::File>> = Source::Own(&file, records);
-        read_records(perf_file, own, path, opts, || len, None).map(Some)
+        _ => Ok(None),
     });
     read.transpose()
 }
@@ -889,13 +908,10 @@ fn read_checked(
     own_records: bool,
 ) -> Result<Imported, ImportError> {
     let len = file.metadata().map(|m| m.len()).ok();
-    let mut input = std::io::BufReader::with_capacity(1 << 16, &file);
-    let head = input.fill_buf().map_err(ImportError::io(path))?;
-    if header_size(head) == Some(PIPE_HEADER_SIZE) {
-        return read_pipe(input, path, opts);
-    }
-    let PerfFileReader { perf_file, record_iter } =
-        PerfFileReader::parse_file(input).map_err(perf_err(path, || len))?;
+    let PerfFileReader { perf_file, record_iter } = match open_perf_file(path, &file)? {
+        Opened::Stream(input) => return read_pipe(input, path, opts),
+        Opened::File(reader) => *reader,
+    };
     // Decided before any record is read: a file is read by one reader or the other.
     let source = if own_records && perf_records::eligible(&perf_file, &records) {
         drop(record_iter);
