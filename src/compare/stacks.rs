@@ -299,20 +299,15 @@ impl StackDiff {
     /// every leaf path, BEFORE scaled to run 2's CPU samples so that a frame of unchanged
     /// share has equal columns. Widths are run 2's samples.
     ///
-    /// inferno leaves out every frame narrower than 0.01% of the graph ([`MIN_WIDTH_PCT`]),
-    /// and with it the frames above it. So a node under half that width ends the paths
-    /// through it: its whole subtree is one line, which keeps the node's width and its place
-    /// among its siblings (its own samples' line when it has some, as that line sorts
-    /// first; else a line through a stand-in child, as its callees' lines sort). The graph
-    /// drawn is the same; on a recording of 10^6 samples the lines are a few thousand
-    /// instead of one per distinct stack.
-    pub fn differential_lines(&self) -> Vec<DiffLine> {
-        self.lines_cut_below(MIN_WIDTH_PCT / 2.0)
-    }
-
-    /// [`differential_lines`](Self::differential_lines) with subtrees cut at nodes
-    /// narrower than `pct` percent of the graph (0: none cut).
-    pub fn lines_cut_below(&self, pct: f64) -> Vec<DiffLine> {
+    /// inferno leaves out every frame narrower than its `min_width` (a percent of the
+    /// graph), and with it the frames above it. So a node under `cut_below_pct` percent
+    /// (the renderer gives half of inferno's; 0 cuts nothing) ends the paths through it:
+    /// its whole subtree is one line, which keeps the node's width and its place among its
+    /// siblings (its own samples' line when it has some, as that line sorts first; else a
+    /// line through a stand-in child, as its callees' lines sort). The graph drawn is the
+    /// same; on a recording of 10^6 samples the lines are a few thousand instead of one per
+    /// distinct stack.
+    pub fn differential_lines(&self, cut_below_pct: f64) -> Vec<DiffLine> {
         let scale = if self.samples[0] == 0 {
             0.0
         } else {
@@ -325,7 +320,7 @@ impl StackDiff {
         for n in 1..self.nodes.len() {
             let node = &self.nodes[n];
             cut[n] = match cut[node.parent] {
-                usize::MAX if (node.inclusive[1] as f64) * 100.0 < total as f64 * pct => n,
+                usize::MAX if (node.inclusive[1] as f64) * 100.0 < total as f64 * cut_below_pct => n,
                 c => c,
             };
             let to = if cut[n] == usize::MAX { n } else { cut[n] };
@@ -383,9 +378,6 @@ impl StackDiff {
         at
     }
 }
-
-/// The narrowest frame inferno draws, in percent of the graph's width (its `min_width`).
-pub const MIN_WIDTH_PCT: f64 = 0.01;
 
 /// A line of inferno's differential input: the text, the node its path ends at, and its
 /// width (run 2's samples).
@@ -767,7 +759,7 @@ mod tests {
     #[test]
     fn layout_matches_the_merge_order() {
         let d = StackDiff::new(&one("a;b 2\na 1\nc 4\n"), &one("a;b 3\na 1\nc;d 4\n"));
-        let lines = d.differential_lines();
+        let lines = d.differential_lines(0.0);
         let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
         // Run 1 has 7 samples, run 2 has 8: before counts are scaled by 8/7.
         assert_eq!(text, ["a 1 1", "a;b 2 3", "c 5 0", "c;d 0 4"]);

@@ -1,7 +1,7 @@
 //! Flame graphs with inferno: one test's stacks (`flame.svg`), and the differential graph
 //! of two runs coloured by the change of each frame's inclusive time.
 
-use crate::compare::stacks::{DiffLine, StackDiff, MIN_WIDTH_PCT};
+use crate::compare::stacks::{DiffLine, StackDiff};
 use crate::compare::Mark;
 use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
@@ -130,7 +130,6 @@ fn render_lines(
         }
     }
     let mut opts = Options::default();
-    opts.min_width = MIN_WIDTH_PCT;
     opts.title = title.to_string();
     opts.subtitle = subtitle;
     opts.count_name = "samples".into();
@@ -157,7 +156,13 @@ pub fn change_color(delta_pct: f64, stands_out: bool, max_delta: f64) -> Color {
 /// Writes the differential flame graph of `d`: widths are run 2's samples, colours the
 /// change of each frame's inclusive share of CPU time (see `docs/upsrun.md`).
 pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
-    render_diff_lines(d, d.differential_lines(), title, subtitle, w)
+    render_diff_lines(d, drawn_lines(d), title, subtitle, w)
+}
+
+/// The differential lines of `d`, cut at half of inferno's narrowest frame: nothing it
+/// would draw is cut.
+fn drawn_lines(d: &StackDiff) -> Vec<DiffLine> {
+    d.differential_lines(Options::default().min_width / 2.0)
 }
 
 /// [`render_differential`] of the lines `lines` of `d`.
@@ -334,7 +339,7 @@ mod tests {
             p
         };
         let d = StackDiff::new(&[make(0)], &[make(1)]);
-        let (cut, whole) = (d.differential_lines(), d.lines_cut_below(0.0));
+        let (cut, whole) = (drawn_lines(&d), d.differential_lines(0.0));
         assert!(cut.len() * 4 < whole.len(), "{} lines of {}", cut.len(), whole.len());
         let render = |lines: Vec<DiffLine>| {
             let mut svg = Vec::new();
