@@ -328,11 +328,21 @@ const SAMPLE: u32 = 9;
 
 /// A record's id where `info` puts it (the crate's `get_record_id`).
 fn record_id(kind: u32, body: &[u8], info: &RecordIdParseInfo) -> Option<u64> {
+    field_at(
+        kind,
+        body,
+        info.sample_record_id_offset_from_start,
+        info.nonsample_record_id_offset_from_end,
+    )
+}
+
+/// The u64 a sample has `from_start` bytes into its body, and another record
+/// `from_end` bytes before the end of its (in its `sample_id_all` trailer).
+fn field_at(kind: u32, body: &[u8], from_start: Option<u8>, from_end: Option<u8>) -> Option<u64> {
     if kind == SAMPLE {
-        u64_at(body, usize::from(info.sample_record_id_offset_from_start?))
+        u64_at(body, usize::from(from_start?))
     } else {
-        let from_end = usize::from(info.nonsample_record_id_offset_from_end?);
-        u64_at(body, body.len().checked_sub(from_end)?)
+        u64_at(body, body.len().checked_sub(usize::from(from_end?))?)
     }
 }
 
@@ -350,12 +360,12 @@ fn record_identifier(kind: u32, body: &[u8], sample_id_all: bool) -> Option<u64>
 /// A record's timestamp (the crate's `get_record_timestamp`): a sample's
 /// `PERF_SAMPLE_TIME`, another record's `sample_id_all` trailer's.
 fn record_time(kind: u32, body: &[u8], info: &RecordParseInfo) -> Option<u64> {
-    if kind == SAMPLE {
-        u64_at(body, usize::from(info.sample_record_time_offset_from_start?))
-    } else {
-        let from_end = usize::from(info.nonsample_record_time_offset_from_end?);
-        u64_at(body, body.len().checked_sub(from_end)?)
-    }
+    field_at(
+        kind,
+        body,
+        info.sample_record_time_offset_from_start,
+        info.nonsample_record_time_offset_from_end,
+    )
 }
 
 /// The bytes of the file from `base` on, `filled` of them in `buf`, read in chunks.

@@ -398,15 +398,18 @@ struct RowsPerLine {
 }
 
 impl RowsPerLine {
+    fn open<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(bracket)
+    }
+
     fn element<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
         if !first {
             w.write_all(b",")?;
         }
         if self.depth <= self.pretty {
-            w.write_all(b"\n")?;
-            for _ in 0..self.depth {
-                w.write_all(b"  ")?;
-            }
+            new_line(w, self.depth)?;
         }
         Ok(())
     }
@@ -415,20 +418,24 @@ impl RowsPerLine {
         let closed = self.depth;
         self.depth -= 1;
         if closed <= self.pretty && self.has_value {
-            w.write_all(b"\n")?;
-            for _ in 0..self.depth {
-                w.write_all(b"  ")?;
-            }
+            new_line(w, self.depth)?;
         }
         w.write_all(bracket)
     }
 }
 
+/// A new line indented `depth` levels.
+fn new_line<W: ?Sized + Write>(w: &mut W, depth: usize) -> io::Result<()> {
+    w.write_all(b"\n")?;
+    for _ in 0..depth {
+        w.write_all(b"  ")?;
+    }
+    Ok(())
+}
+
 impl serde_json::ser::Formatter for RowsPerLine {
     fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        w.write_all(b"[")
+        self.open(w, b"[")
     }
     fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.close(w, b"]")
@@ -441,9 +448,7 @@ impl serde_json::ser::Formatter for RowsPerLine {
         Ok(())
     }
     fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        w.write_all(b"{")
+        self.open(w, b"{")
     }
     fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.close(w, b"}")
