@@ -562,7 +562,8 @@ fn call_chains_give_the_stack_comparison_from_perf_data_and_perf_script_alike() 
     }
 }
 
-/// The folded stacks of `input` (in `dir`), each PLT frame named `[unknown]` in its DSO.
+/// The folded stacks of `input` (in `dir`), each PLT frame named `[unknown]` (in its
+/// DSO, when frames carry theirs).
 fn folded_plt_as_unknown(dir: &Path, input: &str) -> std::collections::BTreeMap<String, u64> {
     let opts = upcmp::import::ImportOptions::new(None, None, None, None).with_stacks(true);
     let imported = upcmp::import::import(&dir.join(input), &opts).unwrap();
@@ -573,6 +574,7 @@ fn folded_plt_as_unknown(dir: &Path, input: &str) -> std::collections::BTreeMap<
             .split(';')
             .map(|f| match f.rsplit_once(" [") {
                 Some((name, dso)) if name.ends_with("@plt") || name == ".plt" => format!("[unknown] [{dso}"),
+                None if f.ends_with("@plt") || f == ".plt" => "[unknown]".to_string(),
                 _ => f.to_string(),
             })
             .collect();
@@ -1343,14 +1345,13 @@ fn perf_data_and_its_perf_script_text_name_every_function_alike() {
     assert_no_function_changed(d.path(), "c.data", "c.txt", &[]);
     let ours = prfcmp_shares(d.path(), "c.txt", &[]);
     assert!(ours.contains_key("ns::Box<unsigned long>::spin [cpp]"), "{ours:?}");
-    // The stacks too: the same frames, named alike, from both.
-    let stacks = |input: &str| {
-        let opts = upcmp::import::ImportOptions::default().with_stacks(true);
-        let i = upcmp::import::import(&d.path().join(input), &opts).unwrap();
-        i.stacks.expect("call chains").folded_lines()
-    };
-    let (from_data, from_text) = (stacks("c.data"), stacks("c.txt"));
-    assert!(from_data.iter().any(|l| l.contains(";ns::work ")), "{from_data:?}");
+    // The stacks too: the same frames, named alike, from both; a PLT frame may be
+    // `[unknown]` or `@plt` to a perf before 6.3 (docs/symbols.md).
+    let (from_data, from_text) = (
+        folded_plt_as_unknown(d.path(), "c.data"),
+        folded_plt_as_unknown(d.path(), "c.txt"),
+    );
+    assert!(from_data.keys().any(|l| l.ends_with(";ns::work")), "{from_data:?}");
     assert_eq!(from_data, from_text);
 }
 
