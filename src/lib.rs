@@ -33,7 +33,7 @@
 //!             wall-sec 2\nidle-set idle\ncpu 0 samples 1500 lost 0 throttled 0\n\
 //!             functions 2\n1000 [kernel] bcopy\n500 [kernel] idle\nend\n";
 //! let p = parse(text, "a/prfout").unwrap();
-//! let cmp = compare_profiles(&p, &p, &CompareOptions::default()).unwrap();
+//! let cmp = compare_profiles(&p, &p, &CompareOptions::default());
 //! assert_eq!(cmp.run1.cpu, 1.0); // bcopy's 1000 samples of 1 ms
 //! assert_eq!(cmp.run1.idle, 1.0); // 2 s wall x 1 CPU - 1 s CPU
 //! assert_eq!(cmp.rows[0].function, "bcopy");

@@ -21,9 +21,6 @@ pub enum PrfcmpError {
         /// Why.
         source: ImportError,
     },
-    /// The comparison failed.
-    #[error("computing the comparison: {0}")]
-    Polars(#[from] polars::error::PolarsError),
 }
 
 /// Two profiles and their comparison.
@@ -110,7 +107,7 @@ pub fn prfcmp_filtered(
         }
         profile1.warnings.push(super::upcmp::filtered_note(filter));
     }
-    let comparison = compare_profiles(&profile1, &profile2, opts)?;
+    let comparison = compare_profiles(&profile1, &profile2, opts);
     Ok(Compared {
         profile1,
         profile2,

@@ -12,6 +12,7 @@ use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER};
 use crate::store::run::{load_run, pool_runs, StoredRun};
 use crate::store::StoreError;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// What upcmp compares.
@@ -76,9 +77,6 @@ pub enum UpcmpError {
     /// The comparison failed.
     #[error(transparent)]
     Compare(#[from] CompareError),
-    /// The comparison of recordings failed.
-    #[error("computing the comparison: {0}")]
-    Polars(#[from] polars::error::PolarsError),
     /// A report could not be rendered.
     #[error("rendering the report: {0}")]
     Render(#[from] std::io::Error),
@@ -138,7 +136,7 @@ fn compare_recordings(
         || compare_imported(path1, &i1.profile, path2, &i2.profile, opts),
         || recording_stacks(path1, path2, stacks, &i1, &i2, opts),
     );
-    Ok((cmp?, stacks))
+    Ok((cmp, stacks))
 }
 
 /// The stack comparison of two imported recordings, when both have call chains.
@@ -322,7 +320,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 match_stack_roots(&mut runs)
             };
             let run1 = pool_runs(run1, others)?;
-            let mut cmp = compare_runs(&run1, &run2, &opts.compare)?;
+            let (mut run1, mut run2) = (run1, run2);
+            let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             cmp.warnings.extend(roots_note);
             if !opts.filter.is_empty() {

@@ -3,7 +3,7 @@
 //! uprun directories.
 
 use super::runs::{RunComparison, TestComparison, TestOutcome};
-use super::{compare_sides, CompareOptions};
+use super::{compare_sides, CompareOptions, Repetition};
 use crate::model::Profile;
 use std::path::Path;
 
@@ -25,9 +25,9 @@ pub fn compare_imported(
     path2: &Path,
     p2: &Profile,
     opts: &CompareOptions,
-) -> polars::prelude::PolarsResult<RunComparison> {
+) -> RunComparison {
     let bench = Vec::new();
-    let profile = compare_sides(&[p1], &[p2], opts)?;
+    let profile = compare_sides(vec![Repetition::borrowed(p1)], vec![Repetition::borrowed(p2)], opts);
     let mut warnings = Vec::new();
     if p1.event != p2.event {
         warnings.push(format!(
@@ -68,5 +68,5 @@ pub fn compare_imported(
         counter_family: 0,
     };
     r.adjust(opts);
-    Ok(r)
+    r
 }

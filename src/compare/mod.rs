@@ -1,4 +1,4 @@
-//! Comparing two profiles: summaries, per-function deltas (polars), benchmark ratios.
+//! Comparing two profiles: summaries, per-function deltas, benchmark ratios.
 //!
 //! The formulas are those of `docs/formulas.md`; numbers are computed here once and only
 //! formatted by the renderers of the report layer.
@@ -13,12 +13,13 @@ pub mod value;
 pub mod verdict;
 
 use crate::model::profile::module;
-use crate::model::{IdleSet, Profile};
+use crate::model::{FunctionSamples, IdleSet, Profile};
 use bench::BenchRow;
-use polars::prelude::*;
-use rayon::iter::{IntoParallelIterator, ParallelIterator};
+use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
 use serde::Serialize;
 use stats::{Correction, Detectable, SampledTime, ShareCount};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 pub use stats::{Mark, Method, Significance};
 pub use value::{Basis, Measure};
@@ -305,24 +306,173 @@ impl ProfileComparison {
 
 /// The display name of a function: modules other than the core kernel and user space
 /// are named, so two modules' functions of the same name stay apart.
-pub fn display_name(name: &str, module: &str) -> String {
+pub fn display_name<'a>(name: &'a str, module: &str) -> std::borrow::Cow<'a, str> {
     match module {
-        module::KERNEL | module::USER => name.to_string(),
-        m => format!("{name} [{m}]"),
+        module::KERNEL | module::USER => name.into(),
+        m => format!("{name} [{m}]").into(),
+    }
+}
+
+/// One repetition of a side as the comparison takes it: its profile (totals, CPUs, idle
+/// set) and its functions, borrowed or moved out of it. Moved functions are freed as soon
+/// as they are valued: two stored runs of 10^5 functions hold 46 MB of them.
+struct Repetition<'a> {
+    profile: &'a Profile,
+    functions: Cow<'a, [FunctionSamples]>,
+}
+
+impl<'a> Repetition<'a> {
+    fn borrowed(profile: &'a Profile) -> Self {
+        Repetition {
+            profile,
+            functions: Cow::Borrowed(&profile.functions),
+        }
     }
 }
 
 /// One side's non-idle functions: each one's samples in every repetition (zero where it
-/// is absent) with that repetition's totals, as the time and share tests take them.
+/// is absent) with that repetition's totals, as the time and share tests take them. Each
+/// function's repetitions sit side by side in one vector: per-function maps, copies and
+/// vectors were half of a comparison's peak at 10^5 functions.
 struct SideFunctions {
+    /// Each repetition's totals.
+    valued: Vec<value::Valued>,
     names: Vec<String>,
-    times: Vec<Vec<SampledTime>>,
-    shares: Vec<Vec<ShareCount>>,
+    repetitions: usize,
+    times: Vec<SampledTime>,
+    shares: Vec<ShareCount>,
 }
 
 impl SideFunctions {
+    /// The functions of a side's repetitions `s`, in their own measure: the values of
+    /// [`value::value_each`], summed by display name, without the run's totals yet
+    /// ([`Self::in_measure`] puts them in).
+    fn of(s: Vec<Repetition>, idle: &IdleSet) -> Self {
+        let reps = s.len();
+        let n = s[0].functions.len();
+        let mut index: HashMap<String, usize, foldhash::fast::RandomState> = HashMap::default();
+        index.reserve(n);
+        let mut side = SideFunctions {
+            valued: Vec::with_capacity(reps),
+            names: Vec::new(),
+            repetitions: reps,
+            times: Vec::with_capacity(n * reps),
+            shares: Vec::new(),
+        };
+        let none = SampledTime {
+            samples: 0,
+            weight: 0.0,
+            weight_sq: 0.0,
+            run_samples: 0,
+            run_weight: 0.0,
+            scale: 1.0,
+        };
+        let mut values = Vec::new();
+        for (r, rep) in s.into_iter().enumerate() {
+            values.clear();
+            side.valued
+                .push(value::value_each(rep.profile, &rep.functions, idle, |k, x, var, n| {
+                    values.push((k, x, var, n))
+                }));
+            let mut add = |name: Cow<str>, (x, var, n): (f64, f64, u64)| {
+                let next = index.len();
+                // A borrowed name is copied only when it is new.
+                let known = match &name {
+                    Cow::Borrowed(b) => index.get(*b).copied(),
+                    Cow::Owned(_) => None,
+                };
+                let i = known.unwrap_or_else(|| *index.entry(name.into_owned()).or_insert(next));
+                if i == next {
+                    side.times.extend(std::iter::repeat(none).take(reps));
+                }
+                let t = &mut side.times[i * reps + r];
+                t.weight += x;
+                t.weight_sq += var;
+                t.samples += n;
+            };
+            match rep.functions {
+                Cow::Borrowed(fs) => {
+                    for &(k, x, var, n) in &values {
+                        add(display_name(&fs[k].name, &fs[k].module), (x, var, n));
+                    }
+                }
+                // Each name is moved, not copied; the rest of each function is freed here.
+                Cow::Owned(fs) => {
+                    let mut valued = values.iter().peekable();
+                    for (k, f) in fs.into_iter().enumerate() {
+                        let Some(&(_, x, var, n)) = valued.next_if(|v| v.0 == k) else {
+                            continue;
+                        };
+                        let made = match display_name(&f.name, &f.module) {
+                            Cow::Owned(name) => Some(name),
+                            Cow::Borrowed(_) => None,
+                        };
+                        add(Cow::Owned(made.unwrap_or(f.name)), (x, var, n));
+                    }
+                }
+            }
+        }
+        side.names = vec![String::new(); index.len()];
+        for (name, i) in index {
+            side.names[i] = name;
+        }
+        side
+    }
+
+    /// The side in measure `m`: as it is, or each repetition's values as % of its busy
+    /// total; with each repetition's totals, for the tests.
+    fn in_measure(mut self, m: &Measure) -> Self {
+        let reps = self.repetitions;
+        let scales: Vec<f64> = self
+            .valued
+            .iter()
+            .map(|v| match m.basis {
+                Basis::Share if v.busy > 0.0 => 100.0 / v.busy,
+                Basis::Share => 0.0,
+                _ => 1.0,
+            })
+            .collect();
+        let share = m.basis == Basis::Share;
+        for (k, t) in self.times.iter_mut().enumerate() {
+            let (v, s) = (&self.valued[k % reps], scales[k % reps]);
+            if share {
+                t.weight *= s;
+                t.weight_sq *= s * s;
+            }
+            t.run_samples = v.samples;
+            t.run_weight = v.total;
+        }
+        self.shares = self
+            .times
+            .iter()
+            .enumerate()
+            .map(|(k, t)| ShareCount {
+                count: t.samples,
+                total: self.valued[k % reps].busy_samples,
+            })
+            .collect();
+        if share {
+            for (v, s) in self.valued.iter_mut().zip(scales) {
+                v.busy *= s;
+                v.busy_var *= s * s;
+                v.idle *= s;
+                v.lost *= s;
+                v.basis = Basis::Share;
+            }
+        }
+        self
+    }
+
+    fn times(&self, i: usize) -> &[SampledTime] {
+        &self.times[i * self.repetitions..(i + 1) * self.repetitions]
+    }
+
+    fn shares(&self, i: usize) -> &[ShareCount] {
+        &self.shares[i * self.repetitions..(i + 1) * self.repetitions]
+    }
+
     fn values(&self, i: usize) -> Vec<f64> {
-        self.times[i].iter().map(SampledTime::value).collect()
+        self.times(i).iter().map(SampledTime::value).collect()
     }
 }
 
@@ -338,49 +488,8 @@ fn sampled(v: &value::Valued, samples: u64, weight: f64, var: f64) -> SampledTim
     }
 }
 
-fn side_functions(vals: &[value::Valued]) -> SideFunctions {
-    let mut index: std::collections::HashMap<&str, usize, foldhash::fast::RandomState> =
-        std::collections::HashMap::default();
-    let mut side = SideFunctions {
-        names: Vec::new(),
-        times: Vec::new(),
-        shares: Vec::new(),
-    };
-    let share = |v: &value::Valued, count| ShareCount {
-        count,
-        total: v.busy_samples,
-    };
-    for (r, v) in vals.iter().enumerate() {
-        for (name, &(x, var, n)) in &v.functions {
-            let i = *index.entry(name.as_str()).or_insert_with(|| {
-                side.names.push(name.clone());
-                side.times.push(vals.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect());
-                side.shares.push(vals.iter().map(|v| share(v, 0)).collect());
-                side.names.len() - 1
-            });
-            side.times[i][r] = sampled(v, n, x, var);
-            side.shares[i][r] = share(v, n);
-        }
-    }
-    side
-}
-
-/// A side's functions as a DataFrame: function, mean seconds, row index into the side.
-fn side_frame(side: &SideFunctions, mean_col: &str, index_col: &str) -> PolarsResult<DataFrame> {
-    let means: Vec<f64> = (0..side.names.len()).map(|i| stats::mean(&side.values(i))).collect();
-    let idx: Vec<u32> = (0..side.names.len() as u32).collect();
-    DataFrame::new(
-        side.names.len(),
-        vec![
-            Column::new("function".into(), side.names.clone()),
-            Column::new(mean_col.into(), means),
-            Column::new(index_col.into(), idx),
-        ],
-    )
-}
-
 /// Compares two profiles (one run on each side).
-pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+pub fn compare_profiles(p1: &Profile, p2: &Profile, opts: &CompareOptions) -> ProfileComparison {
     compare_profile_sets(std::slice::from_ref(p1), std::slice::from_ref(p2), opts)
 }
 
@@ -423,135 +532,102 @@ fn common_measure(s1: &[&Profile], s2: &[&Profile], v1: &[value::Valued]) -> (Me
     )
 }
 
-/// Each side's values in the common measure: as they are, or as % of their run's total.
-fn in_measure(vals: Vec<value::Valued>, m: &Measure) -> Vec<value::Valued> {
-    if m.basis != Basis::Share {
-        return vals;
-    }
-    vals.into_iter()
-        .map(|mut v| {
-            let s = if v.busy > 0.0 { 100.0 / v.busy } else { 0.0 };
-            for x in v.functions.values_mut() {
-                x.0 *= s;
-                x.1 *= s * s;
-            }
-            v.busy *= s;
-            v.busy_var *= s * s;
-            v.idle *= s;
-            v.lost *= s;
-            v.basis = Basis::Share;
-            v
-        })
-        .collect()
-}
-
-/// The functions of both sides joined by name (polars outer join), with their mean
-/// seconds, deltas and shares, largest delta first (equal deltas by name, so the order
-/// never depends on hashing).
+/// A function of either side, joined by name: its mean value on each side (None: absent
+/// there) and its index into each side.
 struct Joined {
-    function: Vec<String>,
-    t1: Vec<Option<f64>>,
-    t2: Vec<Option<f64>>,
-    delta: Vec<Option<f64>>,
-    delta_pct: Vec<Option<f64>>,
-    share1: Vec<Option<f64>>,
-    share2: Vec<Option<f64>>,
-    above: Vec<bool>,
-    /// Each row's index into side 1 and side 2.
-    i1: Vec<Option<u32>>,
-    i2: Vec<Option<u32>>,
+    delta: f64,
+    t1: Option<f64>,
+    t2: Option<f64>,
+    i1: Option<u32>,
+    i2: Option<u32>,
 }
 
-fn join_sides(
-    side1: &SideFunctions,
-    side2: &SideFunctions,
-    cpu1: f64,
-    cpu2: f64,
-    cutoff_pct: f64,
-) -> PolarsResult<Joined> {
-    let joined = side_frame(side1, "t1", "i1")?.join(
-        &side_frame(side2, "t2", "i2")?,
-        ["function"],
-        ["function"],
-        JoinArgs::new(JoinType::Full).with_coalesce(JoinCoalesce::CoalesceColumns),
-        None,
-    )?;
-    let t1 = joined.column("t1")?.f64()?.clone();
-    let t2 = joined.column("t2")?.f64()?.clone();
-    let zero1 = t1.fill_null_with_values(0.0)?;
-    let zero2 = t2.fill_null_with_values(0.0)?;
-    let delta = &zero2 - &zero1;
-    let pct = |t: &Float64Chunked, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
-    let delta_pct = pct(&delta, cpu1);
-    let share1 = pct(&zero1, cpu1);
-    let share2 = pct(&zero2, cpu2);
-    let above = share1.gt_eq(cutoff_pct) | share2.gt_eq(cutoff_pct);
+impl Joined {
+    fn name<'a>(&self, side1: &'a SideFunctions, side2: &'a SideFunctions) -> &'a str {
+        self.i1
+            .map(|k| &side1.names[k as usize])
+            .or_else(|| self.i2.map(|k| &side2.names[k as usize]))
+            .map_or("", String::as_str)
+    }
+}
 
-    let mut df = DataFrame::new(
-        joined.height(),
-        vec![
-            joined.column("function")?.clone(),
-            t1.with_name("t1".into()).into_column(),
-            t2.with_name("t2".into()).into_column(),
-            delta.with_name("delta".into()).into_column(),
-            delta_pct.with_name("delta_pct".into()).into_column(),
-            share1.with_name("share1".into()).into_column(),
-            share2.with_name("share2".into()).into_column(),
-            above.with_name("above".into()).into_column(),
-            joined.column("i1")?.clone(),
-            joined.column("i2")?.clone(),
-        ],
-    )?;
-    df = df.sort(
-        ["delta", "function"],
-        SortMultipleOptions::default().with_order_descending_multi([true, false]),
-    )?;
-    let col_f64 = |name: &str| -> PolarsResult<Vec<Option<f64>>> { Ok(df.column(name)?.f64()?.iter().collect()) };
-    let col_idx = |name: &str| -> PolarsResult<Vec<Option<u32>>> { Ok(df.column(name)?.u32()?.iter().collect()) };
-    Ok(Joined {
-        function: df
-            .column("function")?
-            .str()?
-            .iter()
-            .map(|s| s.unwrap_or_default().to_string())
-            .collect(),
-        t1: col_f64("t1")?,
-        t2: col_f64("t2")?,
-        delta: col_f64("delta")?,
-        delta_pct: col_f64("delta_pct")?,
-        share1: col_f64("share1")?,
-        share2: col_f64("share2")?,
-        above: df.column("above")?.bool()?.iter().map(|b| b.unwrap_or(false)).collect(),
-        i1: col_idx("i1")?,
-        i2: col_idx("i2")?,
-    })
+/// The functions of both sides joined by name, largest delta first (equal deltas by
+/// name, so the order never depends on hashing). A hash join of the two sides' names: at
+/// 10^5 functions a DataFrame join took 2.5 times as long and held 40 MB more
+/// (docs/import.md, "upcmp at scale").
+fn join_sides(side1: &SideFunctions, side2: &SideFunctions) -> Vec<Joined> {
+    let index2: HashMap<&str, u32, foldhash::fast::RandomState> = side2
+        .names
+        .iter()
+        .enumerate()
+        .map(|(k, n)| (n.as_str(), k as u32))
+        .collect();
+    let mut in1 = vec![false; side2.names.len()];
+    let mean = |side: &SideFunctions, k: Option<u32>| k.map(|k| stats::mean(&side.values(k as usize)));
+    let row = |i1: Option<u32>, i2: Option<u32>| {
+        let (t1, t2) = (mean(side1, i1), mean(side2, i2));
+        Joined {
+            delta: t2.unwrap_or(0.0) - t1.unwrap_or(0.0),
+            t1,
+            t2,
+            i1,
+            i2,
+        }
+    };
+    let mut rows: Vec<Joined> = (0..side1.names.len() as u32)
+        .map(|k1| {
+            let k2 = index2.get(side1.names[k1 as usize].as_str()).copied();
+            if let Some(k2) = k2 {
+                in1[k2 as usize] = true;
+            }
+            row(Some(k1), k2)
+        })
+        .collect();
+    rows.extend(
+        (0..side2.names.len() as u32)
+            .filter(|&k| !in1[k as usize])
+            .map(|k| row(None, Some(k))),
+    );
+    // `+ 0.0` makes -0.0 equal to 0.0 in the total order.
+    rows.sort_unstable_by(|a, b| {
+        (b.delta + 0.0)
+            .total_cmp(&(a.delta + 0.0))
+            .then_with(|| a.name(side1, side2).cmp(b.name(side1, side2)))
+    });
+    rows
 }
 
 /// Compares two sides of one or more repetitions each: mean summaries, and every
-/// function's mean delta with its noise (polars outer join on the function name, deltas,
-/// cutoff filter, sort by delta). The comparison is its own report: its rows are
-/// adjusted as families of their own (see [`adjust_report`]).
-pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
-    let (s1, s2): (Vec<&Profile>, Vec<&Profile>) = (s1.iter().collect(), s2.iter().collect());
-    let mut c = compare_sides(&s1, &s2, opts)?;
+/// function's mean delta with its noise (a join on the function name, deltas, cutoff
+/// filter, sort by delta). The comparison is its own report: its rows are adjusted as
+/// families of their own (see [`adjust_report`]).
+pub fn compare_profile_sets(s1: &[Profile], s2: &[Profile], opts: &CompareOptions) -> ProfileComparison {
+    fn borrowed(s: &[Profile]) -> Vec<Repetition<'_>> {
+        s.iter().map(Repetition::borrowed).collect()
+    }
+    let mut c = compare_sides(borrowed(s1), borrowed(s2), opts);
     adjust_report(&mut [(&mut [][..], &mut c)], opts);
-    Ok(c)
+    c
 }
 
 /// [`compare_profile_sets`] before any adjustment: every row's verdict is in no family yet.
-/// The profiles are borrowed: a profile of 10^5 functions is 20 MB.
-fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> PolarsResult<ProfileComparison> {
+fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions) -> ProfileComparison {
     assert!(!s1.is_empty() && !s2.is_empty(), "each side has at least one profile");
+    let repeated = s1.len() > 1 || s2.len() > 1;
+    let (p1, p2): (Vec<&Profile>, Vec<&Profile>) = (
+        s1.iter().map(|r| r.profile).collect(),
+        s2.iter().map(|r| r.profile).collect(),
+    );
     let idle_of = |s: &[&Profile]| {
         opts.idle_override
             .clone()
             .unwrap_or_else(|| IdleSet::new(s[0].idle_set.clone()))
     };
-    let (idle1, idle2) = (idle_of(s1), idle_of(s2));
-    let valued = |s: &[&Profile], idle: &IdleSet| s.iter().map(|p| value::value(p, idle)).collect::<Vec<_>>();
-    let (v1, v2) = rayon::join(|| valued(s1, &idle1), || valued(s2, &idle2));
-    let (measure, mut warnings) = common_measure(s1, s2, &v1);
-    let (v1, v2) = (in_measure(v1, &measure), in_measure(v2, &measure));
+    let (idle1, idle2) = (idle_of(&p1), idle_of(&p2));
+    let (side1, side2) = rayon::join(|| SideFunctions::of(s1, &idle1), || SideFunctions::of(s2, &idle2));
+    let (measure, mut warnings) = common_measure(&p1, &p2, &side1.valued);
+    let (side1, side2) = (side1.in_measure(&measure), side2.in_measure(&measure));
+    let (v1, v2) = (&side1.valued, &side2.valued);
     let summary = |s: &[&Profile], v: &[value::Valued], idle: &IdleSet| {
         ProfileSummary::mean_of(
             s.iter()
@@ -560,8 +636,8 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
                 .collect(),
         )
     };
-    let run1 = summary(s1, &v1, &idle1);
-    let run2 = summary(s2, &v2, &idle2);
+    let run1 = summary(&p1, v1, &idle1);
+    let run2 = summary(&p2, v2, &idle2);
     for (k, s) in [(1, &run1), (2, &run2)] {
         if s.throttled > 0 {
             warnings.push(format!(
@@ -571,9 +647,7 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
             ));
         }
     }
-    let (side1, side2) = rayon::join(|| side_functions(&v1), || side_functions(&v2));
-    let j = join_sides(&side1, &side2, run1.cpu, run2.cpu, opts.cutoff_pct)?;
-    let repeated = s1.len() > 1 || s2.len() > 1;
+    let joined = join_sides(&side1, &side2);
 
     // A function absent from a side has no samples in any of its repetitions.
     let absent_times = |v: &[value::Valued]| v.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect::<Vec<_>>();
@@ -585,46 +659,49 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
             })
             .collect::<Vec<_>>()
     };
-    let (none_t1, none_t2) = (absent_times(&v1), absent_times(&v2));
-    let (none_s1, none_s2) = (absent_shares(&v1), absent_shares(&v2));
-    let rows = (0..j.function.len())
-        .into_par_iter()
-        .map(|i| {
-            let (i1, i2) = (j.i1[i].map(|k| k as usize), j.i2[i].map(|k| k as usize));
-            let t1 = i1.map_or(&none_t1, |k| &side1.times[k]);
-            let t2 = i2.map_or(&none_t2, |k| &side2.times[k]);
-            let sh1 = i1.map_or(&none_s1, |k| &side1.shares[k]);
-            let sh2 = i2.map_or(&none_s2, |k| &side2.shares[k]);
+    let (none_t1, none_t2) = (absent_times(v1), absent_times(v2));
+    let (none_s1, none_s2) = (absent_shares(v1), absent_shares(v2));
+    let pct = |t: f64, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
+    let rows = joined
+        .par_iter()
+        .map(|j| {
+            let (i1, i2) = (j.i1.map(|k| k as usize), j.i2.map(|k| k as usize));
+            let t1 = i1.map_or(&none_t1[..], |k| side1.times(k));
+            let t2 = i2.map_or(&none_t2[..], |k| side2.times(k));
+            let sh1 = i1.map_or(&none_s1[..], |k| side1.shares(k));
+            let sh2 = i2.map_or(&none_s2[..], |k| side2.shares(k));
             let values = |t: &[SampledTime]| t.iter().map(SampledTime::value).collect::<Vec<_>>();
-            let delta = j.delta[i].unwrap_or(0.0);
-            let share_delta = j.share2[i].unwrap_or(0.0) - j.share1[i].unwrap_or(0.0);
+            let share1 = pct(j.t1.unwrap_or(0.0), run1.cpu);
+            let share2 = pct(j.t2.unwrap_or(0.0), run2.cpu);
+            let above = share1 >= opts.cutoff_pct || share2 >= opts.cutoff_pct;
             FunctionDelta {
-                function: j.function[i].clone(),
-                run1: j.t1[i],
-                run2: j.t2[i],
-                delta,
-                delta_pct_of_run1_cpu: j.delta_pct[i].unwrap_or(0.0),
-                run1_pct_of_cpu: j.share1[i].unwrap_or(0.0),
-                run2_pct_of_cpu: j.share2[i].unwrap_or(0.0),
+                function: j.name(&side1, &side2).to_string(),
+                run1: j.t1,
+                run2: j.t2,
+                delta: j.delta,
+                delta_pct_of_run1_cpu: pct(j.delta, run1.cpu),
+                run1_pct_of_cpu: share1,
+                run2_pct_of_cpu: share2,
                 run1_sd_pct: (t1.len() > 1).then(|| stats::stddev_pct(&values(t1))),
                 run2_sd_pct: (t2.len() > 1).then(|| stats::stddev_pct(&values(t2))),
-                noise: Significance::unadjusted(stats::time_test(t1, t2), delta, repeated),
+                noise: Significance::unadjusted(stats::time_test(t1, t2), j.delta, repeated),
                 // In percentage points, as the share columns.
-                share_noise: Significance::unadjusted(stats::share_test(sh1, sh2), share_delta / 100.0, repeated)
+                share_noise: Significance::unadjusted(stats::share_test(sh1, sh2), (share2 - share1) / 100.0, repeated)
                     .scaled(100.0),
-                above_cutoff: j.above[i],
-                listed: j.above[i],
+                above_cutoff: above,
+                listed: above,
             }
         })
         .collect();
+    drop(joined);
 
     let cpu = |v: &[value::Valued]| {
         v.iter()
             .map(|v| sampled(v, v.busy_samples, v.busy, v.busy_var))
             .collect::<Vec<_>>()
     };
-    let cpu_noise = Significance::unadjusted(stats::time_test(&cpu(&v1), &cpu(&v2)), run2.cpu - run1.cpu, repeated);
-    Ok(ProfileComparison {
+    let cpu_noise = Significance::unadjusted(stats::time_test(&cpu(v1), &cpu(v2)), run2.cpu - run1.cpu, repeated);
+    ProfileComparison {
         measure,
         warnings,
         run1,
@@ -635,7 +712,7 @@ fn compare_sides(s1: &[&Profile], s2: &[&Profile], opts: &CompareOptions) -> Pol
         families: Families::default(),
         ratios_refused: false,
         of_runs: false,
-    })
+    }
 }
 
 /// Adjusts the p-values of a report (its tests' benchmark rows and profile comparisons)
@@ -750,7 +827,7 @@ mod tests {
                 ("kernel", "idle", 9),
             ],
         );
-        let c = compare_profiles(&p1, &p2, &CompareOptions::new(1.0, None)).unwrap();
+        let c = compare_profiles(&p1, &p2, &CompareOptions::new(1.0, None));
         let names: Vec<&str> = c.rows.iter().map(|r| r.function.as_str()).collect();
         assert_eq!(names, ["c", "m [ext4]", "a", "b"]);
         let r = &c.rows[0];
@@ -804,7 +881,7 @@ mod tests {
         };
         let s1 = side([300, 310, 290], [100, 120, 80]);
         let s2 = side([350, 360, 340], [110, 90, 100]);
-        let c = compare_profile_sets(&s1, &s2, &CompareOptions::default()).unwrap();
+        let c = compare_profile_sets(&s1, &s2, &CompareOptions::default());
         assert_eq!(c.run1.repetitions, 3);
         assert!((c.run1.cpu - 4.0).abs() < 1e-9);
         let a = row(&c, "a");
@@ -827,7 +904,7 @@ mod tests {
             hide_noise: true,
             ..CompareOptions::default()
         };
-        let c = compare_profile_sets(&s1, &s2, &hide).unwrap();
+        let c = compare_profile_sets(&s1, &s2, &hide);
         assert_eq!(c.listed().map(|r| r.function.as_str()).collect::<Vec<_>>(), ["a"]);
     }
 
@@ -842,7 +919,7 @@ mod tests {
             0,
             &[("kernel", "f", 100), ("kernel", "x", 4), ("kernel", "idle", 896)],
         );
-        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let c = compare_profiles(&p1, &p2, &all_listed());
         let x = row(&c, "x");
         close(x.noise.p_value.unwrap(), 0.125, 1e-12);
         assert_eq!(x.noise.verdict, Mark::Noise);
@@ -872,8 +949,7 @@ mod tests {
             &[p1.clone(), p1.clone(), p1],
             &[p2.clone(), p2.clone(), p2],
             &all_listed(),
-        )
-        .unwrap();
+        );
         let z = row(&c, "z");
         assert_eq!(z.noise.df, Some(2.0));
         close(z.noise.p_value.unwrap(), 0.04446400593663997, 1e-9);
@@ -888,7 +964,7 @@ mod tests {
     fn large_functions_are_multinomial() {
         let p1 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "h", 9900), ("kernel", "x", 100)]);
         let p2 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "h", 9800), ("kernel", "x", 200)]);
-        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let c = compare_profiles(&p1, &p2, &all_listed());
         let (h, x) = (row(&c, "h"), row(&c, "x"));
         close(h.noise.se.unwrap(), 0.001 * 295f64.sqrt(), 1e-9);
         close(
@@ -908,7 +984,7 @@ mod tests {
     fn time_and_share_are_two_questions() {
         let p1 = profile_with(0.001, 10.0, 0, 0, &[("kernel", "f", 500), ("kernel", "g", 9500)]);
         let p2 = profile_with(0.001, 12.0, 0, 0, &[("kernel", "f", 600), ("kernel", "g", 11_400)]);
-        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let c = compare_profiles(&p1, &p2, &all_listed());
         let f = row(&c, "f");
         assert_eq!(f.noise.test, Some(stats::NoiseTest::NormalCounts));
         // z = 0.1 / (1 ms x sqrt(500 x 0.95 + 600 x 0.95)); scipy 1.17.1:
@@ -947,7 +1023,7 @@ mod tests {
             hide_noise: true,
             ..all_listed()
         };
-        let mut one = compare_sides(&[&p], &[&p], &hide).unwrap();
+        let mut one = compare_sides(vec![Repetition::borrowed(&p)], vec![Repetition::borrowed(&p)], &hide);
         let mut two = one.clone();
         one.rows[0].noise = sig(0.03);
         two.rows[0].noise = sig(0.5);
@@ -968,7 +1044,7 @@ mod tests {
     fn throttled_sampling_is_counted_and_warned_about() {
         let p1 = profile_with(0.01, 10.0, 0, 3, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
         let p2 = profile(10.0, 0, &[("kernel", "f", 100), ("kernel", "idle", 900)]);
-        let c = compare_profiles(&p1, &p2, &all_listed()).unwrap();
+        let c = compare_profiles(&p1, &p2, &all_listed());
         assert_eq!((c.run1.throttled, c.run2.throttled), (3, 0));
         assert_eq!(c.warnings.len(), 1);
         assert!(
@@ -982,7 +1058,7 @@ mod tests {
     fn idle_override_moves_time() {
         let p = profile(10.0, 0, &[("kernel", "a", 300), ("kernel", "idle", 500)]);
         let opts = CompareOptions::new(0.5, Some(IdleSet::new(vec!["a".into()])));
-        let c = compare_profiles(&p, &p, &opts).unwrap();
+        let c = compare_profiles(&p, &p, &opts);
         assert!((c.run1.cpu - 5.0).abs() < 1e-9);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].function, "idle");

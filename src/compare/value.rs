@@ -6,11 +6,9 @@
 //! - the event's own count, for another event of a recording, which says nothing of how
 //!   busy each CPU was.
 
-use super::display_name;
 use crate::model::profile::Unit;
-use crate::model::{IdleSet, Profile};
+use crate::model::{FunctionSamples, IdleSet, Profile};
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// How values were made from weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -71,15 +69,12 @@ impl Measure {
     }
 }
 
-/// A profile's functions as values, with the variance of each value under the sampling
-/// (compound Poisson) model.
+/// A profile's totals as values, with the variance of the busy value under the sampling
+/// (compound Poisson) model; its functions go to the caller of [`value_each`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Valued {
     /// How the values were made.
     pub basis: Basis,
-    /// Display name → (value, variance, samples), non-idle functions only; rows with the
-    /// same display name (as in a hand-made prfout) are summed.
-    pub functions: HashMap<String, (f64, f64, u64), foldhash::fast::RandomState>,
     /// The non-idle total (CPU time, or the event's count outside idle functions).
     pub busy: f64,
     /// Its variance.
@@ -110,16 +105,28 @@ pub fn basis_of(p: &Profile) -> Basis {
     }
 }
 
-/// The values of `p`'s functions on its own basis, idle functions per `idle`.
+/// The totals of `p` on its own basis, idle functions per `idle`.
 pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
+    value_each(p, &p.functions, idle, |_, _, _, _| {})
+}
+
+/// [`value`] of `p` with the functions `functions` (its own, or its own moved out of it),
+/// giving `each` every non-idle function's index in `functions`, value, variance and
+/// samples, in order. Functions of the same display name (as in a hand-made prfout) are
+/// the caller's to sum.
+pub fn value_each(
+    p: &Profile,
+    functions: &[FunctionSamples],
+    idle: &IdleSet,
+    mut each: impl FnMut(usize, f64, f64, u64),
+) -> Valued {
     let basis = basis_of(p);
     // Value per unit of weight, per CPU.
     let per_weight: Vec<f64> = match basis {
         Basis::SampledTime => vec![1e-9; p.cpus.len()],
         Basis::BusyTime => (0..p.cpus.len())
             .map(|k| {
-                let busy_weight: u64 = p
-                    .functions
+                let busy_weight: u64 = functions
                     .iter()
                     .filter(|f| !idle.contains(&f.name))
                     .map(|f| f.weight_per_cpu[k])
@@ -136,7 +143,6 @@ pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
     };
     let mut v = Valued {
         basis,
-        functions: HashMap::default(),
         busy: 0.0,
         busy_var: 0.0,
         idle: 0.0,
@@ -147,7 +153,7 @@ pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
         total: 0.0,
     };
     let (mut busy_weight, mut all_weight) = (0.0, 0.0);
-    for f in &p.functions {
+    for (k, f) in functions.iter().enumerate() {
         v.samples += f.total();
         all_weight += f.weight() as f64;
         let x: f64 = f
@@ -167,13 +173,7 @@ pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
         let w = f.weight();
         let s = if w == 0 { 0.0 } else { x / w as f64 };
         let var = s * s * f.weight_sq;
-        let e = v
-            .functions
-            .entry(display_name(&f.name, &f.module))
-            .or_insert((0.0, 0.0, 0));
-        e.0 += x;
-        e.1 += var;
-        e.2 += f.total();
+        each(k, x, var, f.total());
         v.busy += x;
         v.busy_var += var;
         v.busy_samples += f.total();
@@ -196,7 +196,18 @@ pub fn value(p: &Profile, idle: &IdleSet) -> Valued {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CpuTotals, FunctionSamples};
+    use crate::model::CpuTotals;
+    use std::collections::HashMap;
+
+    /// `value_each`'s functions summed by name.
+    fn valued(p: &Profile) -> (Valued, HashMap<String, (f64, f64, u64)>) {
+        let mut functions = HashMap::<String, (f64, f64, u64)>::new();
+        let v = value_each(p, &p.functions, &IdleSet::new(p.idle_set.clone()), |k, x, var, n| {
+            let e = functions.entry(p.functions[k].name.clone()).or_default();
+            *e = (e.0 + x, e.1 + var, e.2 + n);
+        });
+        (v, functions)
+    }
 
     fn f(name: &str, per_cpu: Vec<u64>, weights: Vec<u64>) -> FunctionSamples {
         let sq = weights.iter().map(|&w| (w as f64) * (w as f64)).sum();
@@ -241,10 +252,11 @@ mod tests {
     #[test]
     fn other_events_become_time_by_each_cpus_busy_time() {
         let p = profile(Unit::Events, [Some(1.0), Some(3.0)]);
-        let v = value(&p, &IdleSet::new(p.idle_set.clone()));
+        let (v, functions) = valued(&p);
+        assert_eq!(v, value(&p, &IdleSet::new(p.idle_set.clone())));
         assert_eq!(v.basis, Basis::BusyTime);
-        assert!((v.functions["a"].0 - 1.5).abs() < 1e-12);
-        assert!((v.functions["b"].0 - 2.5).abs() < 1e-12);
+        assert!((functions["a"].0 - 1.5).abs() < 1e-12);
+        assert!((functions["b"].0 - 2.5).abs() < 1e-12);
         assert!((v.busy - 4.0).abs() < 1e-12, "all of the busy time");
         assert_eq!(v.idle, 0.0, "idle functions get none of the busy time");
         // Totals for the sampling tests: 5 samples, 4 of them busy; the idle function's
@@ -253,21 +265,21 @@ mod tests {
         assert!((v.total - 4.25).abs() < 1e-12);
         // a: 4000 cycles for 1.5 s; its squares 3000² + 1000² scale by (1.5/4000)².
         let want = (1.5f64 / 4000.0).powi(2) * 1e7;
-        assert!((v.functions["a"].1 - want).abs() < 1e-15);
+        assert!((functions["a"].1 - want).abs() < 1e-15);
     }
 
     #[test]
     fn time_events_weigh_their_periods_and_recordings_keep_their_counts() {
         let p = profile(Unit::Nanoseconds, [None, None]);
-        let v = value(&p, &IdleSet::new(p.idle_set.clone()));
+        let (v, functions) = valued(&p);
         assert_eq!(v.basis, Basis::SampledTime);
-        assert!((v.functions["a"].0 - 4000e-9).abs() < 1e-18);
+        assert!((functions["a"].0 - 4000e-9).abs() < 1e-18);
         assert!((v.idle - 500e-9).abs() < 1e-18);
         assert!((v.total - 8500e-9).abs() < 1e-18);
         let p = profile(Unit::Events, [Some(1.0), None]);
-        let v = value(&p, &IdleSet::new(p.idle_set.clone()));
+        let (v, functions) = valued(&p);
         assert_eq!(v.basis, Basis::EventCount, "a CPU without /proc/stat: no time basis");
-        assert_eq!(v.functions["b"], (4000.0, 1e7, 2));
+        assert_eq!(functions["b"], (4000.0, 1e7, 2));
         assert_eq!(v.busy, 8000.0);
     }
 

@@ -140,16 +140,17 @@ struct ScriptSafe<W>(W);
 
 impl<W: Write> Write for ScriptSafe<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        for piece in buf.split_inclusive(|&b| b == b'<') {
-            match piece.split_last() {
-                Some((b'<', head)) => {
-                    self.0.write_all(head)?;
-                    self.0.write_all(b"\\u003c")?;
-                }
-                _ => self.0.write_all(piece)?,
-            }
-        }
+        self.write_all(buf)?;
         Ok(buf.len())
+    }
+
+    fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        while let Some(at) = memchr::memchr(b'<', buf) {
+            self.0.write_all(&buf[..at])?;
+            self.0.write_all(b"\\u003c")?;
+            buf = &buf[at + 1..];
+        }
+        self.0.write_all(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -204,7 +204,7 @@ mod tests {
                     idle-set idle\ncpu 0 samples 1500 lost 0 throttled 0\nfunctions 2\n\
                     1000 [kernel] __do_sys|x\n500 [kernel] idle\nend\n";
         let p = parse(text, "p").unwrap();
-        let c = compare_profiles(&p, &p, &CompareOptions::default()).unwrap();
+        let c = compare_profiles(&p, &p, &CompareOptions::default());
         let mut out = Vec::new();
         render_profile(&c, &mut out).unwrap();
         let md = String::from_utf8(out).unwrap();

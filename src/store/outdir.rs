@@ -5,6 +5,7 @@ use super::{io_err, read_text, write_atomic, StoreError};
 use crate::fsio;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use upcmp_parsers::keyvalue::{parse_key_values, KeyValues};
 use upcmp_parsers::test_list::{parse_test_list, TestLine};
@@ -396,9 +397,8 @@ impl NewFiles {
     pub fn write(
         &self,
         name: &str,
-        render: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+        render: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
     ) -> Result<(), StoreError> {
-        use std::io::Write as _;
         let p = self.dir.join(name);
         // A name is one plain component: nothing is written outside the directory.
         if !matches!(
