@@ -512,17 +512,24 @@ fn check_prfout(input: &Input<'_>) -> Result<(), ParseError> {
 
 fn check_samples(input: &Input<'_>) -> Result<(), ParseError> {
     let mut records = 0u64;
-    let stats = samples::for_each_record(input.bytes, INPUT_NAME, |r| {
+    let max_frames = samples::max_frames(input.bytes.len() as u64);
+    let mut frames = 0u64;
+    let stats = samples::for_each_record(input.bytes, INPUT_NAME, max_frames, |r| {
         records += 1;
         match r {
-            samples::Record::Sample(s) => assert!(s.cpu < MAX_CPUS),
+            samples::Record::Sample(s) => {
+                assert!(s.cpu < MAX_CPUS);
+                frames += s.callchain.len() as u64;
+            }
             samples::Record::Lost { cpu, .. } | samples::Record::Throttle { cpu } => assert!(cpu < MAX_CPUS),
             samples::Record::Comm { comm, .. } => assert_name(&comm),
             samples::Record::Fork { .. } => {}
         }
     })?;
     assert_eq!(stats.records, records);
-    assert!(stats.records < input.lines as u64);
+    assert_eq!(stats.frames, frames);
+    assert!(frames <= max_frames);
+    assert!(stats.records + stats.chains < input.lines as u64);
     Ok(())
 }
 
