@@ -648,6 +648,15 @@ mod tests {
         assert!(!Format::Folded.check(b"a;b\n"));
         assert!(Format::Samples.check(b"upcmp-samples 1\nt 1\n"));
         assert!(!Format::Samples.check(b"upcmp-samples 1\nt 8192\n"));
+        assert!(Format::Samples.check(b"upcmp-samples 3\nk 0 -80 = +1\ns 5 0 1 1 k ff *0\ns -1 0 1 1 k fe *0\n"));
+        assert!(!Format::Samples.check(b"upcmp-samples 3\nk 0 -80 =\ns 5 0 1 1 k ff *1\n"));
+        // One frame a byte of input, at most: 64 frames named 30 times in 688 bytes.
+        let named = format!(
+            "upcmp-samples 3\nk 0{}\n{}",
+            " 0".repeat(64),
+            "s 1 0 1 1 k ff *0\n".repeat(30)
+        );
+        assert!(!Format::Samples.check(named.as_bytes()), "{}", named.len());
         assert!(!Format::KeyValue.check(b"a: 1\na: 2\n"));
     }
 
