@@ -180,6 +180,29 @@ fn a_syscall_test_shows_the_entry_path_above_the_handler() {
     assert_eq!(g.self_samples.iter().sum::<u64>(), samples);
     let header = prof.lines().nth(1).unwrap();
     assert!(header.contains(&format!("; {samples} samples,")), "{header}");
+
+    // samples.gz (version 3) holds every sample with its chain, each chain written once:
+    // a loop of one syscall has few, and even a busy machine's other programs leave far
+    // fewer chains than samples.
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(fs::File::open(test.join("samples.gz")).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    assert_eq!(text.lines().next(), Some(upcmp_parsers::samples::HEADER));
+    let count = |kind: &str| text.lines().filter(|l| l.starts_with(kind)).count() as u64;
+    assert_eq!(count("s "), samples);
+    assert!(count("k ") > 0 && count("k ") < samples / 2, "{} chains", count("k "));
+    let mut stored = 0;
+    upcmp::store::samples::for_each_record(&test.join("samples.gz"), |r| {
+        if let upcmp_parsers::samples::Record::Sample(s) = r {
+            assert!(!s.callchain.is_empty(), "{s:?}");
+            stored += 1;
+        }
+    })
+    .unwrap();
+    assert_eq!(stored, samples);
 }
 
 fn fills_by_name(svg: &str) -> Vec<(String, String)> {

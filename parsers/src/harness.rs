@@ -512,17 +512,24 @@ fn check_prfout(input: &Input<'_>) -> Result<(), ParseError> {
 
 fn check_samples(input: &Input<'_>) -> Result<(), ParseError> {
     let mut records = 0u64;
-    let stats = samples::for_each_record(input.bytes, INPUT_NAME, |r| {
+    let max_frames = samples::max_frames(input.bytes.len() as u64);
+    let mut frames = 0u64;
+    let stats = samples::for_each_record(input.bytes, INPUT_NAME, max_frames, |r| {
         records += 1;
         match r {
-            samples::Record::Sample(s) => assert!(s.cpu < MAX_CPUS),
+            samples::Record::Sample(s) => {
+                assert!(s.cpu < MAX_CPUS);
+                frames += s.callchain.len() as u64;
+            }
             samples::Record::Lost { cpu, .. } | samples::Record::Throttle { cpu } => assert!(cpu < MAX_CPUS),
             samples::Record::Comm { comm, .. } => assert_name(&comm),
             samples::Record::Fork { .. } => {}
         }
     })?;
     assert_eq!(stats.records, records);
-    assert!(stats.records < input.lines as u64);
+    assert_eq!(stats.frames, frames);
+    assert!(frames <= max_frames);
+    assert!(stats.records + stats.chains < input.lines as u64);
     Ok(())
 }
 
@@ -641,6 +648,15 @@ mod tests {
         assert!(!Format::Folded.check(b"a;b\n"));
         assert!(Format::Samples.check(b"upcmp-samples 1\nt 1\n"));
         assert!(!Format::Samples.check(b"upcmp-samples 1\nt 8192\n"));
+        assert!(Format::Samples.check(b"upcmp-samples 3\nk 0 -80 = +1\ns 5 0 1 1 k ff *0\ns -1 0 1 1 k fe *0\n"));
+        assert!(!Format::Samples.check(b"upcmp-samples 3\nk 0 -80 =\ns 5 0 1 1 k ff *1\n"));
+        // One frame a byte of input, at most: 64 frames named 30 times in 688 bytes.
+        let named = format!(
+            "upcmp-samples 3\nk 0{}\n{}",
+            " 0".repeat(64),
+            "s 1 0 1 1 k ff *0\n".repeat(30)
+        );
+        assert!(!Format::Samples.check(named.as_bytes()), "{}", named.len());
         assert!(!Format::KeyValue.check(b"a: 1\na: 2\n"));
     }
 

@@ -19,6 +19,10 @@
 //!   [`folded::MAX_LINE_BYTES`], [`samples::MAX_LINE_BYTES`]); a longer line is an error
 //!   naming the file and line, so a line without an end (a decompression bomb) cannot fill
 //!   memory. The other formats are handed whole texts, which bound their lines.
+//! - A version 3 samples stream's chain table holds at most [`samples::MAX_CHAINS`] chains
+//!   and [`samples::MAX_TABLE_FRAMES`] frames, and the frames its samples name, in all,
+//!   are at most what the caller allows ([`samples::max_frames`]: one a byte of text), so
+//!   a short stream naming a long chain many times cannot expand without bound.
 //! - Names (functions, symbols, DSOs, commands, events, JIT code) longer than
 //!   [`MAX_NAME_BYTES`] are cut to that length at a character boundary, and each parser
 //!   counts the names it cut so that the caller can warn: a 100 MB name in a file costs

@@ -99,7 +99,8 @@ fn a_stream_without_newlines_is_read_in_bounded_memory() {
         let bomb = header.as_bytes().chain(std::io::repeat(b'7').take(64 << 20));
         let m = measured(|| match format {
             Format::Samples => {
-                upcmp_parsers::samples::for_each_record(std::io::BufReader::new(bomb), "b", |_| {}).map(|_| ())
+                upcmp_parsers::samples::for_each_record(std::io::BufReader::new(bomb), "b", u64::MAX, |_| {})
+                    .map(|_| ())
             }
             Format::Folded => {
                 upcmp_parsers::folded::for_each_stack(std::io::BufReader::new(bomb), "b", |_| {}).map(|_| ())
