@@ -1186,7 +1186,7 @@ fn read_records<R: Read>(
             ..Maps::default()
         },
         profile: ProfileBuilder::new(),
-        stacks: StackCollector::new(opts.stacks),
+        stacks: StackCollector::counted_apart(opts.stacks),
         comms: FastMap::default(),
         kernel_functions: FastMap::default(),
         user_functions: FastMap::default(),
