@@ -595,17 +595,35 @@ pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile
     compare_busy(test, &p1, &p2)
 }
 
-/// [`compare_stacks`] of profiles given up: each is dropped once its stacks without idle
-/// ones are made, so that the two are not held beside the frame tree.
-pub fn compare_stacks_owned(
-    test: &str,
-    before: Vec<StackProfile>,
-    after: Vec<StackProfile>,
-    idle: &IdleSet,
-) -> TestStacks {
-    let busy = |s: Vec<StackProfile>| s.into_iter().map(|p| p.without_idle(idle)).collect::<Vec<_>>();
-    let (p1, p2) = rayon::join(|| busy(before), || busy(after));
-    compare_busy(test, &p1, &p2)
+/// One side of a stack comparison made ready: its profiles (one per repetition) without
+/// idle stacks, and their call graphs. Each side is made on its own, so one can be made
+/// while the other is still being read.
+pub struct PreparedStacks {
+    busy: Vec<StackProfile>,
+    graphs: Vec<CallGraph>,
+}
+
+impl PreparedStacks {
+    /// The side of the profiles given up, idle stacks (leaf in `idle`) left out: each
+    /// profile is dropped once its stacks without idle ones are made.
+    pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet) -> Self {
+        let busy: Vec<StackProfile> = profiles.into_iter().map(|p| p.without_idle(idle)).collect();
+        let graphs = busy.iter().map(CallGraph::of).collect();
+        PreparedStacks { busy, graphs }
+    }
+}
+
+/// [`compare_stacks`] of two sides made ready apart, both with the same idle set.
+pub fn compare_prepared(test: &str, before: &PreparedStacks, after: &PreparedStacks) -> TestStacks {
+    let (diff, functions) = rayon::join(
+        || StackDiff::new(&before.busy, &after.busy),
+        || changed_functions(&before.graphs, &after.graphs, TOP_FUNCTIONS),
+    );
+    TestStacks {
+        test: test.to_string(),
+        diff,
+        functions,
+    }
 }
 
 /// The comparison of stacks without idle ones.
@@ -699,6 +717,31 @@ mod tests {
     // 2,500 -> 2,600 samples (p = 0.0075) stands out beside one sibling; beside twenty
     // unchanged ones (4% -> 3.8% each) BH's q for it is 22 p (the family: a, x and the
     // siblings).
+    #[test]
+    fn sides_made_apart_compare_as_together() {
+        let idle = IdleSet::linux_default();
+        let before = "sh;main;work 500\nsh;main;poll 300\nswapper;do_idle;default_idle 900\nsh;main;f;g 120\n";
+        let after = "sh;main;work 700\nsh;main;f;g 40\nswapper;do_idle;default_idle 100\nsh;other 60\n";
+        let together = compare_stacks("t", &one(before), &one(after), &idle);
+        let apart = compare_prepared(
+            "t",
+            &PreparedStacks::new(one(before), &idle),
+            &PreparedStacks::new(one(after), &idle),
+        );
+        assert_eq!(together.test, apart.test);
+        assert_eq!(together.functions, apart.functions);
+        assert_eq!(together.diff.samples, apart.diff.samples);
+        // Node numbers follow the order the stacks are met in, which is no order.
+        let lines = |d: &StackDiff| {
+            let lines = d.differential_lines(0.0);
+            lines.into_iter().map(|l| (l.text, l.width)).collect::<Vec<_>>()
+        };
+        assert_eq!(lines(&together.diff), lines(&apart.diff));
+        // Idle stacks are left out of both: the busy samples of run 1 and run 2.
+        assert_eq!(apart.diff.samples, [920, 800]);
+        assert!(apart.functions.iter().any(|f| f.function == "work"));
+    }
+
     #[test]
     fn frames_are_one_family() {
         let d = StackDiff::new(&one("a;x 500\na;y 2000\n"), &one("a;x 600\na;y 2000\n"));
