@@ -10,7 +10,9 @@ use crate::model::{CallGraph, IdleSet, StackProfile};
 use crate::store::outdir::RunKind;
 use crate::store::run::StoredRun;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 pub use super::stats::ShareCount;
 
@@ -308,6 +310,18 @@ impl StackDiff {
     /// same; on a recording of 10^6 samples the lines are a few thousand instead of one per
     /// distinct stack.
     pub fn differential_lines(&self, cut_below_pct: f64) -> Vec<DiffLine> {
+        self.differential_lines_named(cut_below_pct, Cow::Borrowed)
+    }
+
+    /// [`differential_lines`] with each frame named as `name` gives it (a renderer's
+    /// stand-in for a character its input format reserves), sorted as so named.
+    ///
+    /// [`differential_lines`]: Self::differential_lines
+    pub fn differential_lines_named<'d>(
+        &'d self,
+        cut_below_pct: f64,
+        name: impl Fn(&'d str) -> Cow<'d, str>,
+    ) -> Vec<DiffLine> {
         let scale = if self.samples[0] == 0 {
             0.0
         } else {
@@ -327,6 +341,9 @@ impl StackDiff {
             sums[to][0] += node.leaf[0];
             sums[to][1] += node.leaf[1];
         }
+        // Each name as given once, not once per frame of every line.
+        let names: Vec<Cow<'d, str>> = self.names.iter().map(|n| name(n)).collect();
+        let mut chain = Vec::new();
         let mut lines: Vec<DiffLine> = (1..self.nodes.len())
             .filter(|&n| sums[n] != [0, 0])
             .map(|n| {
@@ -336,12 +353,25 @@ impl StackDiff {
                 } else {
                     ""
                 };
+                // The path, root first, written straight into the line.
+                chain.clear();
+                let mut k = n;
+                while k != 0 {
+                    chain.push(k);
+                    k = self.nodes[k].parent;
+                }
+                let frame = |k: usize| &*names[self.nodes[k].frame as usize];
+                let len: usize = chain.iter().map(|&k| frame(k).len() + 1).sum();
+                let mut text = String::with_capacity(len + through.len() + 42);
+                for (i, &k) in chain.iter().rev().enumerate() {
+                    if i > 0 {
+                        text.push(';');
+                    }
+                    text.push_str(frame(k));
+                }
+                let _ = write!(text, "{through} {} {after}", (before as f64 * scale).round() as u64);
                 DiffLine {
-                    text: format!(
-                        "{}{through} {} {after}",
-                        self.path(n),
-                        (before as f64 * scale).round() as u64
-                    ),
+                    text,
                     node: n,
                     width: after,
                 }
