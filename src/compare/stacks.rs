@@ -378,7 +378,45 @@ impl StackDiff {
             })
             .collect();
         lines.sort_unstable_by(|a, b| a.text.cmp(&b.text));
-        lines
+        if cut_below_pct <= 0.0 {
+            return lines;
+        }
+        // Neighbouring lines of sibling subtrees cut whole: one line (the first's path,
+        // their counts summed) carries them while together they stay under the cut, as
+        // out of the drawing as each was and as wide (tens of thousands of lines on a
+        // busy machine's recording, most of them such).
+        let under = |after: u64| (after as f64) * 100.0 < total as f64 * cut_below_pct;
+        let whole = |n: usize| cut[n] == n;
+        let mut joined: Vec<DiffLine> = Vec::with_capacity(lines.len());
+        let mut before_sum = 0u64;
+        for line in lines {
+            let n = line.node;
+            match joined.last_mut() {
+                Some(last)
+                    if whole(n)
+                        && whole(last.node)
+                        && self.nodes[last.node].parent == self.nodes[n].parent
+                        && under(last.width + line.width) =>
+                {
+                    before_sum += sums[n][0];
+                    last.width += line.width;
+                    // The counts are the last two words; the path may hold blanks.
+                    let path_end = last.text.rsplitn(3, ' ').nth(2).map_or(0, str::len);
+                    last.text.truncate(path_end);
+                    let _ = write!(
+                        last.text,
+                        " {} {}",
+                        (before_sum as f64 * scale).round() as u64,
+                        last.width
+                    );
+                }
+                _ => {
+                    before_sum = sums[n][0];
+                    joined.push(line);
+                }
+            }
+        }
+        joined
     }
 
     /// Where each frame lands in the flame graph of [`differential_lines`]: the node
