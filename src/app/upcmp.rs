@@ -128,7 +128,9 @@ fn compare_recordings(
     let import_opts = import_opts.clone().with_stacks(true).sharing_symbols();
     // The two imports are independent: each on its own core, and each makes its side of
     // the stack comparison as soon as it is read, so the core of the shorter import
-    // does that while the other import still runs.
+    // does that while the other import still runs. The import read last leaves its
+    // call graph to be built beside the frame tree.
+    let first_read = std::sync::atomic::AtomicBool::new(true);
     let read = |path: &Path| -> Result<(Imported, Option<PreparedStacks>), UpcmpError> {
         let mut imported = import_one(path, &import_opts)?;
         // Every import's idle set is the default one; the first recording's is the
@@ -137,7 +139,11 @@ fn compare_recordings(
             .idle_override
             .clone()
             .unwrap_or_else(|| IdleSet::new(imported.profile.idle_set.clone()));
-        let side = imported.stacks.take().map(|s| PreparedStacks::new(vec![s], &idle));
+        let first = first_read.swap(false, std::sync::atomic::Ordering::Relaxed);
+        let side = imported
+            .stacks
+            .take()
+            .map(|s| PreparedStacks::new(vec![s], &idle, first));
         Ok((imported, side))
     };
     let (r1, r2) = std::thread::scope(|s| {

@@ -664,28 +664,38 @@ pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile
 }
 
 /// One side of a stack comparison made ready: its profiles (one per repetition) without
-/// idle stacks, and their call graphs. Each side is made on its own, so one can be made
-/// while the other is still being read.
+/// idle stacks, and their call graphs when built. Each side is made on its own, so one
+/// can be made while the other is still being read.
 pub struct PreparedStacks {
     busy: Vec<StackProfile>,
-    graphs: Vec<CallGraph>,
+    graphs: Option<Vec<CallGraph>>,
 }
 
 impl PreparedStacks {
     /// The side of the profiles given up, idle stacks (leaf in `idle`) left out: each
-    /// profile is dropped once its stacks without idle ones are made.
-    pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet) -> Self {
+    /// profile is dropped once its stacks without idle ones are made. With `graphs`, its
+    /// call graphs are built too; else the comparison builds them beside its frame tree.
+    pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet, graphs: bool) -> Self {
         let busy: Vec<StackProfile> = profiles.into_iter().map(|p| p.without_idle(idle)).collect();
-        let graphs = busy.iter().map(CallGraph::of).collect();
+        let graphs = graphs.then(|| busy.iter().map(CallGraph::of).collect());
         PreparedStacks { busy, graphs }
     }
 }
 
 /// [`compare_stacks`] of two sides made ready apart, both with the same idle set.
 pub fn compare_prepared(test: &str, before: &PreparedStacks, after: &PreparedStacks) -> TestStacks {
+    fn graphs(side: &PreparedStacks) -> std::borrow::Cow<'_, [CallGraph]> {
+        match &side.graphs {
+            Some(g) => std::borrow::Cow::Borrowed(&g[..]),
+            None => std::borrow::Cow::Owned(side.busy.iter().map(CallGraph::of).collect()),
+        }
+    }
     let (diff, functions) = rayon::join(
         || StackDiff::new(&before.busy, &after.busy),
-        || changed_functions(&before.graphs, &after.graphs, TOP_FUNCTIONS),
+        || {
+            let (g1, g2) = rayon::join(|| graphs(before), || graphs(after));
+            changed_functions(&g1, &g2, TOP_FUNCTIONS)
+        },
     );
     TestStacks {
         test: test.to_string(),
@@ -793,8 +803,8 @@ mod tests {
         let together = compare_stacks("t", &one(before), &one(after), &idle);
         let apart = compare_prepared(
             "t",
-            &PreparedStacks::new(one(before), &idle),
-            &PreparedStacks::new(one(after), &idle),
+            &PreparedStacks::new(one(before), &idle, true),
+            &PreparedStacks::new(one(after), &idle, false),
         );
         assert_eq!(together.test, apart.test);
         assert_eq!(together.functions, apart.functions);
