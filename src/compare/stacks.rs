@@ -9,6 +9,7 @@ use super::stats::{self, adjust_family, share_test, Correction, Significance};
 use crate::model::{CallGraph, IdleSet, StackProfile};
 use crate::store::outdir::RunKind;
 use crate::store::run::StoredRun;
+use rayon::prelude::*;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -343,10 +344,12 @@ impl StackDiff {
         }
         // Each name as given once, not once per frame of every line.
         let names: Vec<Cow<'d, str>> = self.names.iter().map(|n| name(n)).collect();
-        let mut chain = Vec::new();
+        // Tens of thousands of lines on a busy machine's recording: written and sorted on
+        // every core.
         let mut lines: Vec<DiffLine> = (1..self.nodes.len())
+            .into_par_iter()
             .filter(|&n| sums[n] != [0, 0])
-            .map(|n| {
+            .map_init(Vec::new, |chain, n| {
                 let [before, after] = sums[n];
                 let through = if cut[n] == n && self.nodes[n].leaf == [0, 0] {
                     ";…"
@@ -377,7 +380,7 @@ impl StackDiff {
                 }
             })
             .collect();
-        lines.sort_unstable_by(|a, b| a.text.cmp(&b.text));
+        lines.par_sort_unstable_by(|a, b| a.text.cmp(&b.text));
         if cut_below_pct <= 0.0 {
             return lines;
         }
