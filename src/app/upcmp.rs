@@ -128,10 +128,11 @@ fn compare_recordings(
     let import_opts = import_opts.clone().with_stacks(true).sharing_symbols();
     // The two imports are independent: each on its own core, and each makes its side of
     // the stack comparison as soon as it is read, so the core of the shorter import
-    // does that while the other import still runs. The import read last leaves its
-    // call graph to be built beside the frame tree.
+    // does that while the other import still runs: the recording read first builds its
+    // call graph and begins the frame tree; the one read last leaves its call graph to
+    // be built beside its half of the tree.
     let first_read = std::sync::atomic::AtomicBool::new(true);
-    let read = |path: &Path| -> Result<(Imported, Option<PreparedStacks>), UpcmpError> {
+    let read = |path: &Path, run: usize| -> Result<(Imported, Option<PreparedStacks>), UpcmpError> {
         let mut imported = import_one(path, &import_opts)?;
         // Every import's idle set is the default one; the first recording's is the
         // comparison's, as for the flat profile.
@@ -140,15 +141,15 @@ fn compare_recordings(
             .clone()
             .unwrap_or_else(|| IdleSet::new(imported.profile.idle_set.clone()));
         let first = first_read.swap(false, std::sync::atomic::Ordering::Relaxed);
-        let side = imported
-            .stacks
-            .take()
-            .map(|s| PreparedStacks::new(vec![s], &idle, first));
+        let side = imported.stacks.take().map(|s| match first {
+            true => PreparedStacks::new(vec![s], &idle).with_graphs_and_tree(run, [1, 1]),
+            false => PreparedStacks::new(vec![s], &idle),
+        });
         Ok((imported, side))
     };
     let (r1, r2) = std::thread::scope(|s| {
-        let second = s.spawn(|| read(path2));
-        (read(path1), second.join())
+        let second = s.spawn(|| read(path2, 1));
+        (read(path1, 0), second.join())
     });
     drop(import_opts);
     let (i1, side1) = r1?;
@@ -171,11 +172,10 @@ fn compare_recordings(
                 dir2: path2.to_path_buf(),
                 tests: vec![compare_prepared(
                     &imported::test_name(&i1.profile, &i2.profile),
-                    &side1,
-                    &side2,
+                    side1,
+                    side2,
                 )],
             };
-            drop((side1, side2));
             let files = stackcmp::files(&stacks)?;
             Ok(Some((stacks, files)))
         },

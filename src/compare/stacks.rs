@@ -140,13 +140,15 @@ pub struct StackDiff {
     changes: HashMap<usize, ShareChange, foldhash::fast::RandomState>,
 }
 
-impl StackDiff {
-    /// Merges `before` and `after`, one profile per repetition (normally without idle
-    /// stacks: see [`StackProfile::without_idle`]), and tests every frame.
-    pub fn new(before: &[StackProfile], after: &[StackProfile]) -> Self {
-        let k = before.len() + after.len();
-        let samples_of = |s: &[StackProfile]| s.iter().map(|p| p.samples).collect::<Vec<_>>();
-        let mut d = StackDiff {
+/// A [`StackDiff`] being built, one run at a time: the run read first can be merged
+/// while the other is still being read. Nodes are numbered as first met; nothing drawn
+/// or tested depends on their numbers (the stacks of a profile come in no order).
+pub struct StackTree(StackDiff);
+
+impl StackTree {
+    /// An empty tree of `repetitions` profiles of run 1 and of run 2.
+    pub fn new(repetitions: [usize; 2]) -> Self {
+        StackTree(StackDiff {
             names: Vec::new(),
             ids: HashMap::default(),
             nodes: vec![FrameChange {
@@ -157,16 +159,27 @@ impl StackDiff {
                 leaf: [0; 2],
             }],
             children: HashMap::default(),
-            samples: [
-                before.iter().map(|p| p.samples).sum(),
-                after.iter().map(|p| p.samples).sum(),
-            ],
-            repetition_samples: [samples_of(before), samples_of(after)],
-            per_repetition: vec![0; k],
+            samples: [0; 2],
+            repetition_samples: [vec![0; repetitions[0]], vec![0; repetitions[1]]],
+            per_repetition: vec![0; repetitions[0] + repetitions[1]],
             changes: HashMap::default(),
-        };
-        let reps = before.iter().map(|p| (0, p)).chain(after.iter().map(|p| (1, p)));
-        for (column, (run, p)) in reps.enumerate() {
+        })
+    }
+
+    /// Merges the profiles of run `run` (0: run 1, 1: run 2), one per repetition.
+    pub fn add(&mut self, run: usize, profiles: &[StackProfile]) {
+        let d = &mut self.0;
+        assert_eq!(
+            profiles.len(),
+            d.repetition_samples[run].len(),
+            "one profile per repetition"
+        );
+        let k1 = d.repetition_samples[0].len();
+        let k = k1 + d.repetition_samples[1].len();
+        d.samples[run] = profiles.iter().map(|p| p.samples).sum();
+        d.repetition_samples[run] = profiles.iter().map(|p| p.samples).collect();
+        for (i, p) in profiles.iter().enumerate() {
+            let column = if run == 0 { i } else { k1 + i };
             // Each name is interned once, not once per frame of every stack.
             let ids: Vec<u32> = p.names().iter().map(|n| d.intern(n)).collect();
             for (s, c) in p.stacks() {
@@ -181,14 +194,29 @@ impl StackDiff {
                 d.nodes[node].leaf[run] += c;
             }
         }
-        // Only the family's members are tested here and kept (a few thousand of 10^5
-        // nodes); the change of any other is its unadjusted test, made when asked for.
-        // The root is every sample of both runs: nothing to test.
+    }
+
+    /// The tree with its frames tested: only the family's members are tested here and
+    /// kept (a few thousand of 10^5 nodes); the change of any other is its unadjusted
+    /// test, made when asked for. The root is every sample of both runs: nothing to test.
+    pub fn finish(self) -> StackDiff {
+        let mut d = self.0;
         let members: Vec<usize> = (1..d.nodes.len()).filter(|&n| d.in_family(n)).collect();
         let mut changes: Vec<ShareChange> = members.iter().map(|&n| d.test(n)).collect();
         adjust(changes.iter_mut());
         d.changes = members.into_iter().zip(changes).collect();
         d
+    }
+}
+
+impl StackDiff {
+    /// Merges `before` and `after`, one profile per repetition (normally without idle
+    /// stacks: see [`StackProfile::without_idle`]), and tests every frame.
+    pub fn new(before: &[StackProfile], after: &[StackProfile]) -> Self {
+        let mut t = StackTree::new([before.len(), after.len()]);
+        t.add(0, before);
+        t.add(1, after);
+        t.finish()
     }
 
     /// Repetitions of run 1 and run 2.
@@ -667,36 +695,72 @@ pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile
 }
 
 /// One side of a stack comparison made ready: its profiles (one per repetition) without
-/// idle stacks, and their call graphs when built. Each side is made on its own, so one
-/// can be made while the other is still being read.
+/// idle stacks, and, when made, their call graphs and the frame tree with this side in
+/// it. Each side is made on its own, so one can be made while the other is still being
+/// read.
 pub struct PreparedStacks {
     busy: Vec<StackProfile>,
     graphs: Option<Vec<CallGraph>>,
+    tree: Option<StackTree>,
 }
 
 impl PreparedStacks {
     /// The side of the profiles given up, idle stacks (leaf in `idle`) left out: each
-    /// profile is dropped once its stacks without idle ones are made. With `graphs`, its
-    /// call graphs are built too; else the comparison builds them beside its frame tree.
-    pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet, graphs: bool) -> Self {
+    /// profile is dropped once its stacks without idle ones are made. The comparison
+    /// builds the rest beside its frame tree.
+    pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet) -> Self {
         let busy: Vec<StackProfile> = profiles.into_iter().map(|p| p.without_idle(idle)).collect();
-        let graphs = graphs.then(|| busy.iter().map(CallGraph::of).collect());
-        PreparedStacks { busy, graphs }
+        PreparedStacks {
+            busy,
+            graphs: None,
+            tree: None,
+        }
+    }
+
+    /// This side with its call graphs built, and the frame tree begun with it as run
+    /// `run` (0: run 1) of sides of `repetitions` profiles.
+    pub fn with_graphs_and_tree(mut self, run: usize, repetitions: [usize; 2]) -> Self {
+        self.graphs = Some(self.busy.iter().map(CallGraph::of).collect());
+        let mut tree = StackTree::new(repetitions);
+        tree.add(run, &self.busy);
+        self.tree = Some(tree);
+        self
     }
 }
 
 /// [`compare_stacks`] of two sides made ready apart, both with the same idle set.
-pub fn compare_prepared(test: &str, before: &PreparedStacks, after: &PreparedStacks) -> TestStacks {
+pub fn compare_prepared(test: &str, before: PreparedStacks, after: PreparedStacks) -> TestStacks {
     fn graphs(side: &PreparedStacks) -> std::borrow::Cow<'_, [CallGraph]> {
         match &side.graphs {
             Some(g) => std::borrow::Cow::Borrowed(&g[..]),
             None => std::borrow::Cow::Owned(side.busy.iter().map(CallGraph::of).collect()),
         }
     }
+    let (mut before, mut after) = (before, after);
+    let begun = [before.tree.take(), after.tree.take()];
     let (diff, functions) = rayon::join(
-        || StackDiff::new(&before.busy, &after.busy),
         || {
-            let (g1, g2) = rayon::join(|| graphs(before), || graphs(after));
+            let repetitions = [before.busy.len(), after.busy.len()];
+            let tree = match begun {
+                [Some(mut t), _] => {
+                    t.add(1, &after.busy);
+                    t
+                }
+                [None, Some(mut t)] => {
+                    t.add(0, &before.busy);
+                    t
+                }
+                [None, None] => {
+                    let mut t = StackTree::new(repetitions);
+                    t.add(0, &before.busy);
+                    t.add(1, &after.busy);
+                    t
+                }
+            };
+            tree.finish()
+        },
+        || {
+            let (g1, g2) = rayon::join(|| graphs(&before), || graphs(&after));
             changed_functions(&g1, &g2, TOP_FUNCTIONS)
         },
     );
@@ -806,8 +870,19 @@ mod tests {
         let together = compare_stacks("t", &one(before), &one(after), &idle);
         let apart = compare_prepared(
             "t",
-            &PreparedStacks::new(one(before), &idle, true),
-            &PreparedStacks::new(one(after), &idle, false),
+            PreparedStacks::new(one(before), &idle),
+            PreparedStacks::new(one(after), &idle),
+        );
+        // Either side may begin the tree, read first.
+        let after_first = compare_prepared(
+            "t",
+            PreparedStacks::new(one(before), &idle),
+            PreparedStacks::new(one(after), &idle).with_graphs_and_tree(1, [1, 1]),
+        );
+        let before_first = compare_prepared(
+            "t",
+            PreparedStacks::new(one(before), &idle).with_graphs_and_tree(0, [1, 1]),
+            PreparedStacks::new(one(after), &idle),
         );
         assert_eq!(together.test, apart.test);
         assert_eq!(together.functions, apart.functions);
@@ -818,6 +893,13 @@ mod tests {
             lines.into_iter().map(|l| (l.text, l.width)).collect::<Vec<_>>()
         };
         assert_eq!(lines(&together.diff), lines(&apart.diff));
+        for other in [&after_first, &before_first] {
+            assert_eq!(together.functions, other.functions);
+            assert_eq!(together.diff.samples, other.diff.samples);
+            assert_eq!(lines(&together.diff), lines(&other.diff));
+            let work = |d: &StackDiff| d.change(d.find("sh;main;work").unwrap());
+            assert_eq!(work(&together.diff), work(&other.diff));
+        }
         // Idle stacks are left out of both: the busy samples of run 1 and run 2.
         assert_eq!(apart.diff.samples, [920, 800]);
         assert!(apart.functions.iter().any(|f| f.function == "work"));
