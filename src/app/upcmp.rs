@@ -3,10 +3,10 @@
 
 use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
-use crate::compare::stacks::{compare_run_stacks, compare_stacks_owned, RunStacks};
+use crate::compare::stacks::{compare_prepared, compare_run_stacks, PreparedStacks, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
-use crate::model::{IdleSet, SampleFilter, StackProfile};
+use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER};
@@ -110,61 +110,75 @@ fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError>
     })
 }
 
+/// The stack comparison of two recordings and its files (flame graph, callers).
+type RecordingStacks = (RunStacks, Vec<(String, Vec<u8>)>);
+
 /// Compares two recordings; with call chains in both, the same stack comparison as two
-/// upsrun runs get.
+/// upsrun runs get, and its files.
 fn compare_recordings(
     path1: &Path,
     path2: &Path,
     import_opts: &ImportOptions,
     opts: &CompareOptions,
-) -> Result<(RunComparison, Option<RunStacks>), UpcmpError> {
+) -> Result<(RunComparison, Option<RecordingStacks>), UpcmpError> {
     // The two recordings share the symbol tables of the files both map, until both are
     // read.
     let import_opts = import_opts.clone().with_stacks(true).sharing_symbols();
-    // The two imports are independent: each on its own core.
+    // The two imports are independent: each on its own core, and each makes its side of
+    // the stack comparison as soon as it is read, so the core of the shorter import
+    // does that while the other import still runs: the recording read first builds its
+    // call graph and begins the frame tree; the one read last leaves its call graph to
+    // be built beside its half of the tree.
+    let first_read = std::sync::atomic::AtomicBool::new(true);
+    let read = |path: &Path, run: usize| -> Result<(Imported, Option<PreparedStacks>), UpcmpError> {
+        let mut imported = import_one(path, &import_opts)?;
+        // Every import's idle set is the default one; the first recording's is the
+        // comparison's, as for the flat profile.
+        let idle = opts
+            .idle_override
+            .clone()
+            .unwrap_or_else(|| IdleSet::new(imported.profile.idle_set.clone()));
+        let first = first_read.swap(false, std::sync::atomic::Ordering::Relaxed);
+        let side = imported.stacks.take().map(|s| match first {
+            true => PreparedStacks::new(vec![s], &idle).with_graphs_and_tree(run, [1, 1]),
+            false => PreparedStacks::new(vec![s], &idle),
+        });
+        Ok((imported, side))
+    };
     let (r1, r2) = std::thread::scope(|s| {
-        let second = s.spawn(|| import_one(path2, &import_opts));
-        (import_one(path1, &import_opts), second.join())
+        let second = s.spawn(|| read(path2, 1));
+        (read(path1, 0), second.join())
     });
     drop(import_opts);
-    let mut i1 = r1?;
-    let mut i2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let (i1, side1) = r1?;
+    let (i2, side2) = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    debug_assert!(
+        opts.idle_override.is_some() || side1.is_none() || i1.profile.idle_set == i2.profile.idle_set,
+        "each side's idle stacks are left out by the first recording's idle set"
+    );
     super::give_back_freed_memory();
-    let stacks = (i1.stacks.take(), i2.stacks.take());
-    // The flat comparison and the stacks' are independent: side by side.
+    // The flat comparison and the stacks' are independent: side by side, the flame
+    // graph drawn as soon as the stacks are compared.
     let (cmp, stacks) = rayon::join(
         || compare_imported(path1, &i1.profile, path2, &i2.profile, opts),
-        || recording_stacks(path1, path2, stacks, &i1, &i2, opts),
+        || -> Result<_, UpcmpError> {
+            let (Some(side1), Some(side2)) = (side1, side2) else {
+                return Ok(None);
+            };
+            let stacks = RunStacks {
+                dir1: path1.to_path_buf(),
+                dir2: path2.to_path_buf(),
+                tests: vec![compare_prepared(
+                    &imported::test_name(&i1.profile, &i2.profile),
+                    side1,
+                    side2,
+                )],
+            };
+            let files = stackcmp::files(&stacks)?;
+            Ok(Some((stacks, files)))
+        },
     );
-    Ok((cmp, stacks))
-}
-
-/// The stack comparison of two imported recordings, when both have call chains.
-fn recording_stacks(
-    path1: &Path,
-    path2: &Path,
-    stacks: (Option<StackProfile>, Option<StackProfile>),
-    i1: &Imported,
-    i2: &Imported,
-    opts: &CompareOptions,
-) -> Option<RunStacks> {
-    let (Some(s1), Some(s2)) = stacks else {
-        return None;
-    };
-    let idle = opts
-        .idle_override
-        .clone()
-        .unwrap_or_else(|| IdleSet::new(i1.profile.idle_set.clone()));
-    Some(RunStacks {
-        dir1: path1.to_path_buf(),
-        dir2: path2.to_path_buf(),
-        tests: vec![compare_stacks_owned(
-            &imported::test_name(&i1.profile, &i2.profile),
-            vec![s1],
-            vec![s2],
-            &idle,
-        )],
-    })
+    Ok((cmp, stacks?))
 }
 
 /// What the reader must know of runs that did not complete: why a run failed, and which
@@ -282,7 +296,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             source,
         })?;
     let results_dir = claim.path.as_path();
-    let (cmp, stacks) = match &opts.inputs {
+    let (cmp, stacks, stack_files) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
             let import = import.clone().with_filter(opts.filter.clone());
             let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
@@ -291,7 +305,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             if !opts.filter.is_empty() {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
-            (cmp, stacks)
+            let (stacks, files) = stacks.unzip();
+            (cmp, stacks, files.unwrap_or_default())
         }
         Inputs::Runs { dir1, dir2, baselines } => {
             // Each run filtered with its own kernel symbols, before the baselines are
@@ -331,12 +346,12 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             if stacks.is_none() && opts.filter.is_empty() {
                 cmp.warnings.extend(no_stacks_why(&run1, &run2));
             }
-            (cmp, stacks)
+            let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
+            (cmp, stacks, stack_files)
         }
     };
     let mut report = Vec::new();
     text::render_runs(&cmp, &mut report)?;
-    let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
     if let Some(s) = &stacks {
         stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
     }

@@ -9,8 +9,11 @@ use super::stats::{self, adjust_family, share_test, Correction, Significance};
 use crate::model::{CallGraph, IdleSet, StackProfile};
 use crate::store::outdir::RunKind;
 use crate::store::run::StoredRun;
+use rayon::prelude::*;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 pub use super::stats::ShareCount;
 
@@ -137,13 +140,15 @@ pub struct StackDiff {
     changes: HashMap<usize, ShareChange, foldhash::fast::RandomState>,
 }
 
-impl StackDiff {
-    /// Merges `before` and `after`, one profile per repetition (normally without idle
-    /// stacks: see [`StackProfile::without_idle`]), and tests every frame.
-    pub fn new(before: &[StackProfile], after: &[StackProfile]) -> Self {
-        let k = before.len() + after.len();
-        let samples_of = |s: &[StackProfile]| s.iter().map(|p| p.samples).collect::<Vec<_>>();
-        let mut d = StackDiff {
+/// A [`StackDiff`] being built, one run at a time: the run read first can be merged
+/// while the other is still being read. Nodes are numbered as first met; nothing drawn
+/// or tested depends on their numbers (the stacks of a profile come in no order).
+pub struct StackTree(StackDiff);
+
+impl StackTree {
+    /// An empty tree of `repetitions` profiles of run 1 and of run 2.
+    pub fn new(repetitions: [usize; 2]) -> Self {
+        StackTree(StackDiff {
             names: Vec::new(),
             ids: HashMap::default(),
             nodes: vec![FrameChange {
@@ -154,16 +159,27 @@ impl StackDiff {
                 leaf: [0; 2],
             }],
             children: HashMap::default(),
-            samples: [
-                before.iter().map(|p| p.samples).sum(),
-                after.iter().map(|p| p.samples).sum(),
-            ],
-            repetition_samples: [samples_of(before), samples_of(after)],
-            per_repetition: vec![0; k],
+            samples: [0; 2],
+            repetition_samples: [vec![0; repetitions[0]], vec![0; repetitions[1]]],
+            per_repetition: vec![0; repetitions[0] + repetitions[1]],
             changes: HashMap::default(),
-        };
-        let reps = before.iter().map(|p| (0, p)).chain(after.iter().map(|p| (1, p)));
-        for (column, (run, p)) in reps.enumerate() {
+        })
+    }
+
+    /// Merges the profiles of run `run` (0: run 1, 1: run 2), one per repetition.
+    pub fn add(&mut self, run: usize, profiles: &[StackProfile]) {
+        let d = &mut self.0;
+        assert_eq!(
+            profiles.len(),
+            d.repetition_samples[run].len(),
+            "one profile per repetition"
+        );
+        let k1 = d.repetition_samples[0].len();
+        let k = k1 + d.repetition_samples[1].len();
+        d.samples[run] = profiles.iter().map(|p| p.samples).sum();
+        d.repetition_samples[run] = profiles.iter().map(|p| p.samples).collect();
+        for (i, p) in profiles.iter().enumerate() {
+            let column = if run == 0 { i } else { k1 + i };
             // Each name is interned once, not once per frame of every stack.
             let ids: Vec<u32> = p.names().iter().map(|n| d.intern(n)).collect();
             for (s, c) in p.stacks() {
@@ -178,14 +194,29 @@ impl StackDiff {
                 d.nodes[node].leaf[run] += c;
             }
         }
-        // Only the family's members are tested here and kept (a few thousand of 10^5
-        // nodes); the change of any other is its unadjusted test, made when asked for.
-        // The root is every sample of both runs: nothing to test.
+    }
+
+    /// The tree with its frames tested: only the family's members are tested here and
+    /// kept (a few thousand of 10^5 nodes); the change of any other is its unadjusted
+    /// test, made when asked for. The root is every sample of both runs: nothing to test.
+    pub fn finish(self) -> StackDiff {
+        let mut d = self.0;
         let members: Vec<usize> = (1..d.nodes.len()).filter(|&n| d.in_family(n)).collect();
         let mut changes: Vec<ShareChange> = members.iter().map(|&n| d.test(n)).collect();
         adjust(changes.iter_mut());
         d.changes = members.into_iter().zip(changes).collect();
         d
+    }
+}
+
+impl StackDiff {
+    /// Merges `before` and `after`, one profile per repetition (normally without idle
+    /// stacks: see [`StackProfile::without_idle`]), and tests every frame.
+    pub fn new(before: &[StackProfile], after: &[StackProfile]) -> Self {
+        let mut t = StackTree::new([before.len(), after.len()]);
+        t.add(0, before);
+        t.add(1, after);
+        t.finish()
     }
 
     /// Repetitions of run 1 and run 2.
@@ -308,6 +339,18 @@ impl StackDiff {
     /// same; on a recording of 10^6 samples the lines are a few thousand instead of one per
     /// distinct stack.
     pub fn differential_lines(&self, cut_below_pct: f64) -> Vec<DiffLine> {
+        self.differential_lines_named(cut_below_pct, Cow::Borrowed)
+    }
+
+    /// [`differential_lines`] with each frame named as `name` gives it (a renderer's
+    /// stand-in for a character its input format reserves), sorted as so named.
+    ///
+    /// [`differential_lines`]: Self::differential_lines
+    pub fn differential_lines_named<'d>(
+        &'d self,
+        cut_below_pct: f64,
+        name: impl Fn(&'d str) -> Cow<'d, str>,
+    ) -> Vec<DiffLine> {
         let scale = if self.samples[0] == 0 {
             0.0
         } else {
@@ -327,28 +370,84 @@ impl StackDiff {
             sums[to][0] += node.leaf[0];
             sums[to][1] += node.leaf[1];
         }
+        // Each name as given once, not once per frame of every line.
+        let names: Vec<Cow<'d, str>> = self.names.iter().map(|n| name(n)).collect();
+        // Tens of thousands of lines on a busy machine's recording: written and sorted on
+        // every core.
         let mut lines: Vec<DiffLine> = (1..self.nodes.len())
+            .into_par_iter()
             .filter(|&n| sums[n] != [0, 0])
-            .map(|n| {
+            .map_init(Vec::new, |chain, n| {
                 let [before, after] = sums[n];
                 let through = if cut[n] == n && self.nodes[n].leaf == [0, 0] {
                     ";…"
                 } else {
                     ""
                 };
+                // The path, root first, written straight into the line.
+                chain.clear();
+                let mut k = n;
+                while k != 0 {
+                    chain.push(k);
+                    k = self.nodes[k].parent;
+                }
+                let frame = |k: usize| &*names[self.nodes[k].frame as usize];
+                let len: usize = chain.iter().map(|&k| frame(k).len() + 1).sum();
+                let mut text = String::with_capacity(len + through.len() + 42);
+                for (i, &k) in chain.iter().rev().enumerate() {
+                    if i > 0 {
+                        text.push(';');
+                    }
+                    text.push_str(frame(k));
+                }
+                let _ = write!(text, "{through} {} {after}", (before as f64 * scale).round() as u64);
                 DiffLine {
-                    text: format!(
-                        "{}{through} {} {after}",
-                        self.path(n),
-                        (before as f64 * scale).round() as u64
-                    ),
+                    text,
                     node: n,
                     width: after,
                 }
             })
             .collect();
-        lines.sort_unstable_by(|a, b| a.text.cmp(&b.text));
-        lines
+        lines.par_sort_unstable_by(|a, b| a.text.cmp(&b.text));
+        if cut_below_pct <= 0.0 {
+            return lines;
+        }
+        // Neighbouring lines of sibling subtrees cut whole: one line (the first's path,
+        // their counts summed) carries them while together they stay under the cut, as
+        // out of the drawing as each was and as wide (tens of thousands of lines on a
+        // busy machine's recording, most of them such).
+        let under = |after: u64| (after as f64) * 100.0 < total as f64 * cut_below_pct;
+        let whole = |n: usize| cut[n] == n;
+        let mut joined: Vec<DiffLine> = Vec::with_capacity(lines.len());
+        let mut before_sum = 0u64;
+        for line in lines {
+            let n = line.node;
+            match joined.last_mut() {
+                Some(last)
+                    if whole(n)
+                        && whole(last.node)
+                        && self.nodes[last.node].parent == self.nodes[n].parent
+                        && under(last.width + line.width) =>
+                {
+                    before_sum += sums[n][0];
+                    last.width += line.width;
+                    // The counts are the last two words; the path may hold blanks.
+                    let path_end = last.text.rsplitn(3, ' ').nth(2).map_or(0, str::len);
+                    last.text.truncate(path_end);
+                    let _ = write!(
+                        last.text,
+                        " {} {}",
+                        (before_sum as f64 * scale).round() as u64,
+                        last.width
+                    );
+                }
+                _ => {
+                    before_sum = sums[n][0];
+                    joined.push(line);
+                }
+            }
+        }
+        joined
     }
 
     /// Where each frame lands in the flame graph of [`differential_lines`]: the node
@@ -595,17 +694,81 @@ pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile
     compare_busy(test, &p1, &p2)
 }
 
-/// [`compare_stacks`] of profiles given up: each is dropped once its stacks without idle
-/// ones are made, so that the two are not held beside the frame tree.
-pub fn compare_stacks_owned(
-    test: &str,
-    before: Vec<StackProfile>,
-    after: Vec<StackProfile>,
-    idle: &IdleSet,
-) -> TestStacks {
-    let busy = |s: Vec<StackProfile>| s.into_iter().map(|p| p.without_idle(idle)).collect::<Vec<_>>();
-    let (p1, p2) = rayon::join(|| busy(before), || busy(after));
-    compare_busy(test, &p1, &p2)
+/// One side of a stack comparison made ready: its profiles (one per repetition) without
+/// idle stacks, and, when made, their call graphs and the frame tree with this side in
+/// it. Each side is made on its own, so one can be made while the other is still being
+/// read.
+pub struct PreparedStacks {
+    busy: Vec<StackProfile>,
+    graphs: Option<Vec<CallGraph>>,
+    tree: Option<StackTree>,
+}
+
+impl PreparedStacks {
+    /// The side of the profiles given up, idle stacks (leaf in `idle`) left out: each
+    /// profile is dropped once its stacks without idle ones are made. The comparison
+    /// builds the rest beside its frame tree.
+    pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet) -> Self {
+        let busy: Vec<StackProfile> = profiles.into_iter().map(|p| p.without_idle(idle)).collect();
+        PreparedStacks {
+            busy,
+            graphs: None,
+            tree: None,
+        }
+    }
+
+    /// This side with its call graphs built, and the frame tree begun with it as run
+    /// `run` (0: run 1) of sides of `repetitions` profiles.
+    pub fn with_graphs_and_tree(mut self, run: usize, repetitions: [usize; 2]) -> Self {
+        self.graphs = Some(self.busy.iter().map(CallGraph::of).collect());
+        let mut tree = StackTree::new(repetitions);
+        tree.add(run, &self.busy);
+        self.tree = Some(tree);
+        self
+    }
+}
+
+/// [`compare_stacks`] of two sides made ready apart, both with the same idle set.
+pub fn compare_prepared(test: &str, before: PreparedStacks, after: PreparedStacks) -> TestStacks {
+    fn graphs(side: &PreparedStacks) -> std::borrow::Cow<'_, [CallGraph]> {
+        match &side.graphs {
+            Some(g) => std::borrow::Cow::Borrowed(&g[..]),
+            None => std::borrow::Cow::Owned(side.busy.iter().map(CallGraph::of).collect()),
+        }
+    }
+    let (mut before, mut after) = (before, after);
+    let begun = [before.tree.take(), after.tree.take()];
+    let (diff, functions) = rayon::join(
+        || {
+            let repetitions = [before.busy.len(), after.busy.len()];
+            let tree = match begun {
+                [Some(mut t), _] => {
+                    t.add(1, &after.busy);
+                    t
+                }
+                [None, Some(mut t)] => {
+                    t.add(0, &before.busy);
+                    t
+                }
+                [None, None] => {
+                    let mut t = StackTree::new(repetitions);
+                    t.add(0, &before.busy);
+                    t.add(1, &after.busy);
+                    t
+                }
+            };
+            tree.finish()
+        },
+        || {
+            let (g1, g2) = rayon::join(|| graphs(&before), || graphs(&after));
+            changed_functions(&g1, &g2, TOP_FUNCTIONS)
+        },
+    );
+    TestStacks {
+        test: test.to_string(),
+        diff,
+        functions,
+    }
 }
 
 /// The comparison of stacks without idle ones.
@@ -699,6 +862,49 @@ mod tests {
     // 2,500 -> 2,600 samples (p = 0.0075) stands out beside one sibling; beside twenty
     // unchanged ones (4% -> 3.8% each) BH's q for it is 22 p (the family: a, x and the
     // siblings).
+    #[test]
+    fn sides_made_apart_compare_as_together() {
+        let idle = IdleSet::linux_default();
+        let before = "sh;main;work 500\nsh;main;poll 300\nswapper;do_idle;default_idle 900\nsh;main;f;g 120\n";
+        let after = "sh;main;work 700\nsh;main;f;g 40\nswapper;do_idle;default_idle 100\nsh;other 60\n";
+        let together = compare_stacks("t", &one(before), &one(after), &idle);
+        let apart = compare_prepared(
+            "t",
+            PreparedStacks::new(one(before), &idle),
+            PreparedStacks::new(one(after), &idle),
+        );
+        // Either side may begin the tree, read first.
+        let after_first = compare_prepared(
+            "t",
+            PreparedStacks::new(one(before), &idle),
+            PreparedStacks::new(one(after), &idle).with_graphs_and_tree(1, [1, 1]),
+        );
+        let before_first = compare_prepared(
+            "t",
+            PreparedStacks::new(one(before), &idle).with_graphs_and_tree(0, [1, 1]),
+            PreparedStacks::new(one(after), &idle),
+        );
+        assert_eq!(together.test, apart.test);
+        assert_eq!(together.functions, apart.functions);
+        assert_eq!(together.diff.samples, apart.diff.samples);
+        // Node numbers follow the order the stacks are met in, which is no order.
+        let lines = |d: &StackDiff| {
+            let lines = d.differential_lines(0.0);
+            lines.into_iter().map(|l| (l.text, l.width)).collect::<Vec<_>>()
+        };
+        assert_eq!(lines(&together.diff), lines(&apart.diff));
+        for other in [&after_first, &before_first] {
+            assert_eq!(together.functions, other.functions);
+            assert_eq!(together.diff.samples, other.diff.samples);
+            assert_eq!(lines(&together.diff), lines(&other.diff));
+            let work = |d: &StackDiff| d.change(d.find("sh;main;work").unwrap());
+            assert_eq!(work(&together.diff), work(&other.diff));
+        }
+        // Idle stacks are left out of both: the busy samples of run 1 and run 2.
+        assert_eq!(apart.diff.samples, [920, 800]);
+        assert!(apart.functions.iter().any(|f| f.function == "work"));
+    }
+
     #[test]
     fn frames_are_one_family() {
         let d = StackDiff::new(&one("a;x 500\na;y 2000\n"), &one("a;x 600\na;y 2000\n"));

@@ -321,10 +321,94 @@ pub struct Imported {
 /// (the default collects none).
 #[derive(Default)]
 pub(crate) struct StackCollector {
+    /// The stacks, or, while a [`StackCounter`] counts them, the frame names alone.
     profile: Option<StackProfile>,
     frames: Vec<u32>,
     /// Whether any sample had more than its own frame.
     chains: bool,
+    counter: Option<StackCounter>,
+}
+
+/// Counts the stacks of an import on a thread of its own: the reading thread names the
+/// frames and sends their ids in batches. Counting a stack hashes all its frames (a
+/// tenth of a perf.data import with call chains), and the import of the larger
+/// recording of a comparison is what the comparison waits for.
+struct StackCounter {
+    /// Stacks not yet sent, each `[frames, count (2 words), weight (2 words), frames...]`.
+    batch: Vec<u32>,
+    /// Frame names already sent: the counter interns them in the same order, so that
+    /// the ids agree.
+    names_sent: usize,
+    to_counter: std::sync::mpsc::SyncSender<StackBatch>,
+    counter: std::thread::JoinHandle<StackProfile>,
+}
+
+/// Stacks for the counter, and the frame names interned before them.
+struct StackBatch {
+    names: Vec<String>,
+    stacks: Vec<u32>,
+}
+
+/// The words of a batch after which it is sent (256 KiB).
+const STACK_BATCH_WORDS: usize = 1 << 16;
+
+impl StackCounter {
+    fn spawn() -> std::io::Result<Self> {
+        // Two batches in flight: the reading thread never waits unless the counter lags.
+        let (to_counter, batches) = std::sync::mpsc::sync_channel::<StackBatch>(2);
+        let counter = std::thread::Builder::new()
+            .name("stack counter".into())
+            .spawn(move || {
+                let mut p = StackProfile::default();
+                for b in batches {
+                    for n in &b.names {
+                        p.intern(n);
+                    }
+                    let mut words = &b.stacks[..];
+                    while let [n, c0, c1, w0, w1, rest @ ..] = words {
+                        let (frames, next) = rest.split_at(*n as usize);
+                        let joined = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+                        p.add_weighted(frames, joined(*c0, *c1), joined(*w0, *w1));
+                        words = next;
+                    }
+                }
+                p
+            })?;
+        Ok(StackCounter {
+            batch: Vec::with_capacity(STACK_BATCH_WORDS + 1024),
+            names_sent: 0,
+            to_counter,
+            counter,
+        })
+    }
+
+    fn add(&mut self, names: &StackProfile, frames: &[u32], count: u64, weight: u64) {
+        let b = &mut self.batch;
+        b.push(frames.len() as u32);
+        b.extend([count as u32, (count >> 32) as u32, weight as u32, (weight >> 32) as u32]);
+        b.extend_from_slice(frames);
+        if b.len() >= STACK_BATCH_WORDS {
+            self.send(names);
+        }
+    }
+
+    fn send(&mut self, names: &StackProfile) {
+        let batch = StackBatch {
+            names: names.names()[self.names_sent..].to_vec(),
+            stacks: std::mem::replace(&mut self.batch, Vec::with_capacity(STACK_BATCH_WORDS + 1024)),
+        };
+        self.names_sent = names.names().len();
+        // The counter ends only when this side hangs up, or by a panic, which `finish`
+        // passes on.
+        let _ = self.to_counter.send(batch);
+    }
+
+    /// The stacks counted, once the last batch is.
+    fn finish(mut self, names: &StackProfile) -> StackProfile {
+        self.send(names);
+        drop(self.to_counter);
+        self.counter.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
 }
 
 impl StackCollector {
@@ -333,6 +417,16 @@ impl StackCollector {
             profile: wanted.then(StackProfile::default),
             frames: Vec::new(),
             chains: false,
+            counter: None,
+        }
+    }
+
+    /// [`new`](Self::new), the stacks counted on a thread of their own ([`StackCounter`])
+    /// when wanted (and the thread starts).
+    pub(crate) fn counted_apart(wanted: bool) -> Self {
+        StackCollector {
+            counter: wanted.then(StackCounter::spawn).and_then(Result::ok),
+            ..Self::new(wanted)
         }
     }
 
@@ -356,7 +450,7 @@ impl StackCollector {
         let own = self.frames.len();
         self.frames.extend(frames.map(|f| p.intern(f)));
         self.chains |= self.frames.len() > own + 1;
-        p.add_weighted(&self.frames, count, weight);
+        self.count(count, weight);
     }
 
     /// The id of the frame called `name` (0 when stacks are not collected).
@@ -367,25 +461,46 @@ impl StackCollector {
     /// [`add`](Self::add) with the frames interned: the root `root`, then `leaf_first`
     /// from the last (outermost) to the first.
     pub(crate) fn add_ids(&mut self, root: u32, leaf_first: &[u32], count: u64, weight: u64) {
-        let Some(p) = &mut self.profile else { return };
+        if self.profile.is_none() {
+            return;
+        }
         self.frames.clear();
         self.frames.push(root);
         self.frames.extend(leaf_first.iter().rev());
         self.chains |= leaf_first.len() > 1;
-        p.add_weighted(&self.frames, count, weight);
+        self.count(count, weight);
+    }
+
+    /// Counts the stack in `frames`, here or on the counter's thread.
+    fn count(&mut self, count: u64, weight: u64) {
+        let Some(p) = &mut self.profile else { return };
+        match &mut self.counter {
+            Some(c) => c.add(p, &self.frames, count, weight),
+            None => p.add_weighted(&self.frames, count, weight),
+        }
+    }
+
+    /// The stacks, all counted.
+    fn counted(&mut self) -> Option<StackProfile> {
+        let names = self.profile.take()?;
+        Some(match self.counter.take() {
+            Some(c) => c.finish(&names),
+            None => names,
+        })
     }
 
     /// Adds the stacks `other` collected (a piece of the same input read apart).
-    pub(crate) fn merge(&mut self, other: StackCollector) {
+    pub(crate) fn merge(&mut self, mut other: StackCollector) {
         self.chains |= other.chains;
-        if let (Some(p), Some(o)) = (&mut self.profile, other.profile) {
+        self.profile = self.counted();
+        if let (Some(p), Some(o)) = (&mut self.profile, other.counted()) {
             p.merge(&o);
         }
     }
 
     /// The stacks, when some sample had a call chain.
-    pub(crate) fn finish(self) -> Option<StackProfile> {
-        self.profile.filter(|_| self.chains)
+    pub(crate) fn finish(mut self) -> Option<StackProfile> {
+        self.counted().filter(|_| self.chains)
     }
 }
 
@@ -800,6 +915,39 @@ pub(crate) fn test_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stacks_counted_apart_are_the_stacks_counted_in_place() {
+        // Enough stacks for several batches, weights past 32 bits, names interned
+        // between them, and a piece merged in while the counter runs.
+        let fill = |c: &mut StackCollector| {
+            for i in 0..40_000u32 {
+                let root = c.intern(&format!("comm{}", i % 7));
+                let leaf_first: Vec<u32> = (0..(i % 9))
+                    .map(|k| c.intern(&format!("f{}", (i + k) % 1000)))
+                    .collect();
+                c.add_ids(root, &leaf_first, 1 + u64::from(i % 3), u64::from(i) << 20);
+            }
+            let mut piece = StackCollector::new(true);
+            piece.add(Some("merged"), ["a", "b", "f3"].into_iter(), 5, 5 << 33);
+            c.merge(piece);
+            c.add(None, ["after", "merge"].into_iter(), 2, 2);
+        };
+        let (mut here, mut apart) = (StackCollector::new(true), StackCollector::counted_apart(true));
+        assert!(apart.counter.is_some());
+        fill(&mut here);
+        fill(&mut apart);
+        let (here, apart) = (here.finish().unwrap(), apart.finish().unwrap());
+        assert_eq!(here.names(), apart.names());
+        assert_eq!(
+            (here.samples, here.folded_lines()),
+            (apart.samples, apart.folded_lines())
+        );
+        assert!(here.folded_lines().iter().any(|l| l.starts_with("merged;a;b;f3 ")));
+        // Not wanted: no thread, no stacks.
+        let none = StackCollector::counted_apart(false);
+        assert!(none.counter.is_none() && none.finish().is_none());
+    }
 
     #[test]
     fn time_periods_past_the_window_are_not_weights() {

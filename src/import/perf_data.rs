@@ -182,11 +182,41 @@ enum NameKey {
 /// against).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// An executable mapping of a process: `[start, end)`, its file offset and DSO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    dso: usize,
+}
+
+/// A mapping found for an address, with how its places are named: what [`Maps::locate`]
+/// gives for any address inside it, without looking it up again.
+#[derive(Debug, Clone, Copy)]
+struct Located {
+    mapping: Mapping,
+    /// A JIT's perf map names addresses; an ELF file, file offsets.
+    by_address: bool,
+}
+
+impl Located {
+    /// The place of `ip`, when this mapping covers it.
+    fn place(&self, ip: u64) -> Option<Place> {
+        let m = &self.mapping;
+        (m.start <= ip && ip < m.end).then(|| Place {
+            dso: m.dso,
+            at: if self.by_address { ip } else { ip - m.start + m.pgoff },
+        })
+    }
+}
+
 /// The processes' executable mappings and the files behind them.
 #[derive(Default)]
 struct Maps {
-    /// pid → start → (end, page offset, DSO index).
-    by_pid: FastMap<i32, std::collections::BTreeMap<u64, (u64, u64, usize)>>,
+    /// pid → its mappings, sorted by start, none overlapping: a binary search finds an
+    /// address's (a process maps tens to hundreds of files; a fork copies them whole).
+    by_pid: FastMap<i32, Vec<Mapping>>,
     dsos: Vec<Dso>,
     dso_index: FastMap<(Vec<u8>, Option<Vec<u8>>), usize>,
     /// Build-ids from the file's header, by path.
@@ -229,22 +259,36 @@ impl Maps {
         // exec, or a re-mmap), so no address resolves through a stale mapping.
         let end = start.saturating_add(len);
         let maps = self.by_pid.entry(pid).or_default();
-        let overlapping: Vec<u64> = maps
-            .range(..end)
-            .rev()
-            .take_while(|(_, &(e, _, _))| e > start)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in overlapping {
-            let (e, pg, d) = maps.remove(&s).expect("listed above");
-            if s < start {
-                maps.insert(s, (start, pg, d));
-            }
-            if e > end {
-                maps.insert(end, (e, pg + (end - s), d));
+        // The mappings that overlap [start, end) are maps[first..last]. One of no length
+        // (a damaged record) does as one keyed by its start would: it replaces a mapping
+        // that starts there and cuts one that covers its start.
+        let last = match end > start {
+            true => maps.partition_point(|m| m.start < end),
+            false => maps.partition_point(|m| m.start <= start),
+        };
+        let first = maps[..last].partition_point(|m| m.end <= start);
+        let mut kept = Vec::with_capacity(3);
+        for m in &maps[first..last] {
+            if m.start < start {
+                kept.push(Mapping { end: start, ..*m });
             }
         }
-        maps.insert(start, (end, pgoff, i));
+        kept.push(Mapping {
+            start,
+            end,
+            pgoff,
+            dso: i,
+        });
+        for m in &maps[first..last] {
+            if m.end > end && end > start {
+                kept.push(Mapping {
+                    start: end,
+                    pgoff: m.pgoff + (end - m.start),
+                    ..*m
+                });
+            }
+        }
+        maps.splice(first..last, kept);
     }
 
     /// A process exited: its mappings go.
@@ -266,20 +310,25 @@ impl Maps {
     /// DSO's symbols the first time; `None` when no mapping covers it. Equal places have
     /// equal names, so an importer names each place once.
     fn locate(&mut self, pid: i32, ip: u64) -> Option<Place> {
-        let (&start, &(end, pgoff, i)) = self.by_pid.get(&pid)?.range(..=ip).next_back()?;
-        if ip >= end {
+        self.mapping(pid, ip)?.place(ip)
+    }
+
+    /// The mapping of `pid` that covers `ip`, its DSO's symbols loaded (see [`locate`]).
+    ///
+    /// [`locate`]: Self::locate
+    fn mapping(&mut self, pid: i32, ip: u64) -> Option<Located> {
+        let maps = self.by_pid.get(&pid)?;
+        let mapping = *maps[..maps.partition_point(|m| m.start <= ip)].last()?;
+        if ip >= mapping.end {
             return None;
         }
-        let dso = &mut self.dsos[i];
+        let dso = &mut self.dsos[mapping.dso];
         let symbols = dso.symbols.get_or_insert_with(|| match &self.shared {
             Some(cache) => cache.user(&dso.path, dso.build_id.as_deref()),
             None => load_user_symbols(&dso.path, dso.build_id.as_deref()).map(Arc::new),
         });
-        let at = match symbols.as_deref() {
-            Ok(UserSymbols::PerfMap(_)) => ip,
-            _ => ip - start + pgoff,
-        };
-        Some(Place { dso: i, at })
+        let by_address = matches!(symbols.as_deref(), Ok(UserSymbols::PerfMap(_)));
+        Some(Located { mapping, by_address })
     }
 
     /// What names `place`: its ELF function symbol, else the place itself. Places with
@@ -479,6 +528,18 @@ fn read_header(
     })
 }
 
+/// A stack frame whose name does not depend on its address.
+#[derive(Debug, Clone, Copy)]
+enum FixedFrame {
+    /// A user address outside every mapping.
+    Unmapped,
+    Hypervisor,
+    /// An address of an unknown mode.
+    UnknownMode,
+    /// A guest's kernel or user address.
+    Guest,
+}
+
 /// What reading the records builds.
 struct Reader<'o> {
     event_index: usize,
@@ -508,6 +569,8 @@ struct Reader<'o> {
     kernel_frames: FastMap<u64, u32>,
     user_frames: FastMap<Place, u32>,
     comm_frames: FastMap<i32, u32>,
+    /// The frames named alike wherever they are ([`FixedFrame`]), once interned.
+    fixed_frames: [Option<u32>; 4],
     /// A call chain's frames, leaf first, and a frame's name being made.
     frame_ids: Vec<u32>,
     frame_name: String,
@@ -694,6 +757,9 @@ impl Reader<'_> {
     /// Counts the call chain of a sample, each distinct address (user place) named once.
     fn chain(&mut self, chain: &Chain<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
         self.frame_ids.clear();
+        // The mapping of the last user frame: the next is often in the same file, and
+        // the process's mappings do not change within a sample.
+        let mut last: Option<Located> = None;
         for addr in chain.iter() {
             if addr >= PERF_CONTEXT_MAX {
                 mode = context_mode(addr, mode);
@@ -715,7 +781,10 @@ impl Reader<'_> {
                         id
                     }
                 },
-                Mode::User => match self.maps.locate(pid, addr) {
+                Mode::User => match last.and_then(|l| l.place(addr)).or_else(|| {
+                    last = self.maps.mapping(pid, addr);
+                    last.and_then(|l| l.place(addr))
+                }) {
                     Some(place) => match self.user_frames.get(&place) {
                         Some(&id) => id,
                         None => {
@@ -735,22 +804,11 @@ impl Reader<'_> {
                             id
                         }
                     },
-                    None => {
-                        name.clear();
-                        push_frame_name(name, module::UNKNOWN, UNKNOWN_FUNCTION, false);
-                        self.stacks.intern(name)
-                    }
+                    None => self.fixed_frame(FixedFrame::Unmapped),
                 },
-                Mode::Hypervisor | Mode::GuestKernel | Mode::GuestUser | Mode::Unknown => {
-                    let (m, n) = match mode {
-                        Mode::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
-                        Mode::Unknown => (module::USER, UNKNOWN_MODE_FUNCTION),
-                        _ => (module::GUEST, GUEST_FUNCTION),
-                    };
-                    name.clear();
-                    push_frame_name(name, m, n, false);
-                    self.stacks.intern(name)
-                }
+                Mode::Hypervisor => self.fixed_frame(FixedFrame::Hypervisor),
+                Mode::Unknown => self.fixed_frame(FixedFrame::UnknownMode),
+                Mode::GuestKernel | Mode::GuestUser => self.fixed_frame(FixedFrame::Guest),
             };
             self.frame_ids.push(id);
         }
@@ -769,6 +827,26 @@ impl Reader<'_> {
             }
         };
         self.stacks.add_ids(root, &self.frame_ids, 1, period);
+    }
+
+    /// The id of a frame whose name is the same wherever it is (a user address outside
+    /// every mapping is one in ten of a busy machine's frames), interned once.
+    fn fixed_frame(&mut self, frame: FixedFrame) -> u32 {
+        if let Some(id) = self.fixed_frames[frame as usize] {
+            return id;
+        }
+        let (m, n) = match frame {
+            FixedFrame::Unmapped => (module::UNKNOWN, UNKNOWN_FUNCTION),
+            FixedFrame::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
+            FixedFrame::UnknownMode => (module::USER, UNKNOWN_MODE_FUNCTION),
+            FixedFrame::Guest => (module::GUEST, GUEST_FUNCTION),
+        };
+        let name = &mut self.frame_name;
+        name.clear();
+        push_frame_name(name, m, n, false);
+        let id = self.stacks.intern(name);
+        self.fixed_frames[frame as usize] = Some(id);
+        id
     }
 
     /// The warnings the reading leaves: symbols not found, samples left out.
@@ -1108,7 +1186,7 @@ fn read_records<R: Read>(
             ..Maps::default()
         },
         profile: ProfileBuilder::new(),
-        stacks: StackCollector::new(opts.stacks),
+        stacks: StackCollector::counted_apart(opts.stacks),
         comms: FastMap::default(),
         kernel_functions: FastMap::default(),
         user_functions: FastMap::default(),
@@ -1117,6 +1195,7 @@ fn read_records<R: Read>(
         kernel_frames: FastMap::default(),
         user_frames: FastMap::default(),
         comm_frames: FastMap::default(),
+        fixed_frames: [None; 4],
         frame_ids: Vec::new(),
         frame_name: String::new(),
         times: SampleTimes::default(),
@@ -1213,8 +1292,9 @@ mod tests {
         // Covers the middle of the old mapping: the old one keeps both ends.
         m.add(1, 0x2000, 0x1000, 0, b"/new", None);
         let at = |m: &Maps, pid: i32, ip: u64| {
-            let (_, &(end, pgoff, i)) = m.by_pid.get(&pid)?.range(..=ip).next_back()?;
-            (ip < end).then(|| (String::from_utf8_lossy(&m.dsos[i].path).into_owned(), pgoff))
+            let maps = m.by_pid.get(&pid)?;
+            let &Mapping { end, pgoff, dso, .. } = maps[..maps.partition_point(|m| m.start <= ip)].last()?;
+            (ip < end).then(|| (String::from_utf8_lossy(&m.dsos[dso].path).into_owned(), pgoff))
         };
         assert_eq!(at(&m, 1, 0x1800), Some(("/old".into(), 0)));
         assert_eq!(at(&m, 1, 0x2800), Some(("/new".into(), 0)));
@@ -1233,5 +1313,39 @@ mod tests {
         assert_eq!(at(&m, 3, 0x1800), None);
         m.fork(1, 3);
         assert_eq!(at(&m, 3, 0x1800), Some(("/old".into(), 0)));
+        // One spanning several: their outer ends stay, what lies between goes.
+        m.add(4, 0x1000, 0x1000, 0, b"/a", None);
+        m.add(4, 0x3000, 0x1000, 0, b"/b", None);
+        m.add(4, 0x5000, 0x1000, 0x7000, b"/c", None);
+        m.add(4, 0x1800, 0x4000, 0, b"/span", None);
+        assert_eq!(at(&m, 4, 0x17ff), Some(("/a".into(), 0)));
+        assert_eq!(at(&m, 4, 0x3000), Some(("/span".into(), 0)));
+        assert_eq!(at(&m, 4, 0x5800), Some(("/c".into(), 0x7800)));
+        assert_eq!(at(&m, 4, 0x6000), None);
+        // A damaged record of no length does what one keyed by its start did: it drops
+        // the mapping that starts there, and cuts the one that covers its start.
+        m.add(4, 0x5800, 0, 0, b"/empty", None);
+        assert_eq!(at(&m, 4, 0x5900), None);
+        assert_eq!(at(&m, 4, 0x57ff), Some(("/span".into(), 0)));
+        m.add(4, 0x1000, 0, 0, b"/empty", None);
+        assert_eq!(at(&m, 4, 0x1400), None);
+    }
+
+    #[test]
+    fn a_located_mapping_places_what_it_covers_as_a_new_lookup_does() {
+        let mut m = Maps::default();
+        m.add(1, 0x1000, 0x2000, 0x400, b"/nonexistent/lib.so", None);
+        m.add(1, 0x3000, 0x1000, 0, b"/nonexistent/other.so", None);
+        let l = m.mapping(1, 0x1800).expect("mapped");
+        for ip in (0x800..0x4800).step_by(0x100) {
+            let covered = (0x1000..0x3000).contains(&ip);
+            assert_eq!(l.place(ip).is_some(), covered, "{ip:#x}");
+            if covered {
+                assert_eq!(l.place(ip), m.locate(1, ip), "{ip:#x}");
+                assert_eq!(l.place(ip).map(|p| p.at), Some(ip - 0x1000 + 0x400));
+            }
+        }
+        assert_eq!(m.locate(1, 0x4000), None);
+        assert_eq!(m.locate(2, 0x1800), None);
     }
 }

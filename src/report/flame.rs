@@ -1,11 +1,12 @@
 //! Flame graphs with inferno: one test's stacks (`flame.svg`), and the differential graph
 //! of two runs coloured by the change of each frame's inclusive time.
 
-use crate::compare::stacks::{DiffLine, StackDiff};
+use crate::compare::stacks::StackDiff;
 use crate::compare::Mark;
 use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
 use inferno::flamegraph::{self, Options};
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// Fill of a frame whose change is within the noise, or not tested (inferno's colour for
@@ -156,48 +157,46 @@ pub fn change_color(delta_pct: f64, stands_out: bool, max_delta: f64) -> Color {
 /// Writes the differential flame graph of `d`: widths are run 2's samples, colours the
 /// change of each frame's inclusive share of CPU time (see `docs/upsrun.md`).
 pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
-    render_diff_lines(d, drawn_lines(d), title, subtitle, w)
+    render_cut_at(d, drawn_cut(), title, subtitle, w)
 }
 
-/// The differential lines of `d`, cut at half of inferno's narrowest frame: nothing it
-/// would draw is cut.
-fn drawn_lines(d: &StackDiff) -> Vec<DiffLine> {
-    d.differential_lines(Options::default().min_width / 2.0)
+/// Where the differential lines are cut: at half of inferno's narrowest frame, so
+/// nothing it would draw is cut.
+fn drawn_cut() -> f64 {
+    Options::default().min_width / 2.0
 }
 
-/// [`render_differential`] of the lines `lines` of `d`.
-fn render_diff_lines(
+/// [`render_differential`] of the lines of `d` cut at `cut_below_pct`
+/// ([`StackDiff::differential_lines`]).
+fn render_cut_at(
     d: &StackDiff,
-    mut lines: Vec<DiffLine>,
+    cut_below_pct: f64,
     title: &str,
     subtitle: Option<String>,
     mut w: impl Write,
 ) -> io::Result<()> {
     let semicolons = (1..d.nodes.len()).any(|n| d.node_name(n).contains(';'));
-    if semicolons {
-        // Each line again with its path's names stood in for; sorted again, as inferno
-        // sorts them, so the layout follows inferno's merge.
-        for line in &mut lines {
-            let counts = line.text.split_off(d.path(line.node).len());
-            let mut names = Vec::new();
-            let mut k = line.node;
-            while k != 0 {
-                names.push(standin(d.node_name(k)));
-                k = d.nodes[k].parent;
-            }
-            names.reverse();
-            line.text = names.join(";") + &counts;
-        }
-        lines.sort_unstable_by(|a, b| a.text.cmp(&b.text));
-    }
+    // With its names stood in for, each line sorts as inferno sorts it, so the layout
+    // follows inferno's merge.
+    let lines = match semicolons {
+        true => d.differential_lines_named(cut_below_pct, |n| match n.contains(';') {
+            true => Cow::Owned(standin(n)),
+            false => Cow::Borrowed(n),
+        }),
+        false => d.differential_lines(cut_below_pct),
+    };
     let mut svg = Vec::new();
     let mut opts = Options::default();
     opts.title = title.to_string();
     opts.subtitle = subtitle;
     opts.count_name = "samples".into();
-    flamegraph::from_lines(&mut opts, lines.iter().map(|l| l.text.as_str()), &mut svg)?;
+    // inferno draws the lines while the frames' places are found in them.
+    let (drawn, layout) = rayon::join(
+        || flamegraph::from_lines(&mut opts, lines.iter().map(|l| l.text.as_str()), &mut svg),
+        || d.layout(&lines),
+    );
+    drawn?;
     let svg = String::from_utf8(svg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    let layout = d.layout(&lines);
     // Only the family's members can stand out.
     let max_delta = d
         .family_changes()
@@ -339,15 +338,15 @@ mod tests {
             p
         };
         let d = StackDiff::new(&[make(0)], &[make(1)]);
-        let (cut, whole) = (drawn_lines(&d), d.differential_lines(0.0));
+        let (cut, whole) = (d.differential_lines(drawn_cut()), d.differential_lines(0.0));
         assert!(cut.len() * 4 < whole.len(), "{} lines of {}", cut.len(), whole.len());
-        let render = |lines: Vec<DiffLine>| {
+        let render = |cut_below_pct: f64| {
             let mut svg = Vec::new();
-            render_diff_lines(&d, lines, "t", None, &mut svg).unwrap();
+            render_cut_at(&d, cut_below_pct, "t", None, &mut svg).unwrap();
             String::from_utf8(svg).unwrap()
         };
-        let svg = render(cut);
-        assert_eq!(svg, render(whole));
+        let svg = render(drawn_cut());
+        assert_eq!(svg, render(0.0));
         let drawn = titles(&svg);
         assert!(drawn.iter().any(|t| t.starts_with("n0 (inclusive")));
         assert!(!drawn.iter().any(|t| t.starts_with("o0 (inclusive")));
