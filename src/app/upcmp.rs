@@ -334,8 +334,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 runs.extend(others.iter_mut());
                 match_stack_roots(&mut runs)
             };
-            let run1 = pool_runs(run1, others)?;
-            let (mut run1, mut run2) = (run1, run2);
+            let mut run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             cmp.warnings.extend(roots_note);
