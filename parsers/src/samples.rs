@@ -206,32 +206,44 @@ fn mode(i: &str) -> nom::IResult<&str, Mode, NomError<'_>> {
     .parse(i)
 }
 
+/// The fields of a sample after its time, through its PC: a sample of no time and no
+/// chain, as both versions' samples start.
+fn sample_fields(i: &str) -> nom::IResult<&str, Sample, NomError<'_>> {
+    map(
+        (
+            preceded(space1, cpu),
+            preceded(space1, dec_u32),
+            preceded(space1, dec_u32),
+            preceded(space1, mode),
+            opt(preceded((space1, tag("@")), dec_u64)),
+            preceded(space1, hex),
+        ),
+        |(cpu, pid, tid, mode, period, pc)| Sample {
+            time_ns: 0,
+            cpu,
+            pid,
+            tid,
+            mode,
+            period,
+            pc,
+            callchain: Vec::new(),
+        },
+    )
+    .parse(i)
+}
+
 // s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 ffffffff8110a2b0 ffffffff81c0007c
 fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
     map(
         preceded(
             tag("s"),
-            (
-                preceded(space1, dec_u64),
-                preceded(space1, cpu),
-                preceded(space1, dec_u32),
-                preceded(space1, dec_u32),
-                preceded(space1, mode),
-                opt(preceded((space1, tag("@")), dec_u64)),
-                preceded(space1, hex),
-                many0(preceded(space1, hex)),
-            ),
+            (preceded(space1, dec_u64), sample_fields, many0(preceded(space1, hex))),
         ),
-        |(time_ns, cpu, pid, tid, mode, period, pc, callchain)| {
+        |(time_ns, sample, callchain)| {
             Record::Sample(Sample {
                 time_ns,
-                cpu,
-                pid,
-                tid,
-                mode,
-                period,
-                pc,
                 callchain,
+                ..sample
             })
         },
     )
@@ -244,33 +256,13 @@ type SampleRef<'a> = (i64, Sample, Option<&'a str>);
 
 // s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0
 fn sample_v3(i: &str) -> nom::IResult<&str, SampleRef<'_>, NomError<'_>> {
-    map(
-        preceded(
-            tag("s"),
-            (
-                preceded(space1, dec_i64),
-                preceded(space1, cpu),
-                preceded(space1, dec_u32),
-                preceded(space1, dec_u32),
-                preceded(space1, mode),
-                opt(preceded((space1, tag("@")), dec_u64)),
-                preceded(space1, hex),
-                opt(preceded(space1, recognize((tag("*"), digit1)))),
-            ),
+    preceded(
+        tag("s"),
+        (
+            preceded(space1, dec_i64),
+            sample_fields,
+            opt(preceded(space1, recognize((tag("*"), digit1)))),
         ),
-        |(delta, cpu, pid, tid, mode, period, pc, chain)| {
-            let sample = Sample {
-                time_ns: 0,
-                cpu,
-                pid,
-                tid,
-                mode,
-                period,
-                pc,
-                callchain: Vec::new(),
-            };
-            (delta, sample, chain)
-        },
     )
     .parse(i)
 }
