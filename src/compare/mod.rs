@@ -306,7 +306,7 @@ impl ProfileComparison {
 
 /// The display name of a function: modules other than the core kernel and user space
 /// are named, so two modules' functions of the same name stay apart.
-pub fn display_name<'a>(name: &'a str, module: &str) -> std::borrow::Cow<'a, str> {
+pub fn display_name<'a>(name: &'a str, module: &str) -> Cow<'a, str> {
     match module {
         module::KERNEL | module::USER => name.into(),
         m => format!("{name} [{m}]").into(),
@@ -340,7 +340,6 @@ struct SideFunctions {
     names: Vec<String>,
     repetitions: usize,
     times: Vec<SampledTime>,
-    shares: Vec<ShareCount>,
 }
 
 impl SideFunctions {
@@ -357,7 +356,6 @@ impl SideFunctions {
             names: Vec::new(),
             repetitions: reps,
             times: Vec::with_capacity(n * reps),
-            shares: Vec::new(),
         };
         let none = SampledTime {
             samples: 0,
@@ -420,7 +418,7 @@ impl SideFunctions {
     }
 
     /// The side in measure `m`: as it is, or each repetition's values as % of its busy
-    /// total; with each repetition's totals, for the tests.
+    /// total; with each repetition's totals, for the time test.
     fn in_measure(mut self, m: &Measure) -> Self {
         let reps = self.repetitions;
         let scales: Vec<f64> = self
@@ -442,15 +440,6 @@ impl SideFunctions {
             t.run_samples = v.samples;
             t.run_weight = v.total;
         }
-        self.shares = self
-            .times
-            .iter()
-            .enumerate()
-            .map(|(k, t)| ShareCount {
-                count: t.samples,
-                total: self.valued[k % reps].busy_samples,
-            })
-            .collect();
         if share {
             for (v, s) in self.valued.iter_mut().zip(scales) {
                 v.busy *= s;
@@ -465,10 +454,6 @@ impl SideFunctions {
 
     fn times(&self, i: usize) -> &[SampledTime] {
         &self.times[i * self.repetitions..(i + 1) * self.repetitions]
-    }
-
-    fn shares(&self, i: usize) -> &[ShareCount] {
-        &self.shares[i * self.repetitions..(i + 1) * self.repetitions]
     }
 
     fn values(&self, i: usize) -> Vec<f64> {
@@ -651,16 +636,17 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
 
     // A function absent from a side has no samples in any of its repetitions.
     let absent_times = |v: &[value::Valued]| v.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect::<Vec<_>>();
-    let absent_shares = |v: &[value::Valued]| {
-        v.iter()
-            .map(|v| ShareCount {
-                count: 0,
+    // A function's samples in each repetition, of that repetition's busy samples.
+    let shares = |t: &[SampledTime], v: &[value::Valued]| {
+        t.iter()
+            .zip(v)
+            .map(|(t, v)| ShareCount {
+                count: t.samples,
                 total: v.busy_samples,
             })
             .collect::<Vec<_>>()
     };
     let (none_t1, none_t2) = (absent_times(v1), absent_times(v2));
-    let (none_s1, none_s2) = (absent_shares(v1), absent_shares(v2));
     let pct = |t: f64, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
     let rows = joined
         .par_iter()
@@ -668,8 +654,6 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
             let (i1, i2) = (j.i1.map(|k| k as usize), j.i2.map(|k| k as usize));
             let t1 = i1.map_or(&none_t1[..], |k| side1.times(k));
             let t2 = i2.map_or(&none_t2[..], |k| side2.times(k));
-            let sh1 = i1.map_or(&none_s1[..], |k| side1.shares(k));
-            let sh2 = i2.map_or(&none_s2[..], |k| side2.shares(k));
             let values = |t: &[SampledTime]| t.iter().map(SampledTime::value).collect::<Vec<_>>();
             let share1 = pct(j.t1.unwrap_or(0.0), run1.cpu);
             let share2 = pct(j.t2.unwrap_or(0.0), run2.cpu);
@@ -686,8 +670,12 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
                 run2_sd_pct: (t2.len() > 1).then(|| stats::stddev_pct(&values(t2))),
                 noise: Significance::unadjusted(stats::time_test(t1, t2), j.delta, repeated),
                 // In percentage points, as the share columns.
-                share_noise: Significance::unadjusted(stats::share_test(sh1, sh2), (share2 - share1) / 100.0, repeated)
-                    .scaled(100.0),
+                share_noise: Significance::unadjusted(
+                    stats::share_test(&shares(t1, v1), &shares(t2, v2)),
+                    (share2 - share1) / 100.0,
+                    repeated,
+                )
+                .scaled(100.0),
                 above_cutoff: above,
                 listed: above,
             }
@@ -787,6 +775,87 @@ mod tests {
 
     fn all_listed() -> CompareOptions {
         CompareOptions::new(0.0, None)
+    }
+
+    // The runs' function lists are moved into the comparison, recordings' lent: both ways
+    // give the same comparison, with modules named, a name that comes twice summed, idle
+    // functions left out, functions of one side only, and repetitions.
+    #[test]
+    fn functions_moved_in_compare_as_functions_lent() {
+        let s1 = [
+            profile(
+                10.0,
+                0,
+                &[
+                    ("kernel", "a", 300),
+                    ("ext4", "m", 40),
+                    ("kernel", "a", 20),
+                    ("kernel", "idle", 500),
+                    ("kernel", "one", 7),
+                ],
+            ),
+            profile(
+                10.0,
+                0,
+                &[("ext4", "m", 45), ("kernel", "a", 310), ("kernel", "idle", 490)],
+            ),
+        ];
+        let s2 = [
+            profile(
+                10.0,
+                0,
+                &[
+                    ("ext4", "m", 60),
+                    ("kernel", "a", 290),
+                    ("kernel", "idle", 480),
+                    ("kernel", "two", 9),
+                    ("xfs", "m", 5),
+                ],
+            ),
+            profile(
+                10.0,
+                0,
+                &[
+                    ("kernel", "a", 280),
+                    ("xfs", "m", 6),
+                    ("kernel", "idle", 470),
+                    ("ext4", "m", 70),
+                ],
+            ),
+        ];
+        fn lent(s: &[Profile]) -> Vec<Repetition<'_>> {
+            s.iter().map(Repetition::borrowed).collect()
+        }
+        // Each profile without its functions, and a copy of them moved in.
+        fn moved<'a>(bare: &'a [Profile], s: &[Profile]) -> Vec<Repetition<'a>> {
+            bare.iter()
+                .zip(s)
+                .map(|(profile, p)| Repetition {
+                    profile,
+                    functions: Cow::Owned(p.functions.clone()),
+                })
+                .collect()
+        }
+        let bare = |s: &[Profile]| -> Vec<Profile> {
+            s.iter()
+                .map(|p| Profile {
+                    functions: Vec::new(),
+                    ..p.clone()
+                })
+                .collect()
+        };
+        let (bare1, bare2) = (bare(&s1), bare(&s2));
+        let a = compare_sides(lent(&s1), lent(&s2), &all_listed());
+        let b = compare_sides(moved(&bare1, &s1), moved(&bare2, &s2), &all_listed());
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        let names: Vec<&str> = b.rows.iter().map(|r| r.function.as_str()).collect();
+        for want in ["a", "m [ext4]", "m [xfs]", "one", "two"] {
+            assert!(names.contains(&want), "{names:?}");
+        }
+        assert!(!names.contains(&"idle"), "{names:?}");
+        // a: (320 + 310) / 2 samples of 10 ms in run 1.
+        close(row(&b, "a").run1.unwrap(), 3.15, 1e-12);
+        assert_eq!(row(&b, "two").run1, None);
     }
 
     // Hand-worked: run 1 = 10 s wall, 1 CPU, period 10 ms; a=300, b=100, idle=500,
