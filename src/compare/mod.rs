@@ -315,7 +315,7 @@ pub fn display_name<'a>(name: &'a str, module: &str) -> Cow<'a, str> {
 
 /// One repetition of a side as the comparison takes it: its profile (totals, CPUs, idle
 /// set) and its functions, borrowed or moved out of it. Moved functions are freed as soon
-/// as they are valued: two stored runs of 10^5 functions hold 46 MB of them.
+/// as they are valued: two stored runs of 10^5 functions hold 46 MiB of them.
 struct Repetition<'a> {
     profile: &'a Profile,
     functions: Cow<'a, [FunctionSamples]>,
@@ -538,7 +538,7 @@ impl Joined {
 
 /// The functions of both sides joined by name, largest delta first (equal deltas by
 /// name, so the order never depends on hashing). A hash join of the two sides' names: at
-/// 10^5 functions a DataFrame join took as long and held 31 MB more, its columns copies of
+/// 10^5 functions a DataFrame join took as long and 30 MiB more, its columns copies of
 /// the names (docs/import.md, "upcmp at scale").
 fn join_sides(side1: &SideFunctions, side2: &SideFunctions) -> Vec<Joined> {
     let index2: HashMap<&str, u32, foldhash::fast::RandomState> = side2

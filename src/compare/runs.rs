@@ -374,7 +374,7 @@ fn test_counters(t1: &StoredTest, t2: &StoredTest, notes: &mut Vec<String>) -> V
 /// Compares two stored runs (read whole by `crate::store::run::load_run`).
 ///
 /// The runs' function lists move into the comparison, each freed once it is valued (two
-/// runs of 10^5 functions hold 46 MB of them): their profiles are left with none.
+/// runs of 10^5 functions hold 46 MiB of them): their profiles are left with none.
 pub fn compare_runs(
     run1: &mut StoredRun,
     run2: &mut StoredRun,
