@@ -317,11 +317,7 @@ impl Maps {
     ///
     /// [`locate`]: Self::locate
     fn mapping(&mut self, pid: i32, ip: u64) -> Option<Located> {
-        let maps = self.by_pid.get(&pid)?;
-        let mapping = *maps[..maps.partition_point(|m| m.start <= ip)].last()?;
-        if ip >= mapping.end {
-            return None;
-        }
+        let mapping = self.covering(pid, ip)?;
         let dso = &mut self.dsos[mapping.dso];
         let symbols = dso.symbols.get_or_insert_with(|| match &self.shared {
             Some(cache) => cache.user(&dso.path, dso.build_id.as_deref()),
@@ -329,6 +325,13 @@ impl Maps {
         });
         let by_address = matches!(symbols.as_deref(), Ok(UserSymbols::PerfMap(_)));
         Some(Located { mapping, by_address })
+    }
+
+    /// The mapping of `pid` that covers `ip`, as mapped (no symbols loaded).
+    fn covering(&self, pid: i32, ip: u64) -> Option<Mapping> {
+        let maps = self.by_pid.get(&pid)?;
+        let m = *maps[..maps.partition_point(|m| m.start <= ip)].last()?;
+        (ip < m.end).then_some(m)
     }
 
     /// What names `place`: its ELF function symbol, else the place itself. Places with
@@ -1292,9 +1295,8 @@ mod tests {
         // Covers the middle of the old mapping: the old one keeps both ends.
         m.add(1, 0x2000, 0x1000, 0, b"/new", None);
         let at = |m: &Maps, pid: i32, ip: u64| {
-            let maps = m.by_pid.get(&pid)?;
-            let &Mapping { end, pgoff, dso, .. } = maps[..maps.partition_point(|m| m.start <= ip)].last()?;
-            (ip < end).then(|| (String::from_utf8_lossy(&m.dsos[dso].path).into_owned(), pgoff))
+            let Mapping { pgoff, dso, .. } = m.covering(pid, ip)?;
+            Some((String::from_utf8_lossy(&m.dsos[dso].path).into_owned(), pgoff))
         };
         assert_eq!(at(&m, 1, 0x1800), Some(("/old".into(), 0)));
         assert_eq!(at(&m, 1, 0x2800), Some(("/new".into(), 0)));
