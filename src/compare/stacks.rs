@@ -689,9 +689,9 @@ pub struct RunStacks {
 /// Compares the stacks of one test, each side one profile per repetition, idle stacks
 /// (leaf in `idle`) left out.
 pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile], idle: &IdleSet) -> TestStacks {
-    let busy = |s: &[StackProfile]| s.iter().map(|p| p.without_idle(idle)).collect::<Vec<_>>();
-    let (p1, p2) = rayon::join(|| busy(before), || busy(after));
-    compare_busy(test, &p1, &p2)
+    let side = |s: &[StackProfile]| PreparedStacks::busy(s.iter().map(|p| p.without_idle(idle)).collect());
+    let (p1, p2) = rayon::join(|| side(before), || side(after));
+    compare_prepared(test, p1, p2)
 }
 
 /// One side of a stack comparison made ready: its profiles (one per repetition) without
@@ -709,7 +709,11 @@ impl PreparedStacks {
     /// profile is dropped once its stacks without idle ones are made. The comparison
     /// builds the rest beside its frame tree.
     pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet) -> Self {
-        let busy: Vec<StackProfile> = profiles.into_iter().map(|p| p.without_idle(idle)).collect();
+        Self::busy(profiles.into_iter().map(|p| p.without_idle(idle)).collect())
+    }
+
+    /// The side of profiles without idle stacks, nothing else made yet.
+    fn busy(busy: Vec<StackProfile>) -> Self {
         PreparedStacks {
             busy,
             graphs: None,
@@ -761,25 +765,6 @@ pub fn compare_prepared(test: &str, before: PreparedStacks, after: PreparedStack
         },
         || {
             let (g1, g2) = rayon::join(|| graphs(&before), || graphs(&after));
-            changed_functions(&g1, &g2, TOP_FUNCTIONS)
-        },
-    );
-    TestStacks {
-        test: test.to_string(),
-        diff,
-        functions,
-    }
-}
-
-/// The comparison of stacks without idle ones.
-fn compare_busy(test: &str, p1: &[StackProfile], p2: &[StackProfile]) -> TestStacks {
-    // The frame tree and the call graphs are built from the same profiles, apart: each
-    // on its own core.
-    let graphs = |s: &[StackProfile]| s.iter().map(CallGraph::of).collect::<Vec<_>>();
-    let (diff, functions) = rayon::join(
-        || StackDiff::new(p1, p2),
-        || {
-            let (g1, g2) = rayon::join(|| graphs(p1), || graphs(p2));
             changed_functions(&g1, &g2, TOP_FUNCTIONS)
         },
     );
