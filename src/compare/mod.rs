@@ -15,7 +15,8 @@ pub mod verdict;
 use crate::model::profile::module;
 use crate::model::{FunctionSamples, IdleSet, Profile};
 use bench::BenchRow;
-use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
+use rayon::iter::{IntoParallelIterator, IntoParallelRefIterator, ParallelIterator};
+use rayon::slice::ParallelSliceMut;
 use serde::Serialize;
 use stats::{Correction, Detectable, SampledTime, ShareCount};
 use std::borrow::Cow;
@@ -337,7 +338,8 @@ impl<'a> Repetition<'a> {
 struct SideFunctions {
     /// Each repetition's totals.
     valued: Vec<value::Valued>,
-    names: Vec<String>,
+    /// Each function's position, by display name.
+    index: HashMap<String, usize, foldhash::fast::RandomState>,
     repetitions: usize,
     times: Vec<SampledTime>,
 }
@@ -353,7 +355,7 @@ impl SideFunctions {
         index.reserve(n);
         let mut side = SideFunctions {
             valued: Vec::with_capacity(reps),
-            names: Vec::new(),
+            index: HashMap::default(),
             repetitions: reps,
             times: Vec::with_capacity(n * reps),
         };
@@ -410,11 +412,26 @@ impl SideFunctions {
                 }
             }
         }
-        side.names = vec![String::new(); index.len()];
-        for (name, i) in index {
-            side.names[i] = name;
-        }
+        side.index = index;
         side
+    }
+
+    /// The names of `index` by position.
+    fn by_position(index: HashMap<String, usize, foldhash::fast::RandomState>) -> Vec<String> {
+        let mut names = vec![String::new(); index.len()];
+        for (name, i) in index {
+            names[i] = name;
+        }
+        names
+    }
+
+    /// The functions' names, by position.
+    fn names(&self) -> Vec<&str> {
+        let mut names = vec![""; self.index.len()];
+        for (name, &i) in &self.index {
+            names[i] = name;
+        }
+        names
     }
 
     /// The side in measure `m`: as it is, or each repetition's values as % of its busy
@@ -456,8 +473,10 @@ impl SideFunctions {
         &self.times[i * self.repetitions..(i + 1) * self.repetitions]
     }
 
-    fn values(&self, i: usize) -> Vec<f64> {
-        self.times(i).iter().map(SampledTime::value).collect()
+    /// [`stats::mean`] of the values of function `i`, without a vector of them.
+    fn mean(&self, i: usize) -> f64 {
+        let t = self.times(i);
+        t.iter().map(SampledTime::value).sum::<f64>() / t.len() as f64
     }
 }
 
@@ -528,29 +547,22 @@ struct Joined {
 }
 
 impl Joined {
-    fn name<'a>(&self, side1: &'a SideFunctions, side2: &'a SideFunctions) -> &'a str {
-        self.i1
-            .map(|k| &side1.names[k as usize])
-            .or_else(|| self.i2.map(|k| &side2.names[k as usize]))
-            .map_or("", String::as_str)
+    fn name<'a>(&self, names1: &[&'a str], names2: &[&'a str]) -> &'a str {
+        match (self.i1, self.i2) {
+            (Some(k), _) => names1[k as usize],
+            (None, Some(k)) => names2[k as usize],
+            (None, None) => "",
+        }
     }
 }
 
 /// The functions of both sides joined by name, largest delta first (equal deltas by
-/// name, so the order never depends on hashing). A hash join of the two sides' names: at
-/// 10^5 functions a DataFrame join took as long and 30 MiB more, its columns copies of
-/// the names (docs/import.md, "upcmp at scale").
-fn join_sides(side1: &SideFunctions, side2: &SideFunctions) -> Vec<Joined> {
-    let index2: HashMap<&str, u32, foldhash::fast::RandomState> = side2
-        .names
-        .iter()
-        .enumerate()
-        .map(|(k, n)| (n.as_str(), k as u32))
-        .collect();
-    let mut in1 = vec![false; side2.names.len()];
-    let mean = |side: &SideFunctions, k: Option<u32>| k.map(|k| stats::mean(&side.values(k as usize)));
+/// name, so the order never depends on hashing). A hash join on side 2's own index of
+/// its names: at 10^5 functions a DataFrame join took as long and 30 MiB more, its
+/// columns copies of the names (docs/import.md, "upcmp at scale").
+fn join_sides(side1: &SideFunctions, side2: &SideFunctions, names1: &[&str], names2: &[&str]) -> Vec<Joined> {
     let row = |i1: Option<u32>, i2: Option<u32>| {
-        let (t1, t2) = (mean(side1, i1), mean(side2, i2));
+        let (t1, t2) = (i1.map(|k| side1.mean(k as usize)), i2.map(|k| side2.mean(k as usize)));
         Joined {
             delta: t2.unwrap_or(0.0) - t1.unwrap_or(0.0),
             t1,
@@ -559,25 +571,25 @@ fn join_sides(side1: &SideFunctions, side2: &SideFunctions) -> Vec<Joined> {
             i2,
         }
     };
-    let mut rows: Vec<Joined> = (0..side1.names.len() as u32)
-        .map(|k1| {
-            let k2 = index2.get(side1.names[k1 as usize].as_str()).copied();
-            if let Some(k2) = k2 {
-                in1[k2 as usize] = true;
-            }
-            row(Some(k1), k2)
-        })
+    let mut rows: Vec<Joined> = (0..names1.len() as u32)
+        .into_par_iter()
+        .map(|k1| row(Some(k1), side2.index.get(names1[k1 as usize]).map(|&k2| k2 as u32)))
         .collect();
+    let mut in1 = vec![false; names2.len()];
+    for k2 in rows.iter().filter_map(|r| r.i2) {
+        in1[k2 as usize] = true;
+    }
     rows.extend(
-        (0..side2.names.len() as u32)
+        (0..names2.len() as u32)
             .filter(|&k| !in1[k as usize])
             .map(|k| row(None, Some(k))),
     );
-    // `+ 0.0` makes -0.0 equal to 0.0 in the total order.
-    rows.sort_unstable_by(|a, b| {
+    // `+ 0.0` makes -0.0 equal to 0.0 in the total order; names are unique, so the
+    // order is total and the parallel sort's is the only one.
+    rows.par_sort_unstable_by(|a, b| {
         (b.delta + 0.0)
             .total_cmp(&(a.delta + 0.0))
-            .then_with(|| a.name(side1, side2).cmp(b.name(side1, side2)))
+            .then_with(|| a.name(names1, names2).cmp(b.name(names1, names2)))
     });
     rows
 }
@@ -611,7 +623,7 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
     let (idle1, idle2) = (idle_of(&p1), idle_of(&p2));
     let (side1, side2) = rayon::join(|| SideFunctions::of(s1, &idle1), || SideFunctions::of(s2, &idle2));
     let (measure, mut warnings) = common_measure(&p1, &p2, &side1.valued);
-    let (side1, side2) = (side1.in_measure(&measure), side2.in_measure(&measure));
+    let (mut side1, mut side2) = (side1.in_measure(&measure), side2.in_measure(&measure));
     let (v1, v2) = (&side1.valued, &side2.valued);
     let summary = |s: &[&Profile], v: &[value::Valued], idle: &IdleSet| {
         ProfileSummary::mean_of(
@@ -632,7 +644,15 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
             ));
         }
     }
-    let joined = join_sides(&side1, &side2);
+    let joined = {
+        let (names1, names2) = (side1.names(), side2.names());
+        join_sides(&side1, &side2, &names1, &names2)
+    };
+    // The names by position, out of the indexes: half their size.
+    let mut names = (
+        SideFunctions::by_position(std::mem::take(&mut side1.index)),
+        SideFunctions::by_position(std::mem::take(&mut side2.index)),
+    );
 
     // A function absent from a side has no samples in any of its repetitions.
     let absent_times = |v: &[value::Valued]| v.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect::<Vec<_>>();
@@ -648,7 +668,7 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
     };
     let (none_t1, none_t2) = (absent_times(v1), absent_times(v2));
     let pct = |t: f64, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
-    let rows = joined
+    let mut rows: Vec<FunctionDelta> = joined
         .par_iter()
         .map(|j| {
             let (i1, i2) = (j.i1.map(|k| k as usize), j.i2.map(|k| k as usize));
@@ -659,7 +679,8 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
             let share2 = pct(j.t2.unwrap_or(0.0), run2.cpu);
             let above = share1 >= opts.cutoff_pct || share2 >= opts.cutoff_pct;
             FunctionDelta {
-                function: j.name(&side1, &side2).to_string(),
+                // Moved in below.
+                function: String::new(),
                 run1: j.t1,
                 run2: j.t2,
                 delta: j.delta,
@@ -681,7 +702,17 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
             }
         })
         .collect();
-    drop(joined);
+    // Each row's name is moved from side 1, or side 2 for a function only it has:
+    // 10^5 copies were a tenth of the rows' making.
+    for (row, j) in rows.iter_mut().zip(&joined) {
+        let name = match (j.i1, j.i2) {
+            (Some(k), _) => &mut names.0[k as usize],
+            (None, Some(k)) => &mut names.1[k as usize],
+            (None, None) => continue,
+        };
+        row.function = std::mem::take(name);
+    }
+    drop((joined, names));
 
     let cpu = |v: &[value::Valued]| {
         v.iter()
