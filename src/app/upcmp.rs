@@ -355,8 +355,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
     }
     // Each file goes to disk as it is rendered (results.json is 0.9 kB per function
-    // row), and the two largest are rendered beside the rest: at 10^5 functions each
-    // takes about twice as long as results.csv.
+    // row), and the two largest are rendered beside the rest; the function rows of all
+    // three are made in blocks on whichever core is free (report::write_blocks).
     let moved = publish_dir_with(results_dir, RESULTS_MARKER, |dir| {
         let dir = &*dir;
         std::thread::scope(|s| {

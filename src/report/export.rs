@@ -4,7 +4,7 @@
 use crate::compare::counters::{CounterBasis, CounterRow};
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::stats::NoiseTest;
-use crate::compare::{ratio, Basis, Method, ProfileComparison, Significance};
+use crate::compare::{ratio, Basis, FunctionDelta, Method, ProfileComparison, Significance};
 use std::io::{self, Write};
 
 /// The CSV header.
@@ -12,47 +12,62 @@ pub const CSV_HEADER: &str =
     "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,run1_sd_pct,run2_sd_pct,noise_method,ci95,p_value,significant,listed,unit,\
 verdict,q_value,noise_test,detectable_observed,detectable_true_80,share_p_value,share_q_value,share_verdict";
 
-/// A CSV field, quoted when it must be. The CSV's fields are written as they are
-/// formatted, without a string each: 10^5 rows have 2.6 million of them.
-struct Field<'a>(&'a str);
+/// One CSV line, made in a buffer and written whole: 10^5 rows have 2.6 million
+/// fields, each written as it is formatted.
+struct Line(Vec<u8>);
 
-impl std::fmt::Display for Field<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.contains([',', '"', '\n']) {
-            write!(f, "\"{}\"", self.0.replace('"', "\"\""))
+impl Line {
+    /// A text field, quoted when it must be.
+    fn text(&mut self, s: &str) -> &mut Self {
+        if s.contains([',', '"', '\n']) {
+            self.0.push(b'"');
+            self.0.extend_from_slice(s.replace('"', "\"\"").as_bytes());
+            self.0.push(b'"');
         } else {
-            f.write_str(self.0)
+            self.0.extend_from_slice(s.as_bytes());
         }
+        self.0.push(b',');
+        self
+    }
+
+    /// A number, or nothing.
+    fn num(&mut self, x: Option<f64>) -> &mut Self {
+        if let Some(x) = x {
+            push_f64(&mut self.0, x);
+        }
+        self.0.push(b',');
+        self
+    }
+
+    /// `true`, `false`, or nothing.
+    fn flag(&mut self, b: Option<bool>) -> &mut Self {
+        self.text(match b {
+            Some(true) => "true",
+            Some(false) => "false",
+            None => "",
+        })
+    }
+
+    /// Ends the line: its last comma becomes the new line.
+    fn end(&mut self) -> &[u8] {
+        if let Some(last) = self.0.last_mut() {
+            *last = b'\n';
+        }
+        &self.0
     }
 }
 
-fn field(s: &str) -> Field<'_> {
-    Field(s)
-}
-
-/// A number, or nothing.
-struct Num(Option<f64>);
-
-impl std::fmt::Display for Num {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(x) => write_f64(f, x),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Writes `x` as `{x}` does: the shortest digits that read back as `x`, never with an
-/// exponent. zmij finds the same digits several times faster (core's formatting was a
+/// Appends `x` as `{x}` writes it: the shortest digits that read back as `x`, never with
+/// an exponent. zmij finds the same digits several times faster (core's formatting was a
 /// tenth of upcmp's CPU time at 10^5 functions) and writes them in place for exponents
 /// around zero, where the only difference is its `.0` after a whole number.
 ///
 /// The two differ only when x lies exactly halfway between two shortest candidates:
 /// zmij rounds to even, core up. Then x's exact decimal ends in 5 one place below the
 /// candidates' last digit, a place of at most half an ulp (x·2^-53): x has at least 17
-/// significant digits and the candidates at least 16. Core writes those, and zmij's
-/// exponents.
-fn write_f64(f: &mut std::fmt::Formatter<'_>, x: f64) -> std::fmt::Result {
+/// significant digits and the candidates at least 16. Core writes those that may be
+/// such a tie ([`may_be_halfway`]), and zmij's exponents.
+fn push_f64(buf: &mut Vec<u8>, x: f64) {
     let mut buffer = zmij::Buffer::new();
     let s = buffer.format(x);
     let s = s.strip_suffix(".0").unwrap_or(s);
@@ -61,31 +76,33 @@ fn write_f64(f: &mut std::fmt::Formatter<'_>, x: f64) -> std::fmt::Result {
         .skip_while(|b| matches!(b, b'-' | b'0' | b'.'))
         .filter(u8::is_ascii_digit)
         .count();
-    if significant > 15 || s.contains('e') {
-        write!(f, "{x}")
+    if (significant > 15 && may_be_halfway(x)) || s.contains('e') {
+        // Writing to a Vec cannot fail.
+        let _ = write!(buf, "{x}");
     } else {
-        f.write_str(s)
+        buf.extend_from_slice(s.as_bytes());
     }
 }
 
-fn num(x: Option<f64>) -> Num {
-    Num(x)
-}
-
-fn flag(b: Option<bool>) -> Flag {
-    Flag(b)
-}
-
-/// `true`, `false`, or nothing.
-struct Flag(Option<bool>);
-
-impl std::fmt::Display for Flag {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(b) => write!(f, "{b}"),
-            None => Ok(()),
-        }
+/// Whether `x` can lie halfway between two decimals of 16 or 17 significant digits:
+/// only if its exact decimal has at most 18. Most values with that many digits are
+/// quotients whose exact decimals have dozens, and zmij's digits are core's: checking
+/// this costs a multiplication where formatting them twice cost a sixth of results.csv.
+/// x = m·2^-k with m odd has as many significant digits as m·5^k (which 10 does not
+/// divide); a whole x may be a tie from 2^53 on and is left to core.
+fn may_be_halfway(x: f64) -> bool {
+    let bits = x.to_bits();
+    let (exponent, fraction) = (((bits >> 52) & 0x7ff) as i32, bits & ((1 << 52) - 1));
+    let (m, e) = match exponent {
+        0 => (fraction, -1074),
+        _ => (fraction | 1 << 52, exponent - 1075),
+    };
+    if m == 0 {
+        return false;
     }
+    let (m, e) = (m >> m.trailing_zeros(), e + m.trailing_zeros() as i32);
+    let k = e.unsigned_abs();
+    e >= 0 || (k <= 26 && u128::from(m) * 5u128.pow(k) < 10u128.pow(18))
 }
 
 fn method(m: Method) -> &'static str {
@@ -216,12 +233,34 @@ impl<'a> Row<'a> {
 /// Every benchmark value, summary line and function of every compared test.
 pub fn rows(r: &RunComparison) -> Vec<Row<'_>> {
     let mut out = Vec::new();
-    each_row(r, &mut |row| out.push(row));
+    each_row(r, &mut |rows| rows.each(&mut |row| out.push(row)));
     out
 }
 
-/// Gives `f` the rows of [`rows`], one by one.
-fn each_row<'a>(r: &'a RunComparison, f: &mut dyn FnMut(Row<'a>)) {
+/// Rows of the table: one, or a test's function rows, which are most of them and made
+/// apart (10^5 rows are written on every core).
+// One lives at a time, handed on at once: a box would cost more than its size.
+#[allow(clippy::large_enum_variant)]
+enum Rows<'a> {
+    One(Row<'a>),
+    Functions {
+        test: &'a str,
+        unit: &'a str,
+        rows: &'a [FunctionDelta],
+    },
+}
+
+impl<'a> Rows<'a> {
+    fn each(self, f: &mut dyn FnMut(Row<'a>)) {
+        match self {
+            Rows::One(row) => f(row),
+            Rows::Functions { test, unit, rows } => rows.iter().for_each(|r| f(function_row(test, unit, r))),
+        }
+    }
+}
+
+/// Gives `f` the rows of [`rows`], in order.
+fn each_row<'a>(r: &'a RunComparison, f: &mut dyn FnMut(Rows<'a>)) {
     for t in &r.tests {
         let TestOutcome::Compared {
             bench,
@@ -242,14 +281,14 @@ fn each_row<'a>(r: &'a RunComparison, f: &mut dyn FnMut(Row<'a>)) {
                 unit: &b.unit,
                 ..Row::new(&t.name, "bench", &b.description)
             };
-            f(match &b.noise {
+            f(Rows::One(match &b.noise {
                 Some(n) => row.with_noise(n),
                 // One run a side: nothing tested.
                 None => Row {
                     verdict: Some("n/a"),
                     ..row
                 },
-            });
+            }));
         }
         each_profile_row(&t.name, profile, f);
         each_counter_row(&t.name, counters, f);
@@ -258,9 +297,9 @@ fn each_row<'a>(r: &'a RunComparison, f: &mut dyn FnMut(Row<'a>)) {
 
 /// Gives `f` one row per counter of a test (`kind` `counter`): the tested values (per
 /// operation when the unit is `/op`, else over the test), their ratio and test.
-fn each_counter_row<'a>(test: &'a str, counters: &'a [CounterRow], f: &mut dyn FnMut(Row<'a>)) {
+fn each_counter_row<'a>(test: &'a str, counters: &'a [CounterRow], f: &mut dyn FnMut(Rows<'a>)) {
     for c in counters {
-        f(Row {
+        f(Rows::One(Row {
             run1: c.run1,
             run2: c.run2,
             delta: c.run1.zip(c.run2).map(|(a, b)| b - a),
@@ -274,17 +313,17 @@ fn each_counter_row<'a>(test: &'a str, counters: &'a [CounterRow], f: &mut dyn F
                 CounterBasis::Ratio => "ratio",
             },
             ..Row::new(test, "counter", &c.name).with_noise(&c.noise)
-        });
+        }));
     }
 }
 
 /// One profile comparison's summary and function rows, with `test` as their test.
 pub fn profile_rows<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut Vec<Row<'a>>) {
-    each_profile_row(test, profile, &mut |row| out.push(row));
+    each_profile_row(test, profile, &mut |rows| rows.each(&mut |row| out.push(row)));
 }
 
 /// Gives `f` the rows of [`profile_rows`], one by one.
-fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut dyn FnMut(Row<'a>)) {
+fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut dyn FnMut(Rows<'a>)) {
     let (a, c) = (&profile.run1, &profile.run2);
     // Values are written unscaled: seconds, an event's count, or a share.
     let unit = match profile.measure.basis {
@@ -318,78 +357,94 @@ fn each_profile_row<'a>(test: &'a str, profile: &'a ProfileComparison, out: &mut
             row.run2_sd_pct = c.cpu_sd_pct;
             row = row.with_noise(&profile.cpu_noise);
         }
-        out(row);
+        out(Rows::One(row));
     }
-    for f in &profile.rows {
-        out(Row {
-            run1: f.run1,
-            run2: f.run2,
-            delta: Some(f.delta),
-            delta_pct_of_run1_cpu: Some(f.delta_pct_of_run1_cpu),
-            run1_pct_of_cpu: Some(f.run1_pct_of_cpu),
-            run2_pct_of_cpu: Some(f.run2_pct_of_cpu),
-            run1_sd_pct: f.run1_sd_pct,
-            run2_sd_pct: f.run2_sd_pct,
-            listed: Some(f.listed),
-            unit,
-            share_p_value: f.share_noise.p_value,
-            share_q_value: f.share_noise.q_value,
-            share_verdict: Some(f.share_noise.verdict.word()),
-            ..Row::new(test, "function", &f.function).with_noise(&f.noise)
-        });
+    out(Rows::Functions {
+        test,
+        unit,
+        rows: &profile.rows,
+    });
+}
+
+/// A function's row: its values are written unscaled, in `unit`.
+fn function_row<'a>(test: &'a str, unit: &'a str, f: &'a FunctionDelta) -> Row<'a> {
+    Row {
+        run1: f.run1,
+        run2: f.run2,
+        delta: Some(f.delta),
+        delta_pct_of_run1_cpu: Some(f.delta_pct_of_run1_cpu),
+        run1_pct_of_cpu: Some(f.run1_pct_of_cpu),
+        run2_pct_of_cpu: Some(f.run2_pct_of_cpu),
+        run1_sd_pct: f.run1_sd_pct,
+        run2_sd_pct: f.run2_sd_pct,
+        listed: Some(f.listed),
+        unit,
+        share_p_value: f.share_noise.p_value,
+        share_q_value: f.share_noise.q_value,
+        share_verdict: Some(f.share_noise.verdict.word()),
+        ..Row::new(test, "function", &f.function).with_noise(&f.noise)
     }
 }
 
 fn write_rows(rows: &[Row<'_>], mut out: impl Write) -> io::Result<()> {
     writeln!(out, "{CSV_HEADER}")?;
+    let mut line = Line(Vec::new());
     for r in rows {
-        write_row(r, &mut out)?;
+        write_row(r, &mut line, &mut out)?;
     }
     Ok(())
 }
 
-fn write_row(r: &Row<'_>, out: &mut impl Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-        field(r.test),
-        r.kind,
-        field(r.name),
-        num(r.run1),
-        num(r.run2),
-        num(r.delta),
-        num(r.ratio),
-        num(r.delta_pct_of_run1_cpu),
-        num(r.run1_pct_of_cpu),
-        num(r.run2_pct_of_cpu),
-        num(r.run1_sd_pct),
-        num(r.run2_sd_pct),
-        r.noise_method.unwrap_or_default(),
-        num(r.ci95),
-        num(r.p_value),
-        flag(r.significant),
-        flag(r.listed),
-        field(r.unit),
-        r.verdict.unwrap_or_default(),
-        num(r.q_value),
-        r.noise_test.unwrap_or_default(),
-        num(r.detectable_observed),
-        num(r.detectable_true_80),
-        num(r.share_p_value),
-        num(r.share_q_value),
-        r.share_verdict.unwrap_or_default()
-    )
+fn write_row(r: &Row<'_>, line: &mut Line, out: &mut impl Write) -> io::Result<()> {
+    line.0.clear();
+    line.text(r.test)
+        .text(r.kind)
+        .text(r.name)
+        .num(r.run1)
+        .num(r.run2)
+        .num(r.delta)
+        .num(r.ratio)
+        .num(r.delta_pct_of_run1_cpu)
+        .num(r.run1_pct_of_cpu)
+        .num(r.run2_pct_of_cpu)
+        .num(r.run1_sd_pct)
+        .num(r.run2_sd_pct)
+        .text(r.noise_method.unwrap_or_default())
+        .num(r.ci95)
+        .num(r.p_value)
+        .flag(r.significant)
+        .flag(r.listed)
+        .text(r.unit)
+        .text(r.verdict.unwrap_or_default())
+        .num(r.q_value)
+        .text(r.noise_test.unwrap_or_default())
+        .num(r.detectable_observed)
+        .num(r.detectable_true_80)
+        .num(r.share_p_value)
+        .num(r.share_q_value)
+        .text(r.share_verdict.unwrap_or_default());
+    out.write_all(line.end())
 }
 
 /// Writes every benchmark value, summary line and function of every test as CSV rows
 /// (`kind` is `bench`, `summary` or `function`; seconds for times).
 pub fn write_csv(r: &RunComparison, mut out: impl Write) -> io::Result<()> {
     writeln!(out, "{CSV_HEADER}")?;
-    // Row by row: the rows of 10^5 functions would be 30 MB at once.
+    // Row by row, and function rows a block at a time: the rows of 10^5 functions
+    // would be 30 MB at once.
     let mut written = Ok(());
-    each_row(r, &mut |row| {
+    let mut line = Line(Vec::new());
+    each_row(r, &mut |rows| {
         if written.is_ok() {
-            written = write_row(&row, &mut out);
+            written = match rows {
+                Rows::One(row) => write_row(&row, &mut line, &mut out),
+                Rows::Functions { test, unit, rows } => super::write_blocks(rows, &mut out, |_, block, text| {
+                    let mut line = Line(Vec::new());
+                    block
+                        .iter()
+                        .try_for_each(|f| write_row(&function_row(test, unit, f), &mut line, text))
+                }),
+            };
         }
     });
     written
@@ -397,9 +452,51 @@ pub fn write_csv(r: &RunComparison, mut out: impl Write) -> io::Result<()> {
 
 /// Writes the whole comparison as JSON, indented down to the tables' rows, each row
 /// (a function, a benchmark value, a counter) on one line.
-pub fn write_json(r: &RunComparison, out: impl Write) -> io::Result<()> {
+///
+/// The function rows are written apart, in blocks ([`super::write_blocks`]), into the text of
+/// the comparison without them, where each test's `"rows": []` is: no JSON string can
+/// hold those bytes (its quotes are escaped), so only a key can. Should another key of
+/// that name ever hold an empty list, the places would not match the tests, and the
+/// comparison is written whole.
+pub fn write_json(r: &RunComparison, mut out: impl Write) -> io::Result<()> {
+    const HOLE: &[u8] = b"\"rows\": []";
     // root → tests → test → outcome → profile → rows → a row.
-    write_rows_per_line(r, 6, out)
+    const DEPTH: usize = 6;
+    let rows: Vec<&[FunctionDelta]> = r
+        .tests
+        .iter()
+        .filter_map(|t| match &t.outcome {
+            TestOutcome::Compared { profile, .. } => Some(&profile.rows[..]),
+            TestOutcome::OnlyIn { .. } => None,
+        })
+        .collect();
+    let mut rest = Vec::new();
+    write_rows_per_line(&r.without_function_rows(), DEPTH, &mut rest)?;
+    let holes: Vec<usize> = memchr::memmem::find_iter(&rest, HOLE).collect();
+    if holes.len() != rows.len() {
+        return write_rows_per_line(r, DEPTH, out);
+    }
+    let mut at = 0;
+    for (hole, rows) in holes.into_iter().zip(rows).filter(|(_, rows)| !rows.is_empty()) {
+        // The key's line is indented as its object's fields; the rows one level more.
+        let indent = rest[..hole].iter().rev().take_while(|&&b| b == b' ').count();
+        out.write_all(&rest[at..hole])?;
+        out.write_all(b"\"rows\": [")?;
+        super::write_blocks(rows, &mut out, |first, block, text| {
+            for (k, row) in block.iter().enumerate() {
+                if first + k > 0 {
+                    text.push(b',');
+                }
+                text.push(b'\n');
+                text.resize(text.len() + indent + 2, b' ');
+                serde_json::to_writer(&mut *text, row).map_err(io::Error::other)?;
+            }
+            Ok(())
+        })?;
+        write!(out, "\n{:indent$}]", "")?;
+        at = hole + HOLE.len();
+    }
+    out.write_all(&rest[at..])
 }
 
 /// `value` as JSON, indented as serde_json's pretty printer does for containers at most
@@ -508,6 +605,7 @@ pub fn write_profile_json(profile: &ProfileComparison, out: &mut dyn Write) -> i
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::runs::TestComparison;
 
     #[test]
     fn numbers_are_written_as_core_writes_them() {
@@ -555,10 +653,15 @@ mod tests {
             values.push(f64::from_bits(0x4310_0000_0000_0000 + (r >> 14)));
             values.push(f64::from_bits(0x4300_0000_0000_0000 + (r >> 12)));
         }
+        // Core is asked only where a tie can be: a quotient's exact decimal is long.
+        assert!(may_be_halfway(582_642_009_338_321.0 + 0.25) && may_be_halfway(2f64.powi(60)));
+        assert!(!may_be_halfway(13.339200000018437) && !may_be_halfway(1.0 / 3.0) && !may_be_halfway(0.0));
+        let mut buf = Vec::new();
         for v in values {
-            assert_eq!(Num(Some(v)).to_string(), format!("{v}"), "{:#x}", v.to_bits());
+            buf.clear();
+            push_f64(&mut buf, v);
+            assert_eq!(std::str::from_utf8(&buf).unwrap(), format!("{v}"), "{:#x}", v.to_bits());
         }
-        assert_eq!(Num(None).to_string(), "");
     }
 
     #[test]
@@ -579,5 +682,56 @@ mod tests {
             format!("{}\n", serde_json::to_string_pretty(&v).unwrap()),
             "with no depth limit it is serde_json's pretty printing"
         );
+    }
+
+    /// A comparison of `functions` functions in two recordings, its two profiles
+    /// parsed from prfout text.
+    fn recordings(functions: usize, note: &str) -> RunComparison {
+        use crate::compare::imported::compare_imported;
+        use crate::compare::CompareOptions;
+        let profile = |seed: u64| {
+            let mut text = format!(
+                "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.001\ncpus 1\nwall-sec 1000\nidle-set idle\n\
+                 cpu 0 samples {} lost 0 throttled 0\nfunctions {functions}\n",
+                (0..functions as u64).map(|k| 1 + (k * seed) % 97).sum::<u64>()
+            );
+            for k in 0..functions as u64 {
+                text += &format!("{} [kernel] f{k}\"{note}\n", 1 + (k * seed) % 97);
+            }
+            crate::store::prfout::parse(&(text + "end\n"), "t").unwrap()
+        };
+        let opts = CompareOptions::new(0.0, None);
+        compare_imported("a".as_ref(), &profile(7), "b".as_ref(), &profile(11), &opts)
+    }
+
+    // The function rows are written in blocks, and into the rest of results.json where
+    // each test's rows are: the text is the comparison's written whole.
+    #[test]
+    fn rows_written_apart_make_the_same_files() {
+        let mut r = recordings(
+            super::super::BLOCK * super::super::BLOCKS_AT_ONCE * 2 + 3,
+            "\"rows\": []",
+        );
+        let compared = r.tests[0].clone();
+        let empty = recordings(0, "").tests.remove(0);
+        r.tests.push(TestComparison {
+            name: "only".into(),
+            outcome: TestOutcome::OnlyIn {
+                run: 2,
+                dir: "b/only".into(),
+            },
+        });
+        r.tests.push(empty);
+        r.tests.push(compared);
+        r.warnings.push("a warning that says \"rows\": [] too".into());
+        let (mut apart, mut whole) = (Vec::new(), Vec::new());
+        write_json(&r, &mut apart).unwrap();
+        write_rows_per_line(&r, 6, &mut whole).unwrap();
+        assert!(apart.len() > 3 * 1024 * 1024, "{}", apart.len());
+        assert!(apart == whole, "results.json differs from the comparison written whole");
+        let (mut apart, mut whole) = (Vec::new(), Vec::new());
+        write_csv(&r, &mut apart).unwrap();
+        write_rows(&rows(&r), &mut whole).unwrap();
+        assert_eq!(String::from_utf8(apart).unwrap(), String::from_utf8(whole).unwrap());
     }
 }

@@ -14,43 +14,46 @@ use std::fmt::Display;
 use std::io::{self, Write};
 use std::ops::Range;
 
-/// Writes `rows` as `{"rows": [[...], ...], "keys": [...]}`, each row in one write.
-pub fn write_table<T: Serialize>(rows: &[T], mut w: impl Write) -> io::Result<()> {
-    let mut t = Table::default();
-    let mut line = Vec::new();
-    w.write_all(b"{\"rows\":[")?;
-    for (n, r) in rows.iter().enumerate() {
-        t.cells.clear();
-        t.bytes.clear();
-        t.visit = 0;
-        r.serialize(Node { t: &mut t, node: ROOT })
-            .map_err(|e| io::Error::other(e.0))?;
-        line.clear();
-        if n > 0 {
-            line.push(b',');
-        }
-        line.push(b'[');
-        for c in 0..t.cells.len() {
-            if c > 0 {
-                line.push(b',');
-            }
-            match &t.cells[c] {
-                Some(r) => line.extend_from_slice(&t.bytes[r.clone()]),
-                None => line.extend_from_slice(b"null"),
-            }
-        }
-        line.push(b']');
-        w.write_all(&line)?;
+/// Writes `rows` as `{"rows": [[...], ...], "keys": [...]}`. The columns are found
+/// first, from every row's leaves in order, with nothing written; then each block of rows
+/// is written on whichever core is free ([`super::write_blocks`]), with the whole
+/// table's columns, as one pass over the rows would have written it.
+pub fn write_table<T: Serialize + Sync>(rows: &[T], mut w: impl Write) -> io::Result<()> {
+    let mut columns = Table {
+        finding_columns: true,
+        ..Table::default()
+    };
+    for r in rows {
+        columns.row(r)?;
     }
+    columns.finding_columns = false;
+    let found = columns.keys.len();
+    w.write_all(b"{\"rows\":[")?;
+    super::write_blocks(rows, &mut w, |first, block, text| {
+        let mut t = columns.clone();
+        for (k, r) in block.iter().enumerate() {
+            t.row(r)?;
+            if t.keys.len() != found {
+                return Err(io::Error::other(
+                    "a table row has other fields each time it is serialized",
+                ));
+            }
+            if first + k > 0 {
+                text.push(b',');
+            }
+            t.line(text);
+        }
+        Ok(())
+    })?;
     w.write_all(b"],\"keys\":")?;
-    serde_json::to_writer(&mut w, &t.keys).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut w, &columns.keys).map_err(io::Error::other)?;
     w.write_all(b"}")
 }
 
 /// The parent of the top-level fields.
 const ROOT: u32 = u32::MAX;
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Table {
     /// Column names, in the order first seen.
     keys: Vec<String>,
@@ -68,9 +71,35 @@ struct Table {
     /// a sixth of the table).
     trail: Vec<(u32, &'static str, u32)>,
     visit: usize,
+    /// Only columns are given to leaves: no text is made.
+    finding_columns: bool,
 }
 
 impl Table {
+    /// Serializes one row into `cells`.
+    fn row<T: Serialize>(&mut self, r: &T) -> io::Result<()> {
+        self.cells.clear();
+        self.bytes.clear();
+        self.visit = 0;
+        r.serialize(Node { t: self, node: ROOT })
+            .map_err(|e| io::Error::other(e.0))
+    }
+
+    /// Appends the row in `cells` as a JSON array.
+    fn line(&self, text: &mut Vec<u8>) {
+        text.push(b'[');
+        for (c, cell) in self.cells.iter().enumerate() {
+            if c > 0 {
+                text.push(b',');
+            }
+            match cell {
+                Some(r) => text.extend_from_slice(&self.bytes[r.clone()]),
+                None => text.extend_from_slice(b"null"),
+            }
+        }
+        text.push(b']');
+    }
+
     fn child(&mut self, parent: u32, field: &'static str) -> u32 {
         let at = self.visit;
         self.visit += 1;
@@ -109,6 +138,9 @@ impl Table {
             self.keys.push(key.clone());
             (self.keys.len() - 1) as u32
         }) as usize;
+        if self.finding_columns {
+            return Ok(());
+        }
         let start = self.bytes.len();
         write(&mut self.bytes)?;
         if self.cells.len() <= column {
@@ -310,7 +342,7 @@ seq!(
 
 /// The table [`write_table`] writes for `rows`, read back: its keys and its rows.
 #[cfg(test)]
-pub(crate) fn read_back<T: Serialize>(rows: &[T]) -> (Vec<String>, Vec<serde_json::Value>) {
+pub(crate) fn read_back<T: Serialize + Sync>(rows: &[T]) -> (Vec<String>, Vec<serde_json::Value>) {
     let mut json = Vec::new();
     write_table(rows, &mut json).unwrap();
     let t: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -405,6 +437,35 @@ mod tests {
             serde_json::json!(["c", null, 0.25, "v", null, "sampled_time", [], 1.0, "m", 7]),
             "NaN is null as serde_json writes it; a None in one row and a struct in another share no cell"
         );
+    }
+
+    // Blocks of rows are written apart, each with the columns of the whole table: a key
+    // first seen in a later block is still the last column, and only rows that have
+    // it reach it.
+    #[test]
+    fn blocks_share_the_columns_of_the_whole_table() {
+        let n = crate::report::BLOCK * crate::report::BLOCKS_AT_ONCE + 700;
+        let late = n - 300;
+        let rows: Vec<Row> = (0..n)
+            .map(|k| Row {
+                name: format!("f{k}"),
+                x: Some(k as f64),
+                inner: Inner { p: None, word: "w" },
+                maybe: None,
+                kind: Kind::SampledTime,
+                values: vec![],
+                late: (k == late).then_some(k as u32),
+            })
+            .collect();
+        let (keys, r) = read_back(&rows);
+        assert_eq!(keys.last().map(String::as_str), Some("late"));
+        assert_eq!(r.len(), n);
+        for (k, row) in r.iter().enumerate() {
+            let row = row.as_array().unwrap();
+            assert_eq!(row[0], serde_json::json!(format!("f{k}")), "row {k}");
+            assert_eq!(row.len(), if k == late { keys.len() } else { keys.len() - 1 }, "row {k}");
+        }
+        assert_eq!(r[late].as_array().unwrap().last(), Some(&serde_json::json!(late)));
     }
 
     #[test]
