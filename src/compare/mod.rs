@@ -656,16 +656,13 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
 
     // A function absent from a side has no samples in any of its repetitions.
     let absent_times = |v: &[value::Valued]| v.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect::<Vec<_>>();
-    // A function's samples in each repetition, of that repetition's busy samples.
-    let shares = |t: &[SampledTime], v: &[value::Valued]| {
-        t.iter()
-            .zip(v)
-            .map(|(t, v)| ShareCount {
-                count: t.samples,
-                total: v.busy_samples,
-            })
-            .collect::<Vec<_>>()
-    };
+    /// A function's samples in each repetition, of that repetition's busy samples.
+    fn shares<'a>(t: &'a [SampledTime], v: &'a [value::Valued]) -> impl ExactSizeIterator<Item = ShareCount> + 'a {
+        t.iter().zip(v).map(|(t, v)| ShareCount {
+            count: t.samples,
+            total: v.busy_samples,
+        })
+    }
     let (none_t1, none_t2) = (absent_times(v1), absent_times(v2));
     let pct = |t: f64, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
     let mut rows: Vec<FunctionDelta> = joined
@@ -692,7 +689,9 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
                 noise: Significance::unadjusted(stats::time_test(t1, t2), j.delta, repeated),
                 // In percentage points, as the share columns.
                 share_noise: Significance::unadjusted(
-                    stats::share_test(&shares(t1, v1), &shares(t2, v2)),
+                    stats::with_few(shares(t1, v1), |a| {
+                        stats::with_few(shares(t2, v2), |b| stats::share_test(a, b))
+                    }),
                     (share2 - share1) / 100.0,
                     repeated,
                 )

@@ -14,39 +14,50 @@ use std::fmt::Display;
 use std::io::{self, Write};
 use std::ops::Range;
 
-/// Writes `rows` as `{"rows": [[...], ...], "keys": [...]}`. The columns are found
-/// first, from every row's leaves in order, with nothing written; then each block of rows
-/// is written on whichever core is free ([`super::write_blocks`]), with the whole
-/// table's columns, as one pass over the rows would have written it.
+/// Writes `rows` as `{"rows": [[...], ...], "keys": [...]}`, blocks of rows on whichever
+/// core is free, as one pass over the rows would have written them. Each block of a
+/// round starts from the columns found before the round; the blocks are written in order
+/// up to the first that found a column, which is right (the blocks before it found
+/// none), and the next round starts after it, with its columns. A table's columns are
+/// found in its first rows: the first block is a round of its own, and later rounds
+/// seldom stop early.
 pub fn write_table<T: Serialize + Sync>(rows: &[T], mut w: impl Write) -> io::Result<()> {
-    let mut columns = Table {
-        finding_columns: true,
-        ..Table::default()
-    };
-    for r in rows {
-        columns.row(r)?;
-    }
-    columns.finding_columns = false;
-    let found = columns.keys.len();
+    use super::{BLOCK, BLOCKS_AT_ONCE};
+    use rayon::iter::{IndexedParallelIterator, ParallelIterator};
+    use rayon::slice::ParallelSlice;
+    let mut t = Table::default();
     w.write_all(b"{\"rows\":[")?;
-    super::write_blocks(rows, &mut w, |first, block, text| {
-        let mut t = columns.clone();
-        for (k, r) in block.iter().enumerate() {
-            t.row(r)?;
-            if t.keys.len() != found {
-                return Err(io::Error::other(
-                    "a table row has other fields each time it is serialized",
-                ));
+    let mut at = 0;
+    while at < rows.len() {
+        let round = if at == 0 { BLOCK } else { BLOCK * BLOCKS_AT_ONCE };
+        let known = t.keys.len();
+        let blocks: Vec<io::Result<(Vec<u8>, Table, usize)>> = rows[at..(at + round).min(rows.len())]
+            .par_chunks(BLOCK)
+            .enumerate()
+            .map(|(b, block)| {
+                let (mut t, mut text) = (t.clone(), Vec::new());
+                for (k, r) in block.iter().enumerate() {
+                    t.row(r)?;
+                    if at + b * BLOCK + k > 0 {
+                        text.push(b',');
+                    }
+                    t.line(&mut text);
+                }
+                Ok((text, t, block.len()))
+            })
+            .collect();
+        for block in blocks {
+            let (text, after, written) = block?;
+            w.write_all(&text)?;
+            at += written;
+            if after.keys.len() != known {
+                t = after;
+                break;
             }
-            if first + k > 0 {
-                text.push(b',');
-            }
-            t.line(text);
         }
-        Ok(())
-    })?;
+    }
     w.write_all(b"],\"keys\":")?;
-    serde_json::to_writer(&mut w, &columns.keys).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut w, &t.keys).map_err(io::Error::other)?;
     w.write_all(b"}")
 }
 
@@ -71,8 +82,6 @@ struct Table {
     /// a sixth of the table).
     trail: Vec<(u32, &'static str, u32)>,
     visit: usize,
-    /// Only columns are given to leaves: no text is made.
-    finding_columns: bool,
 }
 
 impl Table {
@@ -138,9 +147,6 @@ impl Table {
             self.keys.push(key.clone());
             (self.keys.len() - 1) as u32
         }) as usize;
-        if self.finding_columns {
-            return Ok(());
-        }
         let start = self.bytes.len();
         write(&mut self.bytes)?;
         if self.cells.len() <= column {
@@ -463,7 +469,11 @@ mod tests {
         for (k, row) in r.iter().enumerate() {
             let row = row.as_array().unwrap();
             assert_eq!(row[0], serde_json::json!(format!("f{k}")), "row {k}");
-            assert_eq!(row.len(), if k == late { keys.len() } else { keys.len() - 1 }, "row {k}");
+            assert_eq!(
+                row.len(),
+                if k == late { keys.len() } else { keys.len() - 1 },
+                "row {k}"
+            );
         }
         assert_eq!(r[late].as_array().unwrap().last(), Some(&serde_json::json!(late)));
     }

@@ -2,7 +2,7 @@
 //! sample counts (docs/formulas.md, "One run a side: the sampling error").
 
 use super::dist::{binomial_lower, binomial_upper, normal_two_sided_p};
-use super::{mean, NoiseTest, NotTested, Tested, Verdict, EXACT_BELOW};
+use super::{NoiseTest, NotTested, Tested, Verdict, EXACT_BELOW};
 
 /// One function in one run (or one repetition): its samples, and the run's totals.
 ///
@@ -77,7 +77,7 @@ impl SampledTime {
 }
 
 /// A count out of a total: a frame's (or a function's) samples of a run's CPU samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ShareCount {
     /// a: the frame's samples.
     pub count: u64,
@@ -116,7 +116,7 @@ pub fn multinomial_count_var(count: u64, total: u64) -> f64 {
 }
 
 /// One side's observation as the sampling test sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Counted {
     /// The count.
     pub count: u64,
@@ -161,7 +161,16 @@ pub fn exact_conditional_p(x1: u64, e1: f64, x2: u64, e2: f64) -> f64 {
         return 1.0;
     }
     let pi = e2 / (e1 + e2);
-    let tail = binomial_upper(x2, m, pi).min(binomial_lower(x2, m, pi));
+    // The two tails sum to 1 + P(X = x2): one under 1/2 is the smaller (by at least
+    // P(X = x2), far above their rounding), and the other is not computed. The tail on
+    // x2's side of the mean is tried first.
+    let (upper, lower) = (|| binomial_upper(x2, m, pi), || binomial_lower(x2, m, pi));
+    let (first, other): (&dyn Fn() -> f64, &dyn Fn() -> f64) = match x2 as f64 >= m as f64 * pi {
+        true => (&upper, &lower),
+        false => (&lower, &upper),
+    };
+    let first = first();
+    let tail = if first < 0.5 { first } else { first.min(other()) };
     (2.0 * tail).min(1.0)
 }
 
@@ -187,7 +196,8 @@ pub(super) fn sampling_test(a: &[Counted], b: &[Counted], degenerate: Degenerate
         (
             s.iter().map(|c| c.count).sum::<u64>(),
             s.iter().map(|c| c.exposure).sum::<f64>(),
-            mean(&s.iter().map(|c| c.value).collect::<Vec<_>>()),
+            // mean(), without a vector: s is not empty.
+            s.iter().map(|c| c.value).sum::<f64>() / k,
             s.iter().map(|c| c.var).sum::<f64>() / (k * k),
         )
     };
@@ -244,6 +254,26 @@ mod tests {
     // Unequal exposures: run 2 sampled at twice the rate (period 0.5 ms against 1 ms),
     // so equal times give run 2 twice the samples: pi = 2/3.
     // scipy 1.17.1: 2*min(binom.cdf(x, m, 2/3), binom.sf(x-1, m, 2/3)).
+    // Only the smaller tail is computed when it is under 1/2: the p-value is the one of
+    // both tails, bit for bit.
+    #[test]
+    fn the_exact_test_needs_one_tail_only_when_it_is_the_smaller() {
+        for m in (0..60u64).chain((100..super::super::EXACT_BELOW).step_by(113)) {
+            for x2 in 0..=m {
+                for (e1, e2) in [(1.0, 1.0), (3.0, 1.0), (1.0, 7.5), (1e6, 2e6), (0.0, 1.0), (5.0, 0.0)] {
+                    let both = if e1 + e2 <= 0.0 || m == 0 {
+                        1.0
+                    } else {
+                        let pi = e2 / (e1 + e2);
+                        (2.0 * binomial_upper(x2, m, pi).min(binomial_lower(x2, m, pi))).min(1.0)
+                    };
+                    let p = exact_conditional_p(m - x2, e1, x2, e2);
+                    assert_eq!(p.to_bits(), both.to_bits(), "x2 {x2} of {m}, exposures {e1} {e2}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn exact_test_with_exposures_matches_scipy() {
         close(exact_conditional_p(10, 1.0, 12, 2.0), 0.32629046697528963, 1e-11);

@@ -3,7 +3,7 @@
 
 use super::counts::{sampling_test, Counted, Degenerate, SampledTime, ShareCount};
 use super::dist::two_sided_p;
-use super::{mean, stddev, NoiseTest, NotTested, Tested, Verdict};
+use super::{mean, stddev, with_few, NoiseTest, NotTested, Tested, Verdict};
 
 fn sample_var(xs: &[f64]) -> f64 {
     stddev(xs).powi(2)
@@ -119,15 +119,21 @@ fn profile_test(a: &[Counted], b: &[Counted], degenerate: Degenerate) -> Verdict
 /// more repetitions. A function absent from a repetition is passed with zero samples and
 /// that run's totals.
 pub fn time_test(run1: &[SampledTime], run2: &[SampledTime]) -> Verdict {
-    let c = |s: &[SampledTime]| s.iter().map(Counted::from).collect::<Vec<_>>();
-    profile_test(&c(run1), &c(run2), Degenerate::NotTested)
+    with_few(run1.iter().map(Counted::from), |a| {
+        with_few(run2.iter().map(Counted::from), |b| {
+            profile_test(a, b, Degenerate::NotTested)
+        })
+    })
 }
 
 /// A share (a frame's or a function's samples of the run's CPU samples) in run 1 against
 /// run 2, each side one or more repetitions.
 pub fn share_test(run1: &[ShareCount], run2: &[ShareCount]) -> Verdict {
-    let c = |s: &[ShareCount]| s.iter().map(Counted::from).collect::<Vec<_>>();
-    profile_test(&c(run1), &c(run2), Degenerate::Exact)
+    with_few(run1.iter().map(Counted::from), |a| {
+        with_few(run2.iter().map(Counted::from), |b| {
+            profile_test(a, b, Degenerate::Exact)
+        })
+    })
 }
 
 /// A benchmark value (one per repetition) in run 1 against run 2, printed with
