@@ -339,7 +339,10 @@ mod tests {
         group.prepare(&mut sh);
         let mut child = sh.spawn().unwrap();
         let t0 = Instant::now();
-        while group.members().len() < 3 && t0.elapsed() < Duration::from_secs(10) {
+        // Until both sleeps run: a process between its fork and its exec (a copy of sh,
+        // then setsid) can be counted one moment and missed the next.
+        let sleeps = |m: &[Proc]| m.iter().filter(|p| p.comm == "sleep").count();
+        while sleeps(&group.members()) < 2 && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(10));
         }
         let members = group.members();
