@@ -131,8 +131,8 @@ impl Verdict {
     }
 }
 
-/// `f` of `items`, held on the stack when they are few, as a side's repetitions are: at
-/// 10^5 functions a vector for each test of each row was a fifth of the rows' making.
+/// `f` of `items`, held on the stack when they are few, as a side's repetitions are: the
+/// tests of each of 10^5 function rows made ten vectors a row.
 pub fn with_few<U: Copy + Default, R>(items: impl ExactSizeIterator<Item = U>, f: impl FnOnce(&[U]) -> R) -> R {
     const FEW: usize = 8;
     if items.len() <= FEW {
