@@ -458,6 +458,14 @@ pub fn compare_runs(
 }
 
 impl RunComparison {
+    /// Each test's function rows; None for a test of one run only.
+    pub fn function_rows(&self) -> impl Iterator<Item = Option<&[super::FunctionDelta]>> {
+        self.tests.iter().map(|t| match &t.outcome {
+            TestOutcome::Compared { profile, .. } => Some(&profile.rows[..]),
+            TestOutcome::OnlyIn { .. } => None,
+        })
+    }
+
     /// A copy without the tests' function rows ([`ProfileComparison::without_rows`]).
     pub fn without_function_rows(&self) -> Self {
         let tests = self

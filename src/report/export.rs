@@ -87,7 +87,7 @@ fn push_f64(buf: &mut Vec<u8>, x: f64) {
 /// Whether `x` can lie halfway between two decimals of 16 or 17 significant digits:
 /// only if its exact decimal has at most 18. Most values with that many digits are
 /// quotients whose exact decimals have dozens, and zmij's digits are core's: checking
-/// this costs a multiplication where formatting them twice cost a sixth of results.csv.
+/// this costs a multiplication, where each of them was formatted twice.
 /// x = m·2^-k with m odd has as many significant digits as m·5^k (which 10 does not
 /// divide); a whole x may be a tie from 2^53 on and is left to core.
 fn may_be_halfway(x: f64) -> bool {
@@ -462,14 +462,7 @@ pub fn write_json(r: &RunComparison, mut out: impl Write) -> io::Result<()> {
     const HOLE: &[u8] = b"\"rows\": []";
     // root → tests → test → outcome → profile → rows → a row.
     const DEPTH: usize = 6;
-    let rows: Vec<&[FunctionDelta]> = r
-        .tests
-        .iter()
-        .filter_map(|t| match &t.outcome {
-            TestOutcome::Compared { profile, .. } => Some(&profile.rows[..]),
-            TestOutcome::OnlyIn { .. } => None,
-        })
-        .collect();
+    let rows: Vec<&[FunctionDelta]> = r.function_rows().flatten().collect();
     let mut rest = Vec::new();
     write_rows_per_line(&r.without_function_rows(), DEPTH, &mut rest)?;
     let holes: Vec<usize> = memchr::memmem::find_iter(&rest, HOLE).collect();
@@ -500,97 +493,80 @@ pub fn write_json(r: &RunComparison, mut out: impl Write) -> io::Result<()> {
 }
 
 /// A function row of results.json as `serde_json::to_writer` writes it, made by hand: its
-/// keys are constants and its numbers go to zmij directly, where serde_json escaped every
-/// key again for each of 10^5 rows (upcmp's CPU time at 10^5 functions 0.58 s -> 0.53 s). The enums
-/// are written by serde, so their names have one source; a test holds the whole row to
-/// serde_json's text for rows of every shape, and fails when a field is added to the row
-/// or its tests without being added here.
+/// keys need no escape and its numbers go to zmij directly, where serde_json escaped every
+/// key again for each of 10^5 rows (upcmp's CPU time at 10^5 functions 0.58 s -> 0.53
+/// s). Strings and enums are written by serde, so their names have one source; a test
+/// holds the whole row to serde_json's text for rows of every shape, and fails when a
+/// field is added to the row or its tests without being added here.
 fn push_function_row(b: &mut Vec<u8>, f: &FunctionDelta) -> io::Result<()> {
-    b.extend_from_slice(b"{\"function\":");
-    push_json_str(b, &f.function)?;
-    b.extend_from_slice(b",\"run1\":");
-    push_json_opt(b, f.run1);
-    b.extend_from_slice(b",\"run2\":");
-    push_json_opt(b, f.run2);
-    b.extend_from_slice(b",\"delta\":");
-    push_json_f64(b, f.delta);
-    b.extend_from_slice(b",\"delta_pct_of_run1_cpu\":");
-    push_json_f64(b, f.delta_pct_of_run1_cpu);
-    b.extend_from_slice(b",\"run1_pct_of_cpu\":");
-    push_json_f64(b, f.run1_pct_of_cpu);
-    b.extend_from_slice(b",\"run2_pct_of_cpu\":");
-    push_json_f64(b, f.run2_pct_of_cpu);
-    b.extend_from_slice(b",\"run1_sd_pct\":");
-    push_json_opt(b, f.run1_sd_pct);
-    b.extend_from_slice(b",\"run2_sd_pct\":");
-    push_json_opt(b, f.run2_sd_pct);
-    b.extend_from_slice(b",\"noise\":");
-    push_significance(b, &f.noise)?;
-    b.extend_from_slice(b",\"share_noise\":");
-    push_significance(b, &f.share_noise)?;
-    b.extend_from_slice(b",\"above_cutoff\":");
-    push_json_bool(b, f.above_cutoff);
-    b.extend_from_slice(b",\"listed\":");
-    push_json_bool(b, f.listed);
-    b.push(b'}');
+    let mut o = JsonObject(b, b'{');
+    push_serde(o.key("function"), &f.function)?;
+    push_json_opt(o.key("run1"), f.run1);
+    push_json_opt(o.key("run2"), f.run2);
+    push_json_f64(o.key("delta"), f.delta);
+    push_json_f64(o.key("delta_pct_of_run1_cpu"), f.delta_pct_of_run1_cpu);
+    push_json_f64(o.key("run1_pct_of_cpu"), f.run1_pct_of_cpu);
+    push_json_f64(o.key("run2_pct_of_cpu"), f.run2_pct_of_cpu);
+    push_json_opt(o.key("run1_sd_pct"), f.run1_sd_pct);
+    push_json_opt(o.key("run2_sd_pct"), f.run2_sd_pct);
+    push_significance(o.key("noise"), &f.noise)?;
+    push_significance(o.key("share_noise"), &f.share_noise)?;
+    push_serde(o.key("above_cutoff"), &f.above_cutoff)?;
+    push_serde(o.key("listed"), &f.listed)?;
+    o.end();
     Ok(())
 }
 
 fn push_significance(b: &mut Vec<u8>, s: &Significance) -> io::Result<()> {
-    b.extend_from_slice(b"{\"method\":");
-    push_serde(b, &s.method)?;
-    b.extend_from_slice(b",\"test\":");
-    push_serde(b, &s.test)?;
-    b.extend_from_slice(b",\"not_tested\":");
-    push_serde(b, &s.not_tested)?;
-    b.extend_from_slice(b",\"delta\":");
-    push_json_f64(b, s.delta);
-    b.extend_from_slice(b",\"se\":");
-    push_json_opt(b, s.se);
-    b.extend_from_slice(b",\"df\":");
-    push_json_opt(b, s.df);
-    b.extend_from_slice(b",\"ci95\":");
-    push_json_opt(b, s.ci95);
-    b.extend_from_slice(b",\"p_value\":");
-    push_json_opt(b, s.p_value);
-    b.extend_from_slice(b",\"q_value\":");
-    push_json_opt(b, s.q_value);
-    b.extend_from_slice(b",\"sampling_only\":");
-    push_json_bool(b, s.sampling_only);
-    b.extend_from_slice(b",\"significant\":");
-    push_json_bool(b, s.significant);
-    b.extend_from_slice(b",\"verdict\":");
-    push_serde(b, &s.verdict)?;
-    b.extend_from_slice(b",\"detectable\":");
+    let mut o = JsonObject(b, b'{');
+    push_serde(o.key("method"), &s.method)?;
+    push_serde(o.key("test"), &s.test)?;
+    push_serde(o.key("not_tested"), &s.not_tested)?;
+    push_json_f64(o.key("delta"), s.delta);
+    push_json_opt(o.key("se"), s.se);
+    push_json_opt(o.key("df"), s.df);
+    push_json_opt(o.key("ci95"), s.ci95);
+    push_json_opt(o.key("p_value"), s.p_value);
+    push_json_opt(o.key("q_value"), s.q_value);
+    push_serde(o.key("sampling_only"), &s.sampling_only)?;
+    push_serde(o.key("significant"), &s.significant)?;
+    push_serde(o.key("verdict"), &s.verdict)?;
     match s.detectable {
         Some(d) => {
-            b.extend_from_slice(b"{\"observed\":");
-            push_json_f64(b, d.observed);
-            b.extend_from_slice(b",\"true_change_80\":");
-            push_json_f64(b, d.true_change_80);
-            b.push(b'}');
+            let mut inner = JsonObject(o.key("detectable"), b'{');
+            push_json_f64(inner.key("observed"), d.observed);
+            push_json_f64(inner.key("true_change_80"), d.true_change_80);
+            inner.end();
         }
-        None => b.extend_from_slice(b"null"),
+        None => o.key("detectable").extend_from_slice(b"null"),
     }
-    b.push(b'}');
+    o.end();
     Ok(())
 }
 
-/// An enum of a row, written by serde_json: its names have one source.
-fn push_serde(b: &mut Vec<u8>, v: &impl serde::Serialize) -> io::Result<()> {
-    serde_json::to_writer(b, v).map_err(io::Error::other)
+/// A compact JSON object made key by key; the byte before the next key (`{`, then `,`).
+struct JsonObject<'b>(&'b mut Vec<u8>, u8);
+
+impl JsonObject<'_> {
+    /// Writes `key` (a field's name: nothing to escape) and gives the text for its value.
+    fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        self.0.push(self.1);
+        self.1 = b',';
+        self.0.push(b'"');
+        self.0.extend_from_slice(key.as_bytes());
+        self.0.extend_from_slice(b"\":");
+        self.0
+    }
+
+    fn end(self) {
+        self.0.push(b'}');
+    }
 }
 
-/// A JSON string as serde_json writes it: it escapes `"`, `\` and control characters.
-fn push_json_str(b: &mut Vec<u8>, s: &str) -> io::Result<()> {
-    if s.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') {
-        serde_json::to_writer(b, s).map_err(io::Error::other)
-    } else {
-        b.push(b'"');
-        b.extend_from_slice(s.as_bytes());
-        b.push(b'"');
-        Ok(())
-    }
+/// A value written by serde_json (a string, an enum, a flag): its escapes and its names
+/// have one source.
+fn push_serde(b: &mut Vec<u8>, v: &impl serde::Serialize) -> io::Result<()> {
+    serde_json::to_writer(b, v).map_err(io::Error::other)
 }
 
 /// A number as serde_json writes it: zmij's shortest digits, null when not finite.
@@ -607,10 +583,6 @@ fn push_json_opt(b: &mut Vec<u8>, x: Option<f64>) {
         Some(x) => push_json_f64(b, x),
         None => b.extend_from_slice(b"null"),
     }
-}
-
-fn push_json_bool(b: &mut Vec<u8>, x: bool) {
-    b.extend_from_slice(if x { b"true" } else { b"false" });
 }
 
 /// `value` as JSON, indented as serde_json's pretty printer does for containers at most

@@ -22,30 +22,24 @@ use std::ops::Range;
 /// found in its first rows: the first block is a round of its own, and later rounds
 /// seldom stop early.
 pub fn write_table<T: Serialize + Sync>(rows: &[T], mut w: impl Write) -> io::Result<()> {
-    use super::{BLOCK, BLOCKS_AT_ONCE};
-    use rayon::iter::{IndexedParallelIterator, ParallelIterator};
-    use rayon::slice::ParallelSlice;
+    use super::{in_blocks, BLOCK, BLOCKS_AT_ONCE};
     let mut t = Table::default();
     w.write_all(b"{\"rows\":[")?;
     let mut at = 0;
     while at < rows.len() {
         let round = if at == 0 { BLOCK } else { BLOCK * BLOCKS_AT_ONCE };
         let known = t.keys.len();
-        let blocks: Vec<io::Result<(Vec<u8>, Table, usize)>> = rows[at..(at + round).min(rows.len())]
-            .par_chunks(BLOCK)
-            .enumerate()
-            .map(|(b, block)| {
-                let (mut t, mut text) = (t.clone(), Vec::new());
-                for (k, r) in block.iter().enumerate() {
-                    t.row(r)?;
-                    if at + b * BLOCK + k > 0 {
-                        text.push(b',');
-                    }
-                    t.line(&mut text);
+        let blocks = in_blocks(&rows[at..(at + round).min(rows.len())], at, |first, block| {
+            let (mut t, mut text) = (t.clone(), Vec::new());
+            for (k, r) in block.iter().enumerate() {
+                t.row(r)?;
+                if first + k > 0 {
+                    text.push(b',');
                 }
-                Ok((text, t, block.len()))
-            })
-            .collect();
+                t.line(&mut text);
+            }
+            Ok::<_, io::Error>((text, t, block.len()))
+        });
         for block in blocks {
             let (text, after, written) = block?;
             w.write_all(&text)?;

@@ -164,14 +164,7 @@ impl<W: Write> Write for ScriptSafe<W> {
 /// written one by one, never held as JSON values all at once.
 fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Result<()> {
     let stripped = cmp.without_function_rows();
-    let rows: Vec<Option<&[FunctionDelta]>> = cmp
-        .tests
-        .iter()
-        .map(|t| match &t.outcome {
-            TestOutcome::Compared { profile, .. } => Some(&profile.rows[..]),
-            TestOutcome::OnlyIn { .. } => None,
-        })
-        .collect();
+    let rows: Vec<Option<&[FunctionDelta]>> = cmp.function_rows().collect();
     let mut w = ScriptSafe(out);
     write!(
         w,

@@ -24,25 +24,30 @@ use std::io::{self, Write};
 pub(crate) const BLOCK: usize = 512;
 pub(crate) const BLOCKS_AT_ONCE: usize = 8;
 
+/// `make(index of its first row, block)` for each block of `BLOCK` rows of `rows`, in
+/// order, made on whichever core is free; `first` is the index of `rows[0]`.
+pub(crate) fn in_blocks<T: Sync, R: Send>(rows: &[T], first: usize, make: impl Fn(usize, &[T]) -> R + Sync) -> Vec<R> {
+    rows.par_chunks(BLOCK)
+        .enumerate()
+        .map(|(b, block)| make(first + b * BLOCK, block))
+        .collect()
+}
+
 /// Writes `rows` in order, each block of them made by `make(index of its first row,
-/// block, text)` on whichever core is free. results.json, results.csv and the page are
-/// written side by side, each on a thread of its own, and the function rows are most of
-/// their text: made in blocks, they keep both cores busy until the last file is done
-/// (before, one core was idle while the longest file was still written).
+/// block, text)` ([`in_blocks`]), `BLOCKS_AT_ONCE` at a time. results.json, results.csv
+/// and the page are written side by side, each on a thread of its own, and the function
+/// rows are most of their text: made in blocks, they keep both cores busy until the last
+/// file is done (before, one core was idle while the longest file was still written).
 pub(crate) fn write_blocks<T: Sync>(
     rows: &[T],
     out: &mut impl Write,
     make: impl Fn(usize, &[T], &mut Vec<u8>) -> io::Result<()> + Sync,
 ) -> io::Result<()> {
     for (w, window) in rows.chunks(BLOCK * BLOCKS_AT_ONCE).enumerate() {
-        let blocks: Vec<io::Result<Vec<u8>>> = window
-            .par_chunks(BLOCK)
-            .enumerate()
-            .map(|(b, block)| {
-                let mut text = Vec::new();
-                make((w * BLOCKS_AT_ONCE + b) * BLOCK, block, &mut text).map(|()| text)
-            })
-            .collect();
+        let blocks = in_blocks(window, w * BLOCK * BLOCKS_AT_ONCE, |first, block| {
+            let mut text = Vec::new();
+            make(first, block, &mut text).map(|()| text)
+        });
         for text in blocks {
             out.write_all(&text?)?;
         }
