@@ -73,14 +73,4 @@ pub(crate) fn run_symbols(run: &Path) -> Result<KernelSymbols, String> {
     KernelSymbols::from_kallsyms_file(&k).map_err(|e| filter_error(&k, &e.to_string()))
 }
 
-/// Returns the memory freed so far to the system. The imports run on threads of their
-/// own, and the C allocator keeps each thread's freed memory for reuse: what two imports
-/// of 10^6 samples freed (read buffers, symbol tables, per-address maps) would stay
-/// resident through the comparison that follows.
-pub(crate) fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
+pub(crate) use crate::model::give_back_freed_memory;

@@ -182,16 +182,25 @@ impl StackTree {
             let column = if run == 0 { i } else { k1 + i };
             // Each name is interned once, not once per frame of every stack.
             let ids: Vec<u32> = p.names().iter().map(|n| d.intern(n)).collect();
-            for (s, c) in p.stacks() {
-                let mut node = 0;
-                d.nodes[0].inclusive[run] += c;
-                d.per_repetition[column] += c;
-                for &f in s {
-                    node = d.child(node, ids[f as usize]);
-                    d.nodes[node].inclusive[run] += c;
-                    d.per_repetition[node * k + column] += c;
+            // In order, a stack shares its first frames with the one before it: only the
+            // rest are looked up, and the nodes of one subtree are made side by side.
+            let mut stacks: Vec<(&[u32], u64)> = p.stacks().collect();
+            stacks.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            // The nodes of the previous stack's frames, root first.
+            let mut path: Vec<usize> = Vec::new();
+            let mut previous: &[u32] = &[];
+            for (s, c) in stacks {
+                let common = s.iter().zip(previous).take_while(|(a, b)| a == b).count();
+                path.truncate(common);
+                for &f in &s[common..] {
+                    let node = d.child(path.last().copied().unwrap_or(0), ids[f as usize]);
+                    path.push(node);
                 }
-                d.nodes[node].leaf[run] += c;
+                previous = s;
+                // Only where the stack ends: `finish` sums each node's subtree once.
+                let leaf = path.last().copied().unwrap_or(0);
+                d.nodes[leaf].leaf[run] += c;
+                d.per_repetition[leaf * k + column] += c;
             }
         }
     }
@@ -201,6 +210,22 @@ impl StackTree {
     /// test, made when asked for. The root is every sample of both runs: nothing to test.
     pub fn finish(self) -> StackDiff {
         let mut d = self.0;
+        // Until now each node held the samples of the stacks ending there; a parent
+        // is made before its children, so in reverse every subtree is summed before
+        // its root is added to its parent.
+        let k = d.repetition_samples[0].len() + d.repetition_samples[1].len();
+        for n in 0..d.nodes.len() {
+            d.nodes[n].inclusive = d.nodes[n].leaf;
+        }
+        for n in (1..d.nodes.len()).rev() {
+            let (parent, inclusive) = (d.nodes[n].parent, d.nodes[n].inclusive);
+            for (sum, add) in d.nodes[parent].inclusive.iter_mut().zip(inclusive) {
+                *sum += add;
+            }
+            for c in 0..k {
+                d.per_repetition[parent * k + c] += d.per_repetition[n * k + c];
+            }
+        }
         let members: Vec<usize> = (1..d.nodes.len()).filter(|&n| d.in_family(n)).collect();
         let mut changes: Vec<ShareChange> = members.iter().map(|&n| d.test(n)).collect();
         adjust(changes.iter_mut());
@@ -514,11 +539,11 @@ pub struct FunctionChange {
     pub callees: Vec<ArcChange>,
 }
 
-/// The `top` functions whose inclusive share changed most (those that stand out in the
+/// The `top_n` functions whose inclusive share changed most (those that stand out in the
 /// family of every function at or above [`FRAME_CUTOFF_PCT`]), with their callers and
 /// callees; each side is one call graph per repetition. The self and arc changes shown
 /// are a second family.
-pub fn changed_functions(before: &[CallGraph], after: &[CallGraph], top: usize) -> Vec<FunctionChange> {
+pub fn changed_functions(before: &[CallGraph], after: &[CallGraph], top_n: usize) -> Vec<FunctionChange> {
     let (ids1, ids2): (Vec<_>, Vec<_>) = (
         before.iter().map(GraphIndex::of).collect(),
         after.iter().map(GraphIndex::of).collect(),
@@ -543,16 +568,24 @@ pub fn changed_functions(before: &[CallGraph], after: &[CallGraph], top: usize) 
     let total = |g: &CallGraph, i: usize| g.total_samples[i];
     let selfs = |g: &CallGraph, i: usize| g.self_samples[i];
     let mut inclusive: Vec<(&str, ShareChange)> = names
-        .iter()
+        .par_iter()
         .map(|&f| {
             let c = ShareChange::test(&side(before, &ids1, f, total), &side(after, &ids2, f, total));
             (f, c)
         })
         .collect();
     adjust(inclusive.iter_mut().map(|(_, c)| c));
-    let mut out: Vec<FunctionChange> = inclusive
+    let mut top: Vec<(&str, ShareChange)> = inclusive.into_iter().filter(|(_, c)| c.stands_out()).collect();
+    top.sort_by(|a, b| {
+        b.1.delta_pct
+            .abs()
+            .total_cmp(&a.1.delta_pct.abs())
+            .then_with(|| a.0.cmp(b.0))
+    });
+    top.truncate(top_n);
+    // Self times and arcs only of the functions shown: each costs a table of its arcs.
+    let mut out: Vec<FunctionChange> = top
         .into_iter()
-        .filter(|(_, c)| c.stands_out())
         .map(|(f, inclusive)| FunctionChange {
             function: f.to_string(),
             inclusive,
@@ -561,14 +594,6 @@ pub fn changed_functions(before: &[CallGraph], after: &[CallGraph], top: usize) 
             callees: arc_changes((before, &ids1), (after, &ids2), f, false),
         })
         .collect();
-    out.sort_by(|a, b| {
-        b.inclusive
-            .delta_pct
-            .abs()
-            .total_cmp(&a.inclusive.delta_pct.abs())
-            .then_with(|| a.function.cmp(&b.function))
-    });
-    out.truncate(top);
     adjust(out.iter_mut().flat_map(|f| {
         std::iter::once(&mut f.self_time)
             .chain(f.callers.iter_mut().map(|a| &mut a.change))
@@ -709,7 +734,7 @@ impl PreparedStacks {
     /// profile is dropped once its stacks without idle ones are made. The comparison
     /// builds the rest beside its frame tree.
     pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet) -> Self {
-        Self::busy(profiles.into_iter().map(|p| p.without_idle(idle)).collect())
+        Self::busy(profiles.into_iter().map(|p| p.into_without_idle(idle)).collect())
     }
 
     /// The side of profiles without idle stacks, nothing else made yet.
@@ -768,6 +793,7 @@ pub fn compare_prepared(test: &str, before: PreparedStacks, after: PreparedStack
             changed_functions(&g1, &g2, TOP_FUNCTIONS)
         },
     );
+    crate::model::drop_aside((before, after));
     TestStacks {
         test: test.to_string(),
         diff,

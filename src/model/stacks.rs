@@ -78,6 +78,31 @@ fn is_truncated(names: &[String], stack: &[u32]) -> bool {
     stack.iter().take(2).any(|&f| names[f as usize] == TRUNCATED_FRAME)
 }
 
+/// Which stacks a profile without idle ones keeps, by frame id: see
+/// [`StackProfile::busy_stacks`].
+struct BusyStacks {
+    /// Samples per unit of weight of the whole profile.
+    scale: f64,
+    /// Whether each frame is an idle function.
+    idle: Vec<bool>,
+    /// Whether each frame is [`TRUNCATED_FRAME`].
+    truncated: Vec<bool>,
+}
+
+impl BusyStacks {
+    /// The samples of the stack `s` weighing `w` and whether it was truncated (as
+    /// [`is_truncated`]), if kept: its leaf is not idle and it weighs a sample or more
+    /// (as [`StackProfile::add_weighted`] keeps only those).
+    fn kept(&self, s: &[u32], w: u64) -> Option<(u64, bool)> {
+        let leaf = *s.last().expect("stacks are not empty");
+        if self.idle[leaf as usize] {
+            return None;
+        }
+        let c = (w as f64 * self.scale).round() as u64;
+        (c > 0).then(|| (c, s.iter().take(2).any(|&f| self.truncated[f as usize])))
+    }
+}
+
 impl StackProfile {
     /// The id of frame `name`, interning it.
     pub fn intern(&mut self, name: &str) -> u32 {
@@ -265,26 +290,57 @@ impl StackProfile {
     /// The same profile without the stacks whose leaf is an idle function: what is left
     /// is CPU time, as upcmp counts it.
     pub fn without_idle(&self, idle: &IdleSet) -> StackProfile {
-        let scale = self.per_weight();
+        let busy = self.busy_stacks(idle);
         let mut p = StackProfile {
             names: self.names.clone(),
             ids: self.ids.clone(),
             truncated: 0,
             lost: self.lost,
-            scale: Some(scale),
+            scale: Some(busy.scale),
             ..Default::default()
         };
         for (s, w) in self.weighted_stacks() {
-            let leaf = self.name(*s.last().expect("stacks are not empty"));
-            if !idle.contains(leaf) {
-                let c = (w as f64 * scale).round() as u64;
+            if let Some((c, truncated)) = busy.kept(s, w) {
                 p.add_weighted(s, c, w);
-                if is_truncated(&self.names, s) {
-                    p.truncated += c;
-                }
+                p.truncated += c * u64::from(truncated);
             }
         }
         p
+    }
+
+    /// [`without_idle`](Self::without_idle) of a profile given up: its stacks are
+    /// filtered where they are, not copied into a new table (a comparison's side is made
+    /// from the profile just read, which nothing else needs).
+    pub fn into_without_idle(mut self, idle: &IdleSet) -> StackProfile {
+        let busy = self.busy_stacks(idle);
+        let (mut samples, mut weight, mut truncated) = (0u64, 0u64, 0u64);
+        self.stacks.retain(|s, w| match busy.kept(s, *w) {
+            Some((c, t)) => {
+                samples = samples.saturating_add(c);
+                weight = weight.saturating_add(*w);
+                truncated += c * u64::from(t);
+                true
+            }
+            None => false,
+        });
+        self.stacks.shrink_to_fit();
+        StackProfile {
+            samples,
+            weight,
+            truncated,
+            scale: Some(busy.scale),
+            ..self
+        }
+    }
+
+    /// What decides which stacks [`without_idle`](Self::without_idle) keeps, each
+    /// frame's name asked about once rather than once per stack.
+    fn busy_stacks(&self, idle: &IdleSet) -> BusyStacks {
+        BusyStacks {
+            scale: self.per_weight(),
+            idle: self.names.iter().map(|n| idle.contains(n)).collect(),
+            truncated: self.names.iter().map(|n| n == TRUNCATED_FRAME).collect(),
+        }
     }
 
     /// The same profile without each stack's root frame, the command upsrun roots its
@@ -691,5 +747,40 @@ mod tests {
         // b (2 samples) is below 3: cut, its samples stay with a; z is a root and stays.
         assert_eq!(p.folded_lines_pruned(3), ["a 4", "a;e 10", "z 1"]);
         assert_eq!(p.folded_lines_pruned(1), p.folded_lines());
+    }
+
+    #[test]
+    fn a_profile_given_up_loses_its_idle_stacks_as_a_copy_does() {
+        let mut p = StackProfile::default();
+        let [cmd, work, idle, trunc, rare] = ["cmd", "work", "idle", TRUNCATED_FRAME, "rare"].map(|n| p.intern(n));
+        // Weights are not samples: 5 samples over 3100 units, so a stack of 100 units
+        // rounds to no sample and is left out (one of no samples is not added at all).
+        p.add_weighted(&[cmd, work], 2, 2000);
+        p.add_weighted(&[cmd, idle], 1, 500);
+        p.add_weighted(&[cmd, trunc, work], 1, 500);
+        p.add_weighted(&[cmd, rare], 0, 100);
+        p.add_weighted(&[rare], 1, 100);
+        p.lost = 3;
+        let idle_set = IdleSet::new(vec!["idle".into()]);
+        let copy = p.without_idle(&idle_set);
+        let given_up = p.into_without_idle(&idle_set);
+        let sorted = |p: &StackProfile| {
+            let mut v: Vec<(Vec<u32>, u64)> = p.weighted_stacks().map(|(s, w)| (s.to_vec(), w)).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(&given_up), sorted(&copy));
+        assert_eq!(
+            sorted(&given_up),
+            [(vec![cmd, work], 2000), (vec![cmd, trunc, work], 500)]
+        );
+        assert_eq!(given_up.folded_lines(), copy.folded_lines());
+        assert_eq!(
+            (given_up.samples, given_up.weight, given_up.truncated, given_up.lost),
+            (copy.samples, copy.weight, copy.truncated, copy.lost)
+        );
+        assert_eq!((copy.samples, copy.truncated, copy.lost), (4, 1, 3));
+        assert_eq!(given_up.scale, copy.scale);
+        assert_eq!(given_up.names(), copy.names());
     }
 }
