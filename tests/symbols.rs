@@ -483,6 +483,41 @@ fn user_elf_symbols_resolve_file_offsets_like_nm() {
 }
 
 #[test]
+fn user_elf_labels_and_long_names_are_kept_as_perf_keeps_them() {
+    let d = tempfile::tempdir().unwrap();
+    // Past the 256 bytes a name is read in at a time.
+    let long = format!("f_{}", "long_name_".repeat(30));
+    let src = d.path().join("labels.c");
+    std::fs::write(
+        &src,
+        format!(
+            "__asm__(\".text\\n.globl asm_entry\\nasm_entry:\\n nop\\n nop\\n\
+             .globl hidden_label\\n.hidden hidden_label\\nhidden_label:\\n nop\\n nop\\n\
+             \\\"$x\\\":\\n nop\\n nop\\n\
+             .globl asm_end\\n.type asm_end,@function\\nasm_end:\\n ret\\n.size asm_end, 1\\n\");\n\
+             int {long}(int x) {{ return x * 3; }}\n\
+             int main(int argc, char **argv) {{ (void)argv; return {long}(argc); }}\n"
+        ),
+    )
+    .unwrap();
+    let elf = d.path().join("labels");
+    run(Command::new("gcc")
+        .args(["-O1", "-fno-inline", "-o"])
+        .arg(&elf)
+        .arg(&src));
+    let syms = ElfSymbols::from_file(&elf).unwrap();
+    let nm = nm(&elf);
+    let at = |name: &str| syms.resolve_offset(file_offset_of(&elf, nm[name].0));
+    // An untyped label in code is a function; a hidden one and an ARM-style mapping
+    // symbol are not, so the label before them runs on over them.
+    assert_eq!(at("asm_entry").as_deref(), Some("asm_entry"));
+    assert_eq!(at("hidden_label").as_deref(), Some("asm_entry"));
+    assert_eq!(at("$x").as_deref(), Some("asm_entry"));
+    assert_eq!(at("asm_end").as_deref(), Some("asm_end"));
+    assert_eq!(at(&long).as_deref(), Some(long.as_str()));
+}
+
+#[test]
 fn plt_entries_are_named_like_objdump_names_them() {
     let d = tempfile::tempdir().unwrap();
     let src = d.path().join("plt.c");

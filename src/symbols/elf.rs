@@ -3,50 +3,113 @@
 use super::kernel::{Binding, Builder, Span};
 use super::ranges::RangeNames;
 use super::SymbolError;
-use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+use object::read::elf::{ElfFile, FileHeader, SectionHeader as _, Sym as _};
+use object::{Object, ObjectSymbol as _};
 use std::borrow::Cow;
 use std::path::Path;
 
-/// The name and binding of an ELF symbol perf keeps as a function: a defined function, or
-/// a label in code (entry points written in assembly, such as `_start`, often have no
-/// type); never an unnamed symbol or an ARM mapping symbol (`$x`, `$d`). Code is told by
-/// the section's flag, not its kind: a separate debug file's code sections are NOBITS.
-pub(super) fn code_symbol<'d>(file: &object::File<'d>, sym: &object::Symbol<'d, '_>) -> Option<(&'d str, Binding)> {
-    let SymbolSection::Section(index) = sym.section() else {
-        return None;
-    };
-    let in_code = || {
-        file.section_by_index(index).is_ok_and(|s| {
-            matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
-        })
-    };
-    // The name is read (and checked as UTF-8) only for a symbol kept.
-    if sym.kind() != SymbolKind::Text && !(is_label(sym) && in_code()) {
-        return None;
-    }
-    let name = sym.name().ok()?;
-    if name.is_empty() || name.starts_with('$') {
-        return None;
-    }
-    let binding = if sym.is_weak() {
-        Binding::Weak
-    } else if sym.is_global() {
-        Binding::Global
-    } else {
-        Binding::Local
-    };
-    Some((name, binding))
+/// An ELF symbol perf keeps as a function (see [`code_symbols`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CodeSymbol {
+    pub start: u64,
+    pub size: u64,
+    pub binding: Binding,
+    /// Where its name starts in the file: a NUL-terminated string, not yet read (a
+    /// large library's names take tens of MB, of which a profile names a few thousand).
+    pub name_at: usize,
 }
 
-/// perf's `elf_sym__is_label`: an untyped symbol that is not hidden or internal.
-fn is_label(sym: &object::Symbol<'_, '_>) -> bool {
-    match sym.flags() {
-        object::SymbolFlags::Elf { st_info, st_other } => {
-            st_info & 0xf == object::elf::STT_NOTYPE
-                && !matches!(st_other & 3, object::elf::STV_HIDDEN | object::elf::STV_INTERNAL)
-        }
-        _ => sym.kind() == SymbolKind::Label,
+/// The symbols of `file`'s `.symtab` (`.dynsym` when `dynamic`) that perf keeps as
+/// functions, in table order: a defined function, or a label in code (entry points
+/// written in assembly, such as `_start`, often have no type); never an unnamed symbol or
+/// an ARM mapping symbol (`$x`, `$d`). Code is told by the section's flag, not its kind:
+/// a separate debug file's code sections are NOBITS. Gives where the table's names lie in
+/// the file (`None`: the table has none to read).
+///
+/// The table is read as ELF lays it out, without a name read or checked per symbol: of
+/// a name, only its first byte is looked at here.
+pub(super) fn code_symbols(
+    file: &object::File<'_>,
+    dynamic: bool,
+    each: impl FnMut(CodeSymbol),
+) -> Option<std::ops::Range<usize>> {
+    match file {
+        object::File::Elf32(elf) => code_symbols_of(elf, dynamic, each),
+        object::File::Elf64(elf) => code_symbols_of(elf, dynamic, each),
+        _ => None,
     }
+}
+
+fn code_symbols_of<'d, Elf: FileHeader<Endian = object::Endianness>>(
+    elf: &ElfFile<'d, Elf>,
+    dynamic: bool,
+    mut each: impl FnMut(CodeSymbol),
+) -> Option<std::ops::Range<usize>> {
+    use object::elf::{
+        SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, SHN_XINDEX, STB_LOCAL, STB_WEAK, STT_FUNC, STT_GNU_IFUNC,
+        STT_NOTYPE, STV_HIDDEN, STV_INTERNAL,
+    };
+    let endian = elf.endian();
+    let data = elf.data();
+    let table = match dynamic {
+        true => elf.elf_dynamic_symbol_table(),
+        false => elf.elf_symbol_table(),
+    };
+    let sections = elf.elf_section_table();
+    let in_code: Vec<bool> = sections
+        .iter()
+        .map(|s| s.sh_flags(endian).into() & u64::from(object::elf::SHF_EXECINSTR) != 0)
+        .collect();
+    let (at, size) = sections.section(table.string_section()).ok()?.file_range(endian)?;
+    let names = usize::try_from(at).ok()?..usize::try_from(at.checked_add(size)?).ok()?.min(data.len());
+    // Entry 0 is the null symbol.
+    for (i, sym) in table.symbols().iter().enumerate().skip(1) {
+        let section = match sym.st_shndx(endian) {
+            SHN_UNDEF | SHN_ABS | SHN_COMMON => continue,
+            SHN_XINDEX => match table.shndx(endian, object::SymbolIndex(i)) {
+                Some(0) | None => continue,
+                Some(k) => k as usize,
+            },
+            k if k < SHN_LORESERVE => usize::from(k),
+            _ => continue,
+        };
+        let kept = match sym.st_type() {
+            STT_FUNC | STT_GNU_IFUNC => true,
+            // perf's `elf_sym__is_label`: untyped, not hidden or internal, in code.
+            STT_NOTYPE => {
+                !matches!(sym.st_other() & 3, STV_HIDDEN | STV_INTERNAL) && in_code.get(section) == Some(&true)
+            }
+            _ => false,
+        };
+        if !kept {
+            continue;
+        }
+        let Some(name_at) = names.start.checked_add(sym.st_name(endian) as usize) else {
+            continue;
+        };
+        if name_at >= names.end || matches!(data[name_at], 0 | b'$') {
+            continue;
+        }
+        let binding = match sym.st_bind() {
+            STB_WEAK => Binding::Weak,
+            STB_LOCAL => Binding::Local,
+            _ => Binding::Global,
+        };
+        each(CodeSymbol {
+            start: sym.st_value(endian).into(),
+            size: sym.st_size(endian).into(),
+            binding,
+            name_at,
+        });
+    }
+    Some(names)
+}
+
+/// The name starting at `at` in `data`, NUL-terminated before `end`; `None` if it is not
+/// (or is not UTF-8).
+pub(super) fn name_at(data: &[u8], at: usize, end: usize) -> Option<&str> {
+    let bytes = data.get(at..end.min(data.len()))?;
+    std::str::from_utf8(&bytes[..memchr::memchr(0, bytes)?]).ok()
 }
 
 pub(super) fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<'d>, SymbolError> {
@@ -139,6 +202,8 @@ pub struct ElfSymbols {
     starts: Vec<u64>,
     /// Their ends and names, as places in `file`.
     spans: Vec<Span>,
+    /// Where the names end in `file`: each is read up to its NUL, which lies before.
+    names_end: u64,
     /// The file the names are read from when looked up, not copied when loaded: the
     /// names of a large library's functions take tens of MB, of which a profile names a
     /// few thousand.
@@ -175,21 +240,16 @@ impl ElfSymbols {
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         let mut b = Builder::over(&map);
         let from_symtab = file.symbols().next().is_some();
-        let symbols: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if from_symtab {
-            Box::new(file.symbols())
-        } else {
-            Box::new(file.dynamic_symbols())
-        };
-        for (k, sym) in symbols.enumerate() {
-            if let Some((name, binding)) = code_symbol(&file, &sym) {
-                b.push_in_data(sym.address(), sym.address() + sym.size(), binding, name);
-            }
+        let mut kept = 0usize;
+        let names = code_symbols(&file, !from_symtab, |sym| {
+            b.push_in_data(sym.start, sym.start.wrapping_add(sym.size), sym.binding, sym.name_at);
             // The tables are read front to back: the pages behind need not stay (prfcmp
             // on the speed pair: 31-36 MB of mapped file at the peak without, 14-22 with).
-            if k % RELEASE_EVERY == RELEASE_EVERY - 1 {
+            kept += 1;
+            if kept % RELEASE_EVERY == 0 {
                 release(&map);
             }
-        }
+        });
         b.fix_up(false);
         let plt = RangeNames::new(match &file {
             object::File::Elf64(elf) => plt_symbols(elf),
@@ -199,6 +259,7 @@ impl ElfSymbols {
         Ok(ElfSymbols {
             starts,
             spans,
+            names_end: names.map_or(0, |n| n.end as u64),
             file: opened,
             plt,
             loads,
@@ -273,11 +334,22 @@ impl ElfSymbols {
     /// from the file; `None` if the file no longer holds a name there.
     pub fn symbol_name(&self, i: u32) -> Option<String> {
         use std::os::unix::fs::FileExt;
-        let span = self.spans.get(i as usize)?;
-        // The length was checked against the file when it was read.
-        let mut name = vec![0; span.name_len as usize];
-        self.file.read_exact_at(&mut name, span.name).ok()?;
-        String::from_utf8(name).ok()
+        let mut at = self.spans.get(i as usize)?.name;
+        let mut name = Vec::new();
+        let mut chunk = [0u8; 256];
+        while at < self.names_end {
+            let n = chunk.len().min((self.names_end - at) as usize);
+            self.file.read_exact_at(&mut chunk[..n], at).ok()?;
+            match memchr::memchr(0, &chunk[..n]) {
+                Some(end) => {
+                    name.extend_from_slice(&chunk[..end]);
+                    return String::from_utf8(name).ok();
+                }
+                None => name.extend_from_slice(&chunk[..n]),
+            }
+            at += n as u64;
+        }
+        None
     }
 }
 
