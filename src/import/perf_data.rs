@@ -308,14 +308,14 @@ impl Maps {
     /// Where a user address of `pid` is: its DSO and what names it there (the offset in
     /// the file for an ELF file, the address itself for a JIT's perf map), loading the
     /// DSO's symbols the first time; `None` when no mapping covers it. Equal places have
-    /// equal names, so an importer names each place once.
+    /// equal names, so an importer names each place once. (The import asks [`Recent`].)
+    #[cfg(test)]
     fn locate(&mut self, pid: i32, ip: u64) -> Option<Place> {
         self.mapping(pid, ip)?.place(ip)
     }
 
-    /// The mapping of `pid` that covers `ip`, its DSO's symbols loaded (see [`locate`]).
-    ///
-    /// [`locate`]: Self::locate
+    /// The mapping of `pid` that covers `ip`, its DSO's symbols loaded the first time:
+    /// what gives every address in it a place (see [`Located::place`]).
     fn mapping(&mut self, pid: i32, ip: u64) -> Option<Located> {
         let mapping = self.covering(pid, ip)?;
         let dso = &mut self.dsos[mapping.dso];
@@ -581,6 +581,30 @@ struct Reader<'o> {
     user_unmapped: u64,
     /// Samples per attribute index.
     samples_by_attr: Vec<u64>,
+    /// The mappings of the current sample's user places.
+    recent: Recent,
+}
+
+/// The mappings of a sample's user places so far, latest first: its user frames are in
+/// a few files (a program, libc, the loader), and a process's mappings do not change
+/// within a sample, so a place is looked for in these before the process's mappings.
+#[derive(Default)]
+struct Recent([Option<Located>; 4]);
+
+impl Recent {
+    /// The place of the user address `addr` of `pid`: its DSO and what names it there
+    /// (the offset in the file for an ELF file, the address itself for a JIT's perf
+    /// map); `None` when no mapping covers it. Equal places have equal names, so an
+    /// importer names each place once.
+    fn place(&mut self, maps: &mut Maps, pid: i32, addr: u64) -> Option<Place> {
+        if let Some(place) = self.0.iter().flatten().find_map(|l| l.place(addr)) {
+            return Some(place);
+        }
+        let located = maps.mapping(pid, addr)?;
+        self.0.rotate_right(1);
+        self.0[0] = Some(located);
+        located.place(addr)
+    }
 }
 
 impl Reader<'_> {
@@ -687,6 +711,7 @@ impl Reader<'_> {
 
     fn sample(&mut self, s: &Sample<'_>) -> Result<(), ImportError> {
         let cpu = self.checked_cpu(s.cpu, "a sample")?;
+        self.recent = Recent::default();
         self.times.sample(s.timestamp, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
         let period = s.period.unwrap_or(1);
@@ -724,7 +749,7 @@ impl Reader<'_> {
                 self.kernel_named += u64::from(named);
                 f
             }
-            Mode::User => match self.maps.locate(pid, ip) {
+            Mode::User => match self.recent.place(&mut self.maps, pid, ip) {
                 Some(place) => match self.user_functions.get(&place) {
                     Some(&f) => f,
                     None => {
@@ -760,9 +785,6 @@ impl Reader<'_> {
     /// Counts the call chain of a sample, each distinct address (user place) named once.
     fn chain(&mut self, chain: &Chain<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
         self.frame_ids.clear();
-        // The mapping of the last user frame: the next is often in the same file, and
-        // the process's mappings do not change within a sample.
-        let mut last: Option<Located> = None;
         for addr in chain.iter() {
             if addr >= PERF_CONTEXT_MAX {
                 mode = context_mode(addr, mode);
@@ -784,10 +806,7 @@ impl Reader<'_> {
                         id
                     }
                 },
-                Mode::User => match last.and_then(|l| l.place(addr)).or_else(|| {
-                    last = self.maps.mapping(pid, addr);
-                    last.and_then(|l| l.place(addr))
-                }) {
+                Mode::User => match self.recent.place(&mut self.maps, pid, addr) {
                     Some(place) => match self.user_frames.get(&place) {
                         Some(&id) => id,
                         None => {
@@ -1204,6 +1223,7 @@ fn read_records<R: Read>(
         times: SampleTimes::default(),
         user_unmapped: 0,
         samples_by_attr: vec![0; perf_file.event_attributes().len()],
+        recent: Recent::default(),
     };
     for c in 0..h.online_cpus.unwrap_or(0) {
         r.profile.ensure_cpu(c);
