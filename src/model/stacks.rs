@@ -147,10 +147,12 @@ impl StackProfile {
 
     /// Adds every stack of `other` (a piece of the same input read apart).
     pub fn merge(&mut self, other: &StackProfile) {
+        // Each of its names interned once, not once per frame of every stack.
+        let ids: Vec<u32> = other.names.iter().map(|n| self.intern(n)).collect();
         let mut frames = Vec::new();
         for (stack, w) in other.weighted_stacks() {
             frames.clear();
-            frames.extend(stack.iter().map(|&f| self.intern(other.name(f))));
+            frames.extend(stack.iter().map(|&f| ids[f as usize]));
             match self.stacks.get_mut(&frames[..]) {
                 Some(x) => *x = x.saturating_add(w),
                 None => {
