@@ -1438,3 +1438,79 @@ fn a_low_limit_of_open_files_does_not_leave_user_functions_unnamed() {
     // tables' files (ls, libc, ld.so, sh) and kallsyms: the soft limit must be raised.
     assert_eq!(wide, narrow);
 }
+
+/// A perf.data file split between two readers (the rest handed to a second one at a
+/// round's end, which walks the records before its part for their mappings and
+/// commands) reads as one reader reads it: the same profile, stacks and warnings.
+#[test]
+fn a_recording_split_between_two_readers_reads_as_one() {
+    use upcmp::import::{import, ImportOptions, Imported, Split};
+    let d = tempdir();
+    let mut files = vec![
+        testdata("import/filter.data"),
+        testdata("import/stacks.data"),
+        testdata("hostile/small.data"),
+    ];
+    if perf_usable(true) {
+        let _lock = perf_lock();
+        // The whole machine with call chains while processes come and go: many rounds,
+        // and mappings, forks and exits on both sides of the split. dd starts after the
+        // first reader's part has begun and runs past the second's start: the second
+        // reader must know its command and mappings from the records before its part.
+        perf_record(
+            d.path(),
+            &[
+                // Small buffers, written out often: a round every few samples.
+                "-a",
+                "-g",
+                "-F",
+                "4000",
+                "-m",
+                "8",
+                "-o",
+                "many.data",
+                "--",
+                "sh",
+                "-c",
+                "for i in $(seq 100); do cat /proc/self/stat > /dev/null; done; \
+                 dd if=/dev/zero of=/dev/null bs=4k count=600000 2>/dev/null & \
+                 for i in $(seq 200); do cat /proc/self/stat > /dev/null; done; wait",
+            ],
+        );
+        let stats = Command::new("perf")
+            .args(["report", "--stats", "-i"])
+            .arg(d.path().join("many.data"))
+            .output()
+            .unwrap();
+        let rounds: u64 = String::from_utf8_lossy(&stats.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("FINISHED_ROUND events:"))
+            .and_then(|n| n.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        assert!(rounds >= 8, "a split needs rounds on both of its sides: {rounds}");
+        files.push(d.path().join("many.data"));
+    }
+    let folded = |i: &Imported| i.stacks.as_ref().map(|s| s.folded_lines());
+    for f in &files {
+        for stacks in [false, true] {
+            let opts = |split| {
+                ImportOptions::new(None, None, None, None)
+                    .with_stacks(stacks)
+                    .with_split(split)
+            };
+            match (import(f, &opts(Split::Never)), import(f, &opts(Split::AtOnce))) {
+                (Ok(one), Ok(two)) => {
+                    assert_eq!(two.profile, one.profile, "{}", f.display());
+                    assert_eq!(folded(&two), folded(&one), "{}", f.display());
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{}", f.display()),
+                (a, b) => panic!(
+                    "{}: one reader {:?}, two {:?}",
+                    f.display(),
+                    a.map(|_| ()).map_err(|e| e.to_string()),
+                    b.map(|_| ()).map_err(|e| e.to_string())
+                ),
+            }
+        }
+    }
+}

@@ -23,6 +23,8 @@ use crate::symbols::SymbolCache;
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use upcmp_parsers::ParseError;
 
 /// Why a profile could not be imported.
@@ -259,6 +261,64 @@ pub struct ImportOptions {
     /// Symbol tables shared with the imports that run beside this one (perf.data), so that
     /// a file both read is loaded once; None: this import loads its own.
     pub symbols: Option<SymbolCache>,
+    /// When a perf.data file is read by two readers, one per core ([`Split`]).
+    pub split: Split,
+    /// The readers running of the imports given these options or their clones: a
+    /// perf.data import splits only while a core has none.
+    pub readers: Readers,
+}
+
+/// When a perf.data import hands the rest of its file to a second reader on another core,
+/// which reads it from where the first one is (its mappings and commands copied), the two
+/// profiles and stacks merged at the end: the same result as one reader's, bit for bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Split {
+    /// At a round's end, when a core has no reader, at least [`SPLIT_MIN_BYTES`] are
+    /// read and two thirds of the file or more are left: a large file read alone, or
+    /// beside a much smaller one. (The larger of a comparison's two recordings of a
+    /// similar size is not split when the smaller one ends: too little is left then.)
+    #[default]
+    WhenCoreIdle,
+    /// Never: one reader.
+    Never,
+    /// At the first round's end, in the middle of what is left, however little (to test
+    /// the split on small files).
+    AtOnce,
+}
+
+/// What a file must have been read of before it is split, and have left: the imports
+/// beside it have all begun by then, and below it a second reader (which copies the
+/// first one's tables, walks the records before its part, and is merged) costs more
+/// than it saves.
+pub const SPLIT_MIN_BYTES: u64 = 32 << 20;
+
+/// The readers running (see [`ImportOptions::readers`]).
+#[derive(Debug, Clone, Default)]
+pub struct Readers(Arc<AtomicUsize>);
+
+impl Readers {
+    /// Counts a reader until the guard is dropped.
+    pub(crate) fn enter(&self) -> ReaderGuard {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        ReaderGuard(Arc::clone(&self.0))
+    }
+
+    /// Whether a core has no reader.
+    pub(crate) fn core_idle(&self) -> bool {
+        // Asked at every round's end; the answer reads the cgroup's files.
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        self.0.load(Ordering::Relaxed) < cores
+    }
+}
+
+/// A running reader, counted until dropped.
+pub(crate) struct ReaderGuard(Arc<AtomicUsize>);
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl ImportOptions {
@@ -278,6 +338,8 @@ impl ImportOptions {
             event: None,
             filter: SampleFilter::default(),
             symbols: None,
+            split: Split::default(),
+            readers: Readers::default(),
         }
     }
 
@@ -285,6 +347,12 @@ impl ImportOptions {
     /// share (and free with the last clone).
     pub fn sharing_symbols(mut self) -> Self {
         self.symbols = Some(SymbolCache::default());
+        self
+    }
+
+    /// The same options, splitting a perf.data file between two readers as `split` says.
+    pub fn with_split(mut self, split: Split) -> Self {
+        self.split = split;
         self
     }
 
@@ -430,6 +498,21 @@ impl StackCollector {
         }
     }
 
+    /// A collector for a second reader of the same input ([`counted_apart`]): this one's
+    /// frame names, so that the ids a reader has cached name the same frames there,
+    /// nothing counted.
+    ///
+    /// [`counted_apart`]: Self::counted_apart
+    pub(crate) fn for_second_reader(&self) -> Self {
+        let wanted = self.wanted();
+        StackCollector {
+            profile: self.profile.as_ref().map(StackProfile::names_only),
+            frames: Vec::new(),
+            chains: false,
+            counter: wanted.then(StackCounter::spawn).and_then(Result::ok),
+        }
+    }
+
     /// Whether stacks are being collected.
     pub(crate) fn wanted(&self) -> bool {
         self.profile.is_some()
@@ -514,6 +597,7 @@ pub fn read_profile(path: &Path, opts: &ImportOptions) -> Result<Profile, Import
 /// [`ImportOptions::stacks`] asks for them; `-` reads perf script or folded text from
 /// standard input.
 pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let _reading = opts.readers.enter();
     if path == Path::new("-") {
         let mut stdin = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
         let mut head = Vec::new();

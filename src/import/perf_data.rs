@@ -15,10 +15,10 @@
 //! symbol is found.
 
 use super::perf_header::Records;
-use super::perf_records::{self, Chain, Sample};
+use super::perf_records::{self, Chain, Part, Sample, Step};
 use super::{
     bare_event_name, choose_event, other_events_note, push_frame_name, test_name, ImportError, ImportOptions, Imported,
-    SampleTimes, StackCollector,
+    SampleTimes, Split, StackCollector, SPLIT_MIN_BYTES,
 };
 use crate::host::running_kernel_build_id;
 use crate::model::builder::{sample_function, KernelResolver};
@@ -31,7 +31,8 @@ use crate::symbols::{
     UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RecordType, SamplingPolicy, SoftwareCounterType,
+    EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy,
+    SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 use std::cell::Cell;
@@ -43,6 +44,7 @@ use std::sync::Arc;
 use upcmp_parsers::MAX_CPUS;
 
 /// What the kernel's symbols are looked up by: the recording and its kernel.
+#[derive(Clone)]
 struct KernelSource<'o> {
     path: PathBuf,
     opts: &'o ImportOptions,
@@ -148,6 +150,7 @@ impl KernelResolver for NoKernel {
 }
 
 /// One mapped file: its name as a module, and its symbols once a sample needs them.
+#[derive(Clone)]
 struct Dso {
     path: Vec<u8>,
     module: String,
@@ -387,6 +390,34 @@ impl Maps {
             None => UNKNOWN_FUNCTION,
         };
         (dso.module.as_str(), name)
+    }
+
+    /// The mappings, files and names as they are, for a second reader of the rest of the
+    /// file.
+    fn for_second_reader(&self) -> Maps {
+        Maps {
+            by_pid: self.by_pid.clone(),
+            dsos: self.dsos.clone(),
+            dso_index: self.dso_index.clone(),
+            header_ids: self.header_ids.clone(),
+            demangled: self.demangled.clone(),
+            symbol_names: self.symbol_names.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The files and symbols of a second reader ([`for_second_reader`]): it met every
+    /// mapping this one met, in the same order, so its files are this one's and more;
+    /// each keeps the symbols either loaded.
+    ///
+    /// [`for_second_reader`]: Self::for_second_reader
+    fn absorb(&mut self, other: Maps) {
+        let mine = std::mem::replace(&mut self.dsos, other.dsos);
+        for (d, m) in self.dsos.iter_mut().zip(mine) {
+            if d.symbols.is_none() {
+                d.symbols = m.symbols;
+            }
+        }
     }
 
     /// DSOs that had samples but no symbols, by reason.
@@ -672,6 +703,82 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// A record as this import's reader hands it out: a sample of a plain format read in
+    /// place, the rest as the crate parses them. `read` false: only for the state it
+    /// sets (a mapping, a command, a fork, an exit), its samples and losses left to the
+    /// reader that reads them ([`Part`]).
+    fn raw_record(
+        &mut self,
+        attr: usize,
+        record: RawEventRecord<'_>,
+        read: bool,
+        path: &Path,
+        stops_at: impl Fn() -> Option<u64>,
+    ) -> Result<(), ImportError> {
+        let counted = matches!(record.record_type, RecordType::SAMPLE | RecordType::LOST);
+        if !read && counted {
+            return Ok(());
+        }
+        if record.record_type == RecordType::SAMPLE {
+            if let Some(s) = Sample::parse_plain(&record) {
+                return self.sample_of(attr, &s);
+            }
+        }
+        let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
+        self.record(attr, parsed, || record.common_data().ok().and_then(|c| c.cpu))
+    }
+
+    /// A reader for the rest of the file from here ([`Part::From`]): this one's
+    /// mappings, commands and symbols, and the functions, frames and names it found (by
+    /// the same indices), nothing counted yet.
+    fn second_reader(&self) -> Self {
+        Reader {
+            event_index: self.event_index,
+            kernel_source: self.kernel_source.clone(),
+            kernel: self.kernel.clone(),
+            kernel_notes: Vec::new(),
+            kernel_text: self.kernel_text.clone(),
+            kernel_samples: 0,
+            kernel_named: 0,
+            maps: self.maps.for_second_reader(),
+            profile: self.profile.names_only(),
+            stacks: self.stacks.for_second_reader(),
+            comms: self.comms.clone(),
+            kernel_functions: self.kernel_functions.clone(),
+            user_functions: self.user_functions.clone(),
+            functions_by_name: self.functions_by_name.clone(),
+            frames_by_name: self.frames_by_name.clone(),
+            kernel_frames: self.kernel_frames.clone(),
+            user_frames: self.user_frames.clone(),
+            comm_frames: self.comm_frames.clone(),
+            fixed_frames: self.fixed_frames,
+            frame_ids: Vec::new(),
+            frame_name: String::new(),
+            times: SampleTimes::default(),
+            user_unmapped: 0,
+            samples_by_attr: vec![0; self.samples_by_attr.len()],
+            recent: Recent::default(),
+        }
+    }
+
+    /// Adds what the second reader counted ([`second_reader`](Self::second_reader)).
+    fn absorb(&mut self, other: Reader<'_>) {
+        self.profile.merge(other.profile);
+        self.stacks.merge(other.stacks);
+        self.times.merge(&other.times);
+        self.kernel_samples += other.kernel_samples;
+        self.kernel_named += other.kernel_named;
+        self.user_unmapped += other.user_unmapped;
+        for (n, o) in self.samples_by_attr.iter_mut().zip(&other.samples_by_attr) {
+            *n += o;
+        }
+        if self.kernel.is_none() {
+            self.kernel = other.kernel;
+            self.kernel_notes = other.kernel_notes;
+        }
+        self.maps.absorb(other.maps);
+    }
+
     /// Loads the kernel's symbols, once.
     fn load_kernel(&mut self) -> Result<(), ImportError> {
         if self.kernel.is_none() {
@@ -777,8 +884,7 @@ impl Reader<'_> {
                 self.profile.function(m, name)
             }
         };
-        let p = period as f64;
-        self.profile.add_to(cpu, f, 1, period, p * p);
+        self.profile.add_period(cpu, f, period);
         Ok(())
     }
 
@@ -1254,22 +1360,11 @@ fn read_records<R: Read>(
                 r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))?;
             }
         }
-        Source::Own(file, records) => perf_records::walk(
-            file,
-            &records,
-            &perf_file,
-            |attr_index, record| {
-                // A sample of a plain format is read in place; the rest as the crate reads it.
-                if record.record_type == RecordType::SAMPLE {
-                    if let Some(s) = Sample::parse_plain(&record) {
-                        return r.sample_of(attr_index, &s);
-                    }
-                }
-                let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
-                r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))
-            },
-            perf_err(path, stops_at),
-        )?,
+        Source::Own(file, records) => {
+            // A file's end, which does not move while it is read.
+            let len = stops_at();
+            read_own(&mut r, file, &records, &perf_file, path, move || len)?
+        }
     }
     if let Some(at) = framing.and_then(|f| f.get().cut_at()) {
         return Err(ImportError::PerfData {
@@ -1301,6 +1396,85 @@ fn read_records<R: Read>(
     Ok(Imported {
         profile: basis.finish(r.profile, test_name(path), h.cmdline.clone(), event_name, warnings),
         stacks: r.stacks.finish(),
+    })
+}
+
+/// Reads the records of `file` with this import's reader (`perf_records`), on two cores
+/// when the options' [`Split`] says so: at a round's end the rest goes to a second
+/// reader, which starts from a copy of `r`'s mappings and commands, and whose profile and
+/// stacks are merged into `r`'s at the end.
+fn read_own(
+    r: &mut Reader<'_>,
+    file: &std::fs::File,
+    records: &Records,
+    perf_file: &PerfFile,
+    path: &Path,
+    stops_at: impl Fn() -> Option<u64> + Copy + Send + Sync,
+) -> Result<(), ImportError> {
+    let opts = r.kernel_source.opts;
+    let end = records.data.0 + records.data.1;
+    std::thread::scope(|scope| {
+        let mut second = None;
+        perf_records::walk(
+            file,
+            records,
+            perf_file,
+            Part::Whole,
+            |step| match step {
+                Step::Record { attr, record, read } => r.raw_record(attr, record, read, path, stops_at).map(|_| None),
+                Step::Round { at } => {
+                    let left = end.saturating_sub(at.pos());
+                    let split_at = match opts.split {
+                        Split::Never => None,
+                        Split::AtOnce => Some(at.pos() + left / 2),
+                        // Not before SPLIT_MIN_BYTES are read, when the imports started
+                        // beside this one have all begun, and while two thirds or more
+                        // are left: the second reader walks the records before its part
+                        // for their state (mappings, forks, exits), which on a fork load
+                        // costs about half of reading them, and its profile is merged;
+                        // with less left, that costs what the second core saves. Its part
+                        // starts at 13/20 of what is left.
+                        Split::WhenCoreIdle => {
+                            let read = at.pos() - records.data.0;
+                            (read >= SPLIT_MIN_BYTES && left >= 2 * read && opts.readers.core_idle())
+                                .then(|| at.pos() + left / 20 * 13)
+                        }
+                    };
+                    if let Some(split_at) = split_at {
+                        let mut other = r.second_reader();
+                        let part = Part::From {
+                            split_at,
+                            resume: at.resume(),
+                        };
+                        let reading = opts.readers.enter();
+                        second = Some(scope.spawn(move || {
+                            let _reading = reading;
+                            perf_records::walk(
+                                file,
+                                records,
+                                perf_file,
+                                part,
+                                |step| match step {
+                                    Step::Record { attr, record, read } => {
+                                        other.raw_record(attr, record, read, path, stops_at).map(|_| None)
+                                    }
+                                    Step::Round { .. } => Ok(None),
+                                },
+                                perf_err(path, stops_at),
+                            )
+                            .map(|()| other)
+                        }));
+                    }
+                    Ok(split_at)
+                }
+            },
+            perf_err(path, stops_at),
+        )?;
+        if let Some(second) = second {
+            let other = second.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+            r.absorb(other);
+        }
+        Ok(())
     })
 }
 

@@ -214,13 +214,78 @@ struct Pending {
     attr: Option<u32>,
 }
 
+/// Which of a file's records a walk hands out as read ([`Step::Record`]'s `read`).
+///
+/// A file can be read by two walks, each on its own core: the first from the start until
+/// the round that ends at or past a split offset, the second from where the first was
+/// when it split ([`Resume`]), handing out the records before that round only for the
+/// state they set (mappings, commands), and read from that round on. Records are handed
+/// out round by round, so each is read by exactly one of the two, in the order one walk
+/// would hand it out.
+#[derive(Debug, Clone)]
+pub(crate) enum Part {
+    /// Every record, read; the walk may be asked to split at each round's end.
+    Whole,
+    /// The records of the rounds ending before `split_at` (all of them when none ends at
+    /// or past it, the last ones too).
+    Before(u64),
+    /// The rest: from `resume`, the records of the rounds ending at or past `split_at`
+    /// read, those before for their state only.
+    From { split_at: u64, resume: Resume },
+}
+
+/// Where a walk was at a round's end, for a second walk to go on from.
+#[derive(Debug, Clone)]
+pub(crate) struct Resume {
+    /// The offset of the next record.
+    pos: u64,
+    order: Order,
+}
+
+/// What a walk hands out.
+pub(crate) enum Step<'a> {
+    /// A record with its attribute's index; `read`: to be read, not only for its state.
+    Record {
+        attr: usize,
+        record: RawEventRecord<'a>,
+        read: bool,
+    },
+    /// A round ended (a [`Part::Whole`] walk only): the caller may answer with an offset
+    /// to split at, past `at`'s, and start another walk from [`RoundEnd::resume`].
+    Round { at: RoundEnd<'a> },
+}
+
+/// Where a walk is at a round's end.
+pub(crate) struct RoundEnd<'a> {
+    pos: u64,
+    order: &'a Order,
+}
+
+impl RoundEnd<'_> {
+    /// The offset of the next record.
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Where a second walk goes on from.
+    pub(crate) fn resume(&self) -> Resume {
+        Resume {
+            pos: self.pos,
+            order: self.order.clone(),
+        }
+    }
+}
+
 /// Reads the records of `file` (checked as `records` says, [`eligible`]) and hands each
-/// kernel record to `each` with its attribute's index, in the crate's order.
+/// kernel record to `each` with its attribute's index, in the crate's order: those of
+/// `part` of the file ([`Part`]). `each` answers a [`Step::Round`] with `Some(offset)`
+/// to split there; other steps with `None`.
 pub(crate) fn walk(
     file: &File,
     records: &Records,
     perf_file: &PerfFile,
-    mut each: impl FnMut(usize, RawEventRecord<'_>) -> Result<(), super::ImportError>,
+    mut part: Part,
+    mut each: impl FnMut(Step<'_>) -> Result<Option<u64>, super::ImportError>,
     err: impl Fn(linux_perf_data::Error) -> super::ImportError,
 ) -> Result<(), super::ImportError> {
     let attrs = perf_file.event_attributes();
@@ -244,30 +309,26 @@ pub(crate) fn walk(
         // IDENTIFIER and the first one's sample_id_all.
         Ids::Identifier(attrs[0].attr.flags.contains(AttrFlags::SAMPLE_ID_ALL))
     };
+    let (start, end) = (records.data.0, records.data.0 + records.data.1);
+    // A second walk starts where the first was, with the records it had waiting.
+    let (mut pos, mut order) = match &part {
+        Part::From { resume, .. } => (resume.pos, resume.order.clone()),
+        _ => (start, Order::default()),
+    };
     let mut w = Walker {
         file,
         buf: Vec::new(),
-        base: records.data.0,
+        base: order.oldest().unwrap_or(pos),
         filled: 0,
     };
-    let mut order = Order::default();
-    let (start, end) = (records.data.0, records.data.0 + records.data.1);
-    let mut pos = start;
+    // The records the first walk had waiting are read in before any is handed out.
+    if let Some(oldest) = order.oldest().filter(|&o| o < pos) {
+        w.read_in(oldest, (pos - oldest) as usize, oldest).map_err(&err)?;
+    }
+    // Whether the records released are read: a second walk's are once it meets the round
+    // the first stopped at.
+    let mut read = !matches!(part, Part::From { .. });
     // Hands out, in key order, the records `order` releases.
-    let mut release = |w: &Walker<'_>, out: &mut Vec<Pending>| -> Result<(), super::ImportError> {
-        for p in out.drain(..) {
-            let Some(attr) = p.attr else { continue };
-            let (kind, misc, body) = w.record(p.key.1);
-            let r = RawEventRecord::new(
-                RecordType(kind),
-                misc,
-                RawData::Single(body),
-                parse_infos[attr as usize],
-            );
-            each(attr as usize, r)?;
-        }
-        Ok(())
-    };
     let mut out = Vec::new();
     // A file read before its records were walked (`open_header_checked`) must be as
     // that walk would have let this reader read it: records each whole inside the data
@@ -290,9 +351,22 @@ pub(crate) fn walk(
                 .map_err(&err)?;
         }
         if kind == FINISHED_ROUND {
+            match &part {
+                // The second walk reads from this round on.
+                Part::Before(split_at) if pos >= *split_at => return Ok(()),
+                Part::From { split_at, .. } if pos >= *split_at => read = true,
+                _ => {}
+            }
             order.finish_round(&mut out);
-            release(&w, &mut out)?;
+            release(&w, &mut out, read, &parse_infos, &mut each)?;
             pos += u64::from(size);
+            if let Part::Whole = part {
+                if let Some(split_at) = each(Step::Round {
+                    at: RoundEnd { pos, order: &order },
+                })? {
+                    part = Part::Before(split_at);
+                }
+            }
             continue;
         }
         let pending = if kind < USER_TYPE_START {
@@ -320,7 +394,33 @@ pub(crate) fn walk(
         pos += u64::from(size);
     }
     order.finish(&mut out);
-    release(&w, &mut out)
+    release(&w, &mut out, read, &parse_infos, &mut each)
+}
+
+/// Hands out, in key order, the records `order` released into `out`.
+fn release(
+    w: &Walker<'_>,
+    out: &mut Vec<Pending>,
+    read: bool,
+    parse_infos: &[RecordParseInfo],
+    each: &mut impl FnMut(Step<'_>) -> Result<Option<u64>, super::ImportError>,
+) -> Result<(), super::ImportError> {
+    for p in out.drain(..) {
+        let Some(attr) = p.attr else { continue };
+        let (kind, misc, body) = w.record(p.key.1);
+        let record = RawEventRecord::new(
+            RecordType(kind),
+            misc,
+            RawData::Single(body),
+            parse_infos[attr as usize],
+        );
+        each(Step::Record {
+            attr: attr as usize,
+            record,
+            read,
+        })?;
+    }
+    Ok(())
 }
 
 /// `PERF_RECORD_SAMPLE`.
@@ -430,7 +530,7 @@ impl Walker<'_> {
 }
 
 /// The crate's round-by-round ordering (`sorter.rs`), on keys that are all distinct.
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 struct Order {
     incoming: Vec<Pending>,
     /// The largest key seen before the last round ended, and the largest seen.

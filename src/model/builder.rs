@@ -34,6 +34,9 @@ pub struct ProfileBuilder {
     counts: Vec<Vec<u64>>,
     weights: Vec<Vec<u64>>,
     squares: Vec<f64>,
+    // exact_squares[function]: the squares of integer periods ([`add_period`]), summed
+    // exactly, so that their total does not depend on the order they came in.
+    exact_squares: Vec<u128>,
     // Looked up per sample: foldhash, not SipHash (CPU numbers are checked, not secret).
     slot_of_cpu: HashMap<u32, usize, foldhash::fast::RandomState>,
     cpus: Vec<CpuTotals>,
@@ -111,6 +114,7 @@ impl ProfileBuilder {
                 self.counts.push(Vec::new());
                 self.weights.push(Vec::new());
                 self.squares.push(0.0);
+                self.exact_squares.push(0);
                 f
             }
         }
@@ -124,7 +128,26 @@ impl ProfileBuilder {
         }
     }
 
+    /// [`add_to`](Self::add_to) of one sample of period `period`, its square summed
+    /// exactly: pieces of one input read apart and merged give the total that reading it
+    /// whole gives, bit for bit.
+    pub fn add_period(&mut self, cpu: u32, f: usize, period: u64) {
+        match self.column(cpu) {
+            Some(slot) => {
+                self.count_at(slot, f, 1, period);
+                self.exact_squares[f] += u128::from(period) * u128::from(period);
+            }
+            None => self.foreign_cpu_samples += 1,
+        }
+    }
+
     fn add_at(&mut self, slot: usize, f: usize, n: u64, weight: u64, weight_sq: f64) {
+        self.count_at(slot, f, n, weight);
+        self.squares[f] += weight_sq;
+    }
+
+    /// [`add_at`](Self::add_at) but for the squares.
+    fn count_at(&mut self, slot: usize, f: usize, n: u64, weight: u64) {
         let (row, wrow) = (&mut self.counts[f], &mut self.weights[f]);
         if row.len() <= slot {
             row.resize(slot + 1, 0);
@@ -132,7 +155,6 @@ impl ProfileBuilder {
         }
         row[slot] = row[slot].saturating_add(n);
         wrow[slot] = wrow[slot].saturating_add(weight);
-        self.squares[f] += weight_sq;
         let c = &mut self.cpus[slot];
         c.samples = c.samples.saturating_add(n);
         c.weight = c.weight.saturating_add(weight);
@@ -166,9 +188,30 @@ impl ProfileBuilder {
         for (f, row) in self.counts.iter().enumerate() {
             self.weights[f] = row.iter().map(|&n| weigh(n)).collect();
             self.squares[f] = row.iter().sum::<u64>() as f64 * period * period;
+            self.exact_squares[f] = 0;
         }
         for (slot, c) in self.cpus.iter_mut().enumerate() {
             c.weight = self.weights.iter().filter_map(|w| w.get(slot)).sum();
+        }
+    }
+
+    /// A builder of the same functions and CPUs, nothing counted: a second reader of the
+    /// same input counts into it by the indices this one gave, then is merged.
+    pub fn names_only(&self) -> Self {
+        let n = self.keys.len();
+        ProfileBuilder {
+            index: self.index.clone(),
+            keys: self.keys.clone(),
+            counts: vec![Vec::new(); n],
+            weights: vec![Vec::new(); n],
+            squares: vec![0.0; n],
+            exact_squares: vec![0; n],
+            slot_of_cpu: self.slot_of_cpu.clone(),
+            cpus: self.cpus.iter().map(|c| CpuTotals::empty(c.cpu)).collect(),
+            fixed_cpus: self.fixed_cpus,
+            foreign_cpu_samples: 0,
+            key: String::new(),
+            samples: 0,
         }
     }
 
@@ -187,6 +230,10 @@ impl ProfileBuilder {
                     wrow[slot],
                     std::mem::take(&mut sq),
                 );
+            }
+            if other.exact_squares[f] > 0 {
+                let g = self.function(module, name);
+                self.exact_squares[g] += other.exact_squares[f];
             }
         }
         for c in &other.cpus {
@@ -245,7 +292,7 @@ impl ProfileBuilder {
                 name,
                 per_cpu: column(&self.counts[f]),
                 weight_per_cpu: column(&self.weights[f]),
-                weight_sq: self.squares[f],
+                weight_sq: self.squares[f] + self.exact_squares[f] as f64,
             })
             .collect();
         if self.foreign_cpu_samples > 0 {
@@ -508,5 +555,31 @@ mod tests {
         assert_eq!(p.functions[0].weight_per_cpu, [2, 6]);
         assert_eq!(p.functions[0].weight_sq, 14.0);
         assert_eq!(p.cpus[1].lost, 7);
+    }
+
+    #[test]
+    fn squared_periods_sum_the_same_in_pieces_in_any_order() {
+        // Squares past 2^53: summed as floating point, the total would depend on the order.
+        let periods = [3_000_000_001u64, 1, 123_456_789, 3_000_000_019, 7, 1];
+        let exact: u128 = periods.iter().map(|&p| u128::from(p) * u128::from(p)).sum();
+        let mut whole = ProfileBuilder::new();
+        let f = whole.function("kernel", "x");
+        for &p in &periods {
+            whole.add_period(0, f, p);
+        }
+        let (mut a, mut b) = (ProfileBuilder::new(), ProfileBuilder::new());
+        let (fa, fb) = (a.function("kernel", "x"), b.function("kernel", "x"));
+        for &p in periods[..2].iter().rev() {
+            a.add_period(1, fa, p);
+        }
+        for &p in periods[2..].iter().rev() {
+            b.add_period(0, fb, p);
+        }
+        b.merge(a);
+        let idle = IdleSet::new(vec![]);
+        let (w, m) = (whole.finish(meta(), &idle, vec![]), b.finish(meta(), &idle, vec![]));
+        assert_eq!(w.functions[0].weight_sq, exact as f64);
+        assert_eq!(m.functions[0].weight_sq.to_bits(), w.functions[0].weight_sq.to_bits());
+        assert_eq!(m.functions[0].total(), 6);
     }
 }

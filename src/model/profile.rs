@@ -217,7 +217,12 @@ impl ProfileMeta {
         let period = self
             .period
             .unwrap_or(if samples > 0 { weight / samples as f64 } else { 1.0 });
-        functions.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.name.cmp(&b.name)));
+        functions.sort_by(|a, b| {
+            b.total()
+                .cmp(&a.total())
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.module.cmp(&b.module))
+        });
         Profile {
             test: self.test,
             command: self.command,

@@ -115,6 +115,15 @@ impl StackProfile {
         id
     }
 
+    /// The same frame names and ids, no stack.
+    pub fn names_only(&self) -> StackProfile {
+        StackProfile {
+            names: self.names.clone(),
+            ids: self.ids.clone(),
+            ..Default::default()
+        }
+    }
+
     /// Every frame name, by id.
     pub fn names(&self) -> &[String] {
         &self.names
