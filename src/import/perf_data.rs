@@ -1401,8 +1401,8 @@ fn read_records<R: Read>(
 
 /// Reads the records of `file` with this import's reader (`perf_records`), on two cores
 /// when the options' [`Split`] says so: at a round's end the rest goes to a second
-/// reader, which starts from a copy of `r`'s mappings and commands, and whose profile and
-/// stacks are merged into `r`'s at the end.
+/// reader, which starts from a copy of `r`'s mappings, commands, caches and names, and
+/// whose profile and stacks are merged into `r`'s at the end.
 fn read_own(
     r: &mut Reader<'_>,
     file: &std::fs::File,
