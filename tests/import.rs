@@ -562,8 +562,10 @@ fn call_chains_give_the_stack_comparison_from_perf_data_and_perf_script_alike() 
     }
 }
 
-/// The folded stacks of `input` (in `dir`), each PLT frame named `[unknown]` (in its
-/// DSO, when frames carry theirs).
+/// The folded stacks of `input` (in `dir`), each PLT frame and each unknown one named
+/// `[unknown]`, without its DSO: perf before 6.3 names the PLT's first entry `[unknown]`
+/// in the DSO, or after `_init` stretched over it, where the import names it `.plt`
+/// (docs/symbols.md), and a stack frame named by a symbol carries no DSO.
 fn folded_plt_as_unknown(dir: &Path, input: &str) -> std::collections::BTreeMap<String, u64> {
     let opts = upcmp::import::ImportOptions::new(None, None, None, None).with_stacks(true);
     let imported = upcmp::import::import(&dir.join(input), &opts).unwrap();
@@ -572,10 +574,12 @@ fn folded_plt_as_unknown(dir: &Path, input: &str) -> std::collections::BTreeMap<
         let (stack, count) = line.rsplit_once(' ').unwrap();
         let stack: Vec<String> = stack
             .split(';')
-            .map(|f| match f.rsplit_once(" [") {
-                Some((name, dso)) if name.ends_with("@plt") || name == ".plt" => format!("[unknown] [{dso}"),
-                None if f.ends_with("@plt") || f == ".plt" => "[unknown]".to_string(),
-                _ => f.to_string(),
+            .map(|f| {
+                let name = f.rsplit_once(" [").map_or(f, |(name, _)| name);
+                match name.ends_with("@plt") || [".plt", "_init", "[unknown]"].contains(&name) {
+                    true => "[unknown]".to_string(),
+                    false => f.to_string(),
+                }
             })
             .collect();
         *out.entry(stack.join(";")).or_insert(0) += count.parse::<u64>().unwrap();
@@ -895,14 +899,17 @@ fn assert_agrees_with_perf_on(
     ours
 }
 
-/// prfcmp of `a` and `b` lists no function as changed: every function is on both sides
-/// with the same value.
-/// The DSO of a function named `NAME@plt [DSO]`, `.plt [DSO]` or `[unknown] [DSO]`.
+/// The DSO of a function named `NAME@plt [DSO]`, `.plt [DSO]`, `[unknown] [DSO]` or
+/// `_init [DSO]` (which perf before 6.3 stretches over the PLT's first entry, `.plt` to
+/// the import).
 fn plt_or_unknown_dso(function: &str) -> Option<String> {
     let (name, dso) = function.rsplit_once(" [")?;
-    (name.ends_with("@plt") || name == ".plt" || name == "[unknown]").then(|| dso.trim_end_matches(']').to_string())
+    (name.ends_with("@plt") || [".plt", "_init", "[unknown]"].contains(&name))
+        .then(|| dso.trim_end_matches(']').to_string())
 }
 
+/// prfcmp of `a` and `b` lists no function as changed: every function is on both sides
+/// with the same value.
 fn assert_no_function_changed(dir: &Path, a: &str, b: &str, extra: &[&str]) {
     let mut args = vec![a, b, "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
     args.extend_from_slice(extra);
