@@ -269,8 +269,9 @@ pub struct ImportOptions {
 }
 
 /// When a perf.data import hands the rest of its file to a second reader on another core,
-/// which reads it from where the first one is (its mappings and commands copied), the two
-/// profiles and stacks merged at the end: the same result as one reader's, bit for bit.
+/// which reads it from where the first one is (its mappings, commands, caches and names
+/// copied), the two profiles and stacks merged at the end: the same result as one
+/// reader's, bit for bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Split {
     /// At a round's end, when a core has no reader, at least [`SPLIT_MIN_BYTES`] are
