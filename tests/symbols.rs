@@ -200,17 +200,24 @@ int main(int argc, char **argv) { (void)argv; return gamma_weak(argc) + alpha_al
 
 /// Builds the test program with the given `--build-id` style; returns its path.
 fn build_elf(dir: &Path, build_id: &str) -> PathBuf {
-    let src = dir.join("prog.c");
-    std::fs::write(&src, TEST_PROGRAM).unwrap();
-    let out = dir.join(format!("prog-{build_id}"));
-    let status = Command::new("gcc")
-        .args(["-O1", "-fno-toplevel-reorder", "-fno-inline", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .arg(format!("-Wl,--build-id={build_id}"))
-        .status()
-        .expect("gcc is needed to build the ELF test programs");
-    assert!(status.success(), "gcc failed");
+    compile(
+        dir,
+        &format!("prog-{build_id}"),
+        TEST_PROGRAM,
+        &[
+            "-fno-toplevel-reorder",
+            "-fno-inline",
+            &format!("-Wl,--build-id={build_id}"),
+        ],
+    )
+}
+
+/// `gcc -O1 FLAGS` of the C `source` into `dir/name`; returns its path.
+fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(name);
+    run(Command::new("gcc").arg("-O1").args(flags).arg("-o").arg(&out).arg(&src));
     out
 }
 
@@ -487,10 +494,10 @@ fn user_elf_labels_and_long_names_are_kept_as_perf_keeps_them() {
     let d = tempfile::tempdir().unwrap();
     // Past the 256 bytes a name is read in at a time.
     let long = format!("f_{}", "long_name_".repeat(30));
-    let src = d.path().join("labels.c");
-    std::fs::write(
-        &src,
-        format!(
+    let elf = compile(
+        d.path(),
+        "labels",
+        &format!(
             "__asm__(\".text\\n.globl asm_entry\\nasm_entry:\\n nop\\n nop\\n\
              .globl hidden_label\\n.hidden hidden_label\\nhidden_label:\\n nop\\n nop\\n\
              \\\"$x\\\":\\n nop\\n nop\\n\
@@ -498,13 +505,8 @@ fn user_elf_labels_and_long_names_are_kept_as_perf_keeps_them() {
              int {long}(int x) {{ return x * 3; }}\n\
              int main(int argc, char **argv) {{ (void)argv; return {long}(argc); }}\n"
         ),
-    )
-    .unwrap();
-    let elf = d.path().join("labels");
-    run(Command::new("gcc")
-        .args(["-O1", "-fno-inline", "-o"])
-        .arg(&elf)
-        .arg(&src));
+        &["-fno-inline"],
+    );
     let syms = ElfSymbols::from_file(&elf).unwrap();
     let nm = nm(&elf);
     let at = |name: &str| syms.resolve_offset(file_offset_of(&elf, nm[name].0));
@@ -520,20 +522,15 @@ fn user_elf_labels_and_long_names_are_kept_as_perf_keeps_them() {
 #[test]
 fn plt_entries_are_named_like_objdump_names_them() {
     let d = tempfile::tempdir().unwrap();
-    let src = d.path().join("plt.c");
-    std::fs::write(
-        &src,
+    // Lazy binding keeps the classic .plt with a header and one entry per function.
+    let elf = compile(
+        d.path(),
+        "plt",
         "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
          int main(int argc, char **argv) { char b[64]; strcpy(b, argv[0]); \
          printf(\"%lu %s\\n\", strtoul(argc > 1 ? argv[1] : \"1\", 0, 10), b); return (int)strlen(b); }\n",
-    )
-    .unwrap();
-    let elf = d.path().join("plt");
-    // Lazy binding keeps the classic .plt with a header and one entry per function.
-    run(Command::new("gcc")
-        .args(["-O1", "-Wl,-z,lazy", "-o"])
-        .arg(&elf)
-        .arg(&src));
+        &["-Wl,-z,lazy"],
+    );
     let syms = ElfSymbols::from_file(&elf).unwrap();
     // `0000000000001030 <strtoul@plt>:`
     let dump = run(Command::new("objdump")
