@@ -308,15 +308,6 @@ impl Maps {
         }
     }
 
-    /// Where a user address of `pid` is: its DSO and what names it there (the offset in
-    /// the file for an ELF file, the address itself for a JIT's perf map), loading the
-    /// DSO's symbols the first time; `None` when no mapping covers it. Equal places have
-    /// equal names, so an importer names each place once. (The import asks [`Recent`].)
-    #[cfg(test)]
-    fn locate(&mut self, pid: i32, ip: u64) -> Option<Place> {
-        self.mapping(pid, ip)?.place(ip)
-    }
-
     /// The mapping of `pid` that covers `ip`, its DSO's symbols loaded the first time:
     /// what gives every address in it a place (see [`Located::place`]).
     fn mapping(&mut self, pid: i32, ip: u64) -> Option<Located> {
@@ -1533,15 +1524,19 @@ mod tests {
         m.add(1, 0x1000, 0x2000, 0x400, b"/nonexistent/lib.so", None);
         m.add(1, 0x3000, 0x1000, 0, b"/nonexistent/other.so", None);
         let l = m.mapping(1, 0x1800).expect("mapped");
+        // A lookup with nothing found before it, and one after every other address's.
+        let fresh = |m: &mut Maps, pid: i32, ip: u64| Recent::default().place(m, pid, ip);
+        let mut recent = Recent::default();
         for ip in (0x800..0x4800).step_by(0x100) {
             let covered = (0x1000..0x3000).contains(&ip);
             assert_eq!(l.place(ip).is_some(), covered, "{ip:#x}");
             if covered {
-                assert_eq!(l.place(ip), m.locate(1, ip), "{ip:#x}");
+                assert_eq!(l.place(ip), fresh(&mut m, 1, ip), "{ip:#x}");
                 assert_eq!(l.place(ip).map(|p| p.at), Some(ip - 0x1000 + 0x400));
             }
+            assert_eq!(recent.place(&mut m, 1, ip), fresh(&mut m, 1, ip), "{ip:#x}");
         }
-        assert_eq!(m.locate(1, 0x4000), None);
-        assert_eq!(m.locate(2, 0x1800), None);
+        assert_eq!(fresh(&mut m, 1, 0x4000), None);
+        assert_eq!(fresh(&mut m, 2, 0x1800), None);
     }
 }

@@ -99,7 +99,7 @@ impl ProfileBuilder {
 
     /// The index of `module`'s `name`, adding the function (with no samples) when new. An
     /// importer that names each distinct address once keeps these, and counts each
-    /// sample with [`add_to`](Self::add_to) without naming or hashing it again.
+    /// sample with [`add_period`](Self::add_period) without naming or hashing it again.
     pub fn function(&mut self, module: &str, name: &str) -> usize {
         self.key.clear();
         self.key.push_str(module);
@@ -120,17 +120,9 @@ impl ProfileBuilder {
         }
     }
 
-    /// [`add`](Self::add) for the function of index `f` (from [`function`](Self::function)).
-    pub fn add_to(&mut self, cpu: u32, f: usize, n: u64, weight: u64, weight_sq: f64) {
-        match self.column(cpu) {
-            Some(slot) => self.add_at(slot, f, n, weight, weight_sq),
-            None => self.foreign_cpu_samples += n,
-        }
-    }
-
-    /// [`add_to`](Self::add_to) of one sample of period `period`, its square summed
-    /// exactly: pieces of one input read apart and merged give the total that reading it
-    /// whole gives, bit for bit.
+    /// One sample of period `period` of the function of index `f` (from
+    /// [`function`](Self::function)), its square summed exactly: pieces of one input read
+    /// apart and merged give the total that reading it whole gives, bit for bit.
     pub fn add_period(&mut self, cpu: u32, f: usize, period: u64) {
         match self.column(cpu) {
             Some(slot) => {
