@@ -1018,3 +1018,296 @@ fn a_full_disk_marks_the_run_failed_with_the_reason() {
     assert!(m.reason.unwrap().contains("No space left on device"));
     assert!(m.ended.is_some());
 }
+
+// Issue 26: writes that never go where someone else pointed, and runs not lost.
+
+const UPSRUN: &str = env!("CARGO_BIN_EXE_upsrun");
+/// The user id of `nobody`, who owns what a hostile local user would.
+const NOBODY: u32 = 65534;
+
+/// A run of upsrun's that `upsrun --analyse RUN/work` can analyse: its marker, kernel
+/// symbols and one test with a profile and samples (the fixtures of tests/upsrun.rs).
+fn analysable_run(at: &Path) -> PathBuf {
+    let run = at.join("run");
+    let work = run.join("work");
+    fs::create_dir_all(&work).unwrap();
+    let src = testdata("upsrun/format2-run");
+    fs::copy(src.join("upcmp-run"), run.join("upcmp-run")).unwrap();
+    fs::copy(src.join("test_list"), run.join("test_list")).unwrap();
+    fs::copy(src.join("work/prfout"), work.join("prfout")).unwrap();
+    fs::copy(testdata("upsrun/callgraph/samples.gz"), work.join("samples.gz")).unwrap();
+    let kallsyms = fs::read(testdata("upsrun/callgraph/kallsyms")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &kallsyms).unwrap();
+    fs::write(run.join("kallsyms.gz"), gz.finish().unwrap()).unwrap();
+    run
+}
+
+/// Gives `path` and everything under it (links themselves, not their targets) to `uid`.
+fn chown_tree(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.symlink_metadata().unwrap().is_dir() {
+        for e in fs::read_dir(path).unwrap() {
+            chown_tree(&e.unwrap().path(), uid);
+        }
+    }
+}
+
+#[test]
+fn issue26_analyse_never_writes_through_a_planted_link() {
+    if !crate::util::is_root() {
+        return;
+    }
+    let tmp = tempdir();
+    let run = analysable_run(tmp.path());
+    let work = run.join("work");
+    // Root's files outside the run, and a name that must not come to exist.
+    let outside = tmp.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    let victim = outside.join("cron");
+    fs::write(&victim, "precious\n").unwrap();
+    let created = outside.join("created");
+    std::os::unix::fs::symlink(&victim, work.join("stacks.folded")).unwrap();
+    std::os::unix::fs::symlink(&created, work.join("prof.out")).unwrap();
+    std::os::unix::fs::symlink(&victim, work.join("flame.svg")).unwrap();
+    // The run belongs to a local user who placed the links.
+    chown_tree(&run, NOBODY);
+    let arg = work.to_str().unwrap();
+    let out = run_in(tmp.path(), UPSRUN, &["--analyse", arg]);
+    assert_ne!(out.status.code(), Some(0), "a foreign run is refused: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("owned by user 65534") && stderr(&out).contains("--allow-foreign-run"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+    // Insisting writes the analysis, still never through the links.
+    let out = run_in(tmp.path(), UPSRUN, &["--analyse", arg, "--allow-foreign-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        fs::read_to_string(&victim).unwrap(),
+        "precious\n",
+        "the link's target is untouched"
+    );
+    assert!(created.symlink_metadata().is_err(), "a dangling link creates nothing");
+    for f in ["stacks.folded", "prof.out", "flame.svg"] {
+        let m = work.join(f).symlink_metadata().unwrap();
+        assert!(m.file_type().is_file(), "{f} is a new regular file");
+    }
+    assert!(fs::read_to_string(work.join("stacks.folded")).unwrap().contains("walk"));
+    let names: Vec<_> = fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 5, "no temporary file left: {names:?}");
+}
+
+#[test]
+fn issue26_a_test_directory_that_is_a_link_is_not_analysed() {
+    let tmp = tempdir();
+    let run = analysable_run(tmp.path());
+    // The run's test directory swapped for a link to a directory elsewhere.
+    let elsewhere = tmp.path().join("elsewhere");
+    fs::rename(run.join("work"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, run.join("work")).unwrap();
+    let out = run_in(tmp.path(), UPSRUN, &["--analyse", "run/work"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("a symbolic link, not a directory of the run"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!elsewhere.join("stacks.folded").exists());
+}
+
+#[test]
+fn issue26_a_run_of_another_user_is_not_moved_aside() {
+    if !crate::util::is_root() {
+        return;
+    }
+    let tmp = tempdir();
+    let run = tmp.path().join("out");
+    fs::create_dir(&run).unwrap();
+    fs::write(run.join("upcmp-run"), "x").unwrap();
+    chown_tree(&run, NOBODY);
+    fs::write(tmp.path().join("test_list"), "t: true\n").unwrap();
+    let out = run_in(tmp.path(), UPRUN, &["auto", "out"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stderr(&out).contains("owned by user 65534"), "{}", stderr(&out));
+    assert!(run.join("upcmp-run").is_file() && !tmp.path().join("out.old").exists());
+    // upcmp's results directory as well.
+    let res = tmp.path().join("res");
+    fs::create_dir(&res).unwrap();
+    fs::write(res.join("upcmp-results"), "x").unwrap();
+    chown_tree(&res, NOBODY);
+    let (r1, r2) = (testdata("demo/run1"), testdata("demo/run2"));
+    let out = run_in(tmp.path(), UPCMP, &[r1.to_str().unwrap(), r2.to_str().unwrap(), "res"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("owned by user 65534"), "{}", stderr(&out));
+    assert!(!tmp.path().join("res.old").exists());
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &[r1.to_str().unwrap(), r2.to_str().unwrap(), "res", "--allow-foreign-run"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(tmp.path().join("res.old/upcmp-results").is_file());
+}
+
+#[test]
+fn issue26_a_link_in_a_sticky_shared_directory_is_not_followed() {
+    if !crate::util::is_root() {
+        return;
+    }
+    let tmp = tempdir();
+    // A /tmp of the test's own: sticky, every user may write.
+    let shared = tmp.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = tmp.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    let evil = shared.join("evil");
+    std::os::unix::fs::symlink(&victim, &evil).unwrap();
+    std::os::unix::fs::lchown(&evil, Some(NOBODY), Some(NOBODY)).unwrap();
+    let (r1, r2) = (testdata("demo/run1"), testdata("demo/run2"));
+    let res = evil.join("res");
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &[r1.to_str().unwrap(), r2.to_str().unwrap(), res.to_str().unwrap()],
+    );
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains(&format!("goes through the symbolic link {}", evil.display())),
+        "{}",
+        stderr(&out)
+    );
+    fs::write(tmp.path().join("test_list"), "t: true\n").unwrap();
+    let outdir = evil.join("out");
+    let out = run_in(tmp.path(), UPRUN, &["auto", outdir.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("goes through the symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        fs::read_dir(&victim).unwrap().count(),
+        0,
+        "nothing lands in the link's target"
+    );
+    // The same link owned by root (or by the user) is followed, as the kernel would.
+    std::os::unix::fs::lchown(&evil, Some(0), Some(0)).unwrap();
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &[r1.to_str().unwrap(), r2.to_str().unwrap(), res.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(victim.join("res/results").is_file());
+}
+
+#[test]
+fn issue26_analyse_holds_the_run_lock_and_replaces_files_whole() {
+    let tmp = tempdir();
+    let run = analysable_run(tmp.path());
+    let folded = run.join("work/stacks.folded");
+    fs::write(&folded, "old;stack 1\n").unwrap();
+    // While another writer holds the run, nothing is rewritten.
+    let lock = upcmp::fsio::DirLock::try_lock(&run).unwrap().expect("free");
+    let out = run_in(tmp.path(), UPSRUN, &["--analyse", "run/work"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("is writing"), "{}", stderr(&out));
+    assert_eq!(fs::read_to_string(&folded).unwrap(), "old;stack 1\n");
+    drop(lock);
+    // A reader that opened the old file reads it whole: the new one replaces it by a
+    // rename, never by rewriting it in place.
+    let mut reader = fs::File::open(&folded).unwrap();
+    let out = run_in(tmp.path(), UPSRUN, &["--analyse", "run/work"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut old = String::new();
+    reader.read_to_string(&mut old).unwrap();
+    assert_eq!(old, "old;stack 1\n");
+    assert!(fs::read_to_string(&folded).unwrap().contains("walk"));
+    assert!(!tmp.path().join("run.lock").exists(), "the lock is released");
+}
+
+#[test]
+fn issue26_a_run_that_cannot_start_on_a_full_disk_leaves_nothing() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    let Some(disk) = Tmpfs::mount(tmp.path().join("disk"), 64) else {
+        panic!("cannot mount a tmpfs (root is needed)");
+    };
+    // An earlier run under the name, then a full disk.
+    let run = disk.0.join("run");
+    fs::create_dir(&run).unwrap();
+    fs::write(run.join("upcmp-run"), "earlier\n").unwrap();
+    let fill = fs::File::create(disk.0.join("fill")).unwrap();
+    let mut w = std::io::BufWriter::new(fill);
+    while std::io::Write::write_all(&mut w, &[0u8; 4096]).is_ok() {}
+    drop(w);
+    fs::write(tmp.path().join("test_list"), "t: true\n").unwrap();
+    let out = run_in(tmp.path(), UPRUN, &["auto", run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("No space left on device"), "{}", stderr(&out));
+    // The earlier run is back under its name; nothing else is left to block it.
+    assert_eq!(fs::read_to_string(run.join("upcmp-run")).unwrap(), "earlier\n");
+    let mut names: Vec<_> = fs::read_dir(&disk.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["fill", "run"]);
+    assert_eq!(fs::read_dir(&run).unwrap().count(), 1);
+}
+
+#[test]
+fn issue26_a_test_that_prints_a_lot_keeps_its_head_and_tail() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    // 6 MB of chatter between a first line and the benchmark's result line, against a
+    // limit of 1 MiB (500 MB against the default 64 MiB behaves the same).
+    let result = "7054200 trep @   0.0035 msec (282000.0/sec): chatter";
+    fs::write(
+        tmp.path().join("test_list"),
+        format!("loud: echo first; yes 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLM | head -c 6000000; echo '{result}'\n"),
+    )
+    .unwrap();
+    for r in ["r1", "r2"] {
+        let out = run_in(tmp.path(), UPRUN, &["auto", r, "--max-output-mib", "1"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains("uprun: warning: loud: it printed 5.7 MiB of output"),
+            "warned at uprun time: {}",
+            stdout(&out)
+        );
+    }
+    let upout = fs::read_to_string(tmp.path().join("r1/loud/upout")).unwrap();
+    assert!(upout.len() <= 1 << 20, "{} bytes kept", upout.len());
+    assert!(upout.starts_with("first\n"));
+    assert!(upout.ends_with(&format!("{result}\n")));
+    let printed = "first\n".len() + 6_000_000 + result.len() + 1;
+    assert!(
+        upout.contains(&format!(
+            "bytes of the test's output cut here; it printed {printed} bytes"
+        )),
+        "{}",
+        &upout[upout.len() / 2 - 200..upout.len() / 2 + 200]
+    );
+    let prfout = fs::read_to_string(tmp.path().join("r1/loud/prfout")).unwrap();
+    assert!(
+        prfout.contains("it printed 5.7 MiB of output"),
+        "the warning stays with the run"
+    );
+    let out = run_in(tmp.path(), UPCMP, &["r1", "r2", "res"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let results = fs::read_to_string(tmp.path().join("res/results")).unwrap();
+    assert!(
+        results.contains("chatter"),
+        "the benchmark's rate is compared: {results}"
+    );
+}

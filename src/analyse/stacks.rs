@@ -2,17 +2,18 @@
 //! `flame.svg` (`docs/upsrun.md`). uprun calls it after each test of an upsrun run;
 //! `upsrun --analyse` calls it on a test directory written earlier.
 
+use crate::fsio;
 use crate::host::kernel_max_stack;
 use crate::model::stacks::{StackBuilder, StackOptions};
 use crate::model::{CallGraph, Profile, StackProfile, UserBy};
 use crate::report::{flame, gprof};
+use crate::store::outdir::{check_links, check_not_foreign};
 use crate::store::outdir::{RunMarker, COMMAND_ROOTS_FORMAT, FORMAT_VERSION};
 use crate::store::samples::for_each_record;
 use crate::store::stacks::{FLAME_SVG, PROF_OUT, STACKS_FOLDED};
 use crate::store::{io_err, prfout, write_atomic, StoreError};
 use crate::symbols::{KernelSymbols, SymbolError};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// Why a test's stacks could not be analysed.
@@ -82,10 +83,13 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
             p.truncated, p.samples, o.stacks.max_stack
         ));
     }
+    // Each file replaces the old one by a rename: a reader sees the old file or the new
+    // one whole, and a link placed where it goes is replaced, never followed.
     let write_file = |name: &str, f: &dyn Fn(&mut dyn Write) -> std::io::Result<()>| -> Result<(), StoreError> {
         let path = dir.join(name);
-        let mut w = BufWriter::new(File::create(&path).map_err(io_err(&path))?);
-        f(&mut w).and_then(|_| w.flush()).map_err(io_err(&path))
+        let mut w = fsio::Replacement::create(&path, 0o666).map_err(io_err(&path))?;
+        f(&mut w).map_err(io_err(&path))?;
+        w.commit().map_err(io_err(&path))
     };
     write_file(STACKS_FOLDED, &|w| p.write_folded(w))?;
     let header = gprof::GprofHeader {
@@ -146,14 +150,49 @@ pub fn analyse_test(
 }
 
 /// Analyses a test directory written earlier (`RUN/TEST`), with the kernel symbols the
-/// run kept (`RUN/kallsyms.gz`) and its `prfout`'s event and period.
-pub fn analyse_dir(test_dir: &Path, user_by: UserBy, max_stack: usize) -> Result<Vec<String>, AnalyseError> {
+/// run kept (`RUN/kallsyms.gz`) and its `prfout`'s event and period. The run's lock is
+/// held while its files are replaced; a run owned by another user is refused unless
+/// `allow_foreign_run` (docs/security.md).
+pub fn analyse_dir(
+    test_dir: &Path,
+    user_by: UserBy,
+    max_stack: usize,
+    allow_foreign_run: bool,
+) -> Result<Vec<String>, AnalyseError> {
+    let test_dir = &fsio::clean(test_dir);
     // RUN/TEST, or RUN/TEST/rK for a repetition.
     let run = test_dir
         .ancestors()
         .skip(1)
         .find(|d| d.join("kallsyms.gz").is_file())
         .unwrap_or(Path::new("."));
+    check_links(test_dir)?;
+    // The run's own directories below RUN are real ones, never links its owner placed.
+    let below_run: Vec<&Path> = if run == Path::new(".") {
+        vec![test_dir]
+    } else {
+        test_dir.ancestors().take_while(|d| *d != run).collect()
+    };
+    for d in below_run {
+        if !fsio::is_real_dir(d) {
+            return Err(StoreError::LinkInRun { path: d.to_path_buf() }.into());
+        }
+    }
+    for d in [run, test_dir.as_path()] {
+        check_not_foreign(d, allow_foreign_run)?;
+    }
+    let lock_of = if run == Path::new(".") { test_dir.as_path() } else { run };
+    let _lock = match fsio::DirLock::try_lock(lock_of) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => {
+            return Err(StoreError::Locked {
+                path: lock_of.to_path_buf(),
+                tool: "uprun or upsrun",
+            }
+            .into())
+        }
+        Err(e) => return Err(io_err(lock_of)(e).into()),
+    };
     let symbols = KernelSymbols::from_kallsyms_file(&run.join("kallsyms.gz"))?;
     let profile = prfout::read(&test_dir.join(prfout::PRFOUT_FILE))?;
     // A run written before format 3 keeps its stacks' shape: no command roots.

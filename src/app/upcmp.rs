@@ -9,7 +9,9 @@ use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
-use crate::store::outdir::{claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER};
+use crate::store::outdir::{
+    check_not_foreign, claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER,
+};
 use crate::store::run::{load_run, pool_runs, StoredRun};
 use crate::store::StoreError;
 use std::io::Write as _;
@@ -50,6 +52,8 @@ pub struct UpcmpOptions {
     /// Write RESULTS_DIR even when its parent directory may be written by every user and
     /// has no sticky bit.
     pub allow_shared_parent: bool,
+    /// Move aside an existing RESULTS_DIR (or an older generation) owned by another user.
+    pub allow_foreign_run: bool,
     /// Also write `results.html`, the comparison as one self-contained page.
     pub html: bool,
     /// Only the samples this keeps are counted (uprun runs: each profile is rebuilt from
@@ -295,6 +299,10 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             path: opts.results_dir.clone(),
             source,
         })?;
+    check_not_foreign(&claim.path, opts.allow_foreign_run).map_err(|source| UpcmpError::Publish {
+        path: opts.results_dir.clone(),
+        source,
+    })?;
     let results_dir = claim.path.as_path();
     let (cmp, stacks, stack_files) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {

@@ -16,7 +16,8 @@ use crate::host::tuning::{check_drop_caches, set_governor, GovernorRestore, Tuni
 use crate::host::{online_cpus, system};
 use crate::model::{IdleSet, UserBy};
 use crate::store::outdir::{
-    check_rotatable, claim_dir, repetition_name, rotate_and_create, Claim, RunKind, RunMarker, Status, RUN_MARKER,
+    check_not_foreign, check_rotatable, claim_dir, repetition_name, rotate_and_create, Claim, RunKind, RunMarker,
+    Status, RUN_MARKER,
 };
 use crate::store::{now_utc, write_atomic, StoreError};
 use crate::symbols::{read_kallsyms_text, KernelSymbols, SymbolError};
@@ -72,6 +73,11 @@ pub struct UprunOptions {
     /// Write OUTDIR even when its parent directory may be written by every user and has no
     /// sticky bit.
     pub allow_shared_parent: bool,
+    /// Move aside an existing OUTDIR (or an older generation) owned by another user.
+    pub allow_foreign_run: bool,
+    /// The most of each test's output (`upout`) kept, in bytes: more keeps its head and
+    /// tail with a note of what was cut.
+    pub max_output: u64,
     /// Record what the kernel counted over each test (`TEST/counters`: /proc counters and
     /// counting perf events on every CPU).
     pub counters: bool,
@@ -100,6 +106,8 @@ impl UprunOptions {
             export_folded: false,
             share: false,
             allow_shared_parent: false,
+            allow_foreign_run: false,
+            max_output: crate::collect::run::DEFAULT_MAX_OUTPUT,
             counters: true,
         }
     }
@@ -256,6 +264,7 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
         });
     }
     let claim = claim_dir(&opts.outdir, "uprun", opts.allow_shared_parent)?;
+    check_not_foreign(&claim.path, opts.allow_foreign_run)?;
     let list = TestList::load(opts.test_list.as_deref())?;
     let unixperf = opts.unixperf.clone().or_else(find_unixperf);
     let tests = plan(&list, unixperf.as_deref())?;
@@ -310,7 +319,24 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
 /// failure after it can mark the run failed.
 fn create_outdir(opts: &UprunOptions, outdir: &Path, out: &mut dyn Write) -> Result<RunMarker, UprunError> {
     let mode = if opts.share { 0o755 } else { 0o700 };
-    for m in rotate_and_create(outdir, RUN_MARKER, mode)? {
+    let moved = rotate_and_create(outdir, RUN_MARKER, mode)?;
+    let mut marker = RunMarker::start(opts.command_line.clone());
+    marker.runs = opts.runs;
+    if opts.stacks {
+        marker.kind = RunKind::Upsrun;
+    }
+    if let Err(e) = marker.write(outdir) {
+        // A full disk: a directory without its marker would block this name until removed
+        // by hand. It is empty (a failed write leaves no temporary file), so it goes, and
+        // the earlier runs move back to their names.
+        if std::fs::remove_dir(outdir).is_ok() {
+            for m in &moved {
+                let _ = crate::fsio::rename_noreplace(&m.to, &m.from);
+            }
+        }
+        return Err(e.into());
+    }
+    for m in moved {
         let _ = writeln!(
             out,
             "uprun: kept the earlier run: moved {} to {}",
@@ -318,12 +344,6 @@ fn create_outdir(opts: &UprunOptions, outdir: &Path, out: &mut dyn Write) -> Res
             m.to.display()
         );
     }
-    let mut marker = RunMarker::start(opts.command_line.clone());
-    marker.runs = opts.runs;
-    if opts.stacks {
-        marker.kind = RunKind::Upsrun;
-    }
-    marker.write(outdir)?;
     Ok(marker)
 }
 
@@ -439,6 +459,7 @@ fn run_tests(
         export_folded: opts.export_folded,
         child_umask,
         machine_check: Some(machine_check),
+        max_output: opts.max_output,
     };
     let mut outcome = RunOutcome {
         status: Status::Completed,

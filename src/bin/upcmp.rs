@@ -89,6 +89,10 @@ struct Args {
     /// directory you trust.
     #[arg(long)]
     allow_world_writable_parent: bool,
+    /// Move aside an existing RESULTS_DIR owned by another user (neither root nor you).
+    /// Refused by default (docs/security.md).
+    #[arg(long)]
+    allow_foreign_run: bool,
     #[command(flatten)]
     import: cli::ImportArgs,
     #[command(flatten)]
@@ -131,6 +135,7 @@ fn main() -> ExitCode {
             results_dir,
             compare,
             allow_shared_parent: a.allow_world_writable_parent,
+            allow_foreign_run: a.allow_foreign_run,
             html: !a.no_html,
             filter: a.filter.filter(),
         })

@@ -11,7 +11,7 @@
 
 use crate::store::outdir::Writer;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,7 +76,7 @@ impl TestGroup {
         let cgroup = cgroup2_root().and_then(|root| {
             let dir = root.join(format!("{CGROUP_PREFIX}{tag}"));
             std::fs::create_dir(&dir).ok()?;
-            match std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")) {
+            match crate::fsio::open_kernel_file(&dir.join("cgroup.procs")) {
                 Ok(procs) => Some((dir, procs)),
                 Err(_) => {
                     let _ = std::fs::remove_dir(&dir);
@@ -199,11 +199,7 @@ fn kill_cgroup(dir: &Path) {
     if !dir.exists() {
         return;
     }
-    let killed = std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join("cgroup.kill"))
-        .and_then(|mut f| f.write_all(b"1"))
-        .is_ok();
+    let killed = crate::fsio::write_kernel_file(&dir.join("cgroup.kill"), b"1").is_ok();
     if !killed {
         kill_until_gone(|| cgroup_members(dir));
     }

@@ -88,6 +88,69 @@ pub struct TestContext<'a> {
     /// overlap its wait with the run's own preparation; taken by the next test (unless a
     /// preparation command or a cache drop comes first: the look then starts after them).
     pub machine_check: Option<CheckWindow>,
+    /// The most of a test's output (`upout`) kept; more keeps its head and tail.
+    pub max_output: u64,
+}
+
+/// How much of a test's output is kept by default: far more than any benchmark's result
+/// lines, well under what upcmp reads (`UPOUT_CAP`).
+pub const DEFAULT_MAX_OUTPUT: u64 = 64 << 20;
+
+/// The most `--max-output-mib` may give: room for the note under upcmp's `UPOUT_CAP`.
+pub const MAX_OUTPUT_LIMIT: u64 = crate::store::UPOUT_CAP - (1 << 20);
+
+/// Keeps the test's output `path` within `cap` bytes once the test has ended: a test that
+/// printed more keeps its first and last `cap / 2` bytes (whole lines: where benchmarks
+/// print their results) with a note saying what was cut between them, so the run stays
+/// comparable. The file is replaced by a rename. Returns the warning to give.
+fn bound_output(path: &Path, cap: u64) -> Result<Option<String>, RunError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = crate::fsio::open_regular(path, crate::fsio::Links::Refuse).map_err(io_at(path))?;
+    let len = f.metadata().map_err(io_at(path))?.len();
+    let cap = cap.min(MAX_OUTPUT_LIMIT);
+    if len <= cap {
+        return Ok(None);
+    }
+    // The note (under 1 KiB) fits in the cap too.
+    let half = (cap.saturating_sub(1024) / 2).max(1) as usize;
+    let mut head = vec![0; half];
+    f.read_exact(&mut head).map_err(io_at(path))?;
+    if let Some(i) = head.iter().rposition(|&b| b == b'\n') {
+        head.truncate(i + 1);
+    }
+    let mut tail = vec![0; half];
+    f.seek(SeekFrom::Start(len - half as u64)).map_err(io_at(path))?;
+    f.read_exact(&mut tail).map_err(io_at(path))?;
+    let tail = match tail.iter().position(|&b| b == b'\n') {
+        Some(i) if i + 1 < tail.len() => &tail[i + 1..],
+        _ => &tail[..],
+    };
+    let cut = len - head.len() as u64 - tail.len() as u64;
+    let newline = if head.ends_with(b"\n") || head.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    let note = format!(
+        "{newline}[uprun: {cut} bytes of the test's output cut here; it printed {len} bytes, of which the first {} and the last {} are kept]\n",
+        head.len(),
+        tail.len()
+    );
+    let mut w = crate::fsio::Replacement::create(path, 0o666).map_err(io_at(path))?;
+    w.write_all(&head)
+        .and_then(|()| w.write_all(note.as_bytes()))
+        .and_then(|()| w.write_all(tail))
+        .map_err(io_at(path))?;
+    w.commit().map_err(io_at(path))?;
+    let mib = |n: u64| n as f64 / f64::from(1 << 20);
+    Ok(Some(format!(
+        "it printed {:.1} MiB of output; {} keeps its first and last {:.1} MiB and a note of the \
+         {:.1} MiB cut between them (raise the limit with --max-output-mib)",
+        mib(len),
+        path.display(),
+        mib(half as u64),
+        mib(cut)
+    )))
 }
 
 /// What one test left: its status and profile (both also written to its directory).
@@ -419,7 +482,8 @@ pub fn run_test(
 ) -> Result<TestRecord, RunError> {
     std::fs::create_dir_all(dir).map_err(io_at(dir))?;
     let upout_path = dir.join(crate::store::run::UPOUT_FILE);
-    let upout = File::create(&upout_path).map_err(io_at(&upout_path))?;
+    // A new file in the test's new directory: created exclusively, never through a link.
+    let upout = crate::fsio::create_new(&upout_path, 0o666).map_err(io_at(&upout_path))?;
 
     // Everything the test (and its preparation) starts, ended when it ends.
     let group = TestGroup::new(ctx.child_umask);
@@ -481,6 +545,8 @@ pub fn run_test(
     }
     let mut warnings = check.warnings();
     let survivors = group.end();
+    // Everything of the test has ended: nothing writes its output any more.
+    warnings.extend(bound_output(&upout_path, ctx.max_output)?);
     if !survivors.is_empty() {
         let list: Vec<String> = survivors.iter().map(ToString::to_string).collect();
         warnings.push(format!(

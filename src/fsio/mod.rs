@@ -294,17 +294,162 @@ pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 
 /// Writes `bytes` to `path` with `mode` (less the umask) through a new temporary file
 /// beside it and a rename, so a reader never sees a half-written file and nothing is written through a
-/// link placed at `path` (the rename replaces the link itself).
+/// link placed at `path` (the rename replaces the link itself). On any failure (a full
+/// disk) the temporary file is removed.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = parent_of(path);
-    let name = path
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp-{}", random_name(12)));
-    write_new(&tmp, bytes, mode)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    use std::io::Write;
+    let mut file = Replacement::create(path, mode)?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
+/// A file that replaces `path` when committed: written into a new temporary file beside
+/// it (created exclusively, never through a link) and renamed over `path`, so a reader
+/// sees the old file or the new one whole, and a link placed at `path` is replaced, never
+/// followed. Dropped without [`Replacement::commit`], the temporary file is removed and
+/// `path` is untouched.
+#[derive(Debug)]
+pub struct Replacement {
+    path: PathBuf,
+    tmp: PathBuf,
+    out: Option<io::BufWriter<File>>,
+    renamed: bool,
+}
+
+impl Replacement {
+    /// Creates the temporary file for `path` with `mode` (less the umask).
+    pub fn create(path: &Path, mode: u32) -> io::Result<Self> {
+        let name = path
+            .file_name()
+            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = parent_of(path).join(format!(".{name}.tmp-{}", random_name(12)));
+        let file = create_new(&tmp, mode)?;
+        Ok(Replacement {
+            path: path.to_path_buf(),
+            tmp,
+            out: Some(io::BufWriter::with_capacity(1 << 16, file)),
+            renamed: false,
+        })
+    }
+
+    /// Flushes the file and renames it over `path`.
+    pub fn commit(mut self) -> io::Result<()> {
+        let out = self.out.take().expect("committed once");
+        out.into_inner().map_err(|e| e.into_error())?;
+        std::fs::rename(&self.tmp, &self.path)?;
+        self.renamed = true;
+        Ok(())
+    }
+}
+
+impl io::Write for Replacement {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.as_mut().expect("not committed").write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.as_mut().expect("not committed").flush()
+    }
+}
+
+impl Drop for Replacement {
+    fn drop(&mut self) {
+        // Not committed, or the rename failed: nothing of it stays.
+        if !self.renamed {
+            drop(self.out.take());
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Opens a file of the kernel's (`/proc/sys/...`, `/sys/...`, a cgroup's `cgroup.procs`)
+/// for writing: never created (`O_CREAT` is not given, so a missing file is an error,
+/// not a new file), and not followed when it is a symbolic link (`O_NOFOLLOW`).
+pub fn open_kernel_file(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Writes `bytes` to the kernel's file `path` in one write (see [`open_kernel_file`]).
+pub fn write_kernel_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    open_kernel_file(path)?.write_all(bytes)
+}
+
+/// The effective user id of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// The owner of `path` (following a link) when it is neither root nor this process's
+/// user: a directory someone else owns, into which root must not write unasked.
+pub fn foreign_owner(path: &Path) -> Option<u32> {
+    let uid = std::fs::metadata(path).ok()?.uid();
+    (uid != 0 && uid != euid()).then_some(uid)
+}
+
+/// A symbolic link on a path that [`check_links`] refuses to follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UntrustedLink {
+    /// The link.
+    pub link: PathBuf,
+    /// Its owner.
+    pub owner: u32,
+}
+
+/// Resolves `path` component by component, as the kernel does with
+/// `fs.protected_symlinks=1`, and finds a symbolic link it must not follow: one in a
+/// sticky directory that every user may write (`/tmp`), owned neither by root, by this
+/// process's user, nor by the directory's owner. Machines with the sysctl off exist, and
+/// the check costs a few `lstat`s. Components that do not exist yet end the walk (they
+/// will be created). At most 40 links are followed, as the kernel does.
+pub fn check_links(path: &Path) -> io::Result<Result<(), UntrustedLink>> {
+    let mut todo: Vec<std::ffi::OsString> = path.components().rev().map(|c| c.as_os_str().to_os_string()).collect();
+    let mut at = if path.is_absolute() {
+        PathBuf::new()
+    } else {
+        std::env::current_dir()?
+    };
+    let mut links = 0;
+    while let Some(c) = todo.pop() {
+        match c.to_str() {
+            Some(".") => continue,
+            Some("..") => {
+                at.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let next = at.join(&c);
+        let Ok(meta) = next.symlink_metadata() else {
+            return Ok(Ok(()));
+        };
+        if !meta.file_type().is_symlink() {
+            at = next;
+            continue;
+        }
+        links += 1;
+        if links > 40 {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        let dir = std::fs::metadata(&at)?;
+        let mode = dir.mode();
+        let owner = meta.uid();
+        let shared_sticky = mode & 0o002 != 0 && mode & libc::S_ISVTX != 0;
+        if shared_sticky && owner != 0 && owner != euid() && owner != dir.uid() {
+            return Ok(Err(UntrustedLink { link: next, owner }));
+        }
+        let target = std::fs::read_link(&next)?;
+        if target.is_absolute() {
+            at = PathBuf::from("/");
+        }
+        todo.extend(target.components().rev().map(|c| c.as_os_str().to_os_string()));
+    }
+    Ok(Ok(()))
 }
 
 /// Overwrites the existing regular file `path` in place (no link followed, no new file):

@@ -12,7 +12,7 @@
 use super::is_root;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -239,11 +239,7 @@ impl FeatureFile {
     /// Writes one word, `X` or `NO_X`, as `echo X > file` does. The kernel
     /// answers EINVAL for a name it does not know.
     pub fn write(&self, word: &str) -> Result<(), FeatError> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&self.path)
-            .map_err(|e| classify(e, &self.path, Access::Write))?;
+        let mut file = crate::fsio::open_kernel_file(&self.path).map_err(|e| classify(e, &self.path, Access::Write))?;
         file.write_all(format!("{word}\n").as_bytes())
             .map_err(|e| match e.raw_os_error() {
                 Some(libc::EINVAL) => FeatError::Unrecognized {
@@ -263,10 +259,7 @@ impl FeatureFile {
     pub fn set(&self, words: &[String]) -> Result<Restore, FeatError> {
         // Opening for writing changes nothing but tells early whether writing
         // is allowed at all; on some machines it is refused even to root.
-        OpenOptions::new()
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| classify(e, &self.path, Access::Write))?;
+        crate::fsio::open_kernel_file(&self.path).map_err(|e| classify(e, &self.path, Access::Write))?;
         let current = self.read()?;
         let plan = plan(&current, words)?;
         let mut done = Restore {

@@ -2,7 +2,7 @@
 //! the page cache dropped before a repetition. (Scheduler features: [`super::sched_features`].)
 
 use super::{governor_path, online_cpus, read_trim};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where the kernel takes the order to drop its caches.
 pub const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
@@ -43,9 +43,7 @@ fn needs_root(e: &std::io::Error) -> &'static str {
 /// Checks, without changing anything, that the caches can be dropped (the file opens for
 /// writing), so a run can refuse before it starts.
 pub fn check_drop_caches() -> Result<(), TuningError> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(DROP_CACHES)
+    crate::fsio::open_kernel_file(Path::new(DROP_CACHES))
         .map(drop)
         .map_err(|source| TuningError::Write {
             path: DROP_CACHES.into(),
@@ -58,7 +56,7 @@ pub fn check_drop_caches() -> Result<(), TuningError> {
 pub fn drop_caches() -> Result<(), TuningError> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
-    std::fs::write(DROP_CACHES, "3\n").map_err(|source| TuningError::Write {
+    crate::fsio::write_kernel_file(Path::new(DROP_CACHES), b"3\n").map_err(|source| TuningError::Write {
         path: DROP_CACHES.into(),
         hint: needs_root(&source),
         source,
@@ -85,7 +83,7 @@ pub fn set_governor(governor: &str) -> Result<GovernorRestore, TuningError> {
     }
     let restore = GovernorRestore { previous };
     for (cpu, _) in &restore.previous {
-        if let Err(source) = std::fs::write(governor_path(*cpu), governor) {
+        if let Err(source) = crate::fsio::write_kernel_file(Path::new(&governor_path(*cpu)), governor.as_bytes()) {
             restore.restore();
             return Err(TuningError::Write {
                 path: governor_path(*cpu).into(),
@@ -101,7 +99,7 @@ impl GovernorRestore {
     /// Puts the previous governors back.
     pub fn restore(&self) {
         for (cpu, g) in &self.previous {
-            let _ = std::fs::write(governor_path(*cpu), g);
+            let _ = crate::fsio::write_kernel_file(Path::new(&governor_path(*cpu)), g.as_bytes());
         }
     }
 }

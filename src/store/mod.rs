@@ -63,6 +63,39 @@ pub enum StoreError {
         /// Its parent.
         parent: PathBuf,
     },
+    /// A run or results directory owned by another user, written only when asked.
+    #[error(
+        "{path}: owned by user {owner}, neither root nor you; whoever owns it may have placed links \
+         in it to make this command overwrite other files. Copy it somewhere of your own, or insist \
+         with --allow-foreign-run"
+    )]
+    ForeignRun {
+        /// The directory.
+        path: PathBuf,
+        /// Its owner's user id.
+        owner: u32,
+    },
+    /// A symbolic link on an output path that the kernel's `fs.protected_symlinks` would
+    /// not follow either.
+    #[error(
+        "{path}: its path goes through the symbolic link {link}, owned by user {owner} in a sticky \
+         directory every user may write; it is not followed (docs/security.md). Give the real path"
+    )]
+    UntrustedLink {
+        /// The path to write.
+        path: PathBuf,
+        /// The link.
+        link: PathBuf,
+        /// The link's owner.
+        owner: u32,
+    },
+    /// A directory inside a run that is a symbolic link where the run's own directory
+    /// belongs.
+    #[error("{path}: a symbolic link, not a directory of the run; it is not followed (docs/security.md)")]
+    LinkInRun {
+        /// The link.
+        path: PathBuf,
+    },
     /// A path that names no directory of its own (`/`, `.`, `..`).
     #[error("{path}: names no new directory; give a name such as results1")]
     NoName {

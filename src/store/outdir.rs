@@ -303,6 +303,7 @@ pub fn claim_dir(path: &Path, tool: &'static str, allow_shared_parent: bool) -> 
     if let (Some(parent), false) = (fsio::shared_parent(&path), allow_shared_parent) {
         return Err(StoreError::SharedParent { path, parent });
     }
+    check_links(&path)?;
     match fsio::DirLock::try_lock(&path) {
         Ok(Some(lock)) => Ok(Claim { path, lock }),
         Ok(None) => Err(StoreError::Locked { path, tool }),
@@ -315,6 +316,36 @@ pub fn claim_dir(path: &Path, tool: &'static str, allow_shared_parent: bool) -> 
             })
         }
     }
+}
+
+/// Refuses an output path that goes through a symbolic link in a sticky directory every
+/// user may write, owned by neither root, the user, nor the directory's owner (see
+/// [`fsio::check_links`]): `/tmp/evil -> /victim` must not make `/tmp/evil/res` land in
+/// `/victim`.
+pub fn check_links(path: &Path) -> Result<(), StoreError> {
+    match fsio::check_links(path).map_err(io_err(path))? {
+        Ok(()) => Ok(()),
+        Err(l) => Err(StoreError::UntrustedLink {
+            path: path.to_path_buf(),
+            link: l.link,
+            owner: l.owner,
+        }),
+    }
+}
+
+/// Refuses to write into, or move, the directory `path` or one of its older generations
+/// (`path.old`, ...) when another user (neither root nor this one) owns it, unless
+/// `allow_foreign`: its owner may have placed links in it where the writer's files go.
+pub fn check_not_foreign(path: &Path, allow_foreign: bool) -> Result<(), StoreError> {
+    if allow_foreign || path.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    for dir in std::iter::once(path.to_path_buf()).chain(old_generations(path)) {
+        if let Some(owner) = fsio::foreign_owner(&dir) {
+            return Err(StoreError::ForeignRun { path: dir, owner });
+        }
+    }
+    Ok(())
 }
 
 /// Makes `path` a fresh, empty directory with `mode` (exactly, whatever the umask) for a

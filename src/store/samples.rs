@@ -36,7 +36,8 @@ pub struct SamplesWriter {
 impl SamplesWriter {
     /// Creates `path` and writes the header.
     pub fn create(path: &Path) -> Result<Self, StoreError> {
-        let f = File::create(path).map_err(io_err(path))?;
+        // A new file in a new test directory: created exclusively, never through a link.
+        let f = crate::fsio::create_new(path, 0o666).map_err(io_err(path))?;
         let mut out = BufWriter::with_capacity(64 << 10, GzEncoder::new(f, Compression::new(LEVEL)));
         writeln!(out, "{HEADER}").map_err(io_err(path))?;
         Ok(SamplesWriter {

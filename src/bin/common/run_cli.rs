@@ -91,6 +91,15 @@ pub struct RunArgs {
     /// bit (anyone there could replace the run), e.g. a shared scratch directory you trust.
     #[arg(long)]
     pub allow_world_writable_parent: bool,
+    /// Write into (upsrun --analyse) or move aside (an existing OUTDIR) a run directory
+    /// owned by another user (neither root nor you). Refused by default: its owner may
+    /// have placed links where the files go (docs/security.md).
+    #[arg(long)]
+    pub allow_foreign_run: bool,
+    /// Keep at most this many MiB of each test's output (TEST/upout); a test that prints
+    /// more keeps its first and last halves with a note of what was cut, and uprun warns.
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=255))]
+    pub max_output_mib: u64,
     /// Do not record what the kernel counted over each test (TEST/counters: /proc/vmstat,
     /// interrupts, softirqs, /proc/stat, schedstat, meminfo and counting perf events), e.g.
     /// to measure what recording them costs.
@@ -126,6 +135,8 @@ impl RunArgs {
         o.export_folded = self.export_folded;
         o.share = self.share;
         o.allow_shared_parent = self.allow_world_writable_parent;
+        o.allow_foreign_run = self.allow_foreign_run;
+        o.max_output = self.max_output_mib << 20;
         o.counters = !self.no_counters;
         o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         o
