@@ -635,6 +635,41 @@ mod tests {
     }
 
     #[test]
+    fn a_replacement_is_whole_or_nothing() {
+        use std::io::Write;
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("target");
+        std::fs::write(&target, "mine").unwrap();
+        let link = tmp.path().join("out");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        // Dropped before its commit: nothing changes, nothing is left.
+        let mut r = Replacement::create(&link, 0o600).unwrap();
+        r.write_all(b"half").unwrap();
+        drop(r);
+        assert!(is_symlink(&link));
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2);
+        let mut r = Replacement::create(&link, 0o600).unwrap();
+        r.write_all(b"new").unwrap();
+        r.commit().unwrap();
+        assert!(is_real_file(&link) && std::fs::read_to_string(&link).unwrap() == "new");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn links_are_resolved_as_the_kernel_would() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        create_dir(&real, 0o700).unwrap();
+        // Links outside shared sticky directories, chained and relative, are followed.
+        std::os::unix::fs::symlink("real", tmp.path().join("a")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("a"), tmp.path().join("b")).unwrap();
+        assert_eq!(check_links(&tmp.path().join("b/x/y")).unwrap(), Ok(()));
+        std::os::unix::fs::symlink("loop", tmp.path().join("loop")).unwrap();
+        assert!(check_links(&tmp.path().join("loop/x")).is_err());
+    }
+
+    #[test]
     fn a_directory_lock_is_exclusive_and_leaves_nothing() {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path().join("res");
