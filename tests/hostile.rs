@@ -1311,3 +1311,36 @@ fn issue26_a_test_that_prints_a_lot_keeps_its_head_and_tail() {
         "the benchmark's rate is compared: {results}"
     );
 }
+
+#[test]
+fn issue26_a_run_with_an_enormous_upout_is_still_compared() {
+    // A run written before uprun bounded its tests' output: 300 MiB of upout (sparse, so
+    // the test is fast), its header first and its result lines last.
+    let tmp = tempdir();
+    let r1 = tmp.path().join("r1");
+    copy_tree(&testdata("demo/run1"), &r1);
+    let upout = r1.join("getpid/upout");
+    let text = fs::read_to_string(&upout).unwrap();
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let (head, tail) = lines.split_at(lines.len() - 3);
+    assert!(tail[2].contains("trep"), "{tail:?}");
+    fs::write(&upout, format!("{}\n", head.join("\n"))).unwrap();
+    let f = fs::OpenOptions::new().append(true).open(&upout).unwrap();
+    f.set_len(300 << 20).unwrap();
+    std::io::Write::write_all(&mut &f, format!("\n{}\n", tail.join("\n")).as_bytes()).unwrap();
+    drop(f);
+    let r2 = testdata("demo/run2");
+    let out = run_in(tmp.path(), UPCMP, &["r1", r2.to_str().unwrap(), "res"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let results = fs::read_to_string(tmp.path().join("res/results")).unwrap();
+    let ours = fs::read_to_string(testdata("demo/run1/getpid/upout")).unwrap();
+    assert!(ours.contains("(4710000.0/sec): getpid system call"));
+    assert!(
+        results.contains("4710000"),
+        "the rate of the tail is compared: {results}"
+    );
+    assert!(
+        results.contains("300.0 MiB of output, more than upcmp reads whole"),
+        "said: {results}"
+    );
+}

@@ -83,12 +83,46 @@ impl StoredRun {
     }
 }
 
+/// How much of each end of an `upout` larger than [`UPOUT_CAP`] is read: a run written
+/// before uprun bounded its tests' output keeps its benchmark lines, which come at the
+/// start and the end.
+const UPOUT_END: usize = 16 << 20;
+
+/// The text of `upout`: whole, or for one larger than [`UPOUT_CAP`], its first and last
+/// [`UPOUT_END`] bytes in whole lines, with the warning to give.
+fn read_upout(upout: &Path) -> Result<(String, Option<String>), StoreError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = crate::fsio::open_regular(upout, Links::Refuse).map_err(super::io_err(upout))?;
+    let len = f.metadata().map_err(super::io_err(upout))?.len();
+    if len <= UPOUT_CAP {
+        return Ok((read_text_with(upout, Links::Refuse, UPOUT_CAP)?, None));
+    }
+    let mut head = vec![0; UPOUT_END];
+    f.read_exact(&mut head).map_err(super::io_err(upout))?;
+    head.truncate(head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
+    let mut tail = vec![0; UPOUT_END];
+    f.seek(SeekFrom::Start(len - UPOUT_END as u64))
+        .and_then(|_| f.read_exact(&mut tail))
+        .map_err(super::io_err(upout))?;
+    let from = tail.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    head.extend_from_slice(&tail[from..]);
+    let warning = format!(
+        "{}: {:.1} MiB of output, more than upcmp reads whole; its first and last {} MiB were read",
+        upout.display(),
+        len as f64 / f64::from(1 << 20),
+        UPOUT_END >> 20
+    );
+    Ok((String::from_utf8_lossy(&head).into_owned(), Some(warning)))
+}
+
 fn read_repetition(dir: &Path) -> Result<StoredRepetition, StoreError> {
-    let profile = prfout::read_with(&dir.join(PRFOUT_FILE), Links::Refuse)?;
+    let mut profile = prfout::read_with(&dir.join(PRFOUT_FILE), Links::Refuse)?;
     let upout = dir.join(UPOUT_FILE);
     // Absent is allowed; anything else at that name (a link, a FIFO) is an error.
     let text = if upout.symlink_metadata().is_ok() {
-        read_text_with(&upout, Links::Refuse, UPOUT_CAP)?
+        let (text, warning) = read_upout(&upout)?;
+        profile.warnings.extend(warning);
+        text
     } else {
         String::new()
     };
