@@ -1344,3 +1344,36 @@ fn issue26_a_run_with_an_enormous_upout_is_still_compared() {
         "said: {results}"
     );
 }
+
+#[test]
+fn issue26_a_reader_never_sees_a_half_written_analysis() {
+    let tmp = tempdir();
+    let run = analysable_run(tmp.path());
+    let analyse = || {
+        let out = run_in(tmp.path(), UPSRUN, &["--analyse", "run/work"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    analyse();
+    let folded = run.join("work/stacks.folded");
+    let whole = fs::read(&folded).unwrap();
+    assert!(!whole.is_empty());
+    // A reader reading as fast as it can while the analysis is rewritten again and again
+    // (a truncate-and-rewrite shows it an empty or partial file within a few rounds).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert_eq!(fs::read(&folded).unwrap(), whole, "read {reads}: a half-written file");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for _ in 0..20 {
+        analyse();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+}
