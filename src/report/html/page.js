@@ -255,8 +255,11 @@ window.upcmp.page = (function () {
     thead.appendChild(head);
     table.appendChild(thead);
     var body = element("tbody");
-    counters.rows.forEach(function (cells) {
+    counters.rows.forEach(function (cells, k) {
       var tr = element("tr");
+      if (counters.tips[k]) {
+        tr.title = counters.tips[k];
+      }
       cells.forEach(function (text, j) {
         tr.appendChild(element("td", j === 0 ? "name" : "num", text));
       });

@@ -126,6 +126,11 @@
     };
     out.height = frame.offsetHeight;
     out.titles = groups.map(title);
+    // What each frame reads as, beside its title: [title, label].
+    out.labels = groups.map(function (g) {
+      var t = g.querySelector("text");
+      return [title(g), t ? t.textContent : ""];
+    });
     win.search(".");
     out.search_matched = doc.getElementById("matched").textContent;
     win.reset_search();
@@ -164,6 +169,11 @@
       tables: P.tables.map(tableReport),
       counters: Array.prototype.map.call(document.querySelectorAll("table.counters"), function (t) {
         return Array.prototype.map.call(t.rows, cells);
+      }),
+      counter_tips: Array.prototype.map.call(document.querySelectorAll("table.counters"), function (t) {
+        return Array.prototype.map.call(t.tBodies[0].rows, function (tr) {
+          return tr.title;
+        });
       }),
       flames: P.flames.map(flameReport)
     };
