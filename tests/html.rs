@@ -390,7 +390,7 @@ fn hide_noise_and_no_html() {
 
 /// The forkwait runs as three repetitions a side (format 2), each repetition moving
 /// bcopy's samples and the benchmark's rate a little.
-fn repeated_fixture(dir: &Path) {
+pub(crate) fn repeated_fixture(dir: &Path) {
     for (run, base) in [("outdir1", 0u64), ("outdir2", 30_000)] {
         let src = testdata(&format!("forkwait/{run}"));
         let to = dir.join(run);

@@ -1,8 +1,8 @@
 //! What people see (issue 27): the labels of flame graph frames as a browser renders them,
 //! standalone and inside results.html, and the page's digest against the text report's.
 
-use crate::html::{assert_no_errors, browser, headless_args, open, strings, upcmp, upsrun_fixture};
-use crate::util::{tempdir, testdata};
+use crate::html::{assert_no_errors, browser, headless_args, open, repeated_fixture, strings, upcmp, upsrun_fixture};
+use crate::util::{copy_tree, tempdir, testdata};
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -189,4 +189,98 @@ fn a_differential_subtitle_fits_its_graph_issue_27() {
     let line = &element[element.find("</title>").unwrap() + 8..];
     // inferno's font is 12 px Verdana, at most 7 px a character; the graph is 1200 px wide.
     assert!(line.chars().count() * 7 < 1200 - 20, "{line}");
+}
+
+/// The text report's digest: (test, its parts) per line.
+fn text_digest(report: &str, tests: &[String]) -> Vec<(String, Vec<String>)> {
+    let at = report.find("\nDigest\n").expect("a digest in the text report") + 8;
+    report[at..]
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let l = l.trim_start();
+            let name = tests
+                .iter()
+                .filter(|t| l.starts_with(t.as_str()))
+                .max_by_key(|t| t.len())
+                .unwrap_or_else(|| panic!("no test for {l:?}"));
+            let parts = l[name.len()..].split("  ").map(str::trim).filter(|p| !p.is_empty());
+            (name.clone(), parts.map(str::to_string).collect())
+        })
+        .collect()
+}
+
+/// The rows of the text report's CPU Time Analysis of `test` whose verdict is `word`.
+fn text_rows_with(report: &str, test: &str, word: &str) -> usize {
+    let head = format!(" {test} ");
+    let at = report
+        .lines()
+        .position(|l| l.starts_with("****") && l.contains(&head))
+        .unwrap_or_else(|| panic!("no section {test}"));
+    report
+        .lines()
+        .skip(at + 1)
+        .take_while(|l| !l.starts_with("****"))
+        .skip_while(|l| !l.starts_with("CPU Time Analysis"))
+        .filter(|l| l.trim_end().ends_with(word))
+        .count()
+}
+
+/// The page's digest gives each test the change and verdict of the text digest, and
+/// counts significant rows apart from sampling-only ones.
+fn assert_digests_agree(dir: &Path, results: &str, want_tests: usize) {
+    let page = dir.join(results).join("results.html");
+    let report = fs::read_to_string(dir.join(results).join("results")).unwrap();
+    let Some(b) = browser() else { return };
+    let r = open(b, &page);
+    assert_no_errors(&r);
+    let rows: Vec<Vec<String>> = r.selftest["digest"].as_array().unwrap().iter().map(strings).collect();
+    assert_eq!(rows.len(), want_tests, "{rows:?}");
+    let names: Vec<String> = rows.iter().map(|r| r[0].clone()).collect();
+    let text = text_digest(&report, &names);
+    assert_eq!(text.len(), rows.len(), "{text:?}");
+    for (row, (name, parts)) in rows.iter().zip(&text) {
+        assert_eq!(&row[0], name);
+        // -38.6% ops/s (significant): the page's change cell and its verdict.
+        let bench = parts.iter().find(|p| p.contains(" ops/s (") || p.contains(" time ("));
+        match bench {
+            Some(p) => {
+                let (change, verdict) = p.split_once(" (").unwrap();
+                assert_eq!(row[1], change, "{name}: {row:?} against {p}");
+                assert!(
+                    row[3].starts_with(verdict.trim_end_matches(')')),
+                    "{name}: {row:?} against {p}"
+                );
+                if verdict == "n/a)" {
+                    assert!(row[3].contains("one run a side"), "said why: {row:?}");
+                }
+            }
+            None => assert!(!row[1].contains('%'), "{name}: {row:?} against {parts:?}"),
+        }
+        let cpu = parts.iter().find_map(|p| p.strip_prefix("CPU ")).unwrap();
+        match cpu {
+            "-" => assert!(row[4].starts_with("no change"), "{name}: {row:?}"),
+            c => assert_eq!(row[4], c, "{name}: {row:?}"),
+        }
+        assert!(!row.iter().any(|c| c.contains("-×")), "{row:?}");
+        let (significant, sampling): (usize, usize) = (row[7].parse().unwrap(), row[8].parse().unwrap());
+        assert_eq!(significant, text_rows_with(&report, name, "  significant"), "{name}");
+        assert_eq!(sampling, text_rows_with(&report, name, "  sampling only"), "{name}");
+    }
+}
+
+#[test]
+fn the_page_digest_agrees_with_the_text_digest_issue_27() {
+    // The demo: nine tests, one run a side (nothing to test the benchmarks against).
+    let tmp = tempdir();
+    for run in ["run1", "run2"] {
+        copy_tree(&testdata(&format!("demo/{run}")), &tmp.path().join(run));
+    }
+    upcmp(tmp.path(), &["run1", "run2", "-q", "1vs2"]);
+    assert_digests_agree(tmp.path(), "1vs2", 9);
+    // Three repetitions a side: the benchmark and the functions are tested.
+    let tmp = tempdir();
+    repeated_fixture(tmp.path());
+    upcmp(tmp.path(), &["outdir1", "outdir2", "-q", "r"]);
+    assert_digests_agree(tmp.path(), "r", 1);
 }
