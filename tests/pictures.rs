@@ -2,7 +2,7 @@
 //! standalone and inside results.html, and the page's digest against the text report's.
 
 use crate::html::{assert_no_errors, browser, headless_args, open, repeated_fixture, strings, upcmp, upsrun_fixture};
-use crate::util::{copy_tree, tempdir, testdata};
+use crate::util::{assert_golden, copy_tree, run_in, stderr, stdout, tempdir, testdata};
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -283,4 +283,62 @@ fn the_page_digest_agrees_with_the_text_digest_issue_27() {
     repeated_fixture(tmp.path());
     upcmp(tmp.path(), &["outdir1", "outdir2", "-q", "r"]);
     assert_digests_agree(tmp.path(), "r", 1);
+}
+
+/// The CPU Time Analysis rows of a mail: (name, the rest of its row).
+fn mail_rows(mail: &str) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    let mut lines = mail.lines().skip_while(|l| !l.starts_with("CPU Time Analysis")).skip(3);
+    while let Some(l) = lines.next() {
+        if l.is_empty() || l.starts_with("95% test") || l.starts_with('(') {
+            break;
+        }
+        let (name, rest) = match !l.contains("  ") {
+            // A name too long for its row, alone on its line.
+            true => (l.to_string(), lines.next().unwrap()[40..].to_string()),
+            false => (l[..40].trim_end().to_string(), l[40..].to_string()),
+        };
+        rows.push((name, rest));
+    }
+    rows
+}
+
+#[test]
+fn mail_keeps_names_of_40_characters_on_their_row_issue_27() {
+    let tmp = tempdir();
+    write(tmp.path(), "a.folded", &getpid_folded(400));
+    write(tmp.path(), "b.folded", &getpid_folded(2000));
+    let out = run_in(
+        tmp.path(),
+        env!("CARGO_BIN_EXE_upcmp"),
+        &["--perf", "a.folded", "b.folded", "r", "--format", "mail"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mail = stdout(&out);
+    assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
+    // The digest first.
+    assert!(
+        mail.starts_with("Digest\n  a.folded vs b.folded: CPU +26.6%; top:"),
+        "{mail}"
+    );
+    let rows = mail_rows(&mail);
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    for (name, rest) in &rows {
+        let own_line = mail.lines().any(|l| l == name);
+        assert_eq!(own_line, name.chars().count() > 40, "{name}:\n{mail}");
+        // Every number under its unit: the cells end where the header's columns end.
+        let head = mail.lines().find(|l| l.starts_with("CPU Time Analysis")).unwrap();
+        let units = mail.lines().find(|l| l.starts_with("cutoff=")).unwrap();
+        let ends = |l: &str| -> Vec<usize> {
+            l.char_indices()
+                .filter(|&(i, c)| c != ' ' && l[i + c.len_utf8()..].starts_with(' ') || i + c.len_utf8() == l.len())
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let row = format!("{:<40}{rest}", "");
+        let (h, u, r) = (ends(head), ends(units), ends(&row));
+        assert_eq!(u[1..4], h[3..6], "units under the headers:\n{head}\n{units}");
+        assert_eq!(r[..4], h[3..7], "{name}: cells under the headers:\n{head}\n{row}");
+    }
+    assert_golden(&mail, "mail/long_names.mail");
 }

@@ -162,8 +162,25 @@ fn top_counters(rows: &[CounterRow]) -> Vec<String> {
 /// The digest: one line per compared test, with its benchmark change, its CPU time
 /// change, the counters and the function that moved most.
 pub fn render_digest(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
-    let lines: Vec<(String, String)> = r
-        .tests
+    let lines: Vec<(String, String)> = digest_lines(r)
+        .into_iter()
+        .map(|(name, parts)| (name, parts.join("  ")))
+        .collect();
+    if lines.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Digest")?;
+    let width = lines.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    for (name, line) in lines {
+        writeln!(out, "  {name:<width$}  {line}")?;
+    }
+    writeln!(out)
+}
+
+/// The digest's parts per compared test: its benchmark change, its CPU time change, the
+/// counters and the function that moved most.
+pub fn digest_lines(r: &RunComparison) -> Vec<(String, Vec<String>)> {
+    r.tests
         .iter()
         .filter_map(|t| match &t.outcome {
             TestOutcome::Compared {
@@ -177,20 +194,11 @@ pub fn render_digest(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                 parts.push(cpu_change(profile));
                 parts.extend(top_counters(counters));
                 parts.extend(top_function(profile));
-                Some((t.name.clone(), parts.join("  ")))
+                Some((t.name.clone(), parts))
             }
             TestOutcome::OnlyIn { .. } => None,
         })
-        .collect();
-    if lines.is_empty() {
-        return Ok(());
-    }
-    writeln!(out, "Digest")?;
-    let width = lines.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    for (name, line) in lines {
-        writeln!(out, "  {name:<width$}  {line}")?;
-    }
-    writeln!(out)
+        .collect()
 }
 
 #[cfg(test)]
