@@ -342,3 +342,44 @@ fn mail_keeps_names_of_40_characters_on_their_row_issue_27() {
     }
     assert_golden(&mail, "mail/long_names.mail");
 }
+
+#[test]
+fn unknown_rows_say_what_they_may_be_issue_27() {
+    let tmp = tempdir();
+    let folded = |jit: u64| {
+        format!("java;[unknown] [libjvm.so] {jit}\njava;do_syscall_64_[k];[unknown]_[k] 400\njava;main 2000\n")
+    };
+    write(tmp.path(), "a.folded", &folded(300));
+    write(tmp.path(), "b.folded", &folded(900));
+    let page = upcmp(tmp.path(), &["--perf", "a.folded", "b.folded", "-q", "r"]);
+    let report = fs::read_to_string(tmp.path().join("r/results")).unwrap();
+    for (name, hint) in [
+        (
+            "[unknown] [libjvm.so]",
+            "addresses in libjvm.so that its symbols do not cover",
+        ),
+        ("[unknown]", "JIT or BPF code without symbols"),
+    ] {
+        let note = report
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no note for {name}:\n{report}"));
+        assert!(note.contains(hint), "{note}");
+    }
+    let Some(b) = browser() else { return };
+    let r = open(b, &page);
+    assert_no_errors(&r);
+    let titles = strings(&r.selftest["tables"][0]["name_titles"]);
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("[unknown] [libjvm.so]\n") && t.contains("in libjvm.so")),
+        "{titles:?}"
+    );
+    assert!(titles.iter().any(|t| t == "main"), "{titles:?}");
+    let unknown = titles
+        .iter()
+        .find(|t| t.starts_with("[unknown]\n"))
+        .expect("the kernel's [unknown] row");
+    assert!(unknown.contains("bpf_jit_kallsyms"), "{unknown}");
+}

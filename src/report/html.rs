@@ -172,6 +172,15 @@ fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Re
         opts.hide_noise
     )?;
     serde_json::to_writer(&mut w, &stripped).map_err(io::Error::other)?;
+    // What the rows without a symbol are: their tooltips.
+    let hints: std::collections::BTreeMap<&str, String> = rows
+        .iter()
+        .flatten()
+        .flat_map(|r| r.iter())
+        .filter_map(|f| Some((f.function.as_str(), super::unknown::unknown_hint(&f.function)?)))
+        .collect();
+    w.write_all(b",\"hints\":")?;
+    serde_json::to_writer(&mut w, &hints).map_err(io::Error::other)?;
     w.write_all(b",\"function_rows\":[")?;
     for (i, r) in rows.iter().enumerate() {
         if i > 0 {

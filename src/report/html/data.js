@@ -114,6 +114,11 @@ window.upcmp.data = (function () {
       name: function (r) {
         return String(value(r, "function"));
       },
+      // What a row without a symbol is (an `[unknown]` row), or "".
+      hint: function (r) {
+        var h = raw.hints && raw.hints[String(value(r, "function"))];
+        return typeof h === "string" ? h : "";
+      },
       significant: function (r) {
         // Beyond the noise as far as it was measured (single runs: the sampling error).
         var v = value(r, "noise.verdict");

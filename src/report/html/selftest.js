@@ -95,6 +95,10 @@
     out.shown = readAll(ft);
     ft.below.click();
     out.with_below = readAll(ft);
+    // The tooltips of the names drawn (the first screenful).
+    out.name_titles = Array.prototype.map.call(ft.body.querySelectorAll("td.name"), function (td) {
+      return td.title;
+    });
     ft.noise.click();
     out.noise_toggled = readAll(ft);
     ft.noise.click();
