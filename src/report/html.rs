@@ -375,7 +375,8 @@ fn digest(cmp: &RunComparison) -> Markup {
                                 TestOutcome::Compared { bench, profile, unlike, .. } => {
                                     (digest_bench(bench, unlike))
                                     (digest_cpu(profile, unlike))
-                                    td.num.significant { (listed_with(profile, Mark::Significant)) }
+                                    @let significant = listed_with(profile, Mark::Significant);
+                                    td.num.significant[significant > 0] { (significant) }
                                     td.num.sampling { (listed_with(profile, Mark::SamplingOnly)) }
                                 }
                             }
@@ -433,7 +434,7 @@ fn digest_bench(bench: &[BenchRow], unlike: &[crate::compare::runs::Unlike]) -> 
         } @else {
             td.why { (unlike_words(unlike, |u| u.no_speed_ratio)) }
         }
-        td.verdict {
+        td {
             span class=(class) { (word) }
             @if b.noise.is_none() { span.why { ": one run a side, not tested" } }
         }
@@ -452,7 +453,7 @@ fn digest_cpu(p: &ProfileComparison, unlike: &[crate::compare::runs::Unlike]) ->
         } @else {
             td title={ "R2/R1 " (fmt_ratio(r)) } { (ratio_bar(r, Better::Lower, !p.cpu_noise.stands_out())) }
         }
-        td.verdict { (verdict(&p.cpu_noise)) }
+        td { (verdict(&p.cpu_noise)) }
     }
 }
 

@@ -170,7 +170,6 @@
       digest_links: Array.prototype.map.call(document.querySelectorAll("#digest a[href^='#']"), function (a) {
         return [a.textContent, a.getAttribute("href"), document.getElementById(a.getAttribute("href").slice(1)) !== null];
       }),
-      digest: Array.prototype.map.call(document.querySelectorAll("table.digest tbody tr"), cells),
       tables: P.tables.map(tableReport),
       counters: Array.prototype.map.call(document.querySelectorAll("table.counters"), function (t) {
         return Array.prototype.map.call(t.rows, cells);
