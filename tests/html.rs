@@ -14,7 +14,7 @@ const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 
 /// The headless browser; None (saying why) when none is installed, a failure under
 /// `UPCMP_REQUIRE_BROWSER=1` (as in CI, which installs Debian's chromium).
-fn browser() -> Option<&'static str> {
+pub(crate) fn browser() -> Option<&'static str> {
     let found = ["chromium", "chromium-browser", "google-chrome"].into_iter().find(|b| {
         Command::new(b)
             .arg("--version")
@@ -34,18 +34,18 @@ fn browser() -> Option<&'static str> {
 }
 
 /// What the browser made of a page.
-struct Rendered {
+pub(crate) struct Rendered {
     /// The DOM after the scripts ran (`--dump-dom`).
-    dom: String,
+    pub(crate) dom: String,
     /// The page's self-test report.
-    selftest: Value,
+    pub(crate) selftest: Value,
     /// The browser's console messages (any message is a failure: the page writes none).
     console: Vec<String>,
 }
 
 /// The flags of every headless run: no sandbox (root), no network services, a fresh
 /// profile.
-fn headless_args(profile: &Path) -> Vec<String> {
+pub(crate) fn headless_args(profile: &Path) -> Vec<String> {
     [
         "--headless",
         "--no-sandbox",
@@ -64,7 +64,7 @@ fn headless_args(profile: &Path) -> Vec<String> {
 
 /// Opens `page#selftest` headless and waits for its scripts (virtual time runs the
 /// timers at once; the browser is killed after two minutes of real time).
-fn open(browser: &str, page: &Path) -> Rendered {
+pub(crate) fn open(browser: &str, page: &Path) -> Rendered {
     let profile = tempdir();
     let url = format!("file://{}#selftest", page.canonicalize().unwrap().display());
     let mut child = Command::new(browser)
@@ -120,7 +120,7 @@ fn open(browser: &str, page: &Path) -> Rendered {
     Rendered { dom, selftest, console }
 }
 
-fn assert_no_errors(r: &Rendered) {
+pub(crate) fn assert_no_errors(r: &Rendered) {
     assert!(r.console.is_empty(), "console messages: {:#?}", r.console);
     assert_eq!(r.selftest["errors"], serde_json::json!([]), "errors in the page");
     assert!(
@@ -171,7 +171,7 @@ fn csv_functions(csv: &str, test: &str) -> Vec<CsvFunction> {
         .collect()
 }
 
-fn strings(v: &Value) -> Vec<String> {
+pub(crate) fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap_or_else(|| panic!("not an array: {v}"))
         .iter()
@@ -307,7 +307,7 @@ fn assert_table_matches_csv(table: &Value, csv: &[CsvFunction], cutoff_pct: f64)
 }
 
 /// upcmp `args` in `dir`, which must succeed; returns RESULTS_DIR/results.html.
-fn upcmp(dir: &Path, args: &[&str]) -> PathBuf {
+pub(crate) fn upcmp(dir: &Path, args: &[&str]) -> PathBuf {
     let out = run_in(dir, UPCMP, args);
     assert!(out.status.success(), "upcmp {args:?}: {}", stderr(&out));
     let page = dir.join(args[args.len() - 1]).join("results.html");
@@ -390,7 +390,7 @@ fn hide_noise_and_no_html() {
 
 /// The forkwait runs as three repetitions a side (format 2), each repetition moving
 /// bcopy's samples and the benchmark's rate a little.
-fn repeated_fixture(dir: &Path) {
+pub(crate) fn repeated_fixture(dir: &Path) {
     for (run, base) in [("outdir1", 0u64), ("outdir2", 30_000)] {
         let src = testdata(&format!("forkwait/{run}"));
         let to = dir.join(run);
@@ -517,7 +517,7 @@ fn flame_graph_zooms_and_searches_inside_the_page() {
 
 /// Two upsrun runs of two tests each, made of the forkwait profiles and the call graph
 /// fixture's stacks; in run 2 one path of each test grows tenfold.
-fn upsrun_fixture(dir: &Path) {
+pub(crate) fn upsrun_fixture(dir: &Path) {
     let stacks = fs::read_to_string(testdata("upsrun/callgraph/expected.stacks.folded")).unwrap();
     let grown = |path: &str| -> String {
         stacks
@@ -659,19 +659,29 @@ fn counters_are_drawn_from_whatever_fields_they_have() {
     let html = fs::read_to_string(&page).unwrap();
     let at = "\"outcome\":\"compared\"";
     assert_eq!(html.matches(at).count(), 1);
-    let counters = r#","counters":[{"name":"cache-misses","run1":1000,"run2":1250.5,"change":0.2505,"verdict":"significant","unit":"events"},{"name":"\u003cb>x","run1":null,"run2":7,"change":null,"verdict":"noise"}]"#;
+    let counters = r#","counters":[{"name":"cache-misses","run1":1000,"run2":1250.4,"change":25.04,"verdict":"significant","unit":"events"},{"name":"\u003cb>x","run1":null,"run2":7,"change":null,"verdict":"noise"}]"#;
     fs::write(&page, html.replace(at, &format!("{at}{counters}"))).unwrap();
     let Some(b) = browser() else { return };
     let r = open(b, &page);
     assert_no_errors(&r);
+    // Laid out as the text report's System Activity; the other fields in the tooltip.
     assert_eq!(
         r.selftest["counters"],
         serde_json::json!([[
-            ["name", "run1", "run2", "change", "verdict", "unit"],
-            ["cache-misses", "1000", "1250.5", "0.2505", "significant", "events"],
-            ["<b>x", "", "7", "", "noise", ""]
+            ["counter", "Run1", "Run2", "change", "Run1/s", "Run2/s", "95% test"],
+            [
+                "cache-misses",
+                "1000",
+                "1250",
+                "+25.0%",
+                "absent",
+                "absent",
+                "significant"
+            ],
+            ["<b>x", "absent", "7.00", "-", "absent", "absent", "noise"]
         ]])
     );
+    assert_eq!(r.selftest["counter_tips"], serde_json::json!([["unit: events", ""]]));
 }
 
 #[test]
@@ -689,18 +699,31 @@ fn system_activity_is_drawn_from_the_comparison() {
     let tables = r.selftest["counters"].as_array().unwrap();
     let rows = tables[0].as_array().unwrap();
     let columns = strings(&rows[0]);
-    assert_eq!(columns[..5], ["name", "run1", "run2", "change", "verdict"]);
-    assert!(!columns.iter().any(|c| c == "noise" || c == "listed"), "{columns:?}");
-    let names: Vec<String> = rows[1..].iter().map(|row| strings(row)[0].clone()).collect();
     assert_eq!(
-        names,
-        [
-            "vmstat.pgfault",
-            "perf.page-faults",
-            "perf.page-faults.cpu0",
-            "perf.page-faults.cpu1"
-        ]
+        columns,
+        ["counter", "Run1", "Run2", "change", "Run1/s", "Run2/s", "95% test"],
+        "the text report's columns, not the CSV's fields"
     );
-    let first = strings(&rows[1]);
-    assert_eq!(first[1..5], ["2", "2.5", "25", "significant"]);
+    let names: Vec<String> = rows[1..].iter().map(|row| strings(row)[0].clone()).collect();
+    let report = fs::read_to_string(tmp.path().join("r/results")).unwrap();
+    // Each row reads as the text report's line of the same counter.
+    for row in &rows[1..] {
+        let cells = strings(row);
+        let line = report
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(cells[0].as_str()))
+            .unwrap_or_else(|| panic!("{} not in System Activity:\n{report}", cells[0]));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let mut want: Vec<&str> = cells.iter().map(String::as_str).collect();
+        let verdict = want.pop().unwrap();
+        want.retain(|c| !c.is_empty());
+        assert_eq!(words[..6], want[..], "{line}");
+        assert_eq!(words[6..].join(" "), verdict, "{line}");
+    }
+    assert!(names.len() >= 4, "{names:?}");
+    assert!(
+        r.selftest["counter_tips"][0][0].as_str().unwrap().contains("total1: "),
+        "{}",
+        r.selftest["counter_tips"]
+    );
 }

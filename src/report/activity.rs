@@ -100,8 +100,9 @@ pub fn render_counters(rows: &[CounterRow], family: usize, out: &mut dyn Write) 
 }
 
 /// The first benchmark row's change in % (direction as printed: a rate that fell is
-/// negative), with its verdict.
-fn bench_change(bench: &[BenchRow]) -> Option<String> {
+/// negative) and its verdict word, as the digests (text and page) print them; None
+/// when a side has no value or run 1's is 0.
+pub fn bench_digest(bench: &[BenchRow]) -> Option<(String, &'static str)> {
     let b = bench.first()?;
     let (x, y) = (b.run1?, b.run2?);
     if x == 0.0 {
@@ -109,14 +110,23 @@ fn bench_change(bench: &[BenchRow]) -> Option<String> {
     }
     let unit = if b.lower_is_better { "time" } else { "ops/s" };
     let verdict = b.noise.as_ref().map_or("n/a", |n| n.verdict.word());
-    Some(format!("{:+.1}% {unit} ({verdict})", 100.0 * (y - x) / x))
+    Some((format!("{:+.1}% {unit}", 100.0 * (y - x) / x), verdict))
+}
+
+fn bench_change(bench: &[BenchRow]) -> Option<String> {
+    bench_digest(bench).map(|(change, verdict)| format!("{change} ({verdict})"))
+}
+
+/// The change of CPU time in %, as the digests print it; None when run 1 has none.
+pub fn cpu_digest(p: &ProfileComparison) -> Option<String> {
+    match fmt_ratio(crate::compare::ratio(p.run1.cpu, p.run2.cpu)).as_str() {
+        "-" => None,
+        _ => Some(format!("{:+.1}%", 100.0 * (p.run2.cpu - p.run1.cpu) / p.run1.cpu)),
+    }
 }
 
 fn cpu_change(p: &ProfileComparison) -> String {
-    match fmt_ratio(crate::compare::ratio(p.run1.cpu, p.run2.cpu)).as_str() {
-        "-" => "CPU -".into(),
-        _ => format!("CPU {:+.1}%", 100.0 * (p.run2.cpu - p.run1.cpu) / p.run1.cpu),
-    }
+    format!("CPU {}", cpu_digest(p).as_deref().unwrap_or("-"))
 }
 
 fn top_function(p: &ProfileComparison) -> Option<String> {
@@ -152,8 +162,25 @@ fn top_counters(rows: &[CounterRow]) -> Vec<String> {
 /// The digest: one line per compared test, with its benchmark change, its CPU time
 /// change, the counters and the function that moved most.
 pub fn render_digest(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
-    let lines: Vec<(String, String)> = r
-        .tests
+    let lines: Vec<(String, String)> = digest_lines(r)
+        .into_iter()
+        .map(|(name, parts)| (name, parts.join("  ")))
+        .collect();
+    if lines.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Digest")?;
+    let width = lines.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    for (name, line) in lines {
+        writeln!(out, "  {name:<width$}  {line}")?;
+    }
+    writeln!(out)
+}
+
+/// The digest's parts per compared test: its benchmark change, its CPU time change, the
+/// counters and the function that moved most.
+pub fn digest_lines(r: &RunComparison) -> Vec<(String, Vec<String>)> {
+    r.tests
         .iter()
         .filter_map(|t| match &t.outcome {
             TestOutcome::Compared {
@@ -167,20 +194,11 @@ pub fn render_digest(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
                 parts.push(cpu_change(profile));
                 parts.extend(top_counters(counters));
                 parts.extend(top_function(profile));
-                Some((t.name.clone(), parts.join("  ")))
+                Some((t.name.clone(), parts))
             }
             TestOutcome::OnlyIn { .. } => None,
         })
-        .collect();
-    if lines.is_empty() {
-        return Ok(());
-    }
-    writeln!(out, "Digest")?;
-    let width = lines.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    for (name, line) in lines {
-        writeln!(out, "  {name:<width$}  {line}")?;
-    }
-    writeln!(out)
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use crate::compare::stacks::StackDiff;
 use crate::compare::Mark;
 use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
-use inferno::flamegraph::{self, Options};
+use inferno::flamegraph::{self, Options, TextTruncateDirection};
 use std::borrow::Cow;
 use std::io::{self, Write};
 
@@ -91,14 +91,30 @@ pub fn render(
     title: &str,
     subtitle: Option<String>,
     command_roots: bool,
-    w: impl Write,
+    mut w: impl Write,
 ) -> io::Result<()> {
+    let mut svg = Vec::new();
     if p.names().iter().any(|n| n.contains(';')) {
-        let mut svg = Vec::new();
         render_lines(&without_semicolons(p), title, subtitle, command_roots, &mut svg)?;
-        return write_back(&svg, w);
+        return write_back(patched_script(&svg)?.as_bytes(), w);
     }
-    render_lines(p, title, subtitle, command_roots, w)
+    render_lines(p, title, subtitle, command_roots, &mut svg)?;
+    w.write_all(patched_script(&svg)?.as_bytes())
+}
+
+/// inferno's script, where a monospace font lets it count characters, labels a box with
+/// room for two or three characters `..`, which names nothing: such a box is left blank,
+/// as in its other (measuring) path.
+const NARROW_LABEL: (&str, &str) = ("if (w < 2 * known_font_width) {", "if (w < 3 * known_font_width) {");
+
+/// The SVG `svg` with [`NARROW_LABEL`] applied to its script.
+fn patched_script(svg: &[u8]) -> io::Result<String> {
+    let svg = std::str::from_utf8(svg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    if !svg.contains(NARROW_LABEL.0) {
+        let what = "inferno's SVG: its script no longer has the test of a narrow label";
+        return Err(io::Error::new(io::ErrorKind::InvalidData, what));
+    }
+    Ok(svg.replacen(NARROW_LABEL.0, NARROW_LABEL.1, 1))
 }
 
 /// [`render`] of a profile whose frame names hold no `;`.
@@ -130,12 +146,20 @@ fn render_lines(
             }
         }
     }
+    let mut opts = options(title, subtitle);
+    opts.palette_map = Some(&mut palette);
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), w)
+}
+
+/// inferno's options for both graphs. Labels keep the start of a name (`__seccomp_fil..`):
+/// a name's tail is what kernel names share (`_filter`, `_64`).
+fn options<'a>(title: &str, subtitle: Option<String>) -> Options<'a> {
     let mut opts = Options::default();
     opts.title = title.to_string();
     opts.subtitle = subtitle;
     opts.count_name = "samples".into();
-    opts.palette_map = Some(&mut palette);
-    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), w)
+    opts.text_truncate_direction = TextTruncateDirection::Right;
+    opts
 }
 
 /// The fill of a node in the differential graph: red when its inclusive share grew,
@@ -154,10 +178,32 @@ pub fn change_color(delta_pct: f64, stands_out: bool, max_delta: f64) -> Color {
     }
 }
 
+/// A graph's subtitle: a short line that fits the graph's width, and the long explanation
+/// shown when the pointer rests on it.
+#[derive(Debug, Clone, Default)]
+pub struct Subtitle {
+    /// The line drawn under the title.
+    pub line: String,
+    /// Its tooltip.
+    pub tooltip: String,
+}
+
 /// Writes the differential flame graph of `d`: widths are run 2's samples, colours the
 /// change of each frame's inclusive share of CPU time (see `docs/upsrun.md`).
-pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<String>, w: impl Write) -> io::Result<()> {
+pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<Subtitle>, w: impl Write) -> io::Result<()> {
     render_cut_at(d, drawn_cut(), title, subtitle, w)
+}
+
+/// `svg` with `tooltip` as the title of its subtitle.
+fn with_subtitle_tooltip(svg: String, tooltip: &str) -> String {
+    let Some(at) = svg.find("<text id=\"subtitle\"") else {
+        return svg;
+    };
+    let Some(end) = svg[at..].find('>') else {
+        return svg;
+    };
+    let at = at + end + 1;
+    format!("{}<title>{}</title>{}", &svg[..at], escape(tooltip), &svg[at..])
 }
 
 /// Where the differential lines are cut: at half of inferno's narrowest frame, so
@@ -172,7 +218,7 @@ fn render_cut_at(
     d: &StackDiff,
     cut_below_pct: f64,
     title: &str,
-    subtitle: Option<String>,
+    subtitle: Option<Subtitle>,
     mut w: impl Write,
 ) -> io::Result<()> {
     let semicolons = (1..d.nodes.len()).any(|n| d.node_name(n).contains(';'));
@@ -186,17 +232,15 @@ fn render_cut_at(
         false => d.differential_lines(cut_below_pct),
     };
     let mut svg = Vec::new();
-    let mut opts = Options::default();
-    opts.title = title.to_string();
-    opts.subtitle = subtitle;
-    opts.count_name = "samples".into();
+    let tooltip = subtitle.as_ref().map(|s| s.tooltip.clone()).filter(|t| !t.is_empty());
+    let mut opts = options(title, subtitle.map(|s| s.line));
     // inferno draws the lines while the frames' places are found in them.
     let (drawn, layout) = rayon::join(
         || flamegraph::from_lines(&mut opts, lines.iter().map(|l| l.text.as_str()), &mut svg),
         || d.layout(&lines),
     );
     drawn?;
-    let svg = String::from_utf8(svg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let svg = patched_script(&svg)?;
     // Only the family's members can stand out.
     let max_delta = d
         .family_changes()
@@ -206,9 +250,11 @@ fn render_cut_at(
     let recoloured = recolour(&svg, |depth, start| {
         let n = *layout.get(&(depth, start))?;
         let c = d.change(n);
+        // inferno labels a frame with its title up to the title's last `(`: the
+        // statistics are one parenthesis, with none inside it.
         let verdict = match c.noise.verdict {
             Mark::Significant => "",
-            Mark::SamplingOnly => ", beyond the sampling error (run-to-run noise not measured)",
+            Mark::SamplingOnly => ", beyond the sampling error; run-to-run noise not measured",
             Mark::Noise => ", within the noise",
             Mark::NotTested | Mark::BelowCutoff => ", not tested",
         };
@@ -222,6 +268,10 @@ fn render_cut_at(
         );
         Some((change_color(c.delta_pct, c.stands_out(), max_delta), title))
     })?;
+    let recoloured = match tooltip {
+        Some(t) => with_subtitle_tooltip(recoloured, &t),
+        None => recoloured,
+    };
     if semicolons {
         return write_back(recoloured.as_bytes(), w);
     }

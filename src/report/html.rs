@@ -172,6 +172,15 @@ fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Re
         opts.hide_noise
     )?;
     serde_json::to_writer(&mut w, &stripped).map_err(io::Error::other)?;
+    // What the rows without a symbol are: their tooltips.
+    let hints: std::collections::BTreeMap<&str, String> = rows
+        .iter()
+        .flatten()
+        .flat_map(|r| r.iter())
+        .filter_map(|f| Some((f.function.as_str(), super::unknown::unknown_hint(&f.function)?)))
+        .collect();
+    w.write_all(b",\"hints\":")?;
+    serde_json::to_writer(&mut w, &hints).map_err(io::Error::other)?;
     w.write_all(b",\"function_rows\":[")?;
     for (i, r) in rows.iter().enumerate() {
         if i > 0 {
@@ -330,7 +339,10 @@ fn anchor(i: usize) -> String {
     format!("t{i}")
 }
 
-/// The first operation's speed change, and the CPU time's, per test.
+/// The first operation's speed change, and the CPU time's, per test: the same changes and
+/// verdicts as the text report's digest, a bar for the ratio, and in words why there is
+/// none; then the functions beyond the noise, significant ones apart from those beyond
+/// the sampling error only.
 fn digest(cmp: &RunComparison) -> Markup {
     html! {
         section #digest {
@@ -338,10 +350,18 @@ fn digest(cmp: &RunComparison) -> Markup {
             table.digest {
                 thead {
                     tr {
-                        th { "Test" }
+                        th rowspan="2" { "Test" }
                         th colspan="3" { "Benchmark speed, run 2 vs run 1" }
-                        th colspan="3" { "CPU time, R2/R1" }
-                        th { "Functions beyond the noise" }
+                        th colspan="3" { "CPU time, run 2 vs run 1" }
+                        th colspan="2" { "Functions beyond the noise" }
+                    }
+                    tr {
+                        th { "change" } th { "ratio" } th { "95% test" }
+                        th { "change" } th { "ratio" } th { "95% test" }
+                        th title="changes beyond the run-to-run noise (Welch's test on the repetitions)" { "significant" }
+                        th title="with one run a side: beyond the sampling error, run-to-run noise not measured" {
+                            "sampling only"
+                        }
                     }
                 }
                 tbody {
@@ -350,12 +370,14 @@ fn digest(cmp: &RunComparison) -> Markup {
                             td { a href={ "#" (anchor(i)) } { (t.name) } }
                             @match &t.outcome {
                                 TestOutcome::OnlyIn { run, .. } => {
-                                    td colspan="7" { "only in run " (run) ": nothing to compare" }
+                                    td colspan="8" { "only in run " (run) ": nothing to compare" }
                                 }
-                                TestOutcome::Compared { bench, profile, .. } => {
-                                    (digest_bench(bench.first()))
-                                    (digest_cpu(profile))
-                                    td.num { (significant_listed(profile)) }
+                                TestOutcome::Compared { bench, profile, unlike, .. } => {
+                                    (digest_bench(bench, unlike))
+                                    (digest_cpu(profile, unlike))
+                                    @let significant = listed_with(profile, Mark::Significant);
+                                    td.num.significant[significant > 0] { (significant) }
+                                    td.num.sampling { (listed_with(profile, Mark::SamplingOnly)) }
                                 }
                             }
                         }
@@ -371,26 +393,66 @@ fn digest(cmp: &RunComparison) -> Markup {
     }
 }
 
-fn significant_listed(p: &ProfileComparison) -> usize {
-    p.listed().filter(|r| r.noise.stands_out()).count()
+/// The listed functions of `p` whose verdict is `mark`.
+fn listed_with(p: &ProfileComparison, mark: Mark) -> usize {
+    p.listed().filter(|r| r.noise.verdict == mark).count()
 }
 
-fn digest_bench(b: Option<&BenchRow>) -> Markup {
-    let Some(b) = b else {
+/// Why a ratio cannot be given when the sides were not run alike: what differs.
+fn unlike_words(
+    unlike: &[crate::compare::runs::Unlike],
+    refused: impl Fn(&crate::compare::runs::Unlike) -> bool,
+) -> String {
+    let items: Vec<&str> = unlike.iter().filter(|u| refused(u)).map(|u| u.item.as_str()).collect();
+    format!("no ratio: unlike runs ({})", items.join(", "))
+}
+
+fn digest_bench(bench: &[BenchRow], unlike: &[crate::compare::runs::Unlike]) -> Markup {
+    let Some(b) = bench.first() else {
         return html! { td colspan="3" { "no benchmark result" } };
     };
+    let Some((change, word)) = super::activity::bench_digest(bench) else {
+        let why = match (b.run1, b.run2) {
+            (None, _) => "no change: only run 2 has this operation",
+            (_, None) => "no change: only run 1 has this operation",
+            _ => "no change: run 1's value is 0",
+        };
+        return html! { td colspan="3" title=(b.description) { (why) } };
+    };
+    let class = match b.noise.map(|n| n.verdict) {
+        Some(Mark::Significant) => "verdict significant",
+        Some(Mark::SamplingOnly) => "verdict sampling",
+        Some(Mark::Noise) => "verdict noise",
+        _ => "verdict untested",
+    };
     html! {
-        td.num title=(b.description) { (fmt_ratio(b.speed_ratio)) "×" }
-        td { (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out()))) }
-        td { @match b.noise { Some(n) => (verdict(&n)), None => span.verdict.untested { "single run" } } }
+        td.num.change title=(b.description) { (change) }
+        @if b.speed_ratio.is_some() {
+            td title={ "R2/R1 speed " (fmt_ratio(b.speed_ratio)) "×" } {
+                (ratio_bar(b.speed_ratio, Better::Higher, b.noise.is_some_and(|n| !n.stands_out())))
+            }
+        } @else {
+            td.why { (unlike_words(unlike, |u| u.no_speed_ratio)) }
+        }
+        td {
+            span class=(class) { (word) }
+            @if b.noise.is_none() { span.why { ": one run a side, not tested" } }
+        }
     }
 }
 
-fn digest_cpu(p: &ProfileComparison) -> Markup {
+fn digest_cpu(p: &ProfileComparison, unlike: &[crate::compare::runs::Unlike]) -> Markup {
     let r = ratio(p.run1.cpu, p.run2.cpu).filter(|_| !p.ratios_refused);
     html! {
-        td.num { (fmt_ratio(r)) }
-        td { (ratio_bar(r, Better::Lower, !p.cpu_noise.stands_out())) }
+        @match super::activity::cpu_digest(p) {
+            Some(change) => td.num.change { (change) },
+            None => td.why { "no change: no CPU time in run 1" },
+        }
+        @if p.ratios_refused {
+            td.why { (unlike_words(unlike, |u| u.no_summary_ratio)) }
+        } @else {
+            td title={ "R2/R1 " (fmt_ratio(r)) } { (ratio_bar(r, Better::Lower, !p.cpu_noise.stands_out())) }
+        }
         td { (verdict(&p.cpu_noise)) }
     }
 }

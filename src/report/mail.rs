@@ -6,11 +6,30 @@
 use super::{fmt_pct, fmt_ratio, fmt_sec};
 use crate::compare::bench::BenchRow;
 use crate::compare::runs::{RunComparison, TestOutcome};
+use crate::compare::stats::Mark;
 use crate::compare::ProfileComparison;
 use std::io::{self, Write};
 
 /// The widest line the mail report writes.
 pub const WIDTH: usize = 80;
+
+/// The widest function name that keeps its row in the CPU Time Analysis: kernel names
+/// run to 40 characters.
+const NAME_WIDTH: usize = 40;
+
+/// The verdicts of the CPU Time Analysis, short enough for its 80 columns (five at most).
+fn short_verdict(m: Mark) -> &'static str {
+    match m {
+        Mark::Significant => "sig",
+        Mark::SamplingOnly => "sampl",
+        Mark::Noise => "noise",
+        Mark::NotTested | Mark::BelowCutoff => "n/a",
+    }
+}
+
+/// What the short verdicts say.
+const VERDICT_LEGEND: &str = "95% test: sig significant, sampl beyond the sampling error only (run-to-run \
+                              noise not measured), noise within the noise, n/a not tested.";
 
 /// `text` wrapped at [`WIDTH`]: the first line starts with `first`, the others with
 /// `rest`. A word longer than a line is cut, so no line is ever wider.
@@ -52,6 +71,10 @@ fn para(out: &mut dyn Write, text: &str, first: &str, rest: &str) -> io::Result<
 fn row(out: &mut dyn Write, name: &str, name_width: usize, cells: &str) -> io::Result<()> {
     if name.chars().count() <= name_width {
         return writeln!(out, "{name:<name_width$}{cells}").map(|_| ());
+    }
+    if name.chars().count() < WIDTH {
+        writeln!(out, "{name}")?;
+        return writeln!(out, "{:<name_width$}{cells}", "").map(|_| ());
     }
     para(out, name, "", "  ")?;
     writeln!(out, "{:<name_width$}{cells}", "")
@@ -143,39 +166,61 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     }
     writeln!(out)?;
 
-    // Run1 [sd%] Run2 [sd%] R2-R1 %R1 verdict: 10 + 10 + 10 + 8 + 15 columns, 14 more
-    // with repetitions; the function's name gets what is left.
-    let numbers = 53 + if repeated { 14 } else { 0 };
-    let name_width = WIDTH - numbers;
-    let sd_head = if repeated { "   sd%" } else { "" };
-    let sd_pad = if repeated { "      " } else { "" };
-    writeln!(
-        out,
-        "{:<name_width$}{:>10}{sd_head}{:>10}{sd_head}{:>10}{:>8}  95% test",
-        "CPU Time Analysis", "Run1", "Run2", "R2-R1", "% of R1"
-    )?;
-    writeln!(
-        out,
-        "{:<name_width$}{unit:>10}{sd_pad}{unit:>10}{sd_pad}{unit:>10}{:>8}",
-        format!("cutoff={:.2}%", c.cutoff_pct),
-        "CPU"
-    )?;
-    writeln!(out, "{}", "-".repeat(WIDTH - 2))?;
+    // Names of up to NAME_WIDTH columns keep their row: the numbers get the other 40
+    // (with repetitions an sd% column a side instead of % of R1), each 8 wide.
+    let units = format!("({})", m.unit);
+    // A unit too wide for its columns is said once, on the cutoff line.
+    let (unit_cell, unit_note) = match units.chars().count() <= 8 {
+        true => (units.as_str(), String::new()),
+        false => ("", format!(", values in {}", m.unit)),
+    };
+    let (head, unit_row) = if repeated {
+        (
+            format!("{:>8}{:>5}{:>8}{:>5}{:>8} 95%", "Run1", "sd%", "Run2", "sd%", "R2-R1"),
+            format!("{unit_cell:>8}{:>5}{unit_cell:>8}{:>5}{unit_cell:>8}", "", ""),
+        )
+    } else {
+        (
+            format!("{:>8}{:>8}{:>8}{:>7}  95%", "Run1", "Run2", "R2-R1", "%R1CPU"),
+            format!("{unit_cell:>8}{unit_cell:>8}{unit_cell:>8}"),
+        )
+    };
+    writeln!(out, "{:<NAME_WIDTH$}{head}", "CPU Time Analysis")?;
+    let cutoff = format!("cutoff={:.2}%{unit_note}", c.cutoff_pct);
+    if cutoff.chars().count() > NAME_WIDTH {
+        writeln!(out, "{cutoff}")?;
+        writeln!(out, "{:<NAME_WIDTH$}{}", "", unit_row.trim_end())?;
+    } else {
+        writeln!(out, "{}", format!("{cutoff:<NAME_WIDTH$}{unit_row}").trim_end())?;
+    }
+    writeln!(out, "{}", "-".repeat(WIDTH - 1))?;
     let value = |x: f64| fmt_sec(x / m.scale);
     let opt = |x: Option<f64>| x.map(value).unwrap_or_default();
+    let sd = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
     for r in c.listed() {
-        let cells = format!(
-            "{:>10}{}{:>10}{}{:>10}{:>8}  {}",
-            opt(r.run1),
-            sd_cell(r.run1_sd_pct, repeated),
-            opt(r.run2),
-            sd_cell(r.run2_sd_pct, repeated),
-            value(r.delta),
-            fmt_pct(r.delta_pct_of_run1_cpu),
-            r.noise.verdict.word()
-        );
-        row(out, &r.function, name_width, &cells)?;
+        let cells = if repeated {
+            format!(
+                "{:>8}{:>5}{:>8}{:>5}{:>8} {}",
+                opt(r.run1),
+                sd(r.run1_sd_pct),
+                opt(r.run2),
+                sd(r.run2_sd_pct),
+                value(r.delta),
+                short_verdict(r.noise.verdict)
+            )
+        } else {
+            format!(
+                "{:>8}{:>8}{:>8}{:>7}  {}",
+                opt(r.run1),
+                opt(r.run2),
+                value(r.delta),
+                fmt_pct(r.delta_pct_of_run1_cpu),
+                short_verdict(r.noise.verdict)
+            )
+        };
+        row(out, &r.function, NAME_WIDTH, cells.trim_end())?;
     }
+    para(out, VERDICT_LEGEND, "", "  ")?;
     if let Some(f) = super::text::left_out(c) {
         para(out, &f, "", " ")?;
     }
@@ -190,6 +235,14 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
 
 /// A whole upcmp comparison for a mailing list.
 pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    let digest = super::activity::digest_lines(r);
+    if !digest.is_empty() {
+        writeln!(out, "Digest")?;
+        for (name, parts) in digest {
+            para(out, &parts.join("; "), &format!("  {name}: "), "      ")?;
+        }
+        writeln!(out)?;
+    }
     for w in &r.warnings {
         para(out, w, "WARNING: ", "  ")?;
     }

@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod parquet;
 pub mod stackcmp;
 pub mod text;
+pub mod unknown;
 
 use rayon::iter::{IndexedParallelIterator, ParallelIterator};
 use rayon::slice::ParallelSlice;

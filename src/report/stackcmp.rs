@@ -2,7 +2,7 @@
 //! caller/callee table per test, and the section of `results` that names them.
 
 use crate::compare::stacks::{ArcChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
-use crate::report::flame::render_differential;
+use crate::report::flame::{render_differential, Subtitle};
 use std::io::{self, Write};
 
 /// `test` as part of a file name: blanks and slashes become `_` (an imported comparison
@@ -95,11 +95,16 @@ pub fn files(s: &RunStacks) -> io::Result<Vec<(String, Vec<u8>)>> {
     for t in &s.tests {
         let mut svg = Vec::new();
         let title = format!("{} → {}: test {}", s.dir1.display(), s.dir2.display(), t.test);
-        let subtitle = format!(
-            "width: run 2; colour: change of inclusive share of CPU time (red grew, blue shrank, neutral \
-             within the noise: 5% false-discovery rate over the frames, {})",
-            noise_words(t.diff.repetitions())
-        );
+        // The line fits the graph's 1200 pixels; the rest is its tooltip.
+        let subtitle = Subtitle {
+            line: "width: run 2's samples; colour: change of inclusive CPU share (red grew, blue shrank)".into(),
+            tooltip: format!(
+                "Width: run 2's samples. Colour: the change of each frame's inclusive share of CPU time, \
+                 red where it grew, blue where it shrank, neutral within the noise (5% false-discovery \
+                 rate over the frames, {}).",
+                noise_words(t.diff.repetitions())
+            ),
+        };
         if t.diff.samples[1] > 0 {
             render_differential(&t.diff, &title, Some(subtitle), &mut svg)?;
             out.push((flame_file(&t.test), svg));

@@ -297,6 +297,16 @@ pub(crate) fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Re
         writeln!(out, "Idle functions, run 1: {}.", super::idle_set_words(&a.idle_set))?;
         writeln!(out, "Idle functions, run 2: {}.", super::idle_set_words(&b.idle_set))?;
     }
+    // What each listed row without a symbol is.
+    let mut hinted: Vec<&str> = Vec::new();
+    for r in c.listed() {
+        if let Some(hint) = super::unknown::unknown_hint(&r.function) {
+            if !hinted.contains(&r.function.as_str()) {
+                hinted.push(&r.function);
+                writeln!(out, "{}: {hint}.", r.function)?;
+            }
+        }
+    }
     Ok(())
 }
 

@@ -114,6 +114,11 @@ window.upcmp.data = (function () {
       name: function (r) {
         return String(value(r, "function"));
       },
+      // What a row without a symbol is (an `[unknown]` row), or "".
+      hint: function (r) {
+        var h = raw.hints && raw.hints[String(value(r, "function"))];
+        return typeof h === "string" ? h : "";
+      },
       significant: function (r) {
         // Beyond the noise as far as it was measured (single runs: the sampling error).
         var v = value(r, "noise.verdict");
@@ -126,10 +131,31 @@ window.upcmp.data = (function () {
     };
   }
 
+  // A count with three significant digits, as the text report prints it (fmt_count).
+  function count(x) {
+    if (x === null || x === undefined) {
+      return "absent";
+    }
+    if (typeof x !== "number") {
+      return String(x);
+    }
+    if (x === 0 || !isFinite(x)) {
+      return String(x);
+    }
+    var a = Math.abs(x);
+    if (a >= 1e9) {
+      return x.toExponential(3).replace("e+", "e");
+    }
+    return x.toFixed(Math.max(0, 2 - Math.floor(Math.log10(a))));
+  }
+
   // Counters of test i (System Activity), when the comparison carries them: the rows
-  // the text report lists (listed is not false), with name, run1, run2, change, verdict
-  // (whichever exist) and any other plain field (nested objects such as the test's
-  // statistics stay in results.json), or null.
+  // the text report lists (listed is not false), laid out as its table (counter, the
+  // tested value and the value per second on each side, change, verdict); every other
+  // plain field of a row is its tooltip (nested objects such as the test's statistics
+  // stay in results.json). Or null.
+  var COUNTER_COLUMNS = ["counter", "Run1", "Run2", "change", "Run1/s", "Run2/s", "95% test"];
+  var COUNTER_SHOWN = ["name", "basis", "run1", "run2", "change", "per_sec1", "per_sec2", "verdict", "listed"];
   function counters(i) {
     var list = tests[i].outcome.counters;
     if (!Array.isArray(list)) {
@@ -141,26 +167,29 @@ window.upcmp.data = (function () {
     if (list.length === 0) {
       return null;
     }
-    var preferred = ["name", "run1", "run2", "change", "verdict"];
-    var keys = preferred.filter(function (k) {
-      return list.some(function (c) {
-        return c[k] !== undefined;
-      });
-    });
-    list.forEach(function (c) {
-      Object.keys(c).forEach(function (k) {
-        var plain = c[k] === null || typeof c[k] !== "object";
-        if (keys.indexOf(k) < 0 && k !== "listed" && plain) {
-          keys.push(k);
-        }
-      });
-    });
     return {
-      columns: keys,
+      columns: COUNTER_COLUMNS,
       rows: list.map(function (c) {
-        return keys.map(function (k) {
-          return k === "verdict" && typeof c[k] === "boolean" ? verdict(c[k]) : generic(c[k]);
-        });
+        var change = typeof c.change === "number" ? (c.change >= 0 ? "+" : "") + c.change.toFixed(1) + "%" : "-";
+        return [
+          generic(c.name) + (c.basis === "per_operation" ? "/op" : ""),
+          count(c.run1),
+          count(c.run2),
+          change,
+          count(c.per_sec1),
+          count(c.per_sec2),
+          verdict(c.verdict)
+        ];
+      }),
+      tips: list.map(function (c) {
+        return Object.keys(c)
+          .filter(function (k) {
+            return COUNTER_SHOWN.indexOf(k) < 0 && (c[k] === null || typeof c[k] !== "object");
+          })
+          .map(function (k) {
+            return k + ": " + generic(c[k]);
+          })
+          .join("\n");
       })
     };
   }

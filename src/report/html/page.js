@@ -63,7 +63,7 @@ window.upcmp.page = (function () {
     var table = element("table", "functions");
     var head = element("tr");
     this.headers = t.columns.map(function (c) {
-      var th = element("th", c.kind === "name" ? "name" : "num", c.label);
+      var th = element("th", c.kind === "name" ? "name" : c.kind === "verdict" ? "num vcol" : "num", c.label);
       th.title = "sort by " + c.label;
       th.addEventListener("click", function () {
         self.sortBy(c);
@@ -191,9 +191,10 @@ window.upcmp.page = (function () {
         var v = t.value(r, c.key);
         var td = element("td", c.kind === "name" ? "name" : "num", c.format(v));
         if (c.kind === "name") {
-          td.title = td.textContent;
+          var hint = t.hint(r);
+          td.title = hint ? td.textContent + "\n" + hint : td.textContent;
         } else if (c.kind === "verdict") {
-          td.className = "verdict " + td.textContent;
+          td.className = "verdict vcol " + td.textContent;
         } else if (c.kind === "bar" && typeof v === "number" && v !== 0) {
           var b = element("span", "dbar " + (v > 0 ? "up" : "down"));
           b.style.width = Math.max(1, Math.abs(v) * this.barScale * 0.5) + "%";
@@ -255,8 +256,11 @@ window.upcmp.page = (function () {
     thead.appendChild(head);
     table.appendChild(thead);
     var body = element("tbody");
-    counters.rows.forEach(function (cells) {
+    counters.rows.forEach(function (cells, k) {
       var tr = element("tr");
+      if (counters.tips[k]) {
+        tr.title = counters.tips[k];
+      }
       cells.forEach(function (text, j) {
         tr.appendChild(element("td", j === 0 ? "name" : "num", text));
       });

@@ -95,6 +95,10 @@
     out.shown = readAll(ft);
     ft.below.click();
     out.with_below = readAll(ft);
+    // The tooltips of the names drawn (the first screenful).
+    out.name_titles = Array.prototype.map.call(ft.body.querySelectorAll("td.name"), function (td) {
+      return td.title;
+    });
     ft.noise.click();
     out.noise_toggled = readAll(ft);
     ft.noise.click();
@@ -126,6 +130,11 @@
     };
     out.height = frame.offsetHeight;
     out.titles = groups.map(title);
+    // What each frame reads as, beside its title: [title, label].
+    out.labels = groups.map(function (g) {
+      var t = g.querySelector("text");
+      return [title(g), t ? t.textContent : ""];
+    });
     win.search(".");
     out.search_matched = doc.getElementById("matched").textContent;
     win.reset_search();
@@ -164,6 +173,11 @@
       tables: P.tables.map(tableReport),
       counters: Array.prototype.map.call(document.querySelectorAll("table.counters"), function (t) {
         return Array.prototype.map.call(t.rows, cells);
+      }),
+      counter_tips: Array.prototype.map.call(document.querySelectorAll("table.counters"), function (t) {
+        return Array.prototype.map.call(t.tBodies[0].rows, function (tr) {
+          return tr.title;
+        });
       }),
       flames: P.flames.map(flameReport)
     };
