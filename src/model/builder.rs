@@ -2,12 +2,13 @@
 //! recordings all count through [`ProfileBuilder`], and name a sampled PC by the one rule
 //! of [`ProfileBuilder::add_sample`].
 
+use super::code::{LoadedCode, WithLoadedCode};
 use super::filter::SampleFilter;
 use super::idle::IdleSet;
 use super::mode::{is_kernel_address, Mode, Record, ThreadNames};
 use super::profile::{
     module, user_function_of, CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy, GUEST_FUNCTION,
-    HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION,
+    HYPERVISOR_FUNCTION, JIT_FUNCTION, JIT_NOTE, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION,
 };
 use std::collections::HashMap;
 
@@ -274,6 +275,13 @@ impl ProfileBuilder {
         if !self.fixed_cpus {
             order.sort_by_key(|&s| self.cpus[s].cpu);
         }
+        let jit = self
+            .keys
+            .iter()
+            .position(|(m, n)| m == module::KERNEL && n == JIT_FUNCTION);
+        if jit.is_some_and(|f| self.counts[f].iter().any(|&n| n > 0)) {
+            warnings.push(JIT_NOTE.to_string());
+        }
         let column = |row: &[u64]| -> Vec<u64> { order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect() };
         let functions = self
             .keys
@@ -331,6 +339,8 @@ pub struct RecordProfiler<'a, K: ?Sized> {
     profile: ProfileBuilder,
     user_name: String,
     filter: SampleFilter,
+    /// BPF programs and other code the kernel loaded while the records were taken.
+    code: LoadedCode,
 }
 
 impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
@@ -351,6 +361,7 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
             profile: ProfileBuilder::with_cpus(cpus),
             user_name: String::new(),
             filter: SampleFilter::default(),
+            code: LoadedCode::default(),
         }
     }
 
@@ -369,12 +380,19 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
                 }
                 let user = (module::USER, self.user_name.as_str());
                 let period = s.period.unwrap_or(self.default_period);
-                self.profile
-                    .add_sample(s.cpu, (s.mode, s.pc, period), self.kernel, user);
+                let kernel = WithLoadedCode {
+                    code: &self.code,
+                    kernel: self.kernel,
+                };
+                self.profile.add_sample(s.cpu, (s.mode, s.pc, period), &kernel, user);
             }
             Record::Lost { cpu, count } => self.profile.lost(*cpu, *count),
             Record::Throttle { cpu } => self.profile.throttled(*cpu),
             Record::Comm { .. } | Record::Fork { .. } => self.threads.observe(r),
+            Record::Ksymbol(_) => {
+                self.code.observe(r);
+            }
+            Record::BpfEvent { .. } => {}
         }
     }
 

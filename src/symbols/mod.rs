@@ -8,7 +8,7 @@ mod ranges;
 mod user;
 
 pub use elf::{elf_build_id, ElfSymbols, FunctionAt};
-pub use kernel::{read_kallsyms_text, KernelSymbols};
+pub use kernel::{read_kallsyms_text, KernelSymbols, JIT_FUNCTION};
 pub use ranges::{load_perf_map, RangeNames};
 pub use user::{demangle, function_name, load_user_symbols, UserSymbols, UserSymbolsMissing};
 
