@@ -176,3 +176,19 @@ fn issue_30_perf_data_import_names_a_bpf_program_from_its_ksymbol_records() {
         "{name}: {pct:.4}% here, {perf_pct}% in perf report"
     );
 }
+
+#[test]
+fn issue_30_a_perf_map_is_never_read_through_a_link() {
+    use upcmp::symbols::load_perf_map;
+    let tmp = tempdir();
+    let real = tmp.path().join("real.map");
+    std::fs::write(&real, "1000 10 jitted\n").unwrap();
+    assert_eq!(
+        load_perf_map(&real).map(|m| m.lookup(0x1008).map(str::to_string)),
+        Some(Some("jitted".into()))
+    );
+    // Anyone may place a link under a map's name in /tmp: even one to a good map is refused.
+    let link = tmp.path().join("perf-1.map");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert!(load_perf_map(&link).is_none());
+}

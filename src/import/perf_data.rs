@@ -862,6 +862,7 @@ impl Reader<'_> {
                         let named = kernel.resolve_kernel(ip).is_some();
                         let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
                         let f = self.profile.function(m, name);
+                        self.profile.note_address(f, ip);
                         self.kernel_functions.insert(ip, (f, named));
                         (f, named)
                     }
@@ -883,13 +884,16 @@ impl Reader<'_> {
                                 f
                             }
                         };
+                        self.profile.note_address(f, ip);
                         self.user_functions.insert(place, f);
                         f
                     }
                 },
                 None => {
                     self.user_unmapped += 1;
-                    self.profile.function(module::UNKNOWN, UNKNOWN_FUNCTION)
+                    let f = self.profile.function(module::UNKNOWN, UNKNOWN_FUNCTION);
+                    self.profile.note_address(f, ip);
+                    f
                 }
             },
             _ => {

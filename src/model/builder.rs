@@ -45,6 +45,8 @@ pub struct ProfileBuilder {
     foreign_cpu_samples: u64,
     key: String,
     samples: u64,
+    /// The lowest and highest address of each `[unknown]` function's samples, by index.
+    unknown_spans: HashMap<usize, (u64, u64), foldhash::fast::RandomState>,
 }
 
 impl ProfileBuilder {
@@ -172,6 +174,10 @@ impl ProfileBuilder {
         user: (&str, &str),
     ) {
         let (m, name) = sample_function(mode, pc, kernel, user);
+        if name == UNKNOWN_FUNCTION {
+            let f = self.function(m, name);
+            self.note_address(f, pc);
+        }
         self.add_one(cpu, m, name, period);
     }
 
@@ -205,7 +211,19 @@ impl ProfileBuilder {
             foreign_cpu_samples: 0,
             key: String::new(),
             samples: 0,
+            unknown_spans: HashMap::default(),
         }
+    }
+
+    /// Notes that a sample of the function of index `f` was taken at `addr`: an
+    /// `[unknown]` function keeps the span of its addresses, said in the profile's notes
+    /// (what code it is may be read from there). Other functions are not noted.
+    pub fn note_address(&mut self, f: usize, addr: u64) {
+        if self.keys[f].1 != UNKNOWN_FUNCTION {
+            return;
+        }
+        let span = self.unknown_spans.entry(f).or_insert((addr, addr));
+        *span = (span.0.min(addr), span.1.max(addr));
     }
 
     /// Adds everything `other` counted (a piece of the same input read apart).
@@ -227,6 +245,11 @@ impl ProfileBuilder {
             if other.exact_squares[f] > 0 {
                 let g = self.function(module, name);
                 self.exact_squares[g] += other.exact_squares[f];
+            }
+            if let Some(&(lo, hi)) = other.unknown_spans.get(&f) {
+                let g = self.function(module, name);
+                self.note_address(g, lo);
+                self.note_address(g, hi);
             }
         }
         for c in &other.cpus {
@@ -275,6 +298,14 @@ impl ProfileBuilder {
         if !self.fixed_cpus {
             order.sort_by_key(|&s| self.cpus[s].cpu);
         }
+        let mut spans: Vec<(&usize, &(u64, u64))> = self.unknown_spans.iter().collect();
+        spans.sort_unstable_by_key(|(&f, _)| f);
+        for (&f, &(lo, hi)) in spans {
+            let n: u64 = self.counts[f].iter().sum();
+            if n > 0 {
+                warnings.push(unknown_note(&self.keys[f].0, n, lo, hi));
+            }
+        }
         let jit = self
             .keys
             .iter()
@@ -304,6 +335,20 @@ impl ProfileBuilder {
         let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
         meta.into_profile(idle, cpus, functions, warnings)
     }
+}
+
+/// The note on an `[unknown]` function of `module`: its `n` samples fell between `lo` and
+/// `hi` (kernel addresses, or a user DSO's), which no symbol covers.
+pub fn unknown_note(module: &str, n: u64, lo: u64, hi: u64) -> String {
+    let at = if lo == hi {
+        format!("at {lo:#x}")
+    } else {
+        format!("at {lo:#x} to {hi:#x}")
+    };
+    format!(
+        "[unknown] [{module}]: {n} sample{} {at}, where no symbol is",
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// The (module, function) of a sampled PC, by the rule of [`ProfileBuilder::add_sample`]:
@@ -549,6 +594,30 @@ mod tests {
                 ("kernel", "alpha"),
                 ("libc.so.6", "memcpy"),
                 ("user", "[unknown mode]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn issue_30_unknown_rows_say_where_their_samples_fell() {
+        let (mut a, mut b) = (ProfileBuilder::new(), ProfileBuilder::new());
+        b.add_sample(0, (Mode::Kernel, 0xffffffff8f000040, 1), &Table, ("user", "user"));
+        b.add_sample(0, (Mode::Kernel, 0xffffffff81000001, 1), &Table, ("user", "user"));
+        let f = a.function("libjvm.so", "[unknown]");
+        for addr in [0x7f0000002000, 0x7f0000001000] {
+            a.add_period(1, f, 1);
+            a.note_address(f, addr);
+        }
+        let g = a.function("kernel", "[unknown]");
+        a.add_period(1, g, 1);
+        a.note_address(g, 0xffffffff8f000000);
+        b.merge(a);
+        let p = b.finish(meta(), &IdleSet::new(vec![]), vec![]);
+        assert_eq!(
+            p.warnings,
+            [
+                "[unknown] [kernel]: 2 samples at 0xffffffff8f000000 to 0xffffffff8f000040, where no symbol is",
+                "[unknown] [libjvm.so]: 2 samples at 0x7f0000001000 to 0x7f0000002000, where no symbol is",
             ]
         );
     }

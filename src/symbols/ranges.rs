@@ -38,10 +38,11 @@ pub const PERF_MAP_CAP: u64 = 256 << 20;
 
 /// A JIT's symbol map (`/tmp/perf-PID.map`): every line that parses; `None` without one.
 /// As perf, only a regular file owned by root or by this user is read (anyone may place a
-/// file under that name in /tmp), of at most [`PERF_MAP_CAP`] bytes.
+/// file under that name in /tmp), of at most [`PERF_MAP_CAP`] bytes; unlike perf, never
+/// through a symbolic link (one in /tmp may point at any file root can read).
 pub fn load_perf_map(path: &Path) -> Option<RangeNames> {
     use std::os::unix::fs::MetadataExt;
-    let file = fsio::open_regular(path, Links::Follow).ok()?;
+    let file = fsio::open_regular(path, Links::Refuse).ok()?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let owner = file.metadata().ok()?.uid();
