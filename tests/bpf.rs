@@ -6,7 +6,7 @@
 use crate::util::{perf_usable, run_in, stderr, tempdir, testdata};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use upcmp::model::code::BPF_MODULE;
+use upcmp::model::code::{BPF_MODULE, JIT_MODULE};
 use upcmp::model::mode::Record;
 use upcmp::model::profile::{module, JIT_FUNCTION, JIT_NOTE, UNKNOWN_FUNCTION};
 use upcmp::model::{IdleSet, Profile};
@@ -191,4 +191,36 @@ fn issue_30_a_perf_map_is_never_read_through_a_link() {
     let link = tmp.path().join("perf-1.map");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     assert!(load_perf_map(&link).is_none());
+}
+
+#[test]
+fn issue_30_uprun_keeps_a_jits_perf_map_and_names_its_code() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    let prog = build(tmp.path(), "perf_map_jit");
+    let p = uprun_one(tmp.path(), "jit", &format!("{} 400000000", prog.display()));
+    let upout = std::fs::read_to_string(tmp.path().join("run/jit/upout")).unwrap();
+    let pid: u32 = upout.split_whitespace().next().unwrap().parse().unwrap();
+    // The map is the test's to remove, whatever happens below.
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let tmp_map = Remove(PathBuf::from(format!("/tmp/perf-{pid}.map")));
+    let (jit, _) = samples_of(&p, JIT_MODULE, |n| n == "jitted_spin");
+    assert!(jit >= 50, "jitted_spin has {jit} samples");
+    let kept = tmp.path().join(format!("run/jit/perf-{pid}.map"));
+    assert_eq!(std::fs::read(&kept).unwrap(), std::fs::read(&tmp_map.0).unwrap());
+    // Gone from /tmp, the kept copy still names the code when the profile is rebuilt.
+    drop(tmp_map);
+    let symbols = upcmp::symbols::KernelSymbols::from_kallsyms_file(Path::new("/proc/kallsyms")).unwrap();
+    let idle = IdleSet::new(p.idle_set.clone());
+    let again =
+        upcmp::analyse::profile::rebuild(&tmp.path().join("run/jit"), &symbols, &idle, Default::default()).unwrap();
+    assert_eq!(samples_of(&again, JIT_MODULE, |n| n == "jitted_spin").0, jit);
 }

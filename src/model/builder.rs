@@ -2,7 +2,7 @@
 //! recordings all count through [`ProfileBuilder`], and name a sampled PC by the one rule
 //! of [`ProfileBuilder::add_sample`].
 
-use super::code::{LoadedCode, WithLoadedCode};
+use super::code::{LoadedCode, UserCode, WithLoadedCode};
 use super::filter::SampleFilter;
 use super::idle::IdleSet;
 use super::mode::{is_kernel_address, Mode, Record, ThreadNames};
@@ -302,15 +302,17 @@ impl ProfileBuilder {
         spans.sort_unstable_by_key(|(&f, _)| f);
         for (&f, &(lo, hi)) in spans {
             let n: u64 = self.counts[f].iter().sum();
-            if n > 0 {
-                warnings.push(unknown_note(&self.keys[f].0, n, lo, hi));
+            let note = unknown_note(&self.keys[f].0, n, lo, hi);
+            // A rebuilt profile starts from the stored one's warnings.
+            if n > 0 && !warnings.contains(&note) {
+                warnings.push(note);
             }
         }
         let jit = self
             .keys
             .iter()
             .position(|(m, n)| m == module::KERNEL && n == JIT_FUNCTION);
-        if jit.is_some_and(|f| self.counts[f].iter().any(|&n| n > 0)) {
+        if jit.is_some_and(|f| self.counts[f].iter().any(|&n| n > 0)) && !warnings.iter().any(|w| w == JIT_NOTE) {
             warnings.push(JIT_NOTE.to_string());
         }
         let column = |row: &[u64]| -> Vec<u64> { order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect() };
@@ -386,9 +388,17 @@ pub struct RecordProfiler<'a, K: ?Sized> {
     filter: SampleFilter,
     /// BPF programs and other code the kernel loaded while the records were taken.
     code: LoadedCode,
+    /// JIT code of user processes (their perf maps).
+    user_code: Option<&'a dyn UserCode>,
 }
 
 impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
+    /// The same profiler, naming the user PCs that `user_code` names (JIT code) by it.
+    pub fn with_user_code(mut self, user_code: &'a dyn UserCode) -> Self {
+        self.user_code = Some(user_code);
+        self
+    }
+
     /// The same profiler, keeping only the samples `filter` keeps.
     pub fn with_filter(mut self, filter: SampleFilter) -> Self {
         self.filter = filter;
@@ -407,6 +417,7 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
             user_name: String::new(),
             filter: SampleFilter::default(),
             code: LoadedCode::default(),
+            user_code: None,
         }
     }
 
@@ -423,7 +434,11 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
                     self.user_name.clear();
                     self.user_name.push_str(USER_FUNCTION);
                 }
-                let user = (module::USER, self.user_name.as_str());
+                let jit = self
+                    .user_code
+                    .filter(|_| s.mode == Mode::User)
+                    .and_then(|c| c.resolve_user(s.pid, s.pc));
+                let user = jit.unwrap_or((module::USER, self.user_name.as_str()));
                 let period = s.period.unwrap_or(self.default_period);
                 let kernel = WithLoadedCode {
                     code: &self.code,

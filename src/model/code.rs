@@ -74,6 +74,16 @@ impl<K: KernelResolver + ?Sized> KernelResolver for WithLoadedCode<'_, K> {
     }
 }
 
+/// The module of user JIT code named by a perf map: one name whatever the process, so
+/// that the runs of a comparison, whose processes have other pids, share their rows.
+pub const JIT_MODULE: &str = "jit";
+
+/// Names user PCs in JIT code (the perf maps of a run's processes).
+pub trait UserCode {
+    /// The module and function of `pc` in process `pid`; `None` where nothing names it.
+    fn resolve_user(&self, pid: u32, pc: u64) -> Option<(&str, &str)>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
