@@ -523,7 +523,8 @@ fn check_samples(input: &Input<'_>) -> Result<(), ParseError> {
             }
             samples::Record::Lost { cpu, .. } | samples::Record::Throttle { cpu } => assert!(cpu < MAX_CPUS),
             samples::Record::Comm { comm, .. } => assert_name(&comm),
-            samples::Record::Fork { .. } => {}
+            samples::Record::Ksymbol(k) => assert_name(&k.name),
+            samples::Record::Fork { .. } | samples::Record::BpfEvent { .. } => {}
         }
     })?;
     assert_eq!(stats.records, records);

@@ -9,7 +9,13 @@
 //! f 4243 4242 4243 4242
 //! l 1 3
 //! t 0
+//! y ffffffffc0012000 1a4 1 + bpf_prog_6deef7357e7b4530_sd_fw_ingress
+//! b 1 42 6deef7357e7b4530
 //! ```
+//!
+//! Version 4 adds the kernel's code changes: `y` (a symbol of kernel code registered `+`
+//! or unregistered `-`: a BPF program's JIT image, a trampoline) and `b` (a BPF program
+//! loaded or unloaded), in time order among the samples.
 //!
 //! Version 3 writes each call chain once, in a `k` line that gives it the next id, and a
 //! sample names it (`*ID`); a chain's frames are hex addresses, `+X`/`-X` (the previous
@@ -37,11 +43,14 @@ use nom::multi::many0;
 use nom::sequence::preceded;
 use nom::Parser;
 
-/// The first line of a samples stream this version writes. Version 3 writes each call
-/// chain once (`k`) and samples' times as differences; version 2 added each sample's
-/// period (`@N`, in the event's unit). Streams of versions 1 (no periods) and 2 are read
-/// too.
-pub const HEADER: &str = "upcmp-samples 3";
+/// The first line of a samples stream this version writes. Version 4 adds the kernel's
+/// code changes (`y`, `b`); version 3 writes each call chain once (`k`) and samples' times
+/// as differences; version 2 added each sample's period (`@N`, in the event's unit).
+/// Streams of versions 1 (no periods), 2 and 3 are read too.
+pub const HEADER: &str = "upcmp-samples 4";
+
+/// The first line of a version 3 stream.
+pub const HEADER_V3: &str = "upcmp-samples 3";
 
 /// The first line of a version 2 stream.
 pub const HEADER_V2: &str = "upcmp-samples 2";
@@ -58,6 +67,8 @@ pub enum Version {
     V2,
     /// `upcmp-samples 3`: chains defined once (`k`), times as differences.
     V3,
+    /// `upcmp-samples 4`: version 3 and the kernel's code changes (`y`, `b`).
+    V4,
 }
 
 /// The longest record line read, in bytes. A version 2 sample's line holds its whole call
@@ -182,6 +193,36 @@ pub enum Record {
         /// The CPU.
         cpu: u32,
     },
+    /// Kernel code given a symbol or losing it (`PERF_RECORD_KSYMBOL`): a BPF program's
+    /// JIT image, a BPF trampoline or dispatcher, out-of-line code.
+    Ksymbol(Ksymbol),
+    /// A BPF program loaded or unloaded (`PERF_RECORD_BPF_EVENT`).
+    BpfEvent {
+        /// `PERF_BPF_EVENT_PROG_LOAD` (1) or `PERF_BPF_EVENT_PROG_UNLOAD` (2).
+        kind: u16,
+        /// The program's id (as `bpftool prog` lists it).
+        id: u32,
+        /// The program's tag (the hash of its instructions).
+        tag: [u8; 8],
+    },
+}
+
+/// `PERF_RECORD_KSYMBOL_TYPE_BPF`: a ksymbol of a BPF program.
+pub const KSYMBOL_TYPE_BPF: u16 = 1;
+
+/// A kernel code symbol registered or unregistered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ksymbol {
+    /// Its first address.
+    pub addr: u64,
+    /// Its length in bytes.
+    pub len: u32,
+    /// `PERF_RECORD_KSYMBOL_TYPE_*`: 1 a BPF program, 2 out-of-line code.
+    pub kind: u16,
+    /// Whether the symbol goes away (else it comes).
+    pub unregister: bool,
+    /// Its name, as the kernel gives it (`bpf_prog_<tag>_<name>` for a BPF program).
+    pub name: String,
 }
 
 /// A CPU number; one that does not fit a `u32` reads as `u32::MAX`, for the caller to
@@ -310,6 +351,54 @@ fn comm(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
     .parse(i)
 }
 
+// y ffffffffc0012000 1a4 1 + bpf_prog_6deef7357e7b4530_sd_fw_ingress
+fn ksymbol(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
+    map(
+        preceded(
+            tag("y"),
+            (
+                preceded(space1, hex),
+                preceded(space1, map_res(hex_digit1, |h| u32::from_str_radix(h, 16))),
+                preceded(space1, nom::character::complete::u16),
+                preceded(space1, alt((value(false, tag("+")), value(true, tag("-"))))),
+                preceded(space1, rest),
+            ),
+        ),
+        |(addr, len, kind, unregister, name): (u64, u32, u16, bool, &str)| {
+            Record::Ksymbol(Ksymbol {
+                addr,
+                len,
+                kind,
+                unregister,
+                name: name.to_string(),
+            })
+        },
+    )
+    .parse(i)
+}
+
+// b 1 42 6deef7357e7b4530
+fn bpf_event(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
+    map_res(
+        preceded(
+            tag("b"),
+            (
+                preceded(space1, nom::character::complete::u16),
+                preceded(space1, dec_u32),
+                preceded(space1, hex_digit1),
+            ),
+        ),
+        |(kind, id, tag): (u16, u32, &str)| {
+            if tag.len() != 16 {
+                return Err(());
+            }
+            let tag = u64::from_str_radix(tag, 16).map_err(|_| ())?.to_be_bytes();
+            Ok(Record::BpfEvent { kind, id, tag })
+        },
+    )
+    .parse(i)
+}
+
 /// Parses one record line of a version 1 or 2 stream (not the header); `number` is its
 /// 1-based line number. A command name longer than
 /// [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES) is cut. (A version 3 sample depends on the
@@ -344,10 +433,10 @@ fn bounded(l: &LineRef<'_>, mut record: Record) -> Result<(Record, bool), ParseE
         }
     }
     let mut cut = false;
-    if let Record::Comm { comm, .. } = &mut record {
-        let (short, was_cut) = bounded_name(comm);
+    if let Record::Comm { comm: name, .. } | Record::Ksymbol(Ksymbol { name, .. }) = &mut record {
+        let (short, was_cut) = bounded_name(name);
         if was_cut {
-            *comm = short.to_string();
+            *name = short.to_string();
             cut = true;
         }
     }
@@ -395,6 +484,13 @@ fn parse_line(l: &LineRef<'_>, version: Version) -> Result<Record, ParseError> {
             }),
             "'t CPU'",
         ),
+        Some(b'y') if version >= Version::V4 => l.parse_all(
+            line,
+            ksymbol,
+            "'y ADDR LEN TYPE +|- NAME' (hex ADDR and LEN, decimal TYPE)",
+        ),
+        Some(b'b') if version >= Version::V4 => l.parse_all(line, bpf_event, "'b KIND ID TAG' (hex TAG of 16 digits)"),
+        _ if version >= Version::V4 => Err(l.error(line, "a record starting with s, k, c, f, l, t, y or b")),
         _ if version >= Version::V3 => Err(l.error(line, "a record starting with s, k, c, f, l or t")),
         _ => Err(l.error(line, "a record starting with s, c, f, l or t")),
     }
@@ -512,11 +608,11 @@ impl Decoder {
     /// The record of a line, or None for a `k` line.
     fn line(&mut self, l: &LineRef<'_>) -> Result<Option<Record>, ParseError> {
         let record = match (self.version, l.text.as_bytes().first()) {
-            (Version::V3, Some(b'k')) => {
+            (Version::V3 | Version::V4, Some(b'k')) => {
                 self.table.define(l)?;
                 return Ok(None);
             }
-            (Version::V3, Some(b's')) => {
+            (Version::V3 | Version::V4, Some(b's')) => {
                 let (delta, mut s, chain) = l.parse_all(
                     l.text,
                     sample_v3,
@@ -575,7 +671,8 @@ fn take_frames(left: &mut u64, l: &LineRef<'_>, n: usize) -> Result<(), ParseErr
 /// Checks the first line of a samples stream and returns its version.
 pub fn check_header(line: &str, file: &str) -> Result<Version, ParseError> {
     match line.trim_end() {
-        HEADER => Ok(Version::V3),
+        HEADER => Ok(Version::V4),
+        HEADER_V3 => Ok(Version::V3),
         HEADER_V2 => Ok(Version::V2),
         HEADER_V1 => Ok(Version::V1),
         _ => Err(ParseError::at(
@@ -728,8 +825,40 @@ mod tests {
         assert!(e.expected.contains("at most 4194304 bytes"), "{e}");
         let e = for_each_record(&b""[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
-        let e = for_each_record(&b"upcmp-samples 4\n"[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
+        let e = for_each_record(&b"upcmp-samples 5\n"[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
         assert_eq!(e.line, 1);
+    }
+
+    #[test]
+    fn issue_30_kernel_code_records_are_read_from_version_4_on() {
+        let text =
+            format!("{HEADER}\ny ffffffffc0012000 1a4 1 + bpf_prog_6deef7357e7b4530_sd fw\nb 2 42 6deef7357e7b4530\n");
+        let mut got = Vec::new();
+        for_each_record(text.as_bytes(), "s", u64::MAX, |r| got.push(r)).unwrap();
+        assert_eq!(
+            got,
+            [
+                Record::Ksymbol(Ksymbol {
+                    addr: 0xffffffffc0012000,
+                    len: 0x1a4,
+                    kind: KSYMBOL_TYPE_BPF,
+                    unregister: false,
+                    name: "bpf_prog_6deef7357e7b4530_sd fw".into(),
+                }),
+                Record::BpfEvent {
+                    kind: 2,
+                    id: 42,
+                    tag: [0x6d, 0xee, 0xf7, 0x35, 0x7e, 0x7b, 0x45, 0x30],
+                },
+            ]
+        );
+        // A version 3 stream has none; a short tag or a sign missing is an error.
+        let e = for_each_record(&b"upcmp-samples 3\nb 1 2 6deef7357e7b4530\n"[..], "s", u64::MAX, |_| {}).unwrap_err();
+        assert!(e.expected.contains("s, k, c, f, l or t"), "{e}");
+        for bad in ["b 1 2 6dee", "y ffffffffc0012000 1a4 1 bpf_prog_x"] {
+            let e = for_each_record(format!("{HEADER}\n{bad}\n").as_bytes(), "s", u64::MAX, |_| {}).unwrap_err();
+            assert_eq!(e.line, 2, "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -738,8 +867,9 @@ mod tests {
         assert_eq!((e.line, e.column), (9, 15));
         assert!(parse_record("x", "f", 1).is_err());
         assert!(parse_record("s 5 1 10", "f", 1).is_err());
-        assert!(check_header("upcmp-samples 4", "f").is_err());
-        assert_eq!(check_header(HEADER, "f"), Ok(Version::V3));
+        assert!(check_header("upcmp-samples 5", "f").is_err());
+        assert_eq!(check_header(HEADER, "f"), Ok(Version::V4));
+        assert_eq!(check_header(HEADER_V3, "f"), Ok(Version::V3));
         assert_eq!(check_header(HEADER_V2, "f"), Ok(Version::V2));
         assert_eq!(check_header(HEADER_V1, "f"), Ok(Version::V1));
     }

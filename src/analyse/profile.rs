@@ -5,7 +5,7 @@
 use crate::model::{IdleSet, Profile, ProfileMeta, RecordProfiler, SampleFilter, UserBy};
 use crate::store::samples::for_each_record;
 use crate::store::{prfout, StoreError};
-use crate::symbols::KernelSymbols;
+use crate::symbols::{load_kept_perf_maps, KernelSymbols};
 use std::path::Path;
 
 /// Rebuilds the profile of the test directory `test_dir`.
@@ -33,7 +33,10 @@ pub fn rebuild_filtered(
     }
     let cpus: Vec<u32> = old.cpus.iter().map(|c| c.cpu).collect();
     // A version 1 stream's samples carry no period: each weighs the profile's.
-    let mut b = RecordProfiler::new(symbols, &cpus, user_by, old.period.round() as u64).with_filter(filter.clone());
+    let maps = load_kept_perf_maps(test_dir);
+    let mut b = RecordProfiler::new(symbols, &cpus, user_by, old.period.round() as u64)
+        .with_filter(filter.clone())
+        .with_user_code(&maps);
     for_each_record(&test_dir.join("samples.gz"), |r| b.add(&r))?;
     let period = old.fixed_period().then_some(old.period);
     let meta = ProfileMeta {

@@ -12,6 +12,7 @@ use crate::host::check::CheckWindow;
 use crate::host::counters::{Snapshot, SnapshotError};
 use crate::host::tuning::{drop_caches, TuningError};
 use crate::host::{clock_ticks, current_comms};
+use crate::model::mode::Mode;
 use crate::model::mode::Record;
 use crate::model::profile::Unit;
 use crate::model::{IdleSet, Profile, ProfileMeta, RecordProfiler, UserBy};
@@ -19,7 +20,8 @@ use crate::store::outdir::{Status, TestStatus};
 use crate::store::procstat::{self, ProcstatRow};
 use crate::store::samples::SamplesWriter;
 use crate::store::{folded, now_utc, prfout, write_atomic, StoreError};
-use crate::symbols::KernelSymbols;
+use crate::symbols::{perf_map_name, perf_map_names, read_process_perf_map, KernelSymbols, PerfMaps};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -267,12 +269,27 @@ struct Recorder<'a> {
     samples: SamplesWriter,
     batch: Vec<(u64, Record)>,
     write_error: Option<StoreError>,
+    /// The processes with user samples, and the user each ran as (`None` when it ended
+    /// before it was asked): whose perf maps are kept.
+    user_pids: HashMap<u32, Option<u32>>,
+}
+
+/// The effective uid of process `pid` (the second field of `Uid:` in its status).
+fn uid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 impl Recorder<'_> {
     fn take_batch(&mut self) {
         self.batch.sort_by_key(|(t, _)| *t);
         for (_, r) in self.batch.drain(..) {
+            if let Record::Sample(s) = &r {
+                if s.mode == Mode::User && s.pid != 0 && !self.user_pids.contains_key(&s.pid) {
+                    self.user_pids.insert(s.pid, uid_of(s.pid));
+                }
+            }
             self.profile.add(&r);
             if self.write_error.is_none() {
                 if let Err(e) = self.samples.write(&r) {
@@ -521,6 +538,7 @@ pub fn run_test(
         samples: SamplesWriter::create(&dir.join("samples.gz"))?,
         batch: Vec::new(),
         write_error: None,
+        user_pids: HashMap::new(),
     };
     // The names of the threads already running go first, so samples.gz alone can name
     // user time by command when a profile is rebuilt.
@@ -562,6 +580,7 @@ pub fn run_test(
         return Err(e.into());
     }
     rec.samples.finish()?;
+    let maps = keep_perf_maps(dir, &rec.user_pids)?;
 
     let meta = ProfileMeta {
         test: t.dir.clone(),
@@ -571,7 +590,16 @@ pub fn run_test(
         period: samplers.fixed_period().map(|p| p as f64),
         wall_sec: ended.wall_sec,
     };
-    let profile = write_profile(dir, rec.profile, meta, ctx, warnings, &before, &after)?;
+    let profiler = if maps.0.is_empty() {
+        rec.profile
+    } else {
+        // The maps are whole only now: the samples are named again with them.
+        let period = samplers.fixed_period().unwrap_or(1);
+        let mut p = RecordProfiler::new(ctx.symbols, ctx.cpus, ctx.user_by, period).with_user_code(&maps);
+        crate::store::samples::for_each_record(&dir.join("samples.gz"), |r| p.add(&r))?;
+        p
+    };
+    let profile = write_profile(dir, profiler, meta, ctx, warnings, &before, &after)?;
     let status = if ended.interrupted {
         Status::Interrupted
     } else if ended.exit_codes.iter().any(|&c| c != 0) || !ended.started_all {
@@ -605,6 +633,24 @@ pub fn run_test(
         let _ = write!(out, "{}", failure_reason(&st, &upout_path));
     }
     Ok(TestRecord { status: st, profile })
+}
+
+/// Keeps in `dir` the perf maps (`/tmp/perf-PID.map`, written by JITs) of the processes
+/// sampled in user mode, before they vanish with /tmp's cleaning; returns them. A map is
+/// read as [`read_process_perf_map`] allows (no link, the process's user's or root's, of
+/// bounded size); a process that ended before its user was known is skipped.
+fn keep_perf_maps(dir: &Path, pids: &HashMap<u32, Option<u32>>) -> Result<PerfMaps, RunError> {
+    let mut maps = PerfMaps::default();
+    for (&pid, &uid) in pids {
+        let Some(bytes) = uid.and_then(|uid| read_process_perf_map(pid, uid)) else {
+            continue;
+        };
+        let path = dir.join(perf_map_name(pid));
+        write_atomic(&path, &bytes)?;
+        let names = perf_map_names(&String::from_utf8_lossy(&bytes), &path.display().to_string());
+        maps.0.insert(pid, names);
+    }
+    Ok(maps)
 }
 
 /// How many of the last lines of a failed test's output the terminal shows.

@@ -2,11 +2,12 @@
 
 use crate::host::{is_root, perf_event_paranoid};
 use crate::model::mode::{mode_of_misc, Record};
+use perf_event::data::KSymbolFlags;
 use perf_event::data::Record as PerfRecord;
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, SampleFlag, Sampler};
 use std::io;
-use upcmp_parsers::samples::Sample;
+use upcmp_parsers::samples::{Ksymbol, Sample};
 
 /// A perf event uprun can sample, by the name perf gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,6 +192,9 @@ fn open_one(cpu: u32, cfg: &SamplerConfig, event: PerfEvent) -> io::Result<Sampl
         .sample(flags)
         .comm(true)
         .task(true)
+        // BPF programs loaded and unloaded during a test, named as perf names them.
+        .ksymbol(true)
+        .bpf_event(true)
         .sample_id_all(true);
     match time_period(event, cfg) {
         // A time event at a fixed period: every sample worth the same time.
@@ -351,6 +355,24 @@ impl CpuSamplers {
                             ppid: f.ppid,
                             tid: f.tid,
                             ptid: f.ptid,
+                        },
+                    ),
+                    PerfRecord::KSymbol(k) => (
+                        trailer_time(),
+                        Record::Ksymbol(Ksymbol {
+                            addr: k.addr,
+                            len: k.len,
+                            kind: k.ksym_type.0,
+                            unregister: k.flags.contains(KSymbolFlags::UNREGISTER),
+                            name: String::from_utf8_lossy(&k.name).into_owned(),
+                        }),
+                    ),
+                    PerfRecord::BpfEvent(b) => (
+                        trailer_time(),
+                        Record::BpfEvent {
+                            kind: b.ty.0,
+                            id: b.id,
+                            tag: b.tag,
                         },
                     ),
                     _ => continue,

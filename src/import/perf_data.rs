@@ -22,6 +22,8 @@ use super::{
 };
 use crate::host::running_kernel_build_id;
 use crate::model::builder::{sample_function, KernelResolver};
+use crate::model::code::{LoadedCode, WithLoadedCode};
+use crate::model::mode::Record as ModelRecord;
 use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
 use crate::model::stacks::IDLE_COMMAND;
@@ -41,6 +43,7 @@ use std::io::{BufRead, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
+use upcmp_parsers::samples::Ksymbol;
 use upcmp_parsers::MAX_CPUS;
 
 /// What the kernel's symbols are looked up by: the recording and its kernel.
@@ -605,6 +608,8 @@ struct Reader<'o> {
     samples_by_attr: Vec<u64>,
     /// The mappings of the current sample's user places.
     recent: Recent,
+    /// BPF programs and other kernel code loaded as recorded (KSYMBOL records).
+    code: LoadedCode,
 }
 
 /// The mappings of a sample's user places so far, latest first: its user frames are in
@@ -683,6 +688,14 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// Kernel code registered or unregistered: the names of its addresses change from here.
+    fn ksymbol(&mut self, k: Ksymbol) {
+        if let Some(range) = self.code.observe(&ModelRecord::Ksymbol(k)) {
+            self.kernel_functions.retain(|a, _| !range.contains(a));
+            self.kernel_frames.retain(|a, _| !range.contains(a));
+        }
+    }
+
     /// A sample of the attribute `attr_index`: counted, and read when of the event read.
     fn sample_of(&mut self, attr_index: usize, s: &Sample<'_>) -> Result<(), ImportError> {
         if let Some(n) = self.samples_by_attr.get_mut(attr_index) {
@@ -708,6 +721,10 @@ impl Reader<'_> {
     ) -> Result<(), ImportError> {
         let counted = matches!(record.record_type, RecordType::SAMPLE | RecordType::LOST);
         if !read && counted {
+            return Ok(());
+        }
+        if let Some(k) = perf_records::ksymbol_of(&record) {
+            self.ksymbol(k);
             return Ok(());
         }
         if record.record_type == RecordType::SAMPLE {
@@ -749,6 +766,7 @@ impl Reader<'_> {
             user_unmapped: 0,
             samples_by_attr: vec![0; self.samples_by_attr.len()],
             recent: Recent::default(),
+            code: self.code.clone(),
         }
     }
 
@@ -833,13 +851,18 @@ impl Reader<'_> {
                 let (f, named) = match self.kernel_functions.get(&ip) {
                     Some(&hit) => hit,
                     None => {
-                        let kernel: &dyn KernelResolver = match &self.kernel {
+                        let symbols: &dyn KernelResolver = match &self.kernel {
                             Some(k) => &**k,
                             None => &NoKernel,
+                        };
+                        let kernel = &WithLoadedCode {
+                            code: &self.code,
+                            kernel: symbols,
                         };
                         let named = kernel.resolve_kernel(ip).is_some();
                         let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
                         let f = self.profile.function(m, name);
+                        self.profile.note_address(f, ip);
                         self.kernel_functions.insert(ip, (f, named));
                         (f, named)
                     }
@@ -861,13 +884,16 @@ impl Reader<'_> {
                                 f
                             }
                         };
+                        self.profile.note_address(f, ip);
                         self.user_functions.insert(place, f);
                         f
                     }
                 },
                 None => {
                     self.user_unmapped += 1;
-                    self.profile.function(module::UNKNOWN, UNKNOWN_FUNCTION)
+                    let f = self.profile.function(module::UNKNOWN, UNKNOWN_FUNCTION);
+                    self.profile.note_address(f, ip);
+                    f
                 }
             },
             _ => {
@@ -893,7 +919,8 @@ impl Reader<'_> {
                     Some(&id) => id,
                     None => {
                         name.clear();
-                        match self.kernel.as_ref().and_then(|k| k.resolve(addr)) {
+                        let loaded = self.code.resolve(addr);
+                        match loaded.or_else(|| self.kernel.as_ref().and_then(|k| k.resolve(addr))) {
                             Some((n, Some(m))) => push_frame_name(name, m, n, true),
                             Some((n, None)) => push_frame_name(name, module::KERNEL, n, false),
                             None => push_frame_name(name, module::KERNEL, UNKNOWN_FUNCTION, false),
@@ -1321,6 +1348,7 @@ fn read_records<R: Read>(
         user_unmapped: 0,
         samples_by_attr: vec![0; perf_file.event_attributes().len()],
         recent: Recent::default(),
+        code: LoadedCode::default(),
     };
     for c in 0..h.online_cpus.unwrap_or(0) {
         r.profile.ensure_cpu(c);
@@ -1347,6 +1375,10 @@ fn read_records<R: Read>(
                 let PerfFileRecord::EventRecord { attr_index, record } = record else {
                     continue;
                 };
+                if let Some(k) = perf_records::ksymbol_of(&record) {
+                    r.ksymbol(k);
+                    continue;
+                }
                 let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
                 r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))?;
             }

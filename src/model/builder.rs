@@ -2,12 +2,13 @@
 //! recordings all count through [`ProfileBuilder`], and name a sampled PC by the one rule
 //! of [`ProfileBuilder::add_sample`].
 
+use super::code::{LoadedCode, UserCode, WithLoadedCode};
 use super::filter::SampleFilter;
 use super::idle::IdleSet;
 use super::mode::{is_kernel_address, Mode, Record, ThreadNames};
 use super::profile::{
     module, user_function_of, CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy, GUEST_FUNCTION,
-    HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION,
+    HYPERVISOR_FUNCTION, JIT_FUNCTION, JIT_NOTE, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION,
 };
 use std::collections::HashMap;
 
@@ -44,6 +45,8 @@ pub struct ProfileBuilder {
     foreign_cpu_samples: u64,
     key: String,
     samples: u64,
+    /// The lowest and highest address of each `[unknown]` function's samples, by index.
+    unknown_spans: HashMap<usize, (u64, u64), foldhash::fast::RandomState>,
 }
 
 impl ProfileBuilder {
@@ -171,6 +174,10 @@ impl ProfileBuilder {
         user: (&str, &str),
     ) {
         let (m, name) = sample_function(mode, pc, kernel, user);
+        if name == UNKNOWN_FUNCTION {
+            let f = self.function(m, name);
+            self.note_address(f, pc);
+        }
         self.add_one(cpu, m, name, period);
     }
 
@@ -204,7 +211,19 @@ impl ProfileBuilder {
             foreign_cpu_samples: 0,
             key: String::new(),
             samples: 0,
+            unknown_spans: HashMap::default(),
         }
+    }
+
+    /// Notes that a sample of the function of index `f` was taken at `addr`: an
+    /// `[unknown]` function keeps the span of its addresses, said in the profile's notes
+    /// (what code it is may be read from there). Other functions are not noted.
+    pub fn note_address(&mut self, f: usize, addr: u64) {
+        if self.keys[f].1 != UNKNOWN_FUNCTION {
+            return;
+        }
+        let span = self.unknown_spans.entry(f).or_insert((addr, addr));
+        *span = (span.0.min(addr), span.1.max(addr));
     }
 
     /// Adds everything `other` counted (a piece of the same input read apart).
@@ -226,6 +245,11 @@ impl ProfileBuilder {
             if other.exact_squares[f] > 0 {
                 let g = self.function(module, name);
                 self.exact_squares[g] += other.exact_squares[f];
+            }
+            if let Some(&(lo, hi)) = other.unknown_spans.get(&f) {
+                let g = self.function(module, name);
+                self.note_address(g, lo);
+                self.note_address(g, hi);
             }
         }
         for c in &other.cpus {
@@ -274,6 +298,23 @@ impl ProfileBuilder {
         if !self.fixed_cpus {
             order.sort_by_key(|&s| self.cpus[s].cpu);
         }
+        let mut spans: Vec<(&usize, &(u64, u64))> = self.unknown_spans.iter().collect();
+        spans.sort_unstable_by_key(|(&f, _)| f);
+        for (&f, &(lo, hi)) in spans {
+            let n: u64 = self.counts[f].iter().sum();
+            let note = unknown_note(&self.keys[f].0, n, lo, hi);
+            // A rebuilt profile starts from the stored one's warnings.
+            if n > 0 && !warnings.contains(&note) {
+                warnings.push(note);
+            }
+        }
+        let jit = self
+            .keys
+            .iter()
+            .position(|(m, n)| m == module::KERNEL && n == JIT_FUNCTION);
+        if jit.is_some_and(|f| self.counts[f].iter().any(|&n| n > 0)) && !warnings.iter().any(|w| w == JIT_NOTE) {
+            warnings.push(JIT_NOTE.to_string());
+        }
         let column = |row: &[u64]| -> Vec<u64> { order.iter().map(|&s| row.get(s).copied().unwrap_or(0)).collect() };
         let functions = self
             .keys
@@ -296,6 +337,20 @@ impl ProfileBuilder {
         let cpus = order.iter().map(|&s| self.cpus[s].clone()).collect();
         meta.into_profile(idle, cpus, functions, warnings)
     }
+}
+
+/// The note on an `[unknown]` function of `module`: its `n` samples fell between `lo` and
+/// `hi` (kernel addresses, or a user DSO's), which no symbol covers.
+pub fn unknown_note(module: &str, n: u64, lo: u64, hi: u64) -> String {
+    let at = if lo == hi {
+        format!("at {lo:#x}")
+    } else {
+        format!("at {lo:#x} to {hi:#x}")
+    };
+    format!(
+        "[unknown] [{module}]: {n} sample{} {at}, where no symbol is",
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// The (module, function) of a sampled PC, by the rule of [`ProfileBuilder::add_sample`]:
@@ -331,9 +386,19 @@ pub struct RecordProfiler<'a, K: ?Sized> {
     profile: ProfileBuilder,
     user_name: String,
     filter: SampleFilter,
+    /// BPF programs and other code the kernel loaded while the records were taken.
+    code: LoadedCode,
+    /// JIT code of user processes (their perf maps).
+    user_code: Option<&'a dyn UserCode>,
 }
 
 impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
+    /// The same profiler, naming the user PCs that `user_code` names (JIT code) by it.
+    pub fn with_user_code(mut self, user_code: &'a dyn UserCode) -> Self {
+        self.user_code = Some(user_code);
+        self
+    }
+
     /// The same profiler, keeping only the samples `filter` keeps.
     pub fn with_filter(mut self, filter: SampleFilter) -> Self {
         self.filter = filter;
@@ -351,6 +416,8 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
             profile: ProfileBuilder::with_cpus(cpus),
             user_name: String::new(),
             filter: SampleFilter::default(),
+            code: LoadedCode::default(),
+            user_code: None,
         }
     }
 
@@ -367,14 +434,25 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
                     self.user_name.clear();
                     self.user_name.push_str(USER_FUNCTION);
                 }
-                let user = (module::USER, self.user_name.as_str());
+                let jit = self
+                    .user_code
+                    .filter(|_| s.mode == Mode::User)
+                    .and_then(|c| c.resolve_user(s.pid, s.pc));
+                let user = jit.unwrap_or((module::USER, self.user_name.as_str()));
                 let period = s.period.unwrap_or(self.default_period);
-                self.profile
-                    .add_sample(s.cpu, (s.mode, s.pc, period), self.kernel, user);
+                let kernel = WithLoadedCode {
+                    code: &self.code,
+                    kernel: self.kernel,
+                };
+                self.profile.add_sample(s.cpu, (s.mode, s.pc, period), &kernel, user);
             }
             Record::Lost { cpu, count } => self.profile.lost(*cpu, *count),
             Record::Throttle { cpu } => self.profile.throttled(*cpu),
             Record::Comm { .. } | Record::Fork { .. } => self.threads.observe(r),
+            Record::Ksymbol(_) => {
+                self.code.observe(r);
+            }
+            Record::BpfEvent { .. } => {}
         }
     }
 
@@ -531,6 +609,30 @@ mod tests {
                 ("kernel", "alpha"),
                 ("libc.so.6", "memcpy"),
                 ("user", "[unknown mode]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn issue_30_unknown_rows_say_where_their_samples_fell() {
+        let (mut a, mut b) = (ProfileBuilder::new(), ProfileBuilder::new());
+        b.add_sample(0, (Mode::Kernel, 0xffffffff8f000040, 1), &Table, ("user", "user"));
+        b.add_sample(0, (Mode::Kernel, 0xffffffff81000001, 1), &Table, ("user", "user"));
+        let f = a.function("libjvm.so", "[unknown]");
+        for addr in [0x7f0000002000, 0x7f0000001000] {
+            a.add_period(1, f, 1);
+            a.note_address(f, addr);
+        }
+        let g = a.function("kernel", "[unknown]");
+        a.add_period(1, g, 1);
+        a.note_address(g, 0xffffffff8f000000);
+        b.merge(a);
+        let p = b.finish(meta(), &IdleSet::new(vec![]), vec![]);
+        assert_eq!(
+            p.warnings,
+            [
+                "[unknown] [kernel]: 2 samples at 0xffffffff8f000000 to 0xffffffff8f000040, where no symbol is",
+                "[unknown] [libjvm.so]: 2 samples at 0x7f0000001000 to 0x7f0000002000, where no symbol is",
             ]
         );
     }

@@ -7,6 +7,7 @@
 
 pub mod builder;
 pub mod callgraph;
+pub mod code;
 pub mod filter;
 pub mod idle;
 pub mod mode;

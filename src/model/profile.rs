@@ -18,6 +18,14 @@ pub mod module {
 
 /// The function of a PC that no symbol covers, as perf prints it.
 pub const UNKNOWN_FUNCTION: &str = "[unknown]";
+/// The function of a kernel PC in code the kernel generated that no symbol names: classic
+/// BPF programs (seccomp filters, `SO_ATTACH_FILTER`) compiled by the BPF JIT, ftrace and
+/// kprobe trampolines (`docs/symbols.md`).
+pub const JIT_FUNCTION: &str = "[jit]";
+/// The note of a profile where [`JIT_FUNCTION`] has samples.
+pub const JIT_NOTE: &str = "[jit] [kernel] is code in the kernel's module area that no module and no BPF \
+     symbol covers: most likely classic BPF compiled by the kernel's JIT (seccomp filters of systemd \
+     services and containers, SO_ATTACH_FILTER socket filters), else an ftrace or kprobe trampoline";
 /// The function of a sample whose processor mode was not said.
 pub const UNKNOWN_MODE_FUNCTION: &str = "[unknown mode]";
 /// The function of a recorded sample that carried neither an address nor a symbol.

@@ -412,6 +412,8 @@ impl Default for StackOptions {
 /// Builds a [`StackProfile`] from sample records.
 pub struct StackBuilder<'a, K: ?Sized> {
     symbols: &'a K,
+    /// BPF programs and other code the kernel loaded while the records were taken.
+    code: super::code::LoadedCode,
     opts: StackOptions,
     threads: ThreadNames,
     kernel_frames: HashMap<u64, u32>,
@@ -426,6 +428,7 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
     pub fn new(symbols: &'a K, opts: StackOptions) -> Self {
         StackBuilder {
             symbols,
+            code: Default::default(),
             opts,
             threads: ThreadNames::default(),
             kernel_frames: HashMap::new(),
@@ -439,7 +442,11 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
         if let Some(&id) = self.kernel_frames.get(&addr) {
             return id;
         }
-        let name = match self.symbols.resolve_kernel(addr) {
+        let kernel = super::code::WithLoadedCode {
+            code: &self.code,
+            kernel: self.symbols,
+        };
+        let name = match kernel.resolve_kernel(addr) {
             Some((name, None)) => name.to_string(),
             Some((name, Some(module))) => format!("{name} [{module}]"),
             None => UNKNOWN_FUNCTION.to_string(),
@@ -488,7 +495,13 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
                 self.threads.observe(r);
                 self.command_frames.remove(tid);
             }
-            Record::Throttle { .. } => {}
+            Record::Throttle { .. } | Record::BpfEvent { .. } => {}
+            Record::Ksymbol(_) => {
+                // Names by address change over the range: the cache forgets it.
+                if let Some(range) = self.code.observe(r) {
+                    self.kernel_frames.retain(|a, _| !range.contains(a));
+                }
+            }
         }
     }
 

@@ -18,7 +18,8 @@ use upcmp_parsers::samples::{Record, Sample, HEADER, MAX_CHAINS, MAX_CHAIN_FRAME
 /// and 1.2 us at 5, 13.8 and 1.95 us at 6.
 const LEVEL: u32 = 4;
 
-/// Streams records into a `samples.gz` (version 3: each call chain written once).
+/// Streams records into a `samples.gz` (version 4: each call chain written once, the
+/// kernel's code changes kept).
 pub struct SamplesWriter {
     /// Buffered before the encoder: each small write into it costs a call into deflate.
     out: BufWriter<GzEncoder<File>>,
@@ -59,6 +60,18 @@ impl SamplesWriter {
             Record::Fork { pid, ppid, tid, ptid } => writeln!(o, "f {pid} {ppid} {tid} {ptid}"),
             Record::Lost { cpu, count } => writeln!(o, "l {cpu} {count}"),
             Record::Throttle { cpu } => writeln!(o, "t {cpu}"),
+            Record::Ksymbol(k) => writeln!(
+                o,
+                "y {:x} {:x} {} {} {}",
+                k.addr,
+                k.len,
+                k.kind,
+                if k.unregister { '-' } else { '+' },
+                k.name.replace(['\n', '\r'], " ")
+            ),
+            Record::BpfEvent { kind, id, tag } => {
+                writeln!(o, "b {kind} {id} {:016x}", u64::from_be_bytes(*tag))
+            }
         };
         res.map_err(io_err(&self.path))
     }
@@ -269,6 +282,26 @@ mod tests {
                 ptid: 1,
             },
             Record::Throttle { cpu: 0 },
+            // Issue 30: a BPF program loaded and unloaded.
+            Record::BpfEvent {
+                kind: 1,
+                id: 42,
+                tag: [0x6d, 0xee, 0xf7, 0x35, 0x7e, 0x7b, 0x45, 0x30],
+            },
+            Record::Ksymbol(upcmp_parsers::samples::Ksymbol {
+                addr: 0xffffffffc0012000,
+                len: 0x1a4,
+                kind: 1,
+                unregister: false,
+                name: "bpf_prog_6deef7357e7b4530_sd_fw_ingress".into(),
+            }),
+            Record::Ksymbol(upcmp_parsers::samples::Ksymbol {
+                addr: 0xffffffffc0012000,
+                len: 0x1a4,
+                kind: 1,
+                unregister: true,
+                name: "bpf_prog_6deef7357e7b4530_sd_fw_ingress".into(),
+            }),
             // Without a chain (uprun), and times out of order (batches overlap) or at the
             // ends of the range.
             sample(5, 0x401000, &[]),
@@ -290,7 +323,7 @@ mod tests {
         // The example of the parser's documentation and docs/format.md.
         assert_eq!(
             text,
-            "upcmp-samples 3\n\
+            "upcmp-samples 4\n\
              k 0 -80 = -7eef5b80 +af5c7c\n\
              s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0\n\
              s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0\n"

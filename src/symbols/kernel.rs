@@ -28,6 +28,19 @@ pub(super) const CORE: u32 = u32::MAX;
 /// and maps that area onto the text section instead.
 const ENTRY_TRAMPOLINE: &str = "__entry_SYSCALL_64_trampoline";
 
+pub use crate::model::profile::JIT_FUNCTION;
+
+/// Where x86_64 maps the kernel's text (`__START_KERNEL_map`).
+const X86_64_KERNEL_TEXT: u64 = 0xffff_ffff_8000_0000;
+
+/// Where x86_64's module area starts when KASLR gives the kernel's image 1 GiB: the end
+/// of where the core kernel may be.
+const X86_64_KASLR_MODULES: u64 = 0xffff_ffff_c000_0000;
+
+/// x86_64's module area (`MODULES_VADDR` at its lowest, without KASLR's larger image,
+/// to `MODULES_END`): modules, BPF JIT images and trampolines live here.
+const X86_64_MODULES: Range<u64> = 0xffff_ffff_a000_0000..0xffff_ffff_ff00_0000;
+
 /// Symbols resolved for one kernel, sorted by address with at most one symbol per address.
 #[derive(Debug, Clone)]
 pub struct KernelSymbols {
@@ -542,8 +555,27 @@ impl KernelSymbols {
     }
 
     /// The function containing `pc`, and its module (`None` for the core kernel); `None`
-    /// when perf would print `[unknown]`.
+    /// when perf would print `[unknown]`, but for code the kernel made ([`JIT_FUNCTION`]):
+    /// a PC of the module area that no symbol covers (classic BPF compiled by the JIT has
+    /// no symbol anywhere, not even for perf).
     pub fn resolve(&self, pc: u64) -> Option<(&str, Option<&str>)> {
+        self.symbol_at(pc)
+            .or_else(|| self.in_module_area(pc).then_some((JIT_FUNCTION, None)))
+    }
+
+    /// Whether `pc` is in the module area (where the kernel also places its JIT code),
+    /// outside the core kernel: x86_64's, `[0xffffffffa0000000, 0xffffffffff000000)`, when
+    /// the core kernel is where x86_64 maps it. Other architectures keep `[unknown]`.
+    pub fn in_module_area(&self, pc: u64) -> bool {
+        let x86_64_kernel = self
+            .core_range
+            .as_ref()
+            .is_some_and(|r| (X86_64_KERNEL_TEXT..X86_64_KASLR_MODULES).contains(&r.start));
+        x86_64_kernel && X86_64_MODULES.contains(&pc) && !self.core_range.as_ref().is_some_and(|r| r.contains(&pc))
+    }
+
+    /// The kept symbol containing `pc` (see [`resolve`](Self::resolve)).
+    fn symbol_at(&self, pc: u64) -> Option<(&str, Option<&str>)> {
         let i = self.starts.partition_point(|&s| s <= pc).checked_sub(1)?;
         let e = &self.entries[i];
         if pc >= e.end {
@@ -815,7 +847,8 @@ mod tests {
         // The core symbol before the first module ends a page past its own.
         let core_end = k.range_of("_etext").unwrap().end;
         assert_eq!(core_end, 0xffffffff81002000);
-        assert_eq!(k.resolve(0xffffffffc0a00fff), None);
+        // Before the first module, in the module area: the kernel's JIT code (issue 30).
+        assert_eq!(k.resolve(0xffffffffc0a00fff), Some((JIT_FUNCTION, None)));
         assert!(k.describe().contains("2 modules"), "{}", k.describe());
     }
 
@@ -828,12 +861,33 @@ mod tests {
              ffffffffa0001000 t bpf_prog_6deef7357e7b4530_sd_fw_ingress\t[bpf]\n\
              ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n",
         );
-        assert_eq!(k.resolve(0xffffffffc0201010), None);
+        // perf drops the trampoline's symbol; its code is the kernel's own JIT (issue 30).
+        assert_eq!(k.resolve(0xffffffffc0201010), Some((JIT_FUNCTION, None)));
         assert_eq!(k.resolve(0xfffffe0000001000), None);
         assert_eq!(
             k.resolve(0xffffffffa0001010),
             Some(("bpf_prog_6deef7357e7b4530_sd_fw_ingress", Some("bpf")))
         );
+    }
+
+    #[test]
+    fn issue_30_module_area_code_without_symbol_is_jit_code() {
+        let k = load(
+            "ffffffff81000000 T _text\n\
+             ffffffff81000100 T core_fn\n\
+             ffffffff81000200 T _etext\n\
+             ffffffffc0a01000 t ext4_a\t[ext4]\n",
+        );
+        // A seccomp filter's JIT image, as perf's `[unknown] [k] 0xffffffffc00273a9`.
+        assert_eq!(k.resolve(0xffffffffc00273a9), Some((JIT_FUNCTION, None)));
+        assert_eq!(k.resolve(0xffffffffc0a01010), Some(("ext4_a", Some("ext4"))));
+        // The core kernel's gaps, the entry area and the user half stay unknown.
+        assert_eq!(k.resolve(0xffffffff81000200), None);
+        assert_eq!(k.resolve(0xfffffe0000001000), None);
+        assert!(!k.in_module_area(0x7f0000001000));
+        // A kernel mapped elsewhere (another architecture): no module area is assumed.
+        let arm = load("ffff800080000000 T _text\nffff800080000100 T f\nffff800080000200 T _etext\n");
+        assert_eq!(arm.resolve(0xffffffffc00273a9), None);
     }
 
     #[test]

@@ -8,8 +8,10 @@ mod ranges;
 mod user;
 
 pub use elf::{elf_build_id, ElfSymbols, FunctionAt};
-pub use kernel::{read_kallsyms_text, KernelSymbols};
-pub use ranges::{load_perf_map, RangeNames};
+pub use kernel::{read_kallsyms_text, KernelSymbols, JIT_FUNCTION};
+pub use ranges::{
+    load_kept_perf_maps, load_perf_map, perf_map_name, perf_map_names, read_process_perf_map, PerfMaps, RangeNames,
+};
 pub use user::{demangle, function_name, load_user_symbols, UserSymbols, UserSymbolsMissing};
 
 use crate::model::builder::KernelResolver;
