@@ -1,6 +1,7 @@
 //! The integration tests: one binary, modules by topic.
 
 mod architecture;
+mod clones;
 mod counters;
 mod events;
 mod everyday;

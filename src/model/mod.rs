@@ -10,6 +10,7 @@ pub mod callgraph;
 pub mod filter;
 pub mod idle;
 pub mod mode;
+pub mod naming;
 pub mod profile;
 pub mod stacks;
 
