@@ -2,6 +2,7 @@
 
 mod architecture;
 mod bpf;
+mod clones;
 mod counters;
 mod events;
 mod everyday;

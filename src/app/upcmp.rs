@@ -3,7 +3,7 @@
 
 use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
-use crate::compare::stacks::{compare_prepared, compare_run_stacks, PreparedStacks, RunStacks};
+use crate::compare::stacks::{compare_prepared, compare_run_stacks_with, PreparedStacks, RunStacks};
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
@@ -144,8 +144,10 @@ fn compare_recordings(
             .unwrap_or_else(|| IdleSet::new(imported.profile.idle_set.clone()));
         let first = first_read.swap(false, std::sync::atomic::Ordering::Relaxed);
         let side = imported.stacks.take().map(|s| match first {
-            true => PreparedStacks::new(vec![s], &idle).with_graphs_and_tree(run, [1, 1]),
-            false => PreparedStacks::new(vec![s], &idle),
+            true => PreparedStacks::new(vec![s], &idle)
+                .with_clones(opts.keep_clones)
+                .with_graphs_and_tree(run, [1, 1]),
+            false => PreparedStacks::new(vec![s], &idle).with_clones(opts.keep_clones),
         });
         Ok((imported, side))
     };
@@ -349,7 +351,12 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             if !opts.filter.is_empty() {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
-            let stacks = compare_run_stacks(&run1, &run2, opts.compare.idle_override.as_ref());
+            let stacks = compare_run_stacks_with(
+                &run1,
+                &run2,
+                opts.compare.idle_override.as_ref(),
+                opts.compare.keep_clones,
+            );
             if stacks.is_none() && opts.filter.is_empty() {
                 cmp.warnings.extend(no_stacks_why(&run1, &run2));
             }

@@ -49,6 +49,11 @@ struct Args {
     /// CSV and JSON keep every function with its statistics.
     #[arg(long)]
     hide_noise: bool,
+    /// One row per symbol: do not fold a function's compiler clones (`.isra.0`,
+    /// `.constprop.1`, `.part.0`, `.cold`, `.llvm.<hash>`, ...) into its base name, e.g.
+    /// --keep-clones to see each clone's time apart (docs/symbols.md, "Clones").
+    #[arg(long)]
+    keep_clones: bool,
     /// Exit with status 1 when profile 2's total CPU time is higher than profile 1's by
     /// more than PCT percent and beyond the noise (with one profile a side, the sampling
     /// error: run-to-run noise is not measured); 0 otherwise, 2 on bad input. The reason is
@@ -81,6 +86,7 @@ fn main() -> ExitCode {
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
         opts.hide_noise = a.hide_noise;
+        opts.keep_clones = a.keep_clones;
         let c = prfcmp_filtered(path1, path2, &a.import.options(), &opts, &a.filter.filter())
             .map_err(|e| cli::with_import_hint(e.into()))?;
         // On standard error, so that CSV and JSON on standard output stay clean.

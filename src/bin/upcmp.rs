@@ -52,6 +52,11 @@ struct Args {
     /// results.csv and results.json keep every function with its statistics.
     #[arg(long)]
     hide_noise: bool,
+    /// One row per symbol: do not fold a function's compiler clones (`.isra.0`,
+    /// `.constprop.1`, `.part.0`, `.cold`, `.llvm.<hash>`, ...) into its base name, e.g.
+    /// --keep-clones to see each clone's time apart (docs/symbols.md, "Clones").
+    #[arg(long)]
+    keep_clones: bool,
     /// List every counter in System Activity, also those whose change is within the noise
     /// (results.csv and results.json always keep them all).
     #[arg(long)]
@@ -116,6 +121,7 @@ fn main() -> ExitCode {
             a.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
         compare.hide_noise = a.hide_noise;
+        compare.keep_clones = a.keep_clones;
         compare.all_counters = a.all_counters;
         let inputs = if a.perf {
             Inputs::Recordings {

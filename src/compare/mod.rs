@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod counters;
 pub mod imported;
+pub mod moves;
 pub mod runs;
 pub mod stacks;
 pub mod stats;
@@ -13,7 +14,7 @@ pub mod value;
 pub mod verdict;
 
 use crate::model::profile::module;
-use crate::model::{FunctionSamples, IdleSet, Profile};
+use crate::model::{naming, FunctionSamples, IdleSet, Profile};
 use bench::BenchRow;
 use rayon::iter::{IntoParallelIterator, IntoParallelRefIterator, ParallelIterator};
 use rayon::slice::ParallelSliceMut;
@@ -43,6 +44,9 @@ pub struct CompareOptions {
     pub hide_noise: bool,
     /// List every counter of "System Activity", not only those whose change stands out.
     pub all_counters: bool,
+    /// One row per symbol: a function's compiler clones (`.isra.0`, `.constprop.1`, ...)
+    /// are not folded into its base name (`model::naming`).
+    pub keep_clones: bool,
 }
 
 impl Default for CompareOptions {
@@ -59,6 +63,7 @@ impl CompareOptions {
             idle_override,
             hide_noise: false,
             all_counters: false,
+            keep_clones: false,
         }
     }
 }
@@ -208,6 +213,36 @@ pub struct FunctionDelta {
     pub above_cutoff: bool,
     /// Above the cutoff (and standing out, with `hide_noise`): shown in the text report.
     pub listed: bool,
+    /// The symbols folded into this row (its clones and suffixed copies), each with its
+    /// value in each run; empty when the row is one symbol.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clones: Vec<CloneTime>,
+    /// How the row was matched across the runs when not by its name alone (a module in
+    /// one kernel, built in in the other).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<String>,
+}
+
+/// One symbol folded into a row, with its mean value in each run (None: absent there).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CloneTime {
+    /// The symbol's display name, e.g. `finish_task_switch.isra.0`.
+    pub name: String,
+    /// Its value in run 1.
+    pub run1: Option<f64>,
+    /// Its value in run 2.
+    pub run2: Option<f64>,
+}
+
+impl FunctionDelta {
+    /// The run this row's function is the only one in (1 or 2), none when in both.
+    pub fn only_in(&self) -> Option<u8> {
+        match (self.run1, self.run2) {
+            (None, Some(_)) => Some(2),
+            (Some(_), None) => Some(1),
+            _ => None,
+        }
+    }
 }
 
 /// The sizes of the families a comparison's rows were adjusted in, counted over the
@@ -351,13 +386,19 @@ struct SideFunctions {
     index: HashMap<String, usize, foldhash::fast::RandomState>,
     repetitions: usize,
     times: Vec<SampledTime>,
+    /// The symbols folded into a function of another name, by its position: each
+    /// symbol's display name and value in each repetition.
+    members: HashMap<usize, Vec<(String, Vec<f64>)>, foldhash::fast::RandomState>,
+    /// Whether each function's own name was among its symbols.
+    plain: Vec<bool>,
 }
 
 impl SideFunctions {
     /// The functions of a side's repetitions `s`, in their own measure: the values of
     /// [`value::value_each`], summed by display name, without the run's totals yet
-    /// ([`Self::in_measure`] puts them in).
-    fn of(s: Vec<Repetition>, idle: &IdleSet) -> Self {
+    /// ([`Self::in_measure`] puts them in). With `fold`, a function's clones count as
+    /// the function (`model::naming`).
+    fn of(s: Vec<Repetition>, idle: &IdleSet, fold: bool) -> Self {
         let reps = s.len();
         let n = s[0].functions.len();
         let mut side = SideFunctions {
@@ -365,6 +406,8 @@ impl SideFunctions {
             index: HashMap::default(),
             repetitions: reps,
             times: Vec::with_capacity(n * reps),
+            members: HashMap::default(),
+            plain: Vec::new(),
         };
         side.index.reserve(n);
         let none = SampledTime {
@@ -383,6 +426,10 @@ impl SideFunctions {
                     values.push((k, x, var, n))
                 }));
             let mut add = |name: Cow<str>, (x, var, n): (f64, f64, u64)| {
+                let (name, member) = match fold.then(|| naming::fold_display_name(&name)) {
+                    Some(base) if base.len() != name.len() => (Cow::Owned(base.into_owned()), Some(name.into_owned())),
+                    _ => (name, None),
+                };
                 let next = side.index.len();
                 // A borrowed name is copied only when it is new.
                 let known = match &name {
@@ -392,6 +439,21 @@ impl SideFunctions {
                 let i = known.unwrap_or_else(|| *side.index.entry(name.into_owned()).or_insert(next));
                 if i == next {
                     side.times.extend(std::iter::repeat(none).take(reps));
+                    side.plain.push(false);
+                }
+                match member {
+                    Some(m) => {
+                        let list = side.members.entry(i).or_default();
+                        let k = match list.iter().position(|(n, _)| *n == m) {
+                            Some(k) => k,
+                            None => {
+                                list.push((m, vec![0.0; reps]));
+                                list.len() - 1
+                            }
+                        };
+                        list[k].1[r] += x;
+                    }
+                    None => side.plain[i] = true,
                 }
                 let t = &mut side.times[i * reps + r];
                 t.weight += x;
@@ -451,6 +513,11 @@ impl SideFunctions {
             t.run_weight = v.total;
         }
         if share {
+            for (_, x) in self.members.values_mut().flatten() {
+                for (x, s) in x.iter_mut().zip(&scales) {
+                    *x *= s;
+                }
+            }
             for (v, s) in self.valued.iter_mut().zip(scales) {
                 v.busy *= s;
                 v.busy_var *= s * s;
@@ -464,6 +531,25 @@ impl SideFunctions {
 
     fn times(&self, i: usize) -> &[SampledTime] {
         &self.times[i * self.repetitions..(i + 1) * self.repetitions]
+    }
+
+    /// The symbols of function `i` named `name` (its display name) and their mean
+    /// values, when any was folded into it: its own name (the rest of its value) first
+    /// when it was seen itself, then its clones.
+    fn symbols(&self, i: usize, name: &str) -> Vec<(String, f64)> {
+        let Some(members) = self.members.get(&i) else {
+            return Vec::new();
+        };
+        let reps = self.repetitions as f64;
+        let mut out: Vec<(String, f64)> = members
+            .iter()
+            .map(|(n, x)| (n.clone(), x.iter().sum::<f64>() / reps))
+            .collect();
+        if self.plain[i] {
+            let rest = self.mean(i) - out.iter().map(|m| m.1).sum::<f64>();
+            out.insert(0, (name.to_string(), rest.max(0.0)));
+        }
+        out
     }
 
     /// [`stats::mean`] of the values of function `i`, without a vector of them.
@@ -537,6 +623,9 @@ struct Joined {
     t2: Option<f64>,
     i1: Option<u32>,
     i2: Option<u32>,
+    /// Matched as a module's function in one run and the core kernel's in the other:
+    /// the module's name and the run it is a module in.
+    moved: Option<(String, u8)>,
 }
 
 impl Joined {
@@ -562,6 +651,7 @@ fn join_sides(side1: &SideFunctions, side2: &SideFunctions, names1: &[&str], nam
             t2,
             i1,
             i2,
+            moved: None,
         }
     };
     let mut rows: Vec<Joined> = (0..names1.len() as u32)
@@ -577,6 +667,7 @@ fn join_sides(side1: &SideFunctions, side2: &SideFunctions, names1: &[&str], nam
             .filter(|&k| !in1[k as usize])
             .map(|k| row(None, Some(k))),
     );
+    match_module_moves(&mut rows, side2, names1, names2);
     // `+ 0.0` makes -0.0 equal to 0.0 in the total order; names are unique, so the
     // order is total and the parallel sort's is the only one.
     rows.par_sort_unstable_by(|a, b| {
@@ -585,6 +676,51 @@ fn join_sides(side1: &SideFunctions, side2: &SideFunctions, names1: &[&str], nam
             .then_with(|| a.name(names1, names2).cmp(b.name(names1, names2)))
     });
     rows
+}
+
+/// Joins a function that is a module's (`f [ext4]`) in one run and the core kernel's
+/// (`f`) in the other, each in one run only, into one row: the same function, built as
+/// a module in one kernel and built in in the other. Only where the name is unique on
+/// both sides: two modules' `f` against a built-in `f` stay apart.
+fn match_module_moves(rows: &mut Vec<Joined>, side2: &SideFunctions, names1: &[&str], names2: &[&str]) {
+    type Unmatched<'a> = HashMap<&'a str, Vec<usize>, foldhash::fast::RandomState>;
+    let (mut only1, mut only2) = (Unmatched::default(), Unmatched::default());
+    for (k, r) in rows.iter().enumerate() {
+        match (r.i1, r.i2) {
+            (Some(i), None) => only1
+                .entry(naming::split_module(names1[i as usize]).0)
+                .or_default()
+                .push(k),
+            (None, Some(i)) => only2
+                .entry(naming::split_module(names2[i as usize]).0)
+                .or_default()
+                .push(k),
+            _ => {}
+        }
+    }
+    let mut gone = Vec::new();
+    for (f, a) in &only1 {
+        let Some(b) = only2.get(f) else { continue };
+        let ([ka], [kb]) = (&a[..], &b[..]) else { continue };
+        let (i2, t2) = (rows[*kb].i2, rows[*kb].t2);
+        let n1 = names1[rows[*ka].i1.unwrap_or_default() as usize];
+        let n2 = names2[i2.unwrap_or_default() as usize];
+        let moved = match (naming::module_of(n1), naming::module_of(n2)) {
+            (Some(m), None) => (m.to_string(), 1),
+            (None, Some(m)) => (m.to_string(), 2),
+            _ => continue,
+        };
+        let r = &mut rows[*ka];
+        r.i2 = i2;
+        r.t2 = i2.map(|k| side2.mean(k as usize));
+        r.delta = t2.unwrap_or(0.0) - r.t1.unwrap_or(0.0);
+        r.moved = Some(moved);
+        gone.push(*kb);
+    }
+    gone.sort_unstable();
+    for k in gone.into_iter().rev() {
+        rows.swap_remove(k);
+    }
 }
 
 /// Compares two sides of one or more repetitions each: mean summaries, and every
@@ -614,7 +750,11 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
             .unwrap_or_else(|| IdleSet::new(s[0].idle_set.clone()))
     };
     let (idle1, idle2) = (idle_of(&p1), idle_of(&p2));
-    let (side1, side2) = rayon::join(|| SideFunctions::of(s1, &idle1), || SideFunctions::of(s2, &idle2));
+    let fold = !opts.keep_clones;
+    let (side1, side2) = rayon::join(
+        || SideFunctions::of(s1, &idle1, fold),
+        || SideFunctions::of(s2, &idle2, fold),
+    );
     let (measure, mut warnings) = common_measure(&p1, &p2, &side1.valued);
     let (mut side1, mut side2) = (side1.in_measure(&measure), side2.in_measure(&measure));
     let (v1, v2) = (&side1.valued, &side2.valued);
@@ -691,12 +831,23 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
                 .scaled(100.0),
                 above_cutoff: above,
                 listed: above,
+                clones: Vec::new(),
+                matched: j.moved.as_ref().map(|(m, k)| {
+                    let other = 3 - k;
+                    format!("module {m} in run {k}, built into the kernel in run {other}")
+                }),
             }
         })
         .collect();
     // Each row's name is moved from side 1, or side 2 for a function only it has, not
     // copied: 10^5 rows, 10^5 strings.
     for (row, j) in rows.iter_mut().zip(&joined) {
+        row.clones = clone_times(
+            j.i1.map(|k| (names.0[k as usize].as_str(), k as usize)),
+            &side1,
+            j.i2.map(|k| (names.1[k as usize].as_str(), k as usize)),
+            &side2,
+        );
         let name = match (j.i1, j.i2) {
             (Some(k), _) => &mut names.0[k as usize],
             (None, Some(k)) => &mut names.1[k as usize],
@@ -724,6 +875,47 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
         ratios_refused: false,
         of_runs: false,
     }
+}
+
+/// The symbols folded into a row (joined from function `i1` of side 1 and `i2` of side
+/// 2, each with its name), with their values in each run; empty when the row is one
+/// symbol on both sides.
+fn clone_times(
+    i1: Option<(&str, usize)>,
+    side1: &SideFunctions,
+    i2: Option<(&str, usize)>,
+    side2: &SideFunctions,
+) -> Vec<CloneTime> {
+    let symbols = |i: Option<(&str, usize)>, side: &SideFunctions| i.map(|(n, k)| side.symbols(k, n));
+    let (s1, s2) = (symbols(i1, side1), symbols(i2, side2));
+    if s1.as_ref().is_none_or(Vec::is_empty) && s2.as_ref().is_none_or(Vec::is_empty) {
+        return Vec::new();
+    }
+    // A side with nothing folded has the row's own name only.
+    let all = |s: Option<Vec<(String, f64)>>, i: Option<(&str, usize)>, side: &SideFunctions| match (s, i) {
+        (Some(s), _) if !s.is_empty() => s,
+        (_, Some((n, k))) => vec![(n.to_string(), side.mean(k))],
+        _ => Vec::new(),
+    };
+    let mut out: Vec<CloneTime> = all(s1, i1, side1)
+        .into_iter()
+        .map(|(name, x)| CloneTime {
+            name,
+            run1: Some(x),
+            run2: None,
+        })
+        .collect();
+    for (name, x) in all(s2, i2, side2) {
+        match out.iter_mut().find(|c| c.name == name) {
+            Some(c) => c.run2 = Some(x),
+            None => out.push(CloneTime {
+                name,
+                run1: None,
+                run2: Some(x),
+            }),
+        }
+    }
+    out
 }
 
 /// Adjusts the p-values of a report (its tests' benchmark rows and profile comparisons)

@@ -698,6 +698,11 @@ pub struct TestStacks {
     pub diff: StackDiff,
     /// The functions that changed most, with their callers and callees.
     pub functions: Vec<FunctionChange>,
+    /// The functions of run 1 that run 2 lacks (or has at less than half), with where
+    /// their callers' time went.
+    pub inlined: Vec<super::moves::Inlined>,
+    /// The functions whose self time changed most, against their callers' (cost shifts).
+    pub shifts: Vec<super::moves::CostShift>,
 }
 
 /// Stack comparisons of two upsrun runs, test by test (tests with `stacks.folded` in both).
@@ -714,7 +719,21 @@ pub struct RunStacks {
 /// Compares the stacks of one test, each side one profile per repetition, idle stacks
 /// (leaf in `idle`) left out.
 pub fn compare_stacks(test: &str, before: &[StackProfile], after: &[StackProfile], idle: &IdleSet) -> TestStacks {
-    let side = |s: &[StackProfile]| PreparedStacks::busy(s.iter().map(|p| p.without_idle(idle)).collect());
+    compare_stacks_with(test, before, after, idle, false)
+}
+
+/// [`compare_stacks`], each function's clones folded into it (`model::naming`) unless
+/// `keep_clones`.
+pub fn compare_stacks_with(
+    test: &str,
+    before: &[StackProfile],
+    after: &[StackProfile],
+    idle: &IdleSet,
+    keep_clones: bool,
+) -> TestStacks {
+    let side = |s: &[StackProfile]| {
+        PreparedStacks::busy(s.iter().map(|p| p.without_idle(idle)).collect()).with_clones(keep_clones)
+    };
     let (p1, p2) = rayon::join(|| side(before), || side(after));
     compare_prepared(test, p1, p2)
 }
@@ -735,6 +754,18 @@ impl PreparedStacks {
     /// builds the rest beside its frame tree.
     pub fn new(profiles: Vec<StackProfile>, idle: &IdleSet) -> Self {
         Self::busy(profiles.into_iter().map(|p| p.into_without_idle(idle)).collect())
+    }
+
+    /// This side with each function's clones folded into it (`model::naming`), unless
+    /// `keep` or its graphs are made already.
+    pub fn with_clones(mut self, keep: bool) -> Self {
+        if !keep && self.graphs.is_none() {
+            self.busy = std::mem::take(&mut self.busy)
+                .into_iter()
+                .map(|p| p.renamed(crate::model::naming::fold_display_name))
+                .collect();
+        }
+        self
     }
 
     /// The side of profiles without idle stacks, nothing else made yet.
@@ -790,14 +821,21 @@ pub fn compare_prepared(test: &str, before: PreparedStacks, after: PreparedStack
         },
         || {
             let (g1, g2) = rayon::join(|| graphs(&before), || graphs(&after));
-            changed_functions(&g1, &g2, TOP_FUNCTIONS)
+            (
+                changed_functions(&g1, &g2, TOP_FUNCTIONS),
+                super::moves::inlined(&g1, &g2),
+                super::moves::cost_shifts(&g1, &g2),
+            )
         },
     );
+    let (functions, inlined, shifts) = functions;
     crate::model::drop_aside((before, after));
     TestStacks {
         test: test.to_string(),
         diff,
         functions,
+        inlined,
+        shifts,
     }
 }
 
@@ -805,6 +843,16 @@ pub fn compare_prepared(test: &str, before: PreparedStacks, after: PreparedStack
 /// Idle stacks (leaf in the test's idle set, or in `idle_override`) are left out, so the
 /// shares are of CPU time as in the rest of the report.
 pub fn compare_run_stacks(run1: &StoredRun, run2: &StoredRun, idle_override: Option<&IdleSet>) -> Option<RunStacks> {
+    compare_run_stacks_with(run1, run2, idle_override, false)
+}
+
+/// [`compare_run_stacks`], each function's clones folded into it unless `keep_clones`.
+pub fn compare_run_stacks_with(
+    run1: &StoredRun,
+    run2: &StoredRun,
+    idle_override: Option<&IdleSet>,
+    keep_clones: bool,
+) -> Option<RunStacks> {
     if run1.marker.kind != RunKind::Upsrun || run2.marker.kind != RunKind::Upsrun {
         return None;
     }
@@ -820,7 +868,7 @@ pub fn compare_run_stacks(run1: &StoredRun, run2: &StoredRun, idle_override: Opt
             Some(i) => i.clone(),
             None => IdleSet::new(t1.repetitions[0].profile.idle_set.clone()),
         };
-        tests.push(compare_stacks(&t1.name, s1, s2, &idle));
+        tests.push(compare_stacks_with(&t1.name, s1, s2, &idle, keep_clones));
     }
     Some(RunStacks {
         dir1: run1.dir.clone(),

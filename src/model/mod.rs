@@ -11,6 +11,7 @@ pub mod code;
 pub mod filter;
 pub mod idle;
 pub mod mode;
+pub mod naming;
 pub mod profile;
 pub mod stacks;
 

@@ -344,6 +344,37 @@ impl StackProfile {
         }
     }
 
+    /// The same profile with each frame named `rename(name)`: frames given one name
+    /// become one (a function's clones folded into it, `super::naming`), and stacks that
+    /// become one add up. Unchanged when no name changes.
+    pub fn renamed(self, rename: impl Fn(&str) -> std::borrow::Cow<'_, str>) -> StackProfile {
+        let new: Vec<std::borrow::Cow<'_, str>> = self.names.iter().map(|n| rename(n)).collect();
+        if new.iter().zip(&self.names).all(|(a, b)| a.len() == b.len()) {
+            return self;
+        }
+        let mut p = StackProfile {
+            scale: Some(self.per_weight()),
+            samples: self.samples,
+            weight: self.weight,
+            truncated: self.truncated,
+            lost: self.lost,
+            ..Default::default()
+        };
+        let ids: Vec<u32> = new.iter().map(|n| p.intern(n)).collect();
+        let mut frames = Vec::new();
+        for (stack, w) in self.weighted_stacks() {
+            frames.clear();
+            frames.extend(stack.iter().map(|&f| ids[f as usize]));
+            match p.stacks.get_mut(&frames[..]) {
+                Some(x) => *x = x.saturating_add(w),
+                None => {
+                    p.stacks.insert(frames.as_slice().into(), w);
+                }
+            }
+        }
+        p
+    }
+
     /// What decides which stacks [`without_idle`](Self::without_idle) keeps, each
     /// frame's name asked about once rather than once per stack.
     fn busy_stacks(&self, idle: &IdleSet) -> BusyStacks {

@@ -4,13 +4,13 @@
 use crate::compare::counters::{CounterBasis, CounterRow};
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::stats::NoiseTest;
-use crate::compare::{ratio, Basis, FunctionDelta, Method, ProfileComparison, Significance};
+use crate::compare::{ratio, Basis, CloneTime, FunctionDelta, Method, ProfileComparison, Significance};
 use std::io::{self, Write};
 
 /// The CSV header.
 pub const CSV_HEADER: &str =
     "test,kind,name,run1,run2,delta,ratio,delta_pct_of_run1_cpu,run1_pct_of_cpu,run2_pct_of_cpu,run1_sd_pct,run2_sd_pct,noise_method,ci95,p_value,significant,listed,unit,\
-verdict,q_value,noise_test,detectable_observed,detectable_true_80,share_p_value,share_q_value,share_verdict";
+verdict,q_value,noise_test,detectable_observed,detectable_true_80,share_p_value,share_q_value,share_verdict,clones,matched";
 
 /// One CSV line, made in a buffer and written whole: 10^5 rows have 2.6 million
 /// fields, each written as it is formatted.
@@ -179,6 +179,32 @@ pub struct Row<'a> {
     pub share_q_value: Option<f64>,
     /// Its verdict.
     pub share_verdict: Option<&'static str>,
+    /// The symbols folded into a function row (its clones), with their values.
+    pub clones: &'a [CloneTime],
+    /// How a function row was matched across the runs when not by name alone.
+    pub matched: Option<&'a str>,
+}
+
+/// The `clones` column: each symbol folded into the row with its values in run 1 and
+/// run 2 (`name run1/run2`, an absent value empty), `; ` between them; none when empty.
+pub fn clones_text(clones: &[CloneTime]) -> Option<String> {
+    use std::fmt::Write as _;
+    if clones.is_empty() {
+        return None;
+    }
+    let mut s = String::new();
+    for (k, c) in clones.iter().enumerate() {
+        let v = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
+        let _ = write!(
+            s,
+            "{}{} {}/{}",
+            if k > 0 { "; " } else { "" },
+            c.name,
+            v(c.run1),
+            v(c.run2)
+        );
+    }
+    Some(s)
 }
 
 impl<'a> Row<'a> {
@@ -210,6 +236,8 @@ impl<'a> Row<'a> {
             share_p_value: None,
             share_q_value: None,
             share_verdict: None,
+            clones: &[],
+            matched: None,
         }
     }
 
@@ -382,6 +410,8 @@ fn function_row<'a>(test: &'a str, unit: &'a str, f: &'a FunctionDelta) -> Row<'
         share_p_value: f.share_noise.p_value,
         share_q_value: f.share_noise.q_value,
         share_verdict: Some(f.share_noise.verdict.word()),
+        clones: &f.clones,
+        matched: f.matched.as_deref(),
         ..Row::new(test, "function", &f.function).with_noise(&f.noise)
     }
 }
@@ -422,7 +452,9 @@ fn write_row(r: &Row<'_>, line: &mut Line, out: &mut impl Write) -> io::Result<(
         .num(r.detectable_true_80)
         .num(r.share_p_value)
         .num(r.share_q_value)
-        .text(r.share_verdict.unwrap_or_default());
+        .text(r.share_verdict.unwrap_or_default())
+        .text(clones_text(r.clones).as_deref().unwrap_or_default())
+        .text(r.matched.unwrap_or_default());
     out.write_all(line.end())
 }
 
@@ -901,6 +933,8 @@ mod tests {
                 share_noise: noise(k / 17 + 1),
                 above_cutoff: k % 2 == 0,
                 listed: k % 6 == 0,
+                clones: Vec::new(),
+                matched: None,
             };
             ours.clear();
             push_function_row(&mut ours, &row).unwrap();

@@ -655,6 +655,10 @@ fn profile_notes(c: &ProfileComparison) -> Markup {
             @for note in super::text::noise_notes(c) {
                 li { (note) }
             }
+            // How rows were matched across the runs: clones, module moves, one run only.
+            @for note in super::text::matching_notes(c) {
+                li { (note) }
+            }
             @if a.idle_set == b.idle_set {
                 li { "Idle functions (not counted as CPU time, not listed): " (super::idle_set_words(&a.idle_set)) "." }
             } @else {
@@ -721,6 +725,17 @@ fn stack_section(s: &TestStacks, flame: Option<usize>) -> Markup {
                 @for f in &s.functions { (function(f)) }
             }
         }
+        @if !s.inlined.is_empty() || !s.shifts.is_empty() {
+            h3 { "Where did its time go; cost shifts" }
+            pre.moves {
+                (String::from_utf8_lossy(&{
+                    let mut notes = Vec::new();
+                    // Written to memory: cannot fail.
+                    let _ = super::stackcmp::render_moves(s, &mut notes);
+                    notes
+                }))
+            }
+        }
     }
 }
 
@@ -780,6 +795,8 @@ mod tests {
             share_noise: significant(),
             above_cutoff: true,
             listed: true,
+            clones: Vec::new(),
+            matched: None,
         };
         let (keys, rows) = super::super::flat::read_back(&[row.clone(), row]);
         assert!(

@@ -47,6 +47,13 @@ pub fn frame<'r>(rows: &[Row<'r>]) -> PolarsResult<DataFrame> {
             number("share_p_value", &|r| r.share_p_value),
             number("share_q_value", &|r| r.share_q_value),
             text("share_verdict", &|r| r.share_verdict),
+            Column::new(
+                "clones".into(),
+                rows.iter()
+                    .map(|r| super::export::clones_text(r.clones))
+                    .collect::<Vec<Option<String>>>(),
+            ),
+            text("matched", &|r| r.matched),
         ],
     )
 }

@@ -1,6 +1,7 @@
 //! The files a stack comparison adds to RESULTS_DIR: a differential flame graph and a
 //! caller/callee table per test, and the section of `results` that names them.
 
+use crate::compare::moves::MIN_PCT;
 use crate::compare::stacks::{ArcChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::report::flame::{render_differential, Subtitle};
 use std::io::{self, Write};
@@ -68,7 +69,7 @@ pub fn render_callers(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
     if functions.is_empty() {
         writeln!(w)?;
         writeln!(w, "No function's inclusive time changed beyond the noise.")?;
-        return Ok(());
+        return render_moves(t, &mut w);
     }
     let arcs = |w: &mut dyn Write, what: &str, list: &[ArcChange]| -> io::Result<()> {
         writeln!(w, "    {what}")?;
@@ -85,6 +86,81 @@ pub fn render_callers(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
         writeln!(w, "    self       {}", share(&f.self_time))?;
         arcs(&mut w, "callers (calling it):", &f.callers)?;
         arcs(&mut w, "callees (called by it):", &f.callees)?;
+    }
+    render_moves(t, &mut w)
+}
+
+/// The notes on where a vanished function's time went, and the cost-shift view, of one
+/// test (in its callers file and in `results`); nothing when there is neither.
+pub fn render_moves(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
+    render_inlined(t, &mut w)?;
+    render_shifts(t, &mut w)
+}
+
+/// Where the time of the functions run 2 lacks went.
+fn render_inlined(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
+    if !t.inlined.is_empty() {
+        writeln!(w)?;
+        writeln!(
+            w,
+            "Where did its time go: functions of run 1 that run 2 lacks or has at less than half, and their \
+             callers (% of each run's CPU samples; an estimate: the function's time under each caller in run 1 \
+             against the growth of that caller's self time in run 2)."
+        )?;
+        for f in &t.inlined {
+            let now = if f.absent {
+                "absent in run 2".to_string()
+            } else {
+                format!("{:.2}% in run 2", f.run2_pct)
+            };
+            writeln!(w, "  {}: {:.2}% in run 1, {now}.", f.function, f.run1_pct)?;
+            for c in &f.callers {
+                writeln!(
+                    w,
+                    "    under {}: {:.2}% (self {:.2}%) in run 1; {}'s self time {:+.2} points in run 2",
+                    c.caller, c.under_pct, c.self_under_pct, c.caller, c.self_growth_pct
+                )?;
+            }
+            match f.likely_caller() {
+                Some(c) => writeln!(w, "    inlined into {} in run 2?", c.caller)?,
+                None => writeln!(w, "    no caller's self time grew by {:.0} point or more", MIN_PCT)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The cost-shift view.
+fn render_shifts(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
+    if !t.shifts.is_empty() {
+        writeln!(w)?;
+        writeln!(
+            w,
+            "Cost shifts: the functions whose self time changed most, against the self time of the function and \
+             its direct callers together (% of each run's CPU samples); time moved between them leaves the group \
+             unchanged."
+        )?;
+        for c in &t.shifts {
+            let [a, b] = c.self_pct;
+            let [g1, g2] = c.group_pct;
+            let callers = if c.callers.is_empty() {
+                "no callers".to_string()
+            } else {
+                c.callers.join(", ")
+            };
+            writeln!(
+                w,
+                "  {}: self {a:.2}% -> {b:.2}% ({:+.2}); with {callers}: {g1:.2}% -> {g2:.2}% ({:+.2}): {}",
+                c.function,
+                b - a,
+                g2 - g1,
+                if c.within_group() {
+                    "moved within the group"
+                } else {
+                    "the group changed too"
+                }
+            )?;
+        }
     }
     Ok(())
 }
@@ -143,6 +219,13 @@ pub fn render_index(
                 writeln!(w, "  {}: {results_dir}/{name}", t.test)?;
             }
         }
+    }
+    // Where a vanished function's time went, under the tables; the cost shifts are in
+    // each test's callers file.
+    for t in s.tests.iter().filter(|t| !t.inlined.is_empty()) {
+        writeln!(w)?;
+        writeln!(w, "Test {}:", t.test)?;
+        render_inlined(t, &mut w)?;
     }
     Ok(())
 }

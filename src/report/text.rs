@@ -184,8 +184,13 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
         if repeated {
             cells.push(right(sd(r.run2_sd_pct)));
         }
+        // A function of one run only has no ordinary delta: its time is all there is.
+        let delta = match r.only_in() {
+            Some(k) => format!("  only in run {k}"),
+            None => format!("  {}", value(r.delta)),
+        };
         cells.extend([
-            right(format!("  {}", value(r.delta))),
+            right(delta),
             right(format!("  {}", fmt_pct(r.delta_pct_of_run1_cpu))),
             left(format!(" {}", noise_word(&r.noise))),
         ]);
@@ -195,7 +200,57 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     if let Some(f) = left_out(c) {
         writeln!(out, "{f}")?;
     }
+    for line in matching_notes(c) {
+        writeln!(out, "{line}")?;
+    }
     render_notes(c, out)
+}
+
+/// The notes on how the listed rows were matched across the runs: the clones folded
+/// into a row, the functions that moved between a module and the core kernel, and what
+/// a row of one run only was tested for (shared with the other text renderers).
+pub(crate) fn matching_notes(c: &ProfileComparison) -> Vec<String> {
+    let value = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| fmt_sec(x / c.measure.scale));
+    let mut notes = Vec::new();
+    for r in c.listed() {
+        if !r.clones.is_empty() {
+            let each: Vec<String> = r
+                .clones
+                .iter()
+                .map(|k| format!("{} {}/{}", k.name, value(k.run1), value(k.run2)))
+                .collect();
+            notes.push(format!(
+                "Clones: {} is one row of {} (run 1/run 2; --keep-clones lists them apart).",
+                r.function,
+                each.join(", ")
+            ));
+        }
+        if let Some(m) = &r.matched {
+            notes.push(format!("Moved: {}: {m}; one row.", r.function));
+        }
+    }
+    for k in [1, 2] {
+        let only: Vec<&str> = c
+            .listed()
+            .filter(|r| r.only_in() == Some(k))
+            .map(|r| r.function.as_str())
+            .collect();
+        if !only.is_empty() {
+            let other = 3 - k;
+            notes.push(format!(
+                "Only in run {k}: {} (no symbol of that name, or of its clones, in run {other}); the 95% test of \
+                 such a row asks whether its samples could arise from none.{}",
+                only.join(", "),
+                if k == 1 {
+                    " Inlined into its callers in run 2? Call stacks (upsrun, or recordings made with -g) say \
+                     where its time went, in the stack comparison."
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    notes
 }
 
 /// What the function table left out and where it is: RESULTS_DIR's files for upcmp,
