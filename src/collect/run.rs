@@ -14,7 +14,7 @@ use crate::host::tuning::{drop_caches, TuningError};
 use crate::host::{clock_ticks, current_comms};
 use crate::model::mode::Record;
 use crate::model::profile::Unit;
-use crate::model::{IdleSet, Profile, ProfileMeta, RecordProfiler, UserBy};
+use crate::model::{IdleSet, Profile, ProfileMeta, RecordProfiler, Shown, UserBy};
 use crate::store::outdir::{Status, TestStatus};
 use crate::store::procstat::{self, ProcstatRow};
 use crate::store::samples::SamplesWriter;
@@ -356,7 +356,11 @@ fn sample_until_done(
         }
         if tty && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
-            eprint!("\r  {dir_name} running for {:.0} s ", t0.elapsed().as_secs_f64());
+            eprint!(
+                "\r  {} running for {:.0} s ",
+                Shown(dir_name),
+                t0.elapsed().as_secs_f64()
+            );
         }
         exits.wait(&codes, DRAIN_EVERY);
     }
@@ -525,7 +529,7 @@ pub fn run_test(
     };
     st.write(dir)?;
     for w in &profile.warnings {
-        let _ = writeln!(out, "uprun: warning: {label}: {w}");
+        let _ = writeln!(out, "uprun: warning: {}: {}", Shown(&label), Shown(w));
     }
     let _ = writeln!(
         out,
