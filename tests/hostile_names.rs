@@ -411,6 +411,14 @@ fn issue26_a_process_name_with_controls_is_escaped_in_every_text_output() {
     let results = fs::read_to_string(tmp.path().join("res/results")).unwrap();
     assert!(!raw_controls(&results), "{results:?}");
     assert!(results.contains(EVIL_SHOWN), "{results}");
+    for format in ["mail", "markdown"] {
+        let res = format!("res-{format}");
+        let out = run_in(tmp.path(), UPCMP, &["run", "run", &res, "--format", format]);
+        assert!(out.status.success(), "{format}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(!raw_controls(&text), "{format}: {text:?}");
+        assert!(text.contains("own\\a\\n1"), "{format}: {text}");
+    }
 }
 
 /// Two folded profiles whose functions are named with controls: `f` (ESC clears the

@@ -478,15 +478,13 @@ mod tests {
     fn only_registered_tags_of_dead_upruns_are_reaped() {
         let sleep = |tag: &str| Command::new("sleep").arg("30").env(GROUP_ENV, tag).spawn().unwrap();
         let alive = |c: &mut std::process::Child| c.try_wait().unwrap().is_none();
+        // The registry is root's (/run); without one there is nothing to reap from.
+        let Some(dir) = registry(true) else {
+            return;
+        };
         let mut forged = sleep("1-1-1");
         let secret = crate::fsio::random_name(20);
         let mut registered = sleep(&format!("1-1-5-{secret}"));
-        // The registry is root's (/run); without one there is nothing to reap from.
-        let Some(dir) = registry(true) else {
-            let _ = forged.kill();
-            let _ = registered.kill();
-            return;
-        };
         let entry = dir.join(format!("1-1-{secret}"));
         crate::fsio::write_new(&entry, b"", 0o600).unwrap();
         // The environment of a process is readable once it has exec'd.

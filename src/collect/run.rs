@@ -529,7 +529,7 @@ pub fn run_test(
     };
     st.write(dir)?;
     for w in &profile.warnings {
-        let _ = writeln!(out, "uprun: warning: {}: {}", Shown(&label), Shown(w));
+        let _ = writeln!(out, "uprun: warning: {}: {}", Shown(label), Shown(w));
     }
     let _ = writeln!(
         out,
@@ -550,7 +550,7 @@ const FAILURE_TAIL_LINES: usize = 5;
 
 /// Why a test failed, for the terminal: its exit codes (or that a copy did not start) and
 /// the last lines of its output, where a benchmark says what went wrong. Control
-/// characters of the output are shown as `?`, so the test cannot drive the terminal.
+/// characters of the output are escaped (`\x1b`), so the test cannot drive the terminal.
 fn failure_reason(st: &TestStatus, upout: &Path) -> String {
     let codes: Vec<String> = st
         .exit_codes
@@ -593,11 +593,7 @@ fn upout_tail(path: &Path, n: usize) -> Vec<String> {
     let mut lines: Vec<String> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            l.chars()
-                .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
-                .collect()
-        })
+        .map(|l| crate::model::shown::escaped(l).into_owned())
         .collect();
     lines.drain(..lines.len().saturating_sub(n));
     lines

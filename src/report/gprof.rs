@@ -67,7 +67,7 @@ impl Report<'_> {
 
     fn header(&self, w: &mut dyn Write) -> io::Result<()> {
         let (g, h) = (self.g, self.h);
-        writeln!(w, "Stack profile of test {} (upsrun)", Shown(&h.test))?;
+        writeln!(w, "Stack profile of test {} (upsrun)", Shown(h.test))?;
         writeln!(
             w,
             "Each sample counts as {:.6} seconds ({}); {} samples, {} lost, {} truncated at the depth limit of {} frames.",
