@@ -9,6 +9,7 @@ mod everyday;
 mod fuzz;
 mod hackbench_helpers;
 mod hostile;
+mod hostile_names;
 mod html;
 mod import;
 mod noise;

@@ -67,6 +67,67 @@ impl<'a> FoldedStack<'a> {
     }
 }
 
+/// `name` as a frame of the folded files the suite writes (upsrun's `stacks.folded`,
+/// uprun's `profile.folded`), so that [`unescape_frame`] reads it back exactly: a
+/// backslash is written `\\`, a `;` (which would split the frame) `\x3b`, a control
+/// character `\xHH` (a newline would split the line), and each space of a frame's end
+/// made of spaces and digits `\x20` (a process named `w 1` would otherwise end its line
+/// in two counts, and a trailing space would be trimmed). Other names are written as they
+/// are: every kernel and C symbol reads the same in any folded-stack tool.
+pub fn escape_frame(name: &str) -> std::borrow::Cow<'_, str> {
+    let tail = name.len() - name.trim_end_matches(|c: char| c == ' ' || c.is_ascii_digit()).len();
+    let plain = |c: char| !(c == '\\' || c == ';' || c.is_ascii_control());
+    if name.chars().all(plain) && !name[name.len() - tail..].contains(' ') {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for (k, c) in name.char_indices() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            ' ' if k >= name.len() - tail => out.push_str("\\x20"),
+            c if !plain(c) => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A frame of a folded file the suite wrote, as [`escape_frame`] escaped it, read back:
+/// `\\` and `\xHH` (ASCII) are decoded; any other backslash is kept as it is (a frame
+/// cut at [`MAX_NAME_BYTES`] may end inside an escape).
+pub fn unescape_frame(frame: &str) -> std::borrow::Cow<'_, str> {
+    if !frame.contains('\\') {
+        return std::borrow::Cow::Borrowed(frame);
+    }
+    let mut out = String::with_capacity(frame.len());
+    let mut rest = frame;
+    while let Some(k) = rest.find('\\') {
+        out.push_str(&rest[..k]);
+        let after = &rest[k + 1..];
+        let hex = after
+            .strip_prefix('x')
+            .and_then(|h| h.get(..2))
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .filter(u8::is_ascii);
+        rest = match (after.strip_prefix('\\'), hex) {
+            (Some(r), _) => {
+                out.push('\\');
+                r
+            }
+            (None, Some(b)) => {
+                out.push(b as char);
+                &after[3..]
+            }
+            (None, None) => {
+                out.push('\\');
+                after
+            }
+        };
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Parses one line (without its line ending).
 ///
 /// `dd;__GI___libc_write;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k] 308`
@@ -138,6 +199,44 @@ pub fn for_each_stack<R: BufRead>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Issue 26: a process named `w 1` made upsrun's stacks.folded unreadable ("two
+    // counts"); `;`, newlines and escapes split or forged frames and lines.
+    #[test]
+    fn frames_round_trip_through_their_escapes() {
+        let names = [
+            "do_syscall_64",
+            "foo(int, char)",
+            "opt cgu.0",
+            "user:w 1",
+            "w 1",
+            "a 1 2",
+            "trailing ",
+            "  ",
+            "12",
+            "",
+            "Lfoo;.bar()V",
+            "evil\n1 [kernel] x 99",
+            "\x1b]0;title\x07",
+            "back\\slash\\x41",
+            "\\",
+            "é 1",
+        ];
+        for name in names {
+            let e = escape_frame(name);
+            assert!(!e.contains([';', '\n', '\r', '\x1b']), "{name:?} -> {e:?}");
+            assert_eq!(unescape_frame(&e), name, "{e:?}");
+            let line = format!("root;{e} 7");
+            let s = parse_line(&line, "f", 1).unwrap_or_else(|err| panic!("{name:?}: {err}"));
+            assert_eq!(s.count, 7);
+            let frames: Vec<_> = s.frames().map(unescape_frame).collect();
+            assert_eq!(frames, ["root", name], "{line:?}");
+        }
+        assert_eq!(escape_frame("w 1"), "w\\x201");
+        assert!(matches!(escape_frame("foo(int, char)"), std::borrow::Cow::Borrowed(_)));
+        // What no escape wrote reads as it is.
+        assert_eq!(unescape_frame("a\\qb\\x4"), "a\\qb\\x4");
+    }
 
     #[test]
     fn lines() {

@@ -192,7 +192,7 @@ fn key_sp<'a>(k: &'static str) -> impl Parser<&'a str, Output = &'a str, Error =
 type Row<'a> = (Vec<u64>, Option<(Vec<u64>, f64)>, &'a str, &'a str);
 
 // "     73480    73481 [kernel] bcopy": counts, then the module, then the name to the end;
-// "  3  1 | 3000 999 | 3.1e6 [kernel] bcopy" with weights.
+// "  3  1 | 3000 999 | 4.1e6 [kernel] bcopy" with weights.
 fn function_row(i: &str) -> nom::IResult<&str, Row<'_>, NomError<'_>> {
     (
         many0(preceded(space0, dec_u64)),
@@ -204,6 +204,18 @@ fn function_row(i: &str) -> nom::IResult<&str, Row<'_>, NomError<'_>> {
         preceded(space1, rest),
     )
         .parse(i)
+}
+
+/// The bounds a sum of squared weights `sq` breaks, when it breaks them: `n` samples of
+/// non-negative weights summing to `W` have squares summing to at least `W²/n` (all equal)
+/// and at most `W²` (all in one); no samples weigh nothing. A relative 10^-6 is left for
+/// the rounding of the sum as it was added up and written.
+fn impossible_squares(counts: &[u64], weights: &[u64], sq: f64) -> Option<(f64, f64)> {
+    let n: f64 = counts.iter().map(|&c| c as f64).sum();
+    let w: f64 = weights.iter().map(|&x| x as f64).sum();
+    let (low, high) = if n == 0.0 { (0.0, 0.0) } else { (w * w / n, w * w) };
+    let slack = 1e-6 * high;
+    (n == 0.0 && w > 0.0 || sq < low - slack || sq > high + slack).then_some((low, high))
 }
 
 /// The weight of `count` samples of `period` each, when it fits in 64 bits.
@@ -478,6 +490,15 @@ pub fn parse_prfout(text: &str, file: &str) -> Result<Prfout, ParseError> {
                     ),
                 ));
             }
+            if let Some((low, high)) = impossible_squares(&counts, w, *sq) {
+                return Err(l.error(
+                    line,
+                    format!(
+                        "a sum of squared weights the row's samples can have (from {low:e} to {high:e} for \
+                         these counts and weights), found {sq:e}"
+                    ),
+                ));
+            }
         }
         let name = name.trim_end();
         if name.is_empty() {
@@ -728,6 +749,26 @@ end
         assert!(e.expected.contains("'period'"), "{e}");
     }
 
+    // Issue 26: 2 samples weighing 2500 in all have squares summing to 3.125e6 (1250
+    // each) to 6.25e6 (all in one): anything else is a damaged or forged file, whose
+    // noise estimate would be wrong.
+    #[test]
+    fn impossible_sums_of_squares_are_errors() {
+        for sq in ["3.125e6", "6.25e6"] {
+            let ok = WEIGHTED.replace("| 3.25e6 [kernel]", &format!("| {sq} [kernel]"));
+            assert!(parse_prfout(&ok, "v2").is_ok(), "{sq}");
+        }
+        for sq in ["1", "3.1e6", "6.3e6", "1e300"] {
+            let bad = WEIGHTED.replace("| 3.25e6 [kernel]", &format!("| {sq} [kernel]"));
+            let e = parse_prfout(&bad, "v2").unwrap_err();
+            assert_eq!(e.line, 13, "{sq}: {e}");
+            assert!(e.expected.contains("sum of squared weights"), "{sq}: {e}");
+        }
+        // No samples weigh nothing.
+        let bad = WEIGHTED.replace("     2    0 | 2500 0 | 3.25e6", "     0    0 | 2500 0 | 3.25e6");
+        assert!(parse_prfout(&bad, "v2").is_err());
+    }
+
     #[test]
     fn missing_header_line() {
         let e = err(&GOOD.replace("event cpu-clock\n", ""));
@@ -859,9 +900,9 @@ end
             .replace("upcmp-prfout 1", "upcmp-prfout 2")
             .replace(
                 "      10    3 [kernel]",
-                &format!("      10    3 | {max} 3000000 | 1 [kernel]"),
+                &format!("      10    3 | {max} 3000000 | 1e38 [kernel]"),
             )
-            .replace("       0    4 [user]", "       0    4 | 1 4000000 | 1 [user]");
+            .replace("       0    4 [user]", "       0    4 | 1 4000000 | 5e12 [user]");
         let e = err(&text);
         assert_eq!(e.line, 15);
         assert!(e.expected.contains("in cpu 0's column"), "{e}");

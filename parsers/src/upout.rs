@@ -91,7 +91,7 @@ pub fn parse_upout(text: &str, file: &str) -> Result<Vec<BenchResult>, ParseErro
                     acc.add(rep.description, "/sec", Direction::HigherIsBetter, rate, rep.aggregate);
                 }
             }
-        } else if let Some(time) = time_line(line) {
+        } else if let Some(time) = time_line(line).map_err(at)? {
             acc.add(
                 HACKBENCH_TIME,
                 "sec",
@@ -99,7 +99,7 @@ pub fn parse_upout(text: &str, file: &str) -> Result<Vec<BenchResult>, ParseErro
                 time.seconds,
                 time.aggregate,
             );
-        } else if let Some(seconds) = total_time_line(line) {
+        } else if let Some(seconds) = total_time_line(line).map_err(at)? {
             let label = match perf_bench_name {
                 Some(name) => format!("Total time (perf bench {name})"),
                 None => "Total time (perf bench)".to_string(),
@@ -294,33 +294,66 @@ struct TimeLine {
 // Time 2.839
 // Time: 2.839 [aggregate of 2 copies]
 /// hackbench's time; `None` for any other line, including prose that starts with "Time".
-fn time_line(line: &str) -> Option<TimeLine> {
-    let r = line.trim_start().strip_prefix("Time")?;
+/// A whole time line whose time is no number of seconds (`Time: nan`, `Time: inf`,
+/// `Time: -1`) is an error: skipped as prose, it would lose the test's result quietly.
+fn time_line(line: &str) -> Result<Option<TimeLine>, Fail<'_>> {
+    let Some(r) = line.trim_start().strip_prefix("Time") else {
+        return Ok(None);
+    };
     let r = r.strip_prefix(':').unwrap_or(r);
     let parsed: IResult<&str, (&str, f64)> = (space1, double).parse(r);
-    let (tail, (_, seconds)) = parsed.ok()?;
-    if !seconds.is_finite() || seconds < 0.0 {
-        return None;
-    }
-    match tail.trim_end() {
-        "" => Some(TimeLine {
+    let Ok((tail, (_, seconds))) = parsed else {
+        return Ok(None);
+    };
+    let time = match tail.trim_end() {
+        "" => TimeLine {
             seconds,
             aggregate: None,
-        }),
-        marker => marker_copies(marker).map(|n| TimeLine {
-            seconds,
-            aggregate: Some(n),
-        }),
+        },
+        marker => match marker_copies(marker) {
+            Some(n) => TimeLine {
+                seconds,
+                aggregate: Some(n),
+            },
+            None => return Ok(None),
+        },
+    };
+    check_seconds(seconds, r.trim_start(), tail)?;
+    Ok(Some(time))
+}
+
+/// What a time line's number must be.
+const EXPECT_SECONDS: &str = "a time in seconds (a finite number, 0 or more)";
+
+/// A time of `seconds`, written `text` up to `tail`, must be a finite number, 0 or more.
+fn check_seconds<'a>(seconds: f64, text: &'a str, tail: &str) -> Result<(), Fail<'a>> {
+    if seconds.is_finite() && seconds >= 0.0 {
+        return Ok(());
     }
+    Err(Fail {
+        rest: &text[..text.len() - tail.len()],
+        expected: EXPECT_SECONDS,
+    })
 }
 
 //      Total time: 0.123 [sec]
-/// perf bench's total time in seconds; `None` for other lines.
-fn total_time_line(line: &str) -> Option<f64> {
-    let r = line.trim_start().strip_prefix("Total time:")?;
+/// perf bench's total time in seconds; `None` for other lines, an error for a whole line
+/// whose time is no number of seconds.
+fn total_time_line(line: &str) -> Result<Option<f64>, Fail<'_>> {
+    let Some(r) = line.trim_start().strip_prefix("Total time:") else {
+        return Ok(None);
+    };
     let parsed: IResult<&str, (&str, f64, &str, &str)> = (space1, double, space1, tag("[sec]")).parse(r);
-    let (tail, (_, seconds, _, _)) = parsed.ok()?;
-    (tail.trim().is_empty() && seconds.is_finite() && seconds >= 0.0).then_some(seconds)
+    let Ok((tail, (_, seconds, _, _))) = parsed else {
+        return Ok(None);
+    };
+    if !tail.trim().is_empty() {
+        return Ok(None);
+    }
+    let number = r.trim_start();
+    let end = number.find(char::is_whitespace).unwrap_or(number.len());
+    check_seconds(seconds, number, &number[end..])?;
+    Ok(Some(seconds))
 }
 
 // # Running 'sched/messaging' benchmark:
@@ -622,6 +655,27 @@ mod tests {
         // not hackbench's bare seconds.
         let prose = "Time is up\nTime 3 seconds\nTime: 12:30:00\nTime: soon\nTime: 1.0 sec\n";
         assert_eq!(parse_upout(prose, "t").unwrap(), vec![]);
+    }
+
+    // Issue 26: a whole time line whose time is not a number of seconds was skipped as
+    // prose, and the test lost its result without a word.
+    #[test]
+    fn times_that_are_no_seconds_are_errors() {
+        for (text, column) in [
+            ("Time: nan\n", 7),
+            ("Time: inf\n", 7),
+            ("Time 1e999\n", 6),
+            ("Time: -1.5 [aggregate of 2 copies]\n", 7),
+            ("ok\n     Total time: NaN [sec]\n", 18),
+        ] {
+            let e = parse_upout(text, "t/upout").unwrap_err();
+            assert_eq!(
+                (e.line, e.column),
+                (1 + usize::from(text.starts_with("ok")), column),
+                "{text:?}: {e}"
+            );
+            assert!(e.expected.contains("a time in seconds"), "{e}");
+        }
     }
 
     #[test]

@@ -77,6 +77,32 @@ pub fn check_upcmp_runs(dir1: &Path, dir2: &Path, results_dir: &Path) -> Result<
     Ok(())
 }
 
+/// The runs pooled into the base (`--baseline`) must be other runs than the two compared
+/// and than each other: a run counted twice passes its repetitions for independent ones
+/// (the noise shrinks) and pulls the base toward the change. The same directory by any
+/// spelling (`run`, `./run/`, a link to it) is found by its device and inode.
+pub fn check_baselines(dir1: &Path, dir2: &Path, baselines: &[impl AsRef<Path>]) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &Path| p.metadata().ok().map(|m| (m.dev(), m.ino()));
+    let mut seen: Vec<(String, Option<(u64, u64)>)> = vec![
+        (format!("{} (OUTDIR1)", shown(dir1)), id(dir1)),
+        (format!("{} (OUTDIR2)", shown(dir2)), id(dir2)),
+    ];
+    for b in baselines {
+        let b = b.as_ref();
+        let this = id(b);
+        if let Some((other, _)) = seen.iter().find(|(_, i)| i.is_some() && *i == this) {
+            return Err(format!(
+                "--baseline {} is the same directory as {other}: a run pooled twice counts its repetitions \
+                 twice; give each run once, and as a baseline only other runs of the base",
+                shown(b)
+            ));
+        }
+        seen.push((format!("--baseline {}", shown(b)), this));
+    }
+    Ok(())
+}
+
 /// prfcmp compares two profiles: a whole run is not one, but each of its tests is.
 pub fn check_prfcmp_profile(path: &Path, other: &Path) -> Result<(), String> {
     if kind(path) != Kind::Run {

@@ -203,11 +203,17 @@ fn incomplete_runs(runs: &[&StoredRun]) -> Vec<String> {
             .map(|t| t.name.as_str())
             .collect();
         if !missing.is_empty() {
+            // A list of 10^5 lines that never ran is named by its first tests.
+            const NAMED: usize = 20;
+            let more = match missing.len() {
+                n if n > NAMED => format!(" and {} more", n - NAMED),
+                _ => String::new(),
+            };
             notes.push(format!(
-                "run {} ({}) has no profile of {}: not run, or stopped before its profile was written",
+                "run {} ({}) has no profile of {}{more}: not run, or stopped before its profile was written",
                 k + 1,
                 r.dir.display(),
-                missing.join(", ")
+                missing[..missing.len().min(NAMED)].join(", ")
             ));
         }
     }
@@ -290,8 +296,9 @@ fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     match &opts.inputs {
-        Inputs::Runs { dir1, dir2, .. } => {
-            super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?
+        Inputs::Runs { dir1, dir2, baselines } => {
+            super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?;
+            super::inputs::check_baselines(dir1, dir2, baselines).map_err(UpcmpError::Arguments)?
         }
         Inputs::Recordings { .. } => {}
     }

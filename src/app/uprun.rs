@@ -14,7 +14,7 @@ use crate::host::check::CheckWindow;
 use crate::host::sched_features::{set_features, FeatError, Restore};
 use crate::host::tuning::{check_drop_caches, set_governor, GovernorRestore, TuningError};
 use crate::host::{online_cpus, system};
-use crate::model::{IdleSet, UserBy};
+use crate::model::{IdleSet, Shown, UserBy};
 use crate::store::outdir::{
     check_not_foreign, check_rotatable, claim_dir, repetition_name, rotate_and_create, Claim, RunKind, RunMarker,
     Status, RUN_MARKER,
@@ -481,7 +481,7 @@ fn run_tests(
             if opts.stacks {
                 let run = outdir.display().to_string();
                 for w in analyse_test(&dir, &p.symbols, &rec.profile, &run, opts.user_by)? {
-                    let _ = writeln!(out, "upsrun: warning: {label}: {w}");
+                    let _ = writeln!(out, "upsrun: warning: {}: {}", Shown(&label), Shown(&w));
                 }
             }
             outcome.ran += 1;

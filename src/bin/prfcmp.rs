@@ -92,7 +92,12 @@ fn main() -> ExitCode {
         // On standard error, so that CSV and JSON on standard output stay clean.
         for (n, (path, p)) in [(path1, &c.profile1), (path2, &c.profile2)].into_iter().enumerate() {
             for w in &p.warnings {
-                eprintln!("prfcmp: warning: profile {} ({}): {w}", n + 1, path.display());
+                eprintln!(
+                    "prfcmp: warning: profile {} ({}): {}",
+                    n + 1,
+                    path.display(),
+                    upcmp::model::Shown(w)
+                );
             }
         }
         let format = OutputFormat::from(a.format);

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
         let user_by = a.run.user_by.user_by();
         if let Some(dir) = &a.analyse {
             for w in analyse_dir(dir, user_by, kernel_max_stack(), a.run.allow_foreign_run)? {
-                eprintln!("upsrun: warning: {w}");
+                eprintln!("upsrun: warning: {}", upcmp::model::Shown(&w));
             }
             eprintln!(
                 "upsrun: wrote prof.out, stacks.folded and flame.svg in {}",

@@ -4,10 +4,16 @@
 //! (`cgroup.kill`) when the test ends, on a signal, and by the next uprun when the one
 //! that made it was killed (`kill -9`). Where no cgroup can be made (no cgroup2 mount, not
 //! root, a read-only mount), the fallback is the environment: every process of the test
-//! inherits `UPCMP_TEST_GROUP=PID-START-N`, and /proc is searched for it (a process that
-//! clears its environment escapes the fallback). In both cases the direct children die
+//! inherits `UPCMP_TEST_GROUP=PID-START-N-SECRET`, and /proc is searched for it (a process
+//! that clears its environment escapes the fallback). In both cases the direct children die
 //! with uprun (`PR_SET_PDEATHSIG`). Processes found still running after a test are killed
 //! and reported (`docs/uprun.md`).
+//!
+//! The variable is never trusted from the environment: anyone may set it, and a stale
+//! one inherited by the user's shell named an uprun long gone. A tag counts only with the
+//! random secret of its uprun: a running uprun knows its own, and a killed one left its
+//! secret in the registry ([`REGISTRY_DIR`], private to its user), which the next uprun
+//! reads to end what it left behind.
 
 use crate::store::outdir::Writer;
 use std::fs::File;
@@ -21,6 +27,10 @@ use std::time::{Duration, Instant};
 pub const GROUP_ENV: &str = "UPCMP_TEST_GROUP";
 /// The prefix of a test's cgroup.
 const CGROUP_PREFIX: &str = "upcmp-";
+/// Where root's uprun registers the secret of its environment tags (`PID-START-SECRET`, an
+/// empty file) for the next uprun, should it be killed; a tmpfs, so a reboot clears it.
+/// Another user's uprun uses `$XDG_RUNTIME_DIR/upcmp-groups`.
+pub const REGISTRY_DIR: &str = "/run/upcmp-groups";
 
 /// A process: its pid and command name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +43,8 @@ pub struct Proc {
 
 impl std::fmt::Display for Proc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.pid, self.comm)
+        // Anyone names their processes: the name is escaped for root's terminal.
+        write!(f, "{} ({})", self.pid, crate::model::shown::Shown(&self.comm))
     }
 }
 
@@ -66,13 +77,76 @@ fn this_uprun() -> String {
     }
 }
 
+/// This uprun's secret, the last part of its tags: 20 random letters and digits.
+fn this_secret() -> &'static str {
+    static SECRET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SECRET.get_or_init(|| crate::fsio::random_name(20))
+}
+
+/// The registry of this user's uprun secrets, when it is a real directory of this user
+/// that nobody else may write (made when `create`).
+fn registry(create: bool) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let dir = if me == 0 {
+        PathBuf::from(REGISTRY_DIR)
+    } else {
+        PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?).join("upcmp-groups")
+    };
+    if create && dir.is_absolute() {
+        let _ = crate::fsio::create_dir(&dir, 0o700);
+    }
+    let m = dir.symlink_metadata().ok()?;
+    (m.file_type().is_dir() && m.uid() == me && m.mode() & 0o022 == 0).then_some(dir)
+}
+
+/// Registers this uprun's secret, once, so that the next uprun can end what this one's
+/// tests leave should it be killed. Without a registry the tags still end everything
+/// while this uprun runs.
+fn register_secret() {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        if let Some(dir) = registry(true) {
+            let entry = dir.join(format!("{}-{}", this_uprun(), this_secret()));
+            let _ = crate::fsio::write_new(&entry, b"", 0o600);
+        }
+    });
+}
+
+/// The registered tags of upruns that no longer run: `(PID-START, SECRET, entry file)`.
+fn registered_dead() -> Vec<(String, String, PathBuf)> {
+    let Some(dir) = registry(false) else {
+        return Vec::new();
+    };
+    let entries = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+    entries
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let (uprun, secret) = name.rsplit_once('-')?;
+            let real = e.file_type().ok()?.is_file();
+            (real && !uprun_of_tag_runs(uprun)).then(|| (uprun.to_string(), secret.to_string(), e.path()))
+        })
+        .collect()
+}
+
+/// Whether `tag` (`PID-START-N-SECRET`) is one of the uprun `uprun` (`PID-START`) with
+/// `secret`.
+fn tag_of(tag: &str, uprun: &str, secret: &str) -> bool {
+    tag.strip_prefix(uprun)
+        .and_then(|t| t.strip_prefix('-'))
+        .and_then(|t| t.strip_suffix(secret))
+        .and_then(|n| n.strip_suffix('-'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 impl TestGroup {
     /// A group for the next test of this uprun: a new cgroup where one can be made, else
     /// the environment tag alone. The test's processes get `child_umask`.
     pub fn new(child_umask: u32) -> Self {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tag = format!("{}-{n}", this_uprun());
+        let tag = format!("{}-{n}-{}", this_uprun(), this_secret());
         let cgroup = cgroup2_root().and_then(|root| {
             let dir = root.join(format!("{CGROUP_PREFIX}{tag}"));
             std::fs::create_dir(&dir).ok()?;
@@ -84,6 +158,9 @@ impl TestGroup {
                 }
             }
         });
+        if cgroup.is_none() {
+            register_secret();
+        }
         TestGroup {
             tag,
             cgroup,
@@ -189,7 +266,7 @@ fn proc_of(pid: i32) -> Proc {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     Proc {
         pid,
-        comm: comm.trim().to_string(),
+        comm: comm.strip_suffix('\n').unwrap_or(&comm).to_string(),
     }
 }
 
@@ -295,10 +372,16 @@ pub fn reap_orphans() -> Vec<String> {
             }
         }
     }
-    let left = tagged(|t| !uprun_of_tag_runs(t));
-    if !left.is_empty() {
-        kill_until_gone(|| tagged(|t| !uprun_of_tag_runs(t)));
-        said.push(orphan_line("an earlier uprun", &left));
+    // Only the tags of upruns that registered their secret: a tag in the environment of
+    // a process that no uprun made (a stale variable of the user's shell) ends nothing.
+    for (uprun, secret, entry) in registered_dead() {
+        let ours = |t: &str| tag_of(t, &uprun, &secret);
+        let left = tagged(ours);
+        if !left.is_empty() {
+            kill_until_gone(|| tagged(ours));
+            said.push(orphan_line(&uprun, &left));
+        }
+        let _ = std::fs::remove_file(entry);
     }
     said
 }
@@ -373,5 +456,47 @@ mod tests {
             ),
             "ended 1 process that uprun (pid 42), since killed, left running: 9 (sleep)"
         );
+    }
+
+    #[test]
+    fn tags_count_only_with_their_uprun_secret() {
+        assert!(tag_of("42-7-3-abc", "42-7", "abc"));
+        assert!(!tag_of("42-7-3-abd", "42-7", "abc"));
+        assert!(!tag_of("42-7--abc", "42-7", "abc"));
+        assert!(!tag_of("42-70-3-abc", "42-7", "abc"));
+        assert!(!tag_of("1-1-1", "1-1", "1"));
+    }
+
+    // Issue 26: a stale UPCMP_TEST_GROUP of a dead uprun (pid 1 never started at tick 1)
+    // in some process's environment ends nothing; the same uprun's tag with the secret it
+    // registered ends its process.
+    #[test]
+    fn only_registered_tags_of_dead_upruns_are_reaped() {
+        let sleep = |tag: &str| Command::new("sleep").arg("30").env(GROUP_ENV, tag).spawn().unwrap();
+        let alive = |c: &mut std::process::Child| c.try_wait().unwrap().is_none();
+        // The registry is root's (/run); without one there is nothing to reap from.
+        let Some(dir) = registry(true) else {
+            return;
+        };
+        let mut forged = sleep("1-1-1");
+        let secret = crate::fsio::random_name(20);
+        let mut registered = sleep(&format!("1-1-5-{secret}"));
+        let entry = dir.join(format!("1-1-{secret}"));
+        crate::fsio::write_new(&entry, b"", 0o600).unwrap();
+        // The environment of a process is readable once it has exec'd.
+        let t0 = Instant::now();
+        while tagged(|t| t.ends_with(&secret)).is_empty() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        reap_orphans();
+        let t0 = Instant::now();
+        while alive(&mut registered) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!alive(&mut registered), "the registered tag's process was ended");
+        assert!(alive(&mut forged), "a forged tag ends nothing");
+        assert!(!entry.exists(), "the dead uprun's entry is removed");
+        let _ = forged.kill();
+        let _ = forged.wait();
     }
 }

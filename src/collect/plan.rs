@@ -100,17 +100,26 @@ impl TestList {
     }
 }
 
-/// Finds the unixperf program: next to this executable, else on PATH.
+/// Finds the unixperf program: next to this executable, else in an absolute directory of
+/// PATH. An empty or relative PATH entry names the current directory (or one under it),
+/// which anyone may have written: uprun runs as root, so the suite's own program is never
+/// looked up there.
 pub fn find_unixperf() -> Option<PathBuf> {
     let beside = std::env::current_exe().ok()?.parent()?.join("unixperf");
     if beside.is_file() {
         return Some(beside);
     }
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join("unixperf"))
+    absolute_path_dirs()
+        .into_iter()
+        .map(|d| d.join("unixperf"))
         .find(|p| p.is_file())
+}
+
+/// The directories of PATH that are absolute, in order: empty and relative entries are
+/// left out.
+pub fn absolute_path_dirs() -> Vec<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).filter(|d| d.is_absolute()).collect()
 }
 
 /// A test of the list, ready to run.

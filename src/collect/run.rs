@@ -15,7 +15,7 @@ use crate::host::{clock_ticks, current_comms};
 use crate::model::mode::Mode;
 use crate::model::mode::Record;
 use crate::model::profile::Unit;
-use crate::model::{IdleSet, Profile, ProfileMeta, RecordProfiler, UserBy};
+use crate::model::{IdleSet, Profile, ProfileMeta, RecordProfiler, Shown, UserBy};
 use crate::store::outdir::{Status, TestStatus};
 use crate::store::procstat::{self, ProcstatRow};
 use crate::store::samples::SamplesWriter;
@@ -436,7 +436,11 @@ fn sample_until_done(
         }
         if tty && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
-            eprint!("\r  {dir_name} running for {:.0} s ", t0.elapsed().as_secs_f64());
+            eprint!(
+                "\r  {} running for {:.0} s ",
+                Shown(dir_name),
+                t0.elapsed().as_secs_f64()
+            );
         }
         exits.wait(&codes, DRAIN_EVERY);
     }
@@ -619,7 +623,7 @@ pub fn run_test(
     };
     st.write(dir)?;
     for w in &profile.warnings {
-        let _ = writeln!(out, "uprun: warning: {label}: {w}");
+        let _ = writeln!(out, "uprun: warning: {}: {}", Shown(label), Shown(w));
     }
     let _ = writeln!(
         out,
@@ -658,7 +662,7 @@ const FAILURE_TAIL_LINES: usize = 5;
 
 /// Why a test failed, for the terminal: its exit codes (or that a copy did not start) and
 /// the last lines of its output, where a benchmark says what went wrong. Control
-/// characters of the output are shown as `?`, so the test cannot drive the terminal.
+/// characters of the output are escaped (`\x1b`), so the test cannot drive the terminal.
 fn failure_reason(st: &TestStatus, upout: &Path) -> String {
     let codes: Vec<String> = st
         .exit_codes
@@ -701,11 +705,7 @@ fn upout_tail(path: &Path, n: usize) -> Vec<String> {
     let mut lines: Vec<String> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            l.chars()
-                .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
-                .collect()
-        })
+        .map(|l| crate::model::shown::escaped(l).into_owned())
         .collect();
     lines.drain(..lines.len().saturating_sub(n));
     lines

@@ -9,6 +9,7 @@ use crate::store::run::{StoredRepetition, StoredRun, StoredTest};
 use crate::store::system::BIASING_KEYS;
 use serde::Serialize;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use upcmp_parsers::keyvalue::KeyValues;
 use upcmp_parsers::upout::BenchResult;
@@ -28,6 +29,10 @@ pub enum CompareError {
         /// Run 2's tests.
         tests2: String,
     },
+    /// Nothing to compare, and a run is not finished: still being written, or its writer
+    /// stopped before its end.
+    #[error("no test to compare: {0}")]
+    Unfinished(String),
 }
 
 /// A line of the two `system` files that differs and can bias the comparison.
@@ -395,22 +400,30 @@ pub fn compare_runs(
         warnings.push(format!("the runs differ in {}: '{}' vs '{}'", d.key, d.run1, d.run2));
     }
 
-    let profiled = |r: &'_ StoredRun, name: &str| -> bool { r.test(name).is_some_and(|t| !t.repetitions.is_empty()) };
+    // Each run's tests by name, looked up once per test: a test list of 10^5 lines must
+    // not be searched 10^5 times.
+    let index = |r: &StoredRun| -> HashMap<String, usize> {
+        r.tests.iter().enumerate().map(|(k, t)| (t.name.clone(), k)).collect()
+    };
+    let (index1, index2) = (index(run1), index(run2));
+    let profiled = |r: &StoredRun, k: Option<usize>| k.is_some_and(|k| !r.tests[k].repetitions.is_empty());
     let mut names: Vec<String> = run1.tests.iter().map(|t| t.name.clone()).collect();
     names.extend(
         run2.tests
             .iter()
             .map(|t| t.name.clone())
-            .filter(|n| run1.test(n).is_none()),
+            .filter(|n| !index1.contains_key(n)),
     );
     let mut tests = Vec::new();
     for name in names {
         let name = name.as_str();
-        fn test<'r>(r: &'r mut StoredRun, name: &str) -> &'r mut StoredTest {
-            r.tests.iter_mut().find(|t| t.name == name).expect("profiled")
-        }
-        let outcome = match (profiled(run1, name), profiled(run2, name)) {
-            (true, true) => compare_test(test(run1, name), test(run2, name), opts)?,
+        let (k1, k2) = (index1.get(name).copied(), index2.get(name).copied());
+        let outcome = match (profiled(run1, k1), profiled(run2, k2)) {
+            (true, true) => compare_test(
+                &mut run1.tests[k1.expect("profiled")],
+                &mut run2.tests[k2.expect("profiled")],
+                opts,
+            )?,
             (true, false) => TestOutcome::OnlyIn {
                 run: 1,
                 dir: run1.dir.join(name),
@@ -437,7 +450,28 @@ pub fn compare_runs(
         });
     }
     if !tests.iter().any(|t| matches!(t.outcome, TestOutcome::Compared { .. })) {
-        let list = |r: &StoredRun| r.tests.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(" ");
+        let unfinished: Vec<String> = [(1, &*run1), (2, &*run2)]
+            .into_iter()
+            .filter_map(|(k, r)| unfinished_note(k, r))
+            .collect();
+        if !unfinished.is_empty() {
+            return Err(CompareError::Unfinished(unfinished.join("; ")));
+        }
+        // The first names are enough to see that the lists differ.
+        const SHOWN: usize = 20;
+        let list = |r: &StoredRun| {
+            let mut l = r
+                .tests
+                .iter()
+                .take(SHOWN)
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if r.tests.len() > SHOWN {
+                l += &format!(" ... ({} tests)", r.tests.len());
+            }
+            l
+        };
         return Err(CompareError::NoCommonTest {
             dir1: run1.dir.clone(),
             dir2: run2.dir.clone(),
@@ -455,6 +489,32 @@ pub fn compare_runs(
     };
     r.adjust(opts);
     Ok(r)
+}
+
+/// Why run `k` has nothing to compare when it is not marked completed: who is still
+/// writing it, or how it stopped.
+fn unfinished_note(k: usize, r: &StoredRun) -> Option<String> {
+    let m = &r.marker;
+    let head = format!("run {k} ({}) is unfinished", r.dir.display());
+    let tool = m.kind.as_str();
+    match m.status {
+        Status::Completed => None,
+        Status::Running => Some(match &m.writer {
+            Some(w) => format!(
+                "{head}: {tool} (pid {}) is still writing it (it holds {}.lock); compare it once {tool} has ended",
+                w.pid,
+                r.dir.display()
+            ),
+            None => format!("{head}: it is marked running by a {tool} that recorded no pid"),
+        }),
+        Status::Interrupted => Some(format!(
+            "{head}: {tool} was interrupted (a signal) before its tests had profiles"
+        )),
+        Status::Failed => Some(match &m.reason {
+            Some(reason) => format!("{head}: {reason}"),
+            None => format!("{head}: it is marked failed"),
+        }),
+    }
 }
 
 impl RunComparison {

@@ -8,7 +8,7 @@
 use super::stats::{self, adjust_family, share_test, Correction, Significance};
 use crate::model::{CallGraph, IdleSet, StackProfile};
 use crate::store::outdir::RunKind;
-use crate::store::run::StoredRun;
+use crate::store::run::{StoredRun, StoredTest};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -857,8 +857,9 @@ pub fn compare_run_stacks_with(
         return None;
     }
     let mut tests = Vec::new();
+    let by_name: HashMap<&str, &StoredTest> = run2.tests.iter().map(|t| (t.name.as_str(), t)).collect();
     for t1 in &run1.tests {
-        let Some(t2) = run2.test(&t1.name) else {
+        let Some(&t2) = by_name.get(t1.name.as_str()) else {
             continue;
         };
         let (Some(s1), Some(s2)) = (&t1.stacks, &t2.stacks) else {

@@ -2,6 +2,7 @@
 //! SMT, other busy processes).
 
 use super::{clock_ticks, governors, read_trim};
+use crate::model::shown::Shown;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ impl MachineCheck {
             let list: Vec<String> = self
                 .busy
                 .iter()
-                .map(|b| format!("{}({}) {:.0}%", b.comm, b.pid, b.cpu_pct))
+                .map(|b| format!("{}({}) {:.0}%", Shown(&b.comm), b.pid, b.cpu_pct))
                 .collect();
             w.push(format!("busy processes before the test: {}", list.join(", ")));
         }
@@ -81,7 +82,7 @@ impl MachineCheck {
         let busy: Vec<String> = self
             .busy
             .iter()
-            .map(|b| format!("{}({})={:.0}%", b.comm, b.pid, b.cpu_pct))
+            .map(|b| format!("{}({})={:.0}%", Shown(&b.comm), b.pid, b.cpu_pct))
             .collect();
         let _ = writeln!(
             s,

@@ -13,6 +13,7 @@ pub mod idle;
 pub mod mode;
 pub mod naming;
 pub mod profile;
+pub mod shown;
 pub mod stacks;
 
 pub use builder::{KernelResolver, ProfileBuilder, RecordProfiler};
@@ -20,6 +21,7 @@ pub use callgraph::CallGraph;
 pub use filter::{ModeFilter, SampleFilter};
 pub use idle::{IdleSet, DEFAULT_IDLE_FUNCTIONS};
 pub use profile::{CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy};
+pub use shown::{escaped, Shown};
 pub use stacks::StackProfile;
 
 /// Bytes as lower-case hex: how build-ids are written and named.

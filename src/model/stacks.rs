@@ -12,6 +12,7 @@ use super::profile::{user_function_of, UserBy, UNKNOWN_FUNCTION, UNKNOWN_MODE_FU
 use super::profile::{GUEST_FUNCTION, HYPERVISOR_FUNCTION};
 use std::collections::HashMap;
 use std::io::{self, Write};
+use upcmp_parsers::folded::{escape_frame, unescape_frame};
 use upcmp_parsers::samples::Sample;
 
 /// The root frame put under a stack that reached the kernel's depth limit: its outermost
@@ -226,7 +227,9 @@ impl StackProfile {
     }
 
     /// Writes `stacks.folded`, sorted frame by frame, one line at a time (a profile with
-    /// many distinct stacks is not copied into strings whole).
+    /// many distinct stacks is not copied into strings whole). Each frame name is escaped
+    /// (`upcmp_parsers::folded::escape_frame`) so that [`from_suite_folded`](Self::from_suite_folded)
+    /// reads back every name exactly, whatever a process is named.
     pub fn write_folded(&self, mut w: impl Write) -> io::Result<()> {
         let mut stacks: Vec<(&[u32], u64)> = self.stacks().collect();
         stacks.sort_unstable_by(|a, b| {
@@ -238,7 +241,7 @@ impl StackProfile {
                 if i > 0 {
                     w.write_all(b";")?;
                 }
-                w.write_all(self.name(f).as_bytes())?;
+                w.write_all(escape_frame(self.name(f)).as_bytes())?;
             }
             writeln!(w, " {c}")?;
         }
@@ -285,11 +288,24 @@ impl StackProfile {
     /// errors; a `[truncated]` frame as the root or right under it counts the stack as
     /// truncated.
     pub fn from_folded(text: &str, file: &str) -> Result<Self, upcmp_parsers::ParseError> {
+        Self::read_folded(text, file, false)
+    }
+
+    /// [`from_folded`](Self::from_folded) of a file the suite wrote
+    /// ([`write_folded`](Self::write_folded)): its frame names are unescaped.
+    pub fn from_suite_folded(text: &str, file: &str) -> Result<Self, upcmp_parsers::ParseError> {
+        Self::read_folded(text, file, true)
+    }
+
+    fn read_folded(text: &str, file: &str, escaped: bool) -> Result<Self, upcmp_parsers::ParseError> {
         let mut p = StackProfile::default();
         let mut frames = Vec::new();
         upcmp_parsers::folded::for_each_stack(text.as_bytes(), file, |s| {
             frames.clear();
-            frames.extend(s.frames().map(|f| p.intern(f)));
+            match escaped {
+                true => frames.extend(s.frames().map(|f| p.intern(&unescape_frame(f)))),
+                false => frames.extend(s.frames().map(|f| p.intern(f))),
+            }
             if is_truncated(&p.names, &frames) {
                 p.truncated += s.count;
             }

@@ -7,6 +7,7 @@ use crate::compare::counters::{CounterBasis, CounterRow};
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::stats::{Mark, NotTested};
 use crate::compare::{Measure, ProfileComparison};
+use crate::model::shown::{escaped, Shown};
 use std::io::{self, Write};
 
 /// A count or a rate with three significant digits (no exponent below 10^9).
@@ -135,7 +136,11 @@ fn top_function(p: &ProfileComparison) -> Option<String> {
         .iter()
         .filter(|r| r.above_cutoff && r.delta != 0.0)
         .max_by(|a, b| a.delta.abs().total_cmp(&b.delta.abs()))?;
-    Some(format!("top: {} {}", f.function, fmt_delta(f.delta, &p.measure)))
+    Some(format!(
+        "top: {} {}",
+        Shown(&f.function),
+        fmt_delta(f.delta, &p.measure)
+    ))
 }
 
 fn fmt_delta(d: f64, m: &Measure) -> String {
@@ -194,7 +199,7 @@ pub fn digest_lines(r: &RunComparison) -> Vec<(String, Vec<String>)> {
                 parts.push(cpu_change(profile));
                 parts.extend(top_counters(counters));
                 parts.extend(top_function(profile));
-                Some((t.name.clone(), parts))
+                Some((escaped(&t.name).into_owned(), parts))
             }
             TestOutcome::OnlyIn { .. } => None,
         })

@@ -3,6 +3,7 @@
 
 use crate::compare::stacks::StackDiff;
 use crate::compare::Mark;
+use crate::model::shown::{escaped, Shown};
 use crate::model::stacks::{FrameKind, StackProfile};
 use inferno::flamegraph::color::{Color, PaletteMap};
 use inferno::flamegraph::{self, Options, TextTruncateDirection};
@@ -59,9 +60,22 @@ fn command_color(name: &str) -> Color {
 /// the finished SVG gets its `;` back.
 const SEMICOLON_STANDIN: char = '\u{FDD0}';
 
-/// `name` with its `;` replaced by [`SEMICOLON_STANDIN`].
+/// Whether inferno would misread `name` in a folded line: a `;` splits it, a control
+/// character (a newline) splits the line or cannot stand in an SVG, and a name ending in a
+/// space and digits (a process named `w 1`) passes for a second count column.
+fn needs_standin(name: &str) -> bool {
+    let tail = name.len() - name.trim_end_matches(|c: char| c == ' ' || c.is_ascii_digit()).len();
+    name.contains(';') || name.contains(char::is_control) || name[name.len() - tail..].contains(' ')
+}
+
+/// `name` as inferno is given it: its `;` replaced by [`SEMICOLON_STANDIN`], its control
+/// characters escaped as every report shows them (`\x1b`), and the spaces of an end made
+/// of spaces and digits made no-break spaces (drawn the same).
 fn standin(name: &str) -> String {
-    name.replace(';', &SEMICOLON_STANDIN.to_string())
+    let name = escaped(name).replace(';', &SEMICOLON_STANDIN.to_string());
+    let keep = name.trim_end_matches(|c: char| c == ' ' || c.is_ascii_digit()).len();
+    let (head, tail) = name.split_at(keep);
+    format!("{head}{}", tail.replace(' ', "\u{a0}"))
 }
 
 /// The finished SVG of a graph whose names held `;`: written back.
@@ -94,7 +108,7 @@ pub fn render(
     mut w: impl Write,
 ) -> io::Result<()> {
     let mut svg = Vec::new();
-    if p.names().iter().any(|n| n.contains(';')) {
+    if p.names().iter().any(|n| needs_standin(n)) {
         render_lines(&without_semicolons(p), title, subtitle, command_roots, &mut svg)?;
         return write_back(patched_script(&svg)?.as_bytes(), w);
     }
@@ -221,11 +235,11 @@ fn render_cut_at(
     subtitle: Option<Subtitle>,
     mut w: impl Write,
 ) -> io::Result<()> {
-    let semicolons = (1..d.nodes.len()).any(|n| d.node_name(n).contains(';'));
+    let semicolons = (1..d.nodes.len()).any(|n| needs_standin(d.node_name(n)));
     // With its names stood in for, each line sorts as inferno sorts it, so the layout
     // follows inferno's merge.
     let lines = match semicolons {
-        true => d.differential_lines_named(cut_below_pct, |n| match n.contains(';') {
+        true => d.differential_lines_named(cut_below_pct, |n| match needs_standin(n) {
             true => Cow::Owned(standin(n)),
             false => Cow::Borrowed(n),
         }),
@@ -260,7 +274,7 @@ fn render_cut_at(
         };
         let title = format!(
             "{} (inclusive {:.2}% → {:.2}% of CPU time, {:+.2} ± {:.2} points{verdict})",
-            d.node_name(n),
+            Shown(d.node_name(n)),
             c.pct1,
             c.pct2,
             c.delta_pct,

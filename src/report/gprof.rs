@@ -6,6 +6,7 @@
 //! samples holding that arc.
 
 use crate::model::callgraph::{Arc, CallGraph};
+use crate::model::shown::{escaped, Shown};
 use std::io::{self, Write};
 
 /// What the header of `prof.out` says about the samples.
@@ -61,12 +62,12 @@ impl Report<'_> {
     }
 
     fn label(&self, f: u32) -> String {
-        format!("{} [{}]", self.g.names[f as usize], self.index[f as usize])
+        format!("{} [{}]", Shown(&self.g.names[f as usize]), self.index[f as usize])
     }
 
     fn header(&self, w: &mut dyn Write) -> io::Result<()> {
         let (g, h) = (self.g, self.h);
-        writeln!(w, "Stack profile of test {} (upsrun)", h.test)?;
+        writeln!(w, "Stack profile of test {} (upsrun)", Shown(h.test))?;
         writeln!(
             w,
             "Each sample counts as {:.6} seconds ({}); {} samples, {} lost, {} truncated at the depth limit of {} frames.",
@@ -112,7 +113,7 @@ impl Report<'_> {
                 self.sec(s),
                 t,
                 self.sec(t),
-                g.names[f as usize]
+                Shown(&g.names[f as usize])
             )?;
         }
         writeln!(w)?;
@@ -182,11 +183,11 @@ impl Report<'_> {
         let total = g.total_samples[fi];
         // Rooted stacks: one line per command the function is outermost in, the command
         // after the word (a command is not a function, so it has no entry of its own).
-        let spontaneous: Vec<(u64, &str)> = if g.commands.is_empty() {
-            vec![(g.root_samples[fi], "")]
+        let spontaneous: Vec<(u64, std::borrow::Cow<str>)> = if g.commands.is_empty() {
+            vec![(g.root_samples[fi], "".into())]
         } else {
             g.commands_of(f)
-                .map(|(c, n)| (n, g.names[c as usize].as_str()))
+                .map(|(c, n)| (n, escaped(&g.names[c as usize])))
                 .collect()
         };
         for (n, command) in spontaneous.into_iter().filter(|x| x.0 > 0) {
@@ -241,7 +242,7 @@ impl Report<'_> {
                 w,
                 "{:>7} {}",
                 format!("[{}]", self.index[f as usize]),
-                g.names[f as usize]
+                Shown(&g.names[f as usize])
             )?;
         }
         Ok(())

@@ -8,6 +8,7 @@ use crate::compare::bench::BenchRow;
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::stats::Mark;
 use crate::compare::ProfileComparison;
+use crate::model::shown::{escaped, Shown};
 use std::io::{self, Write};
 
 /// The widest line the mail report writes.
@@ -59,8 +60,10 @@ pub fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
     lines
 }
 
+/// `text` wrapped, its control characters escaped: names and notes hold names of other
+/// users' processes and functions.
 fn para(out: &mut dyn Write, text: &str, first: &str, rest: &str) -> io::Result<()> {
-    for l in wrap(text, first, rest) {
+    for l in wrap(&escaped(text), first, rest) {
         writeln!(out, "{}", l.trim_end())?;
     }
     Ok(())
@@ -69,6 +72,7 @@ fn para(out: &mut dyn Write, text: &str, first: &str, rest: &str) -> io::Result<
 /// A row of right-aligned `cells` after `name`: on one line when it fits in [`WIDTH`],
 /// else the name alone on a line and the cells under the name's column.
 fn row(out: &mut dyn Write, name: &str, name_width: usize, cells: &str) -> io::Result<()> {
+    let name = &*escaped(name);
     if name.chars().count() <= name_width {
         return writeln!(out, "{name:<name_width$}{cells}").map(|_| ());
     }
@@ -265,7 +269,7 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(out)?;
     for t in &r.tests {
-        let name = format!(" {} ", t.name);
+        let name = format!(" {} ", Shown(&t.name));
         writeln!(out, "{:*^78}", name)?;
         match &t.outcome {
             TestOutcome::OnlyIn { run, dir } => {

@@ -4,9 +4,13 @@
 use super::{fmt_pct, fmt_ratio, fmt_sec, msec};
 use crate::compare::runs::{RunComparison, TestOutcome};
 use crate::compare::{Basis, ProfileComparison};
+use crate::model::shown::escaped;
+use crate::report::text::shown_path;
 use std::io::{self, Write};
 
 // `|` would end a table cell early; `*`, `_` and backquotes would start emphasis or code.
+// Control characters are escaped as in every text report (`\x1b`, `\n`): a newline would
+// end the table row, and the page is also read in a terminal.
 fn cell(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -15,7 +19,10 @@ fn cell(s: &str) -> String {
         }
         out.push(c);
     }
-    out
+    match escaped(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(e) => e,
+    }
 }
 
 /// The Profiling Summary and the CPU Time Analysis of one comparison.
@@ -92,8 +99,8 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "**Run 1:** `{}`  \n**Run 2:** `{}`\n",
-        r.dir1.display(),
-        r.dir2.display()
+        shown_path(&r.dir1),
+        shown_path(&r.dir2)
     )?;
     for w in &r.warnings {
         writeln!(out, "> **Warning:** {}", cell(w))?;
@@ -117,7 +124,7 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "### {}\n", cell(&t.name))?;
         match &t.outcome {
             TestOutcome::OnlyIn { run, dir } => {
-                writeln!(out, "Only in run {run} (`{}`): nothing to compare.\n", dir.display())?;
+                writeln!(out, "Only in run {run} (`{}`): nothing to compare.\n", shown_path(dir))?;
             }
             TestOutcome::Compared {
                 bench,

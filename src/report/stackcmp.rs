@@ -3,6 +3,7 @@
 
 use crate::compare::moves::MIN_PCT;
 use crate::compare::stacks::{ArcChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
+use crate::model::shown::Shown;
 use crate::report::flame::{render_differential, Subtitle};
 use std::io::{self, Write};
 
@@ -48,7 +49,7 @@ fn noise_words(repetitions: [usize; 2]) -> String {
 
 /// Writes the caller/callee table of one test.
 pub fn render_callers(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
-    let (test, functions) = (&t.test, &t.functions);
+    let (test, functions) = (Shown(&t.test), &t.functions);
     writeln!(
         w,
         "Test {test}: the functions whose inclusive CPU time changed most, and the arcs that carry it."
@@ -74,13 +75,13 @@ pub fn render_callers(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
     let arcs = |w: &mut dyn Write, what: &str, list: &[ArcChange]| -> io::Result<()> {
         writeln!(w, "    {what}")?;
         for a in list {
-            writeln!(w, "      {}  {}", share(&a.change), a.function)?;
+            writeln!(w, "      {}  {}", share(&a.change), Shown(&a.function))?;
         }
         Ok(())
     };
     for f in functions {
         writeln!(w)?;
-        writeln!(w, "{}", f.function)?;
+        writeln!(w, "{}", Shown(&f.function))?;
         writeln!(w, "                   R1%     R2%    R2-R1   error")?;
         writeln!(w, "    inclusive  {}", share(&f.inclusive))?;
         writeln!(w, "    self       {}", share(&f.self_time))?;
@@ -216,7 +217,7 @@ pub fn render_index(
     for t in &s.tests {
         for name in [flame_file(&t.test), callers_file(&t.test)] {
             if names.iter().any(|(n, _)| *n == name) {
-                writeln!(w, "  {}: {results_dir}/{name}", t.test)?;
+                writeln!(w, "  {}: {}", Shown(&t.test), Shown(&format!("{results_dir}/{name}")))?;
             }
         }
     }

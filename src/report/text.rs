@@ -5,6 +5,7 @@ use crate::compare::bench::{first_detectable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::stats::{NoiseTest, NotTested, EXACT_BELOW};
 use crate::compare::{Basis, Measure, Method, ProfileComparison, ProfileSummary, Significance};
+use crate::model::shown::{escaped, Shown};
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
 use prettytable::{Cell, Row, Table};
 use std::io::{self, Write};
@@ -80,7 +81,7 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
             .speed_ratio
             .map(|x| format!("({x:5.2})"))
             .unwrap_or_else(|| "(  -  )".into());
-        let mut desc = r.description.clone();
+        let mut desc = escaped(&r.description).into_owned();
         if r.lower_is_better {
             desc += " [sec, lower is better; ratio is R1/R2]";
         }
@@ -112,7 +113,7 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     let m = &c.measure;
     let unit = format!("({})", m.unit);
     for w in &c.warnings {
-        writeln!(out, "NOTE: {w}")?;
+        writeln!(out, "NOTE: {}", Shown(w))?;
     }
     if !c.warnings.is_empty() {
         writeln!(out)?;
@@ -176,7 +177,7 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
     for r in c.listed() {
         // One run has no spread: its sd% is undefined (None), not 0.
         let sd = |x: Option<f64>| x.map_or_else(|| " -".into(), |x| format!(" {x:.1}"));
-        let mut cells = vec![left(r.function.clone()), right(format!("  {}", opt(r.run1)))];
+        let mut cells = vec![left(escaped(&r.function)), right(format!("  {}", opt(r.run1)))];
         if repeated {
             cells.push(right(sd(r.run1_sd_pct)));
         }
@@ -435,9 +436,15 @@ fn not_tested_why(n: &Significance) -> &'static str {
     }
 }
 
+/// A path as the report shows it: a test's directory is named after the test, and the
+/// test list is another user's text.
+pub(crate) fn shown_path(p: &std::path::Path) -> String {
+    escaped(&p.display().to_string()).into_owned()
+}
+
 fn banner(name: &str) -> String {
     let stars = "*".repeat(30);
-    format!("{stars} {name} results {stars}")
+    format!("{stars} {} results {stars}", Shown(name))
 }
 
 /// One test of an upcmp report; `counter_family` is the number of counters tested in the
@@ -446,7 +453,7 @@ pub fn render_test(t: &TestComparison, counter_family: usize, out: &mut dyn Writ
     writeln!(out, "{}", banner(&t.name))?;
     match &t.outcome {
         TestOutcome::OnlyIn { run, dir } => {
-            writeln!(out, "Only in run {run} ({}): nothing to compare.", dir.display())?;
+            writeln!(out, "Only in run {run} ({}): nothing to compare.", shown_path(dir))?;
         }
         TestOutcome::Compared {
             upout1,
@@ -457,10 +464,10 @@ pub fn render_test(t: &TestComparison, counter_family: usize, out: &mut dyn Writ
             counters,
             ..
         } => {
-            writeln!(out, "1: {}", upout1.display())?;
-            writeln!(out, "2: {}", upout2.display())?;
+            writeln!(out, "1: {}", shown_path(upout1))?;
+            writeln!(out, "2: {}", shown_path(upout2))?;
             for n in notes {
-                writeln!(out, "NOTE: {n}")?;
+                writeln!(out, "NOTE: {}", Shown(n))?;
             }
             writeln!(out)?;
             // A recording has no benchmark result to show.
@@ -482,13 +489,13 @@ pub fn render_test(t: &TestComparison, counter_family: usize, out: &mut dyn Writ
 /// The whole upcmp report.
 pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     for w in &r.warnings {
-        writeln!(out, "WARNING: {w}")?;
+        writeln!(out, "WARNING: {}", Shown(w))?;
     }
     if !r.warnings.is_empty() {
         writeln!(out)?;
     }
-    writeln!(out, "1: {}", r.dir1.display())?;
-    writeln!(out, "2: {}", r.dir2.display())?;
+    writeln!(out, "1: {}", shown_path(&r.dir1))?;
+    writeln!(out, "2: {}", shown_path(&r.dir2))?;
     writeln!(out)?;
     // The digest: one line per test, before the details.
     super::activity::render_digest(r, out)?;
@@ -501,9 +508,9 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
         t.set_titles(Row::new(vec![left("item"), left("run 1"), left("run 2")]));
         for d in &r.system_differences {
             t.add_row(Row::new(vec![
-                left(d.key.clone()),
-                left(d.run1.clone()),
-                left(d.run2.clone()),
+                left(escaped(&d.key)),
+                left(escaped(&d.run1)),
+                left(escaped(&d.run2)),
             ]));
         }
         print_table(&t, out)?;
@@ -527,7 +534,7 @@ pub(crate) fn notes_below(r: &RunComparison) -> Option<String> {
     }
     let list: Vec<String> = noted
         .iter()
-        .map(|(t, n)| format!("{t} ({n} note{})", if *n == 1 { "" } else { "s" }))
+        .map(|(t, n)| format!("{} ({n} note{})", Shown(t), if *n == 1 { "" } else { "s" }))
         .collect();
     Some(format!(
         "The tests note what else can bias the comparison: {}; read them before the numbers.",

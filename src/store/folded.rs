@@ -1,6 +1,7 @@
 //! `TEST/profile.folded` (`uprun --export-folded`): a flat profile as folded stacks, for
 //! tools that read them (inferno, FlameGraph, speedscope): one line per function,
-//! `[module;]function COUNT`.
+//! `[module;]function COUNT`, each name escaped as in `stacks.folded`
+//! (`upcmp_parsers::folded::escape_frame`).
 
 use crate::model::profile::module;
 use crate::model::Profile;
@@ -15,7 +16,7 @@ pub const PROFILE_FOLDED: &str = "profile.folded";
 /// samples of the profile's period: its samples when the period is fixed.
 pub fn write_profile(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     for f in &p.functions {
-        let name = f.name.replace(';', ":");
+        let name = upcmp_parsers::folded::escape_frame(&f.name);
         let count = (f.weight() as f64 / p.period).round() as u64;
         match f.module.as_str() {
             module::KERNEL | module::USER => writeln!(out, "{name} {count}")?,
@@ -58,7 +59,7 @@ mod tests {
         let mut out = Vec::new();
         write_profile(&p, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(text, "do_syscall_64 7\n[ext4];ext4_find_entry 1\nuser:a:b 4\n");
+        assert_eq!(text, "do_syscall_64 7\n[ext4];ext4_find_entry 1\nuser:a\\x3bb 4\n");
         let mut total = 0;
         upcmp_parsers::folded::for_each_stack(text.as_bytes(), "x", |s| total += s.count).unwrap();
         assert_eq!(total, 12);

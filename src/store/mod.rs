@@ -152,18 +152,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     fsio::write_atomic(path, bytes, 0o666).map_err(io_err(path))
 }
 
-/// What an error shows instead of the text of a file reached through a symbolic link.
-pub const NOT_QUOTED: &str = "(not quoted: the file is reached through a symbolic link)";
-
-/// Drops the quoted text of `e` when its file was reached through a symbolic link: a link
-/// someone else placed must not make an error message show what the file it points to
-/// holds (`docs/security.md`). The file, line and column stay.
-pub fn unquoted(mut e: upcmp_parsers::ParseError, through_link: bool) -> upcmp_parsers::ParseError {
-    if through_link && !e.found.is_empty() {
-        e.found = NOT_QUOTED.to_string();
-    }
-    e
-}
+pub use crate::model::shown::{unquoted, NOT_QUOTED};
 
 /// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn iso8601_utc(secs: i64) -> String {

@@ -250,7 +250,7 @@ mod tests {
             "{text}"
         );
         // Varying periods of another event: every weight and square is kept.
-        let mut varying = profile(Unit::Events, 1234.5, [vec![5000, 0], vec![700, 1969]], [6.5e6, 2.3e6]);
+        let mut varying = profile(Unit::Events, 1234.5, [vec![5000, 0], vec![700, 1969]], [6.5e6, 2.4e6]);
         varying.event = "cycles".into();
         let text = round_trip(&varying);
         assert!(text.contains("unit events\nperiod 1234.5\n"), "{text}");

@@ -176,10 +176,8 @@ pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
     let system = system::read(dir)?;
     let mut tests = Vec::new();
     for name in &run.test_dirs {
-        let reps = match run.test_dir(name) {
-            Some(d) => repetition_dirs(&d)?,
-            None => Vec::new(),
-        };
+        // Each name is one of the run's own: no search of the list per test.
+        let reps = repetition_dirs(&run.dir.join(name))?;
         let stacks = if run.marker.kind == RunKind::Upsrun && has_stacks(&reps) {
             Some(
                 reps.iter()
@@ -210,9 +208,15 @@ pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
 /// a test only another run has is added. The runs must have sampled the same CPUs (their
 /// repetitions are averaged CPU by CPU).
 pub fn pool_runs(mut base: StoredRun, others: Vec<StoredRun>) -> Result<StoredRun, StoreError> {
+    let mut index: std::collections::HashMap<String, usize> = base
+        .tests
+        .iter()
+        .enumerate()
+        .map(|(k, t)| (t.name.clone(), k))
+        .collect();
     for other in others {
         for t in other.tests {
-            match base.tests.iter_mut().find(|b| b.name == t.name) {
+            match index.get(&t.name).map(|&k| &mut base.tests[k]) {
                 Some(b) => {
                     b.repetitions.extend(t.repetitions);
                     // Stacks are compared only when every repetition has them.
@@ -225,7 +229,10 @@ pub fn pool_runs(mut base: StoredRun, others: Vec<StoredRun>) -> Result<StoredRu
                     };
                     check_same_cpus(&b.repetitions)?;
                 }
-                None => base.tests.push(t),
+                None => {
+                    index.insert(t.name.clone(), base.tests.len());
+                    base.tests.push(t);
+                }
             }
         }
     }

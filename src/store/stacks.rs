@@ -27,5 +27,5 @@ pub fn read_folded(reps: &[PathBuf]) -> Result<StackProfile, StoreError> {
     let name = reps
         .first()
         .map_or_else(|| Path::new(STACKS_FOLDED).to_path_buf(), |d| d.join(STACKS_FOLDED));
-    Ok(StackProfile::from_folded(&text, &name.display().to_string())?)
+    Ok(StackProfile::from_suite_folded(&text, &name.display().to_string())?)
 }

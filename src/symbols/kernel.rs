@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 
+use crate::model::shown::unquoted;
 use object::{Object, ObjectSymbol, SymbolSection};
 use upcmp_parsers::kallsyms;
 
@@ -324,6 +325,13 @@ fn is_pseudo_module(module: &str) -> bool {
     module.starts_with("__builtin__")
 }
 
+/// Whether `path`, or a directory it names on the way, is a symbolic link.
+fn through_link(path: &Path) -> bool {
+    path.ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .any(fsio::is_symlink)
+}
+
 /// The most text a kallsyms file may hold (a kernel with every module loaded lists about
 /// 20 MB).
 pub const KALLSYMS_CAP: u64 = 256 << 20;
@@ -415,9 +423,13 @@ impl KernelSymbols {
 
     /// Reads a kallsyms file (`.gz` files are decompressed) and loads its symbols.
     /// A regular file only, of at most [`KALLSYMS_CAP`] bytes of text.
+    /// A parse error quotes nothing of a file reached through a symbolic link.
     pub fn from_kallsyms_file(path: &Path) -> Result<Self, SymbolError> {
         let text = read_kallsyms_text(path)?;
-        Self::from_kallsyms_text(&text, &path.display().to_string())
+        Self::from_kallsyms_text(&text, &path.display().to_string()).map_err(|e| match e {
+            SymbolError::Parse(p) => SymbolError::Parse(unquoted(p, through_link(path))),
+            e => e,
+        })
     }
 
     /// Core-kernel symbols from an ELF vmlinux, relocated by the KASLR offset (kallsyms

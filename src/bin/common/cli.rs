@@ -76,7 +76,7 @@ pub struct ImportArgs {
     pub vmlinux: Option<PathBuf>,
     /// Time one sample stands for, in seconds, for inputs that do not say (folded
     /// stacks: 0.001 by default), e.g. --period-sec 0.00025.
-    #[arg(long, value_name = "SEC")]
+    #[arg(long, value_name = "SEC", value_parser = period_seconds)]
     pub period_sec: Option<f64>,
     /// The event to compare when a recording has several (perf record -e
     /// cpu-clock,page-faults); the first one by default, as perf report shows first. E.g.
@@ -205,6 +205,17 @@ pub fn percent(s: &str) -> Result<f64, String> {
         .map_err(|_| format!("'{s}' is not a percentage (e.g. 1 or 1%)"))
 }
 
+/// A sample's period for `--period-sec`: a finite number of seconds from 1 ns to 1 hour.
+/// `nan`, `inf`, 0 or 1e308 would make every time of the report NaN, 0 or infinite.
+pub fn period_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (1e-9..=3600.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "'{s}' is not a sample period in seconds from 1e-9 (1 ns) to 3600 (e.g. 0.001 for 1000 Hz)"
+        )),
+    }
+}
+
 /// A limit in percent for `--fail-if-worse`: a finite number, 0 or more.
 pub fn limit_percent(s: &str) -> Result<f64, String> {
     match percent(s) {
@@ -261,5 +272,11 @@ mod cli_tests {
         assert_eq!(percent("1%"), Ok(1.0));
         assert_eq!(percent("0.5"), Ok(0.5));
         assert!(percent("1%%").is_err() && percent("x").is_err());
+        assert_eq!(period_seconds("0.00025"), Ok(0.00025));
+        for bad in [
+            "nan", "NaN", "inf", "-inf", "0", "-0.001", "1e308", "1e-12", "3601", "x",
+        ] {
+            assert!(period_seconds(bad).is_err(), "{bad}");
+        }
     }
 }
