@@ -31,7 +31,7 @@ use crate::symbols::{
     UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy,
+    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy,
     SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
@@ -50,6 +50,9 @@ struct KernelSource<'o> {
     opts: &'o ImportOptions,
     build_id: Option<Vec<u8>>,
     release: Option<String>,
+    /// The event read excludes the kernel (`cycles:u`): its few kernel addresses are
+    /// skid at the boundary, named `[unknown]` without kernel symbols, as perf does.
+    user_only: bool,
 }
 
 /// The kernel's symbols for `src`, moved to where the recording put the kernel (`text`:
@@ -455,6 +458,8 @@ struct Event {
     name: String,
     /// The fixed period its attribute declares, in the event's unit.
     declared_period: Option<f64>,
+    /// Whether it excludes the kernel (`:u`, `exclude_kernel`).
+    user_only: bool,
 }
 
 /// What the recording's header says: the events profiled and where they ran.
@@ -532,6 +537,7 @@ fn read_header(
                 SamplingPolicy::Period(n) => Some(n.get() as f64),
                 _ => None,
             },
+            user_only: a.attributes().flags.contains(AttrFlags::EXCLUDE_KERNEL),
         })
         .collect();
     if events.is_empty() {
@@ -772,7 +778,7 @@ impl Reader<'_> {
 
     /// Loads the kernel's symbols, once.
     fn load_kernel(&mut self) -> Result<(), ImportError> {
-        if self.kernel.is_none() {
+        if self.kernel.is_none() && !self.kernel_source.user_only {
             let text = self.kernel_text.as_ref().map(|(n, a)| (n.as_str(), *a));
             let (k, notes) = kernel_symbols(&self.kernel_source, text)?;
             self.kernel = Some(k);
@@ -823,7 +829,7 @@ impl Reader<'_> {
             self.load_kernel()?;
         }
         if let Some(chain) = chain {
-            self.chain(chain, mode, pid, s.tid.unwrap_or(-1), period);
+            self.chain(chain, (mode, ip), pid, s.tid.unwrap_or(-1), period);
         }
         // Each distinct kernel address and user place is named once (by the rule of
         // ProfileBuilder::add_sample), then counted by its function's index.
@@ -879,9 +885,14 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Counts the call chain of a sample, each distinct address (user place) named once.
-    fn chain(&mut self, chain: &Chain<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
+    /// Counts the call chain of a sample taken at `sampled` (its mode and address), each
+    /// distinct address (user place) named once. A user-mode sample whose chain holds no
+    /// user frame (`--call-graph dwarf`: the kernel leaves the user stack to be unwound
+    /// from the dump) has its sampled address as the leaf.
+    fn chain(&mut self, chain: &Chain<'_>, sampled: (Mode, u64), pid: i32, tid: i32, period: u64) {
         self.frame_ids.clear();
+        let mut mode = sampled.0;
+        let mut user_frames = false;
         for addr in chain.iter() {
             if addr >= PERF_CONTEXT_MAX {
                 mode = context_mode(addr, mode);
@@ -903,33 +914,19 @@ impl Reader<'_> {
                         id
                     }
                 },
-                Mode::User => match self.recent.place(&mut self.maps, pid, addr) {
-                    Some(place) => match self.user_frames.get(&place) {
-                        Some(&id) => id,
-                        None => {
-                            let key = self.maps.name_key(place);
-                            let id = match self.frames_by_name.get(&key) {
-                                Some(&id) => id,
-                                None => {
-                                    name.clear();
-                                    let (m, n) = self.maps.name(key);
-                                    push_frame_name(name, m, n, false);
-                                    let id = self.stacks.intern(name);
-                                    self.frames_by_name.insert(key, id);
-                                    id
-                                }
-                            };
-                            self.user_frames.insert(place, id);
-                            id
-                        }
-                    },
-                    None => self.fixed_frame(FixedFrame::Unmapped),
-                },
+                Mode::User => {
+                    user_frames = true;
+                    self.user_frame(pid, addr)
+                }
                 Mode::Hypervisor => self.fixed_frame(FixedFrame::Hypervisor),
                 Mode::Unknown => self.fixed_frame(FixedFrame::UnknownMode),
                 Mode::GuestKernel | Mode::GuestUser => self.fixed_frame(FixedFrame::Guest),
             };
             self.frame_ids.push(id);
+        }
+        if sampled.0 == Mode::User && !user_frames {
+            let id = self.user_frame(pid, sampled.1);
+            self.frame_ids.insert(0, id);
         }
         let root = match self.comm_frames.get(&tid) {
             Some(&id) => id,
@@ -946,6 +943,31 @@ impl Reader<'_> {
             }
         };
         self.stacks.add_ids(root, &self.frame_ids, 1, period);
+    }
+
+    /// The stack frame of the user address `addr` of process `pid`.
+    fn user_frame(&mut self, pid: i32, addr: u64) -> u32 {
+        let Some(place) = self.recent.place(&mut self.maps, pid, addr) else {
+            return self.fixed_frame(FixedFrame::Unmapped);
+        };
+        if let Some(&id) = self.user_frames.get(&place) {
+            return id;
+        }
+        let key = self.maps.name_key(place);
+        let id = match self.frames_by_name.get(&key) {
+            Some(&id) => id,
+            None => {
+                let name = &mut self.frame_name;
+                name.clear();
+                let (m, n) = self.maps.name(key);
+                push_frame_name(name, m, n, false);
+                let id = self.stacks.intern(name);
+                self.frames_by_name.insert(key, id);
+                id
+            }
+        };
+        self.user_frames.insert(place, id);
+        id
     }
 
     /// The id of a frame whose name is the same wherever it is (a user address outside
@@ -977,6 +999,14 @@ impl Reader<'_> {
                  symbols (pass that kernel's kallsyms with --kallsyms)",
                 self.kernel_samples,
                 k.describe()
+            ));
+        }
+        if self.kernel_source.user_only && self.kernel_samples > 0 {
+            warnings.push(format!(
+                "{} samples of {}, an event of user space only, are at kernel addresses (skid as the CPU \
+                 entered the kernel): counted as the kernel's [unknown], as perf report shows them; no kernel \
+                 symbols are needed",
+                self.kernel_samples, h.events[h.chosen].name
             ));
         }
         let other_build = self.maps.missing(UserSymbolsMissing::OtherBuild);
@@ -1019,9 +1049,57 @@ fn header_size(head: &[u8]) -> Option<u64> {
     }
 }
 
+/// Whether `head` starts with the magic of perf.data version 1 (`PERFFILE`, in either byte
+/// order), the format perf wrote before `PERFILE2`.
+pub(crate) fn is_version_1(head: &[u8]) -> bool {
+    head.starts_with(b"PERFFILE") || head.starts_with(b"ELIFFREP")
+}
+
+/// The error for a perf.data file of version 1: perf still reads it (guessing the size of
+/// its attributes), the crate and this import do not; `perf inject` rewrites it as
+/// version 2.
+fn version_1_error(path: &Path) -> ImportError {
+    ImportError::PerfData {
+        path: path.to_path_buf(),
+        reason: format!(
+            "it is perf.data of the old format, version 1 (magic PERFFILE), which is not read here, only version 2 \
+             (PERFILE2, what perf has written since 2011); `perf inject -i {} -o NEW.data` rewrites it as version 2",
+            path.display()
+        ),
+    }
+}
+
+/// The error for an input starting `head` when it is perf.data of version 1.
+fn refuse_version_1(head: &[u8], path: &Path) -> Result<(), ImportError> {
+    if is_version_1(head) {
+        return Err(version_1_error(path));
+    }
+    Ok(())
+}
+
 /// Reads a perf.data file, written to a file or in pipe mode.
 pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    read_file(path, opts, true)
+    read_first_event_with_samples(path, opts, true)
+}
+
+/// [`read_file`] of a file of version 2, read again for the first event with samples when
+/// the first event has none and no event is asked for: a file can be, for the event perf
+/// report shows.
+fn read_first_event_with_samples(
+    path: &Path,
+    opts: &ImportOptions,
+    own_records: bool,
+) -> Result<Imported, ImportError> {
+    let mut head = Vec::with_capacity(8);
+    let f = super::open_input(path).map_err(ImportError::io(path))?;
+    f.take(8).read_to_end(&mut head).map_err(ImportError::io(path))?;
+    refuse_version_1(&head, path)?;
+    match read_file(path, opts, own_records) {
+        Err(ImportError::FirstEventEmpty { with_samples, .. }) => {
+            read_file(path, &opts.clone().with_event(Some(with_samples)), own_records)
+        }
+        r => r,
+    }
 }
 
 /// [`read`] with every record read by the `linux-perf-data` crate, as files this import's
@@ -1029,7 +1107,7 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> 
 /// against.
 #[doc(hidden)]
 pub fn read_with_crate(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    read_file(path, opts, false)
+    read_first_event_with_samples(path, opts, false)
 }
 
 /// Whether [`read`] reads the records of the perf.data file `path` with the import's own
@@ -1135,6 +1213,7 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
         .take(PIPE_HEADER_SIZE)
         .read_to_end(&mut head)
         .map_err(ImportError::io(path))?;
+    refuse_version_1(&head, path)?;
     match header_size(&head) {
         Some(PIPE_HEADER_SIZE) => {}
         Some(_) => {
@@ -1294,6 +1373,7 @@ fn read_records<R: Read>(
             opts,
             build_id: h.kernel_build_id.clone(),
             release: h.release.clone(),
+            user_only: event.user_only,
         },
         kernel: None,
         kernel_notes: Vec::new(),
@@ -1362,6 +1442,20 @@ fn read_records<R: Read>(
             path: path.to_path_buf(),
             reason: format!("it stops at byte {at} in the middle of a record (truncated? perf record still running?)"),
         });
+    }
+    if r.profile.samples() == 0 && opts.event.is_none() && opts.filter.is_empty() {
+        // As perf report: the first event with samples is shown first.
+        let with_samples = h
+            .events
+            .iter()
+            .find(|e| r.samples_by_attr.get(e.index).is_some_and(|&n| n > 0));
+        if let Some(e) = with_samples {
+            return Err(ImportError::FirstEventEmpty {
+                path: path.to_path_buf(),
+                first: event.name.clone(),
+                with_samples: e.name.clone(),
+            });
+        }
     }
     if r.profile.samples() == 0 {
         return Err(ImportError::NoSamples {
