@@ -10,6 +10,7 @@ mod hostile;
 mod html;
 mod import;
 mod noise;
+mod perffiles;
 mod shell;
 mod symbols;
 mod upcmp;

@@ -554,6 +554,12 @@ impl StackCollector {
         self.count(count, weight);
     }
 
+    /// Notes that the input has call chains, even if each held one frame (the leaf of a
+    /// `--call-graph dwarf` sample, whose user stack is left to unwinding).
+    pub(crate) fn note_chains(&mut self) {
+        self.chains = true;
+    }
+
     /// The id of the frame called `name` (0 when stacks are not collected).
     pub(crate) fn intern(&mut self, name: &str) -> u32 {
         self.profile.as_mut().map_or(0, |p| p.intern(name))

@@ -927,6 +927,7 @@ impl Reader<'_> {
         if sampled.0 == Mode::User && !user_frames {
             let id = self.user_frame(pid, sampled.1);
             self.frame_ids.insert(0, id);
+            self.stacks.note_chains();
         }
         let root = match self.comm_frames.get(&tid) {
             Some(&id) => id,
@@ -1237,7 +1238,7 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     let big_endian = head.starts_with(b"2ELIFREP");
     let state = Rc::new(Cell::new(Framing::new(PIPE_HEADER_SIZE, big_endian)));
     let framed = Framed {
-        inner: Cursor::new(head).chain(input),
+        inner: WithoutTracingData::new(Cursor::new(head).chain(input), big_endian),
         state: Rc::clone(&state),
         check: super::perf_header::StreamCheck::new(big_endian),
     };
@@ -1330,6 +1331,121 @@ impl Framing {
     /// Where the input stopped inside a record, if it did.
     fn cut_at(&self) -> Option<u64> {
         (self.ended && !self.lost && (self.have > 0 || self.pos < self.record_end)).then_some(self.pos)
+    }
+}
+
+/// pipe mode's `PERF_RECORD_HEADER_TRACING_DATA`: the tracepoints' formats follow it,
+/// outside its size (`perf record -e TRACEPOINT -o -`).
+pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
+
+/// A pipe-mode stream without the tracing data that follows a
+/// `PERF_RECORD_HEADER_TRACING_DATA` record (its `size`, padded to 8 bytes), skipped as
+/// perf skips it: the reader knows no such record and would take the data for records.
+/// The import names tracepoints from the header's event names, not from these formats.
+/// Past an AUXTRACE record, whose trace also follows it, the stream is passed as it is.
+struct WithoutTracingData<R> {
+    inner: R,
+    big_endian: bool,
+    /// Bytes of the current record (at first, the stream's header) still to pass.
+    left: u64,
+    /// A record's start, read to see its type, and how much of it is handed out.
+    pending: Vec<u8>,
+    served: usize,
+    /// The framing is no longer followed.
+    lost: bool,
+}
+
+impl<R: Read> WithoutTracingData<R> {
+    fn new(inner: R, big_endian: bool) -> Self {
+        WithoutTracingData {
+            inner,
+            big_endian,
+            left: PIPE_HEADER_SIZE,
+            pending: Vec::new(),
+            served: 0,
+            lost: false,
+        }
+    }
+
+    /// Reads up to `n` more bytes into `pending`; whether all came.
+    fn pend(&mut self, n: usize) -> std::io::Result<bool> {
+        let want = self.pending.len() + n;
+        (&mut self.inner).take(n as u64).read_to_end(&mut self.pending)?;
+        Ok(self.pending.len() == want)
+    }
+
+    fn u32_at(&self, at: usize) -> u32 {
+        let b: [u8; 4] = self.pending[at..at + 4].try_into().expect("4 bytes");
+        if self.big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    }
+
+    /// Reads the next record's header (and a tracing-data record's body, skipping the
+    /// data after it) into `pending`.
+    fn next_record(&mut self) -> std::io::Result<()> {
+        (self.pending.clear(), self.served = 0);
+        if !self.pend(8)? {
+            // The end of the stream, or a cut header: handed out as it is.
+            self.lost = true;
+            return Ok(());
+        }
+        let size_bytes = [self.pending[6], self.pending[7]];
+        let size = match self.big_endian {
+            true => u16::from_be_bytes(size_bytes),
+            false => u16::from_le_bytes(size_bytes),
+        };
+        let size = u64::from(size).max(8);
+        let kind = self.u32_at(0);
+        self.left = size - 8;
+        match kind {
+            PERF_RECORD_HEADER_TRACING_DATA if size >= 12 => {
+                if !self.pend((size - 8) as usize)? {
+                    self.lost = true;
+                    return Ok(());
+                }
+                self.left = 0;
+                let data = u64::from(self.u32_at(8)).next_multiple_of(8);
+                let skipped = std::io::copy(&mut (&mut self.inner).take(data), &mut std::io::sink())?;
+                if skipped < data {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the stream stops inside its tracing data (truncated?)",
+                    ));
+                }
+            }
+            PERF_RECORD_AUXTRACE => self.lost = true,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for WithoutTracingData<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.served < self.pending.len() {
+                let n = (self.pending.len() - self.served).min(buf.len());
+                buf[..n].copy_from_slice(&self.pending[self.served..self.served + n]);
+                self.served += n;
+                return Ok(n);
+            }
+            if self.lost {
+                return self.inner.read(buf);
+            }
+            if self.left > 0 {
+                let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                let n = self.inner.read(&mut buf[..want])?;
+                self.left -= n as u64;
+                return Ok(n);
+            }
+            self.next_record()?;
+        }
     }
 }
 
