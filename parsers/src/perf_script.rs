@@ -1107,12 +1107,16 @@ mod tests {
             let mut got = Vec::new();
             for_each_sample(text.as_bytes(), "s", chain, |s| {
                 let l = s.leaf().unwrap();
-                got.push((l.symbol, l.dso, l.inlined, s.frames[0].inlined, s.frames[0].dso));
+                let first = &s.frames[0];
+                got.push(format!(
+                    "{:?} {:?} {} {} {:?}",
+                    l.symbol, l.dso, l.inlined, first.inlined, first.dso
+                ));
             })
             .unwrap();
             assert_eq!(
                 got,
-                [(Some("outer"), Some("/tmp/a.out"), false, true, Some("/tmp/a.out"))],
+                [r#"Some("outer") Some("/tmp/a.out") false true Some("/tmp/a.out")"#],
                 "{chain:?}"
             );
         }
@@ -1126,15 +1130,15 @@ mod tests {
                     perf 7 [000] 1.2: sched:sched_switch: prev_comm=perf prev_pid=7\n\n";
         let mut got = Vec::new();
         for_each_sample(text.as_bytes(), "s", Chain::Leaf, |s| {
-            got.push((s.event, s.leaf().and_then(|f| f.symbol)))
+            got.push(format!("{:?} {:?}", s.event, s.leaf().and_then(|f| f.symbol)))
         })
         .unwrap();
         assert_eq!(
             got,
             [
-                (Some("sched:sched_switch"), Some("__schedule")),
-                (Some("cpu-clock"), Some("f")),
-                (Some("sched:sched_switch"), None)
+                r#"Some("sched:sched_switch") Some("__schedule")"#,
+                r#"Some("cpu-clock") Some("f")"#,
+                r#"Some("sched:sched_switch") None"#
             ]
         );
         for line in text.lines() {
