@@ -257,3 +257,38 @@ fn perf_data_of_version_1_is_named_so_issue_30() {
     assert!(!err.contains("UTF-8"), "{err}");
     assert!(stdout(&o).is_empty());
 }
+
+#[test]
+fn group_recordings_with_read_values_are_read_issue_30() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    // Leader sampling: each sample carries the group's values (read_format
+    // ID|GROUP|LOST), then its call chain.
+    perf_record_any(
+        d.path(),
+        &[
+            "-e",
+            "{cpu-clock,task-clock}:S",
+            "-g",
+            "-o",
+            "group.data",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=512",
+            "count=200000",
+        ],
+    );
+    let perf = perf_report_shares(d.path(), "group.data", "cpu-clock", &["--no-group", "-g", "none"]);
+    let ours = prfcmp_shares(d.path(), "group.data", &[]);
+    let n = assert_every_share_agrees(&perf, &ours, "group.data");
+    assert!(n >= 3, "{ours:?}");
+    let o = run_in(d.path(), "perf", &["script", "--header", "-i", "group.data"]);
+    assert!(o.status.success(), "perf script: {}", stderr(&o));
+    std::fs::write(d.path().join("group.txt"), &o.stdout).unwrap();
+    assert_no_function_changed(d.path(), "group.data", "group.txt", &[]);
+}

@@ -609,6 +609,9 @@ struct Reader<'o> {
     user_unmapped: u64,
     /// Samples per attribute index.
     samples_by_attr: Vec<u64>,
+    /// Each attribute's `read_format` as the file has it, for this import's reader of
+    /// files (`perf_records`); empty for the crate's.
+    read_formats: Vec<u64>,
     /// The mappings of the current sample's user places.
     recent: Recent,
 }
@@ -717,7 +720,7 @@ impl Reader<'_> {
             return Ok(());
         }
         if record.record_type == RecordType::SAMPLE {
-            if let Some(s) = Sample::parse_plain(&record) {
+            if let Some(s) = Sample::parse_plain(&record, self.read_formats.get(attr).copied()) {
                 return self.sample_of(attr, &s);
             }
         }
@@ -754,6 +757,7 @@ impl Reader<'_> {
             times: SampleTimes::default(),
             user_unmapped: 0,
             samples_by_attr: vec![0; self.samples_by_attr.len()],
+            read_formats: self.read_formats.clone(),
             recent: Recent::default(),
         }
     }
@@ -1516,6 +1520,7 @@ fn read_records<R: Read>(
         times: SampleTimes::default(),
         user_unmapped: 0,
         samples_by_attr: vec![0; perf_file.event_attributes().len()],
+        read_formats: Vec::new(),
         recent: Recent::default(),
     };
     for c in 0..h.online_cpus.unwrap_or(0) {
@@ -1548,6 +1553,9 @@ fn read_records<R: Read>(
             }
         }
         Source::Own(file, records) => {
+            r.read_formats = perf_records::read_formats(file)
+                .filter(|f| f.len() == perf_file.event_attributes().len())
+                .unwrap_or_default();
             // A file's end, which does not move while it is read.
             let len = stops_at();
             read_own(&mut r, file, &records, &perf_file, path, move || len)?
