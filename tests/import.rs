@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
 "#;
 
 /// Builds `SPIN_PROGRAM` (plus `extra` source) as `dir/spin`.
-fn build_spin(dir: &Path, extra: &str) {
+pub(crate) fn build_spin(dir: &Path, extra: &str) {
     std::fs::write(dir.join("spin.c"), format!("{SPIN_PROGRAM}{extra}")).unwrap();
     let o = run_in(dir, "gcc", &["-O1", "-Wl,--build-id=sha1", "-o", "spin", "spin.c"]);
     assert!(o.status.success(), "gcc: {}", stderr(&o));
@@ -180,7 +180,7 @@ fn build_spin(dir: &Path, extra: &str) {
 
 /// prfcmp's shares (as in `our_shares`) and its standard error, with `home` as HOME (perf's
 /// build-id cache is `home/.debug`).
-fn our_shares_with_home(dir: &Path, input: &str, home: &Path) -> (HashMap<String, f64>, String) {
+pub(crate) fn our_shares_with_home(dir: &Path, input: &str, home: &Path) -> (HashMap<String, f64>, String) {
     let o = Command::new(PRFCMP)
         .args([input, input, "--idle-symbols", "", "--cutoff", "0", "--format", "json"])
         .current_dir(dir)
@@ -589,7 +589,7 @@ fn folded_plt_as_unknown(dir: &Path, input: &str) -> std::collections::BTreeMap<
 
 /// Imports `data` (in `dir`) with the import's own record reader and with the crate's,
 /// flat and with stacks, and checks that they agree; returns whether the own reader read it.
-fn own_and_crate_readers_agree(data: &Path) -> bool {
+pub(crate) fn own_and_crate_readers_agree(data: &Path) -> bool {
     use upcmp::import::perf_data::{read, read_by_own_reader, read_with_crate};
     let kallsyms = testdata("upsrun/callgraph/kallsyms");
     for stacks in [false, true] {
@@ -766,7 +766,7 @@ fn bare_event(name: &str) -> &str {
 /// the bare symbol for the kernel, `sym [dso]` for kernel modules and user files, and
 /// `[unknown] [dso]` for the addresses perf prints unresolved (summed: prfcmp counts them
 /// as one function).
-fn perf_report_shares(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
+pub(crate) fn perf_report_shares(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
     let mut args = vec![
         "report",
         "--stdio",
@@ -820,7 +820,7 @@ fn perf_report_shares(dir: &Path, data: &str, event: &str, extra: &[&str]) -> Ha
 
 /// prfcmp's share of every function of `input` (`--idle-symbols ''` counts every function,
 /// so a function's share of CPU is its share of the event), by its row's name.
-fn prfcmp_shares(dir: &Path, input: &str, extra: &[&str]) -> HashMap<String, f64> {
+pub(crate) fn prfcmp_shares(dir: &Path, input: &str, extra: &[&str]) -> HashMap<String, f64> {
     let mut args = vec![input, input, "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
     args.extend_from_slice(extra);
     let o = run_in(dir, PRFCMP, &args);
@@ -836,7 +836,7 @@ fn prfcmp_shares(dir: &Path, input: &str, extra: &[&str]) -> HashMap<String, f64
 
 /// Every function's share agrees within 0.01 percentage points, whichever side has it;
 /// returns how many functions were compared.
-fn assert_every_share_agrees(perf: &HashMap<String, f64>, ours: &HashMap<String, f64>, what: &str) -> usize {
+pub(crate) fn assert_every_share_agrees(perf: &HashMap<String, f64>, ours: &HashMap<String, f64>, what: &str) -> usize {
     // A PLT entry is named as objdump names it here (`__tunable_get_val@plt`,
     // symbols::plt_entries_are_named_like_objdump_names_them); perf report names some of
     // libc's only `@plt`. Each side's PLT entries of a file are compared as one.
@@ -875,7 +875,7 @@ fn assert_every_share_agrees(perf: &HashMap<String, f64>, ours: &HashMap<String,
 /// with its own `perf script` text (`perf script --header`, so the text lists the
 /// recording's events in perf report's order): the two imports must name and weigh every
 /// function alike. Returns the shares.
-fn assert_agrees_with_perf(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
+pub(crate) fn assert_agrees_with_perf(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
     assert_agrees_with_perf_on(dir, data, event, extra, 3)
 }
 
@@ -910,7 +910,7 @@ fn plt_or_unknown_dso(function: &str) -> Option<String> {
 
 /// prfcmp of `a` and `b` lists no function as changed: every function is on both sides
 /// with the same value.
-fn assert_no_function_changed(dir: &Path, a: &str, b: &str, extra: &[&str]) {
+pub(crate) fn assert_no_function_changed(dir: &Path, a: &str, b: &str, extra: &[&str]) {
     let mut args = vec![a, b, "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
     args.extend_from_slice(extra);
     let o = run_in(dir, PRFCMP, &args);
@@ -1001,7 +1001,7 @@ fn build_events(dir: &Path) {
 }
 
 /// `perf record -q -N ARGS` in `dir` (the event is in `args`), once it has succeeded.
-fn perf_record_any(dir: &Path, args: &[&str]) {
+pub(crate) fn perf_record_any(dir: &Path, args: &[&str]) {
     let mut all = vec!["record", "-q", "-N"];
     all.extend_from_slice(args);
     let o = run_in(dir, "perf", &all);

@@ -14,6 +14,7 @@ mod html;
 mod import;
 mod noise;
 mod pictures;
+mod perffiles;
 mod shell;
 mod symbols;
 mod upcmp;

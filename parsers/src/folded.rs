@@ -140,7 +140,9 @@ pub fn parse_line<'a>(line: &'a str, file: &str, line_no: usize) -> Result<Folde
             "a space and a sample count after the stack (FRAME;FRAME;… COUNT)",
         ));
     };
-    let (stack, count) = (body[..sp].trim_end(), &body[sp + 1..]);
+    // One blank separates the count, as flamegraph.pl reads it (`\s+?`): the rest belongs
+    // to the stack, whose last frame may be a space (FlameGraph's vertx stacks end `; `).
+    let (stack, count) = (&body[..sp], &body[sp + 1..]);
     let Ok(count) = count.parse::<u64>() else {
         return Err(err(count, "a sample count (a whole number) at the end of the line"));
     };
@@ -247,6 +249,14 @@ mod tests {
         let s = parse_line("opt cgu.0;foo(int, char) 7", "f", 1).unwrap();
         assert_eq!((s.stack, s.leaf()), ("opt cgu.0;foo(int, char)", "foo(int, char)"));
         assert_eq!(parse_line("single 1", "f", 1).unwrap().leaf(), "single");
+    }
+
+    #[test]
+    fn a_frame_named_by_a_space_stays_a_space_issue_30() {
+        // FlameGraph's perf-vertx-stacks-01-collapsed-kernel.txt ends stacks this way.
+        let s = parse_line("java;write0;  3", "f", 1).unwrap();
+        assert_eq!((s.leaf(), s.count), (" ", 3));
+        assert_eq!(s.frames().collect::<Vec<_>>(), ["java", "write0", " "]);
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub struct Frame<'a> {
     /// The DSO in the parentheses (`[kernel.kallsyms]`, `/usr/lib/…/libc.so.6`), when
     /// printed.
     pub dso: Option<&'a str>,
+    /// Whether perf marked it `(inlined)`: a function inlined into the next frame, at the
+    /// same address, which is the function the code ran in.
+    pub inlined: bool,
 }
 
 /// One sample: its header fields and frames, borrowing the input's lines.
@@ -82,9 +85,10 @@ pub struct Sample<'a> {
 }
 
 impl Sample<'_> {
-    /// The sampled function's frame: the innermost one.
+    /// The sampled function's frame: the innermost one not `(inlined)`, the function the
+    /// code ran in, as perf report attributes the sample.
     pub fn leaf(&self) -> Option<&Frame<'_>> {
-        self.frames.first()
+        self.frames.iter().find(|f| !f.inlined).or(self.frames.first())
     }
 }
 
@@ -222,9 +226,24 @@ fn frame(i: &str) -> Option<Frame<'_>> {
     let (hex, r) = frame_address(i)?;
     // At most 16 hex digits after leading zeros: the zeros shift out, nothing overflows.
     let ip = hex.bytes().fold(0u64, |v, b| (v << 4) | u64::from(hex_value(b)));
-    let (sym, dso) = symbol_and_dso(skip_spaces(r).trim_end());
+    let (tail, inlined) = without_inlined(skip_spaces(r).trim_end());
+    let (sym, dso) = symbol_and_dso(tail);
     let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
-    Some(Frame { ip, symbol, dso })
+    Some(Frame {
+        ip,
+        symbol,
+        dso,
+        inlined,
+    })
+}
+
+/// `foo (/tmp/a.out) (inlined)` → (`foo (/tmp/a.out)`, true): perf script's mark of an
+/// inlined function's frame, after its DSO.
+fn without_inlined(tail: &str) -> (&str, bool) {
+    match tail.strip_suffix("(inlined)") {
+        Some(t) if t.is_empty() || t.ends_with([' ', '\t']) => (t.trim_end(), true),
+        _ => (tail, false),
+    }
 }
 
 /// The value of an ASCII hex digit.
@@ -304,9 +323,20 @@ fn header_tail<'a>(i: &'a str, s: &mut Sample<'a>) -> Result<(), TailError<'a>> 
     if i.is_empty() {
         return Ok(());
     }
-    let f = frame(i).ok_or((i, EXPECT_ADDRESS))?;
-    s.frames.push(f);
+    match frame(i) {
+        Some(f) => s.frames.push(f),
+        // A tracepoint's or probe's fields (`prev_comm=perf prev_pid=7 ...`), printed
+        // where another event prints its address: its frames are its call chain, if any.
+        None if s.event.is_some_and(is_tracepoint) => {}
+        None => return Err((i, EXPECT_ADDRESS)),
+    }
     Ok(())
+}
+
+/// Whether an event, as [`event`] reads it, is a tracepoint or probe (`sched:sched_switch`,
+/// `probe_libc:malloc`): perf prints its fields after it, not an address.
+pub fn is_tracepoint(event: &str) -> bool {
+    event.contains(':')
 }
 
 const EXPECT_ADDRESS: &str = "an instruction address (hex) after the event";
@@ -618,7 +648,8 @@ fn flush_sample(
     let mut s = parse_header(&text[start..end], name, line_no)?;
     for &(start, end, line_no) in &ranges[1..] {
         let line = &text[start..end];
-        if chain == Chain::Full || s.frames.is_empty() {
+        // A leaf-only reading reads on past inlined frames, to the function they ran in.
+        if chain == Chain::Full || s.frames.last().is_none_or(|f| f.inlined) {
             s.frames.push(parse_frame(line, name, line_no)?);
         } else if frame_address(trim_start(line)).is_none() {
             return Err(ParseError::at(name, line_no, line, trim_start(line), EXPECT_FRAME));
@@ -657,7 +688,8 @@ fn for_each_sample_in(
         // Past the leaf, a leaf-only reading checks no more of a call-chain line than its
         // address: checked here, a sound line is not kept for the sample; a damaged one
         // is, and the sample's reading reports it after any error of the lines before.
-        if chain == Chain::Leaf && ranges.len() >= 2 && line.starts_with('\t') {
+        let after_leaf = ranges.len() >= 2 && ranges.last().is_some_and(|r| !text[r.0..r.1].ends_with("(inlined)"));
+        if chain == Chain::Leaf && after_leaf && line.starts_with('\t') {
             let body = trim_start(line);
             if !body.is_empty() && frame_address(body).is_some() {
                 continue;
@@ -686,8 +718,8 @@ fn for_each_sample_in(
 /// and the fuzz harness calls it on every line of the corpus and of the mutation passes.
 pub(crate) mod reference {
     use super::{
-        digits_at, read_header, strip_offset, symbol_and_dso, Frame, Sample, TailError, EXPECT_CPU, EXPECT_FRAME,
-        EXPECT_HEADER, MAX_CPUS,
+        digits_at, read_header, strip_offset, symbol_and_dso, without_inlined, Frame, Sample, TailError, EXPECT_CPU,
+        EXPECT_FRAME, EXPECT_HEADER, MAX_CPUS,
     };
     use crate::{NomError, ParseError};
     use nom::branch::alt;
@@ -807,9 +839,15 @@ pub(crate) mod reference {
                 preceded(space0, map(rest, str::trim_end)),
             ),
             |(ip, tail)| {
+                let (tail, inlined) = without_inlined(tail);
                 let (sym, dso) = symbol_and_dso(tail);
                 let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
-                Frame { ip, symbol, dso }
+                Frame {
+                    ip,
+                    symbol,
+                    dso,
+                    inlined,
+                }
             },
         )
         .parse(i)
@@ -839,8 +877,11 @@ pub(crate) mod reference {
         if i.is_empty() {
             return Ok(());
         }
-        let (_, f) = frame(i).map_err(|_| (i, "an instruction address (hex) after the event"))?;
-        s.frames.push(f);
+        match frame(i) {
+            Ok((_, f)) => s.frames.push(f),
+            Err(_) if s.event.is_some_and(super::is_tracepoint) => {}
+            Err(_) => return Err((i, "an instruction address (hex) after the event")),
+        }
         Ok(())
     }
 
@@ -942,7 +983,8 @@ mod tests {
             [Frame {
                 ip: 0xffffffff813695e2,
                 symbol: Some("handle_softirqs"),
-                dso: Some("[kernel.kallsyms]")
+                dso: Some("[kernel.kallsyms]"),
+                inlined: false,
             }]
         );
     }
@@ -1059,6 +1101,54 @@ mod tests {
     }
 
     #[test]
+    fn inlined_frames_give_the_function_they_ran_in_issue_30() {
+        let text = "a 1 [000] 1.0: 1 cpu-clock:\n\t401136 inner (/tmp/a.out) (inlined)\n\t401136 outer+0x16 (/tmp/a.out)\n\t401200 main+0x5 (/tmp/a.out)\n\n";
+        for chain in [Chain::Full, Chain::Leaf] {
+            let mut got = Vec::new();
+            for_each_sample(text.as_bytes(), "s", chain, |s| {
+                let l = s.leaf().unwrap();
+                let first = &s.frames[0];
+                got.push(format!(
+                    "{:?} {:?} {} {} {:?}",
+                    l.symbol, l.dso, l.inlined, first.inlined, first.dso
+                ));
+            })
+            .unwrap();
+            assert_eq!(
+                got,
+                [r#"Some("outer") Some("/tmp/a.out") false true Some("/tmp/a.out")"#],
+                "{chain:?}"
+            );
+        }
+        reference::check_line("\t401136 inner (/tmp/a.out) (inlined)");
+    }
+
+    #[test]
+    fn tracepoint_fields_are_no_address_issue_30() {
+        let text = "perf 7 [000] 1.0: sched:sched_switch: prev_comm=perf prev_pid=7 prev_prio=120 prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120\n\tffffffff82246e88 __schedule+0x628 ([kernel.kallsyms])\n\n\
+                    perf 7 [000] 1.1: 250000 cpu-clock: \n\tffffffff81000000 f ([kernel.kallsyms])\n\n\
+                    perf 7 [000] 1.2: sched:sched_switch: prev_comm=perf prev_pid=7\n\n";
+        let mut got = Vec::new();
+        for_each_sample(text.as_bytes(), "s", Chain::Leaf, |s| {
+            got.push(format!("{:?} {:?}", s.event, s.leaf().and_then(|f| f.symbol)))
+        })
+        .unwrap();
+        assert_eq!(
+            got,
+            [
+                r#"Some("sched:sched_switch") Some("__schedule")"#,
+                r#"Some("cpu-clock") Some("f")"#,
+                r#"Some("sched:sched_switch") None"#
+            ]
+        );
+        for line in text.lines() {
+            reference::check_line(line);
+        }
+        // Another event's words where the address belongs are still an error.
+        assert!(parse_header("a 1 [000] 1.0: 1 cpu-clock: prev_comm=a", "f", 1).is_err());
+    }
+
+    #[test]
     fn leaf_only_still_checks_every_frame() {
         let text = "a 1 [000] 1.0: 1 cpu-clock:\n\tff x+0x1 ([kernel.kallsyms])\n\tfe y (/lib/l.so)\n\n";
         let mut got = Vec::new();
@@ -1070,6 +1160,7 @@ mod tests {
             ip: 0xff,
             symbol: Some("x"),
             dso: Some("[kernel.kallsyms]"),
+            inlined: false,
         };
         assert_eq!(got, [format!("{:?}", [leaf])]);
         let bad = "a 1 [000] 1.0: 1 cpu-clock:\n\tff x ([kernel.kallsyms])\n\tzz y (/lib/l.so)\n\n";

@@ -105,6 +105,21 @@ pub enum ImportError {
         /// The events it has.
         available: String,
     },
+    /// The event read by default, the first, has no sample, but a later one has: perf
+    /// report shows that one first (a hybrid CPU's `cpu_atom` and `cpu_core` events).
+    /// A file is read again for it; a stream cannot be.
+    #[error(
+        "{}: its first event, {first}, has no samples; {with_samples} has: --event {with_samples} reads it",
+        path.display()
+    )]
+    FirstEventEmpty {
+        /// The input.
+        path: PathBuf,
+        /// The first event.
+        first: String,
+        /// The first event with samples.
+        with_samples: String,
+    },
     /// The input held no sample.
     #[error("{}: no samples{hint}", path.display())]
     NoSamples {
@@ -187,9 +202,11 @@ pub(crate) fn open_input(path: &Path) -> std::io::Result<std::fs::File> {
     crate::fsio::open_regular(path, crate::fsio::Links::Follow)
 }
 
-/// Whether `head` starts with perf.data's magic, in either byte order.
+/// Whether `head` starts with perf.data's magic, in either byte order, of the format
+/// read (version 2) or of the old one (version 1, `PERFFILE`, refused by the importer
+/// with what it is rather than read as text).
 fn is_perf_data(head: &[u8]) -> bool {
-    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
+    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") || perf_data::is_version_1(head)
 }
 
 /// Reads the start of `input` into `head`, enough to tell its format: the 8 bytes of a
@@ -537,6 +554,12 @@ impl StackCollector {
         self.count(count, weight);
     }
 
+    /// Notes that the input has call chains, even if each held one frame (the leaf of a
+    /// `--call-graph dwarf` sample, whose user stack is left to unwinding).
+    pub(crate) fn note_chains(&mut self) {
+        self.chains = true;
+    }
+
     /// The id of the frame called `name` (0 when stacks are not collected).
     pub(crate) fn intern(&mut self, name: &str) -> u32 {
         self.profile.as_mut().map_or(0, |p| p.intern(name))
@@ -686,6 +709,9 @@ pub fn module_of_dso(dso: Option<&str>, ip: u64) -> Cow<'_, str> {
     let file = dso.rsplit('/').next().unwrap_or(dso);
     Cow::Borrowed(match dso {
         "[kernel.kallsyms]" | "[kernel.vmlinux]" | "[guest.kernel.kallsyms]" => module::KERNEL,
+        // A kernel address perf found no map for: the kernel's, as the perf.data import
+        // names a kernel address it cannot resolve (one rule for unresolved frames).
+        "[unknown]" if is_kernel_address(ip) => module::KERNEL,
         d if d.starts_with('[') && d.ends_with(']') => &d[1..d.len() - 1],
         d if d.starts_with("[kernel.kallsyms]") => module::KERNEL,
         _ if is_kernel_address(ip) && file.starts_with("vmlinux") => module::KERNEL,

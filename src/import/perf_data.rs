@@ -33,7 +33,7 @@ use crate::symbols::{
     UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy,
+    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy,
     SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
@@ -53,6 +53,9 @@ struct KernelSource<'o> {
     opts: &'o ImportOptions,
     build_id: Option<Vec<u8>>,
     release: Option<String>,
+    /// The event read excludes the kernel (`cycles:u`): its few kernel addresses are
+    /// skid at the boundary, named `[unknown]` without kernel symbols, as perf does.
+    user_only: bool,
 }
 
 /// The kernel's symbols for `src`, moved to where the recording put the kernel (`text`:
@@ -458,6 +461,8 @@ struct Event {
     name: String,
     /// The fixed period its attribute declares, in the event's unit.
     declared_period: Option<f64>,
+    /// Whether it excludes the kernel (`:u`, `exclude_kernel`).
+    user_only: bool,
 }
 
 /// What the recording's header says: the events profiled and where they ran.
@@ -535,6 +540,7 @@ fn read_header(
                 SamplingPolicy::Period(n) => Some(n.get() as f64),
                 _ => None,
             },
+            user_only: a.attributes().flags.contains(AttrFlags::EXCLUDE_KERNEL),
         })
         .collect();
     if events.is_empty() {
@@ -606,6 +612,9 @@ struct Reader<'o> {
     user_unmapped: u64,
     /// Samples per attribute index.
     samples_by_attr: Vec<u64>,
+    /// Each attribute's `read_format` as the file has it, for this import's reader of
+    /// files (`perf_records`); empty for the crate's.
+    read_formats: Vec<u64>,
     /// The mappings of the current sample's user places.
     recent: Recent,
     /// BPF programs and other kernel code loaded as recorded (KSYMBOL records).
@@ -728,7 +737,7 @@ impl Reader<'_> {
             return Ok(());
         }
         if record.record_type == RecordType::SAMPLE {
-            if let Some(s) = Sample::parse_plain(&record) {
+            if let Some(s) = Sample::parse_plain(&record, self.read_formats.get(attr).copied()) {
                 return self.sample_of(attr, &s);
             }
         }
@@ -765,6 +774,7 @@ impl Reader<'_> {
             times: SampleTimes::default(),
             user_unmapped: 0,
             samples_by_attr: vec![0; self.samples_by_attr.len()],
+            read_formats: self.read_formats.clone(),
             recent: Recent::default(),
             code: self.code.clone(),
         }
@@ -790,7 +800,7 @@ impl Reader<'_> {
 
     /// Loads the kernel's symbols, once.
     fn load_kernel(&mut self) -> Result<(), ImportError> {
-        if self.kernel.is_none() {
+        if self.kernel.is_none() && !self.kernel_source.user_only {
             let text = self.kernel_text.as_ref().map(|(n, a)| (n.as_str(), *a));
             let (k, notes) = kernel_symbols(&self.kernel_source, text)?;
             self.kernel = Some(k);
@@ -841,7 +851,7 @@ impl Reader<'_> {
             self.load_kernel()?;
         }
         if let Some(chain) = chain {
-            self.chain(chain, mode, pid, s.tid.unwrap_or(-1), period);
+            self.chain(chain, (mode, ip), pid, s.tid.unwrap_or(-1), period);
         }
         // Each distinct kernel address and user place is named once (by the rule of
         // ProfileBuilder::add_sample), then counted by its function's index.
@@ -905,9 +915,14 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Counts the call chain of a sample, each distinct address (user place) named once.
-    fn chain(&mut self, chain: &Chain<'_>, mut mode: Mode, pid: i32, tid: i32, period: u64) {
+    /// Counts the call chain of a sample taken at `sampled` (its mode and address), each
+    /// distinct address (user place) named once. A user-mode sample whose chain holds no
+    /// user frame (`--call-graph dwarf`: the kernel leaves the user stack to be unwound
+    /// from the dump) has its sampled address as the leaf.
+    fn chain(&mut self, chain: &Chain<'_>, sampled: (Mode, u64), pid: i32, tid: i32, period: u64) {
         self.frame_ids.clear();
+        let mut mode = sampled.0;
+        let mut user_frames = false;
         for addr in chain.iter() {
             if addr >= PERF_CONTEXT_MAX {
                 mode = context_mode(addr, mode);
@@ -930,33 +945,20 @@ impl Reader<'_> {
                         id
                     }
                 },
-                Mode::User => match self.recent.place(&mut self.maps, pid, addr) {
-                    Some(place) => match self.user_frames.get(&place) {
-                        Some(&id) => id,
-                        None => {
-                            let key = self.maps.name_key(place);
-                            let id = match self.frames_by_name.get(&key) {
-                                Some(&id) => id,
-                                None => {
-                                    name.clear();
-                                    let (m, n) = self.maps.name(key);
-                                    push_frame_name(name, m, n, false);
-                                    let id = self.stacks.intern(name);
-                                    self.frames_by_name.insert(key, id);
-                                    id
-                                }
-                            };
-                            self.user_frames.insert(place, id);
-                            id
-                        }
-                    },
-                    None => self.fixed_frame(FixedFrame::Unmapped),
-                },
+                Mode::User => {
+                    user_frames = true;
+                    self.user_frame(pid, addr)
+                }
                 Mode::Hypervisor => self.fixed_frame(FixedFrame::Hypervisor),
                 Mode::Unknown => self.fixed_frame(FixedFrame::UnknownMode),
                 Mode::GuestKernel | Mode::GuestUser => self.fixed_frame(FixedFrame::Guest),
             };
             self.frame_ids.push(id);
+        }
+        if sampled.0 == Mode::User && !user_frames {
+            let id = self.user_frame(pid, sampled.1);
+            self.frame_ids.insert(0, id);
+            self.stacks.note_chains();
         }
         let root = match self.comm_frames.get(&tid) {
             Some(&id) => id,
@@ -973,6 +975,31 @@ impl Reader<'_> {
             }
         };
         self.stacks.add_ids(root, &self.frame_ids, 1, period);
+    }
+
+    /// The stack frame of the user address `addr` of process `pid`.
+    fn user_frame(&mut self, pid: i32, addr: u64) -> u32 {
+        let Some(place) = self.recent.place(&mut self.maps, pid, addr) else {
+            return self.fixed_frame(FixedFrame::Unmapped);
+        };
+        if let Some(&id) = self.user_frames.get(&place) {
+            return id;
+        }
+        let key = self.maps.name_key(place);
+        let id = match self.frames_by_name.get(&key) {
+            Some(&id) => id,
+            None => {
+                let name = &mut self.frame_name;
+                name.clear();
+                let (m, n) = self.maps.name(key);
+                push_frame_name(name, m, n, false);
+                let id = self.stacks.intern(name);
+                self.frames_by_name.insert(key, id);
+                id
+            }
+        };
+        self.user_frames.insert(place, id);
+        id
     }
 
     /// The id of a frame whose name is the same wherever it is (a user address outside
@@ -1004,6 +1031,14 @@ impl Reader<'_> {
                  symbols (pass that kernel's kallsyms with --kallsyms)",
                 self.kernel_samples,
                 k.describe()
+            ));
+        }
+        if self.kernel_source.user_only && self.kernel_samples > 0 {
+            warnings.push(format!(
+                "{} samples of {}, an event of user space only, are at kernel addresses (skid as the CPU \
+                 entered the kernel): counted as the kernel's [unknown], as perf report shows them; no kernel \
+                 symbols are needed",
+                self.kernel_samples, h.events[h.chosen].name
             ));
         }
         let other_build = self.maps.missing(UserSymbolsMissing::OtherBuild);
@@ -1046,9 +1081,57 @@ fn header_size(head: &[u8]) -> Option<u64> {
     }
 }
 
+/// Whether `head` starts with the magic of perf.data version 1 (`PERFFILE`, in either byte
+/// order), the format perf wrote before `PERFILE2`.
+pub(crate) fn is_version_1(head: &[u8]) -> bool {
+    head.starts_with(b"PERFFILE") || head.starts_with(b"ELIFFREP")
+}
+
+/// The error for a perf.data file of version 1: perf still reads it (guessing the size of
+/// its attributes), the crate and this import do not; `perf inject` rewrites it as
+/// version 2.
+fn version_1_error(path: &Path) -> ImportError {
+    ImportError::PerfData {
+        path: path.to_path_buf(),
+        reason: format!(
+            "it is perf.data of the old format, version 1 (magic PERFFILE), which is not read here, only version 2 \
+             (PERFILE2, what perf has written since 2011); `perf inject -i {} -o NEW.data` rewrites it as version 2",
+            path.display()
+        ),
+    }
+}
+
+/// The error for an input starting `head` when it is perf.data of version 1.
+fn refuse_version_1(head: &[u8], path: &Path) -> Result<(), ImportError> {
+    if is_version_1(head) {
+        return Err(version_1_error(path));
+    }
+    Ok(())
+}
+
 /// Reads a perf.data file, written to a file or in pipe mode.
 pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    read_file(path, opts, true)
+    read_first_event_with_samples(path, opts, true)
+}
+
+/// [`read_file`] of a file of version 2, read again for the first event with samples when
+/// the first event has none and no event is asked for: a file can be, for the event perf
+/// report shows.
+fn read_first_event_with_samples(
+    path: &Path,
+    opts: &ImportOptions,
+    own_records: bool,
+) -> Result<Imported, ImportError> {
+    let mut head = Vec::with_capacity(8);
+    let f = super::open_input(path).map_err(ImportError::io(path))?;
+    f.take(8).read_to_end(&mut head).map_err(ImportError::io(path))?;
+    refuse_version_1(&head, path)?;
+    match read_file(path, opts, own_records) {
+        Err(ImportError::FirstEventEmpty { with_samples, .. }) => {
+            read_file(path, &opts.clone().with_event(Some(with_samples)), own_records)
+        }
+        r => r,
+    }
 }
 
 /// [`read`] with every record read by the `linux-perf-data` crate, as files this import's
@@ -1056,7 +1139,7 @@ pub fn read(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> 
 /// against.
 #[doc(hidden)]
 pub fn read_with_crate(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    read_file(path, opts, false)
+    read_first_event_with_samples(path, opts, false)
 }
 
 /// Whether [`read`] reads the records of the perf.data file `path` with the import's own
@@ -1162,6 +1245,7 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
         .take(PIPE_HEADER_SIZE)
         .read_to_end(&mut head)
         .map_err(ImportError::io(path))?;
+    refuse_version_1(&head, path)?;
     match header_size(&head) {
         Some(PIPE_HEADER_SIZE) => {}
         Some(_) => {
@@ -1185,7 +1269,7 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     let big_endian = head.starts_with(b"2ELIFREP");
     let state = Rc::new(Cell::new(Framing::new(PIPE_HEADER_SIZE, big_endian)));
     let framed = Framed {
-        inner: Cursor::new(head).chain(input),
+        inner: WithoutTracingData::new(Cursor::new(head).chain(input), big_endian),
         state: Rc::clone(&state),
         check: super::perf_header::StreamCheck::new(big_endian),
     };
@@ -1281,6 +1365,121 @@ impl Framing {
     }
 }
 
+/// pipe mode's `PERF_RECORD_HEADER_TRACING_DATA`: the tracepoints' formats follow it,
+/// outside its size (`perf record -e TRACEPOINT -o -`).
+pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
+
+/// A pipe-mode stream without the tracing data that follows a
+/// `PERF_RECORD_HEADER_TRACING_DATA` record (its `size`, padded to 8 bytes), skipped as
+/// perf skips it: the reader knows no such record and would take the data for records.
+/// The import names tracepoints from the header's event names, not from these formats.
+/// Past an AUXTRACE record, whose trace also follows it, the stream is passed as it is.
+struct WithoutTracingData<R> {
+    inner: R,
+    big_endian: bool,
+    /// Bytes of the current record (at first, the stream's header) still to pass.
+    left: u64,
+    /// A record's start, read to see its type, and how much of it is handed out.
+    pending: Vec<u8>,
+    served: usize,
+    /// The framing is no longer followed.
+    lost: bool,
+}
+
+impl<R: Read> WithoutTracingData<R> {
+    fn new(inner: R, big_endian: bool) -> Self {
+        WithoutTracingData {
+            inner,
+            big_endian,
+            left: PIPE_HEADER_SIZE,
+            pending: Vec::new(),
+            served: 0,
+            lost: false,
+        }
+    }
+
+    /// Reads up to `n` more bytes into `pending`; whether all came.
+    fn pend(&mut self, n: usize) -> std::io::Result<bool> {
+        let want = self.pending.len() + n;
+        (&mut self.inner).take(n as u64).read_to_end(&mut self.pending)?;
+        Ok(self.pending.len() == want)
+    }
+
+    fn u32_at(&self, at: usize) -> u32 {
+        let b: [u8; 4] = self.pending[at..at + 4].try_into().expect("4 bytes");
+        if self.big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    }
+
+    /// Reads the next record's header (and a tracing-data record's body, skipping the
+    /// data after it) into `pending`.
+    fn next_record(&mut self) -> std::io::Result<()> {
+        (self.pending.clear(), self.served = 0);
+        if !self.pend(8)? {
+            // The end of the stream, or a cut header: handed out as it is.
+            self.lost = true;
+            return Ok(());
+        }
+        let size_bytes = [self.pending[6], self.pending[7]];
+        let size = match self.big_endian {
+            true => u16::from_be_bytes(size_bytes),
+            false => u16::from_le_bytes(size_bytes),
+        };
+        let size = u64::from(size).max(8);
+        let kind = self.u32_at(0);
+        self.left = size - 8;
+        match kind {
+            PERF_RECORD_HEADER_TRACING_DATA if size >= 12 => {
+                if !self.pend((size - 8) as usize)? {
+                    self.lost = true;
+                    return Ok(());
+                }
+                self.left = 0;
+                let data = u64::from(self.u32_at(8)).next_multiple_of(8);
+                let skipped = std::io::copy(&mut (&mut self.inner).take(data), &mut std::io::sink())?;
+                if skipped < data {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the stream stops inside its tracing data (truncated?)",
+                    ));
+                }
+            }
+            PERF_RECORD_AUXTRACE => self.lost = true,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for WithoutTracingData<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.served < self.pending.len() {
+                let n = (self.pending.len() - self.served).min(buf.len());
+                buf[..n].copy_from_slice(&self.pending[self.served..self.served + n]);
+                self.served += n;
+                return Ok(n);
+            }
+            if self.lost {
+                return self.inner.read(buf);
+            }
+            if self.left > 0 {
+                let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                let n = self.inner.read(&mut buf[..want])?;
+                self.left -= n as u64;
+                return Ok(n);
+            }
+            self.next_record()?;
+        }
+    }
+}
+
 /// A stream whose framing is followed ([`Framing`]).
 struct Framed<R> {
     inner: R,
@@ -1321,6 +1520,7 @@ fn read_records<R: Read>(
             opts,
             build_id: h.kernel_build_id.clone(),
             release: h.release.clone(),
+            user_only: event.user_only,
         },
         kernel: None,
         kernel_notes: Vec::new(),
@@ -1347,6 +1547,7 @@ fn read_records<R: Read>(
         times: SampleTimes::default(),
         user_unmapped: 0,
         samples_by_attr: vec![0; perf_file.event_attributes().len()],
+        read_formats: Vec::new(),
         recent: Recent::default(),
         code: LoadedCode::default(),
     };
@@ -1384,6 +1585,9 @@ fn read_records<R: Read>(
             }
         }
         Source::Own(file, records) => {
+            r.read_formats = perf_records::read_formats(file)
+                .filter(|f| f.len() == perf_file.event_attributes().len())
+                .unwrap_or_default();
             // A file's end, which does not move while it is read.
             let len = stops_at();
             read_own(&mut r, file, &records, &perf_file, path, move || len)?
@@ -1394,6 +1598,20 @@ fn read_records<R: Read>(
             path: path.to_path_buf(),
             reason: format!("it stops at byte {at} in the middle of a record (truncated? perf record still running?)"),
         });
+    }
+    if r.profile.samples() == 0 && opts.event.is_none() && opts.filter.is_empty() {
+        // As perf report: the first event with samples is shown first.
+        let with_samples = h
+            .events
+            .iter()
+            .find(|e| r.samples_by_attr.get(e.index).is_some_and(|&n| n > 0));
+        if let Some(e) = with_samples {
+            return Err(ImportError::FirstEventEmpty {
+                path: path.to_path_buf(),
+                first: event.name.clone(),
+                with_samples: e.name.clone(),
+            });
+        }
     }
     if r.profile.samples() == 0 {
         return Err(ImportError::NoSamples {

@@ -458,6 +458,19 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
                 pos += size + aux;
                 continue;
             }
+            // The tracepoints' formats follow it outside its size (its first u32), padded to 8.
+            crate::import::perf_data::PERF_RECORD_HEADER_TRACING_DATA if pipe && body_len >= 4 => {
+                body.resize(body_len as usize, 0);
+                r.read_exact(&mut body).map_err(io_refused)?;
+                let data = u64::from(e.u32(&body[..4])).next_multiple_of(8);
+                let left = end - pos - size;
+                if data > left {
+                    return Ok(Records::default());
+                }
+                r.seek_relative(data as i64).map_err(io_refused)?;
+                pos += size + data;
+                continue;
+            }
             PERF_RECORD_HEADER_FEATURE if pipe => {
                 body.resize(body_len as usize, 0);
                 r.read_exact(&mut body).map_err(io_refused)?;

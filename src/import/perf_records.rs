@@ -120,7 +120,12 @@ impl<'a> Sample<'a> {
     /// or without `-g`, `-a`, several events), read straight from its bytes. `None`: for
     /// the crate to parse, which reads every field and says what is wrong with a damaged
     /// one (the same bytes read here would be short).
-    pub(crate) fn parse_plain(r: &RawEventRecord<'a>) -> Option<Self> {
+    ///
+    /// `read_format` is the attribute's `read_format` as the file has it (with
+    /// `PERF_FORMAT_LOST`, which the crate drops): with it, a sample's `READ` values are
+    /// stepped over here in the kernel's layout (linux-perf-event-reader 0.10 swaps the
+    /// group and single layouts, and knows no `LOST`, so it reads past them wrong).
+    pub(crate) fn parse_plain(r: &RawEventRecord<'a>, read_format: Option<u64>) -> Option<Self> {
         const PLAIN: SampleFormat = SampleFormat::IDENTIFIER
             .union(SampleFormat::IP)
             .union(SampleFormat::TID)
@@ -133,7 +138,11 @@ impl<'a> Sample<'a> {
             .union(SampleFormat::CALLCHAIN);
         let f = r.parse_info.sample_format;
         let RawData::Single(body) = r.data else { return None };
-        if !PLAIN.contains(f) || r.parse_info.endian != Endianness::LittleEndian {
+        let read = read_format.filter(|_| f.contains(SampleFormat::READ));
+        if !PLAIN.contains(f.difference(SampleFormat::READ))
+            || (f.contains(SampleFormat::READ) && read.is_none())
+            || r.parse_info.endian != Endianness::LittleEndian
+        {
             return None;
         }
         let mut at = 0usize;
@@ -154,6 +163,17 @@ impl<'a> Sample<'a> {
         u64_if(SampleFormat::STREAM_ID)?;
         let cpu_res = u64_if(SampleFormat::CPU)?;
         let period = u64_if(SampleFormat::PERIOD)?;
+        if let Some(rf) = read {
+            at = at.checked_add(read_values_size(rf, body.get(at..)?)?)?;
+        }
+        let mut u64_if = |flag: SampleFormat| -> Option<Option<u64>> {
+            if !f.contains(flag) {
+                return Some(None);
+            }
+            let v = u64_at(body, at)?;
+            at += 8;
+            Some(Some(v))
+        };
         let callchain = if f.contains(SampleFormat::CALLCHAIN) {
             let n = u64_if(SampleFormat::CALLCHAIN)?.expect("asked for");
             let bytes = usize::try_from(n).ok()?.checked_mul(8)?;
@@ -174,6 +194,56 @@ impl<'a> Sample<'a> {
             callchain,
         })
     }
+}
+
+/// `PERF_FORMAT_*` bits of `read_format`.
+const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+const FORMAT_ID: u64 = 1 << 2;
+const FORMAT_GROUP: u64 = 1 << 3;
+const FORMAT_LOST: u64 = 1 << 4;
+
+/// The bytes of a sample's `READ` values at the start of `b`, in the kernel's layout
+/// (`perf_output_read`):
+///
+/// ```text
+/// !GROUP: value, [time_enabled], [time_running], [id], [lost]
+///  GROUP: nr, [time_enabled], [time_running], nr x { value, [id], [lost] }
+/// ```
+/// `None` when `b` is too short for them.
+fn read_values_size(read_format: u64, b: &[u8]) -> Option<usize> {
+    let has = |bit: u64| usize::from(read_format & bit != 0);
+    let times = has(FORMAT_TOTAL_TIME_ENABLED) + has(FORMAT_TOTAL_TIME_RUNNING);
+    let per_value = 1 + has(FORMAT_ID) + has(FORMAT_LOST);
+    let words = if read_format & FORMAT_GROUP != 0 {
+        let nr = usize::try_from(u64_at(b, 0)?).ok()?;
+        nr.checked_mul(per_value)?.checked_add(1 + times)?
+    } else {
+        per_value + times
+    };
+    let size = words.checked_mul(8)?;
+    (size <= b.len()).then_some(size)
+}
+
+/// The `read_format` of each attribute of the perf.data file `file` (of little-endian
+/// byte order), as its header's attribute section has them, in the file's order.
+pub(crate) fn read_formats(file: &File) -> Option<Vec<u64>> {
+    let mut header = [0u8; 40];
+    file.read_exact_at(&mut header, 0).ok()?;
+    let (attr_size, offset, size) = (u64_at(&header, 16)?, u64_at(&header, 24)?, u64_at(&header, 32)?);
+    // Each entry is an attribute and the file section of its ids (16 bytes), which the
+    // header's attribute size counts.
+    let entry = attr_size;
+    if attr_size < 40 + 16 || size % entry != 0 || size / entry > 1 << 16 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for k in 0..size / entry {
+        let mut rf = [0u8; 8];
+        file.read_exact_at(&mut rf, offset.checked_add(k * entry + 32)?).ok()?;
+        out.push(u64::from_le_bytes(rf));
+    }
+    Some(out)
 }
 
 /// The little-endian u64 at byte `at` of `b`, if `b` holds it.
@@ -629,7 +699,7 @@ mod tests {
             for len in [body.len(), body.len().saturating_sub(3)] {
                 for misc in [1u16, 2, 3, 6] {
                     let r = RawEventRecord::new(RecordType::SAMPLE, misc, RawData::Single(&body[..len]), info);
-                    let ours = Sample::parse_plain(&r);
+                    let ours = Sample::parse_plain(&r, None);
                     match r.parse() {
                         Ok(EventRecord::Sample(s)) => {
                             let ours = ours.expect("the crate read it whole");
@@ -671,7 +741,7 @@ mod tests {
         info.sample_format = SampleFormat::IP | SampleFormat::RAW;
         let body = [0u8; 16];
         let r = RawEventRecord::new(RecordType::SAMPLE, 2, RawData::Single(&body), info);
-        assert!(Sample::parse_plain(&r).is_none());
+        assert!(Sample::parse_plain(&r, None).is_none());
     }
 
     /// The crate's own example of rounds (its `sorter.rs` test), with the keys as

@@ -10,6 +10,7 @@ use crate::model::mode::{is_kernel_address, Mode};
 use crate::model::profile::{module, NO_IP_FUNCTION, UNKNOWN_FUNCTION};
 use crate::model::{ModeFilter, ProfileBuilder, SampleFilter};
 use crate::symbols::function_name;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
@@ -54,18 +55,20 @@ impl EventTally {
         match s.leaf() {
             Some(f) => {
                 self.counts
-                    .add_one(cpu, &module_of_dso(f.dso, f.ip), frame_function(f), period);
+                    .add_one(cpu, &module_of_dso(f.dso, f.ip), &frame_function(f), period);
                 if self.stacks.wanted() {
                     self.names.clear();
-                    for f in &s.frames {
+                    // Inlined frames are left out, as perf report's stacks of perf.data
+                    // (and the perf.data import's) have none.
+                    for f in s.frames.iter().filter(|f| !f.inlined) {
                         let name = frame_function(f);
                         // Most frames are named alone; only these carry their module.
                         let kernel_module = is_kernel_address(f.ip) && f.dso.is_some_and(|d| d != "[kernel.kallsyms]");
                         if name == UNKNOWN_FUNCTION || kernel_module {
                             let m = module_of_dso(f.dso, f.ip);
-                            self.names.push(&m, name, kernel_module && m != module::KERNEL);
+                            self.names.push(&m, &name, kernel_module && m != module::KERNEL);
                         } else {
-                            self.names.push(module::USER, name, false);
+                            self.names.push(module::USER, &name, false);
                         }
                     }
                     self.stacks.add(Some(s.comm), self.names.rev(), 1, period);
@@ -89,12 +92,12 @@ impl EventTally {
 }
 
 /// The function of a frame, as perf report names it from the symbol table.
-fn frame_function<'a>(f: &Frame<'a>) -> &'a str {
+fn frame_function<'a>(f: &Frame<'a>) -> Cow<'a, str> {
     match f.symbol {
         // A JIT's names are its own, not a demangler's.
-        Some(sym) if f.dso.is_some_and(is_jit_dso) => sym,
+        Some(sym) if f.dso.is_some_and(is_jit_dso) => Cow::Borrowed(sym),
         Some(sym) => function_name(sym),
-        None => UNKNOWN_FUNCTION,
+        None => Cow::Borrowed(UNKNOWN_FUNCTION),
     }
 }
 

@@ -3,6 +3,7 @@
 //! demangled as perf prints them.
 
 use super::{buildid_dir, hex, load_perf_map, ElfSymbols, RangeNames};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// Where a DSO's function names come from.
@@ -128,16 +129,26 @@ pub fn demangle(name: &str) -> Option<String> {
 /// `ns::work`), which `perf script -v` and perf builds that demangle with libstdc++ print,
 /// and a legacy Rust name's hash (`rs::spin::h5a1d81fd52a4894a` → `rs::spin`). Other
 /// names (C, the kernel's) are returned as they are.
-pub fn function_name(name: &str) -> &str {
+///
+/// A legacy Rust name printed with its hash by a demangler that knows C++ only keeps
+/// Rust's escapes too (`_$LT$impl$u20$core..cmp..PartialOrd$u20$for$u20$usize$GT$::lt`):
+/// they are decoded as rustc-demangle decodes them (`<impl core::cmp::PartialOrd for
+/// usize>::lt`), the name the symbol table gives.
+pub fn function_name(name: &str) -> Cow<'_, str> {
     // Most names end otherwise, and perf's own (`[unknown]`) start with a bracket: they are
     // returned at once (this runs for every frame).
     let plain = !name.ends_with([')', ']', 't', 'e', '&']) && !name.ends_with(|c: char| c.is_ascii_hexdigit());
     if plain || name.starts_with('[') {
-        return name;
+        return Cow::Borrowed(name);
     }
     if let Some(base) = without_rust_hash(name) {
-        return base;
+        return unescape_legacy_rust(base);
     }
+    Cow::Borrowed(without_cpp_suffixes(name))
+}
+
+/// [`function_name`] of a name that is no Rust name with its hash.
+fn without_cpp_suffixes(name: &str) -> &str {
     let mut n = name;
     while let Some(at) = n.strip_suffix(']').and_then(|b| b.rfind(" [clone .")) {
         n = &n[..at];
@@ -173,6 +184,59 @@ pub fn function_name(name: &str) -> &str {
         }
     }
     n
+}
+
+/// The escapes of a legacy Rust path, `::`-separated, decoded as rustc-demangle decodes
+/// them: `$LT$` `<`, `$GT$` `>`, `$RF$` `&`, `$BP$` `*`, `$SP$` `@`, `$LP$` `(`, `$RP$` `)`,
+/// `$C$` `,`, `$uXX$` the character of hex code XX, `..` `::`, and a component's leading
+/// `_` before a `$` dropped. A name without escapes is returned as it is; one with an
+/// escape not among these is too (it is no Rust name).
+fn unescape_legacy_rust(path: &str) -> Cow<'_, str> {
+    if !path.contains('$') && !path.contains("..") {
+        return Cow::Borrowed(path);
+    }
+    let mut out = String::with_capacity(path.len());
+    for (i, part) in path.split("::").enumerate() {
+        if i > 0 {
+            out.push_str("::");
+        }
+        let mut rest = part.strip_prefix('_').filter(|r| r.starts_with('$')).unwrap_or(part);
+        while !rest.is_empty() {
+            if let Some(r) = rest.strip_prefix("..") {
+                out.push_str("::");
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix('$') {
+                let Some(end) = r.find('$') else {
+                    return Cow::Borrowed(path);
+                };
+                let c = match &r[..end] {
+                    "SP" => '@',
+                    "BP" => '*',
+                    "RF" => '&',
+                    "LT" => '<',
+                    "GT" => '>',
+                    "LP" => '(',
+                    "RP" => ')',
+                    "C" => ',',
+                    e => match e
+                        .strip_prefix('u')
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .and_then(char::from_u32)
+                    {
+                        Some(c) => c,
+                        None => return Cow::Borrowed(path),
+                    },
+                };
+                out.push(c);
+                rest = &r[end + 1..];
+            } else {
+                let n = rest.find(['$', '.']).map_or(rest.len(), |n| n.max(1));
+                out.push_str(&rest[..n]);
+                rest = &rest[n..];
+            }
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// A legacy Rust name as some demanglers print it, with its hash as a last component
@@ -255,6 +319,27 @@ mod tests {
         assert_eq!(function_name("rs::spin_rust::h5a1d81fd52a4894a"), "rs::spin_rust");
         assert_eq!(function_name("x::h5a1d81fd52a4894"), "x::h5a1d81fd52a4894");
         assert_eq!(function_name("::h5a1d81fd52a4894a"), "::h5a1d81fd52a4894a");
+    }
+
+    #[test]
+    fn legacy_rust_escapes_are_decoded_as_the_symbol_table_names_them_issue_30() {
+        let mangled =
+            "_ZN4core3cmp5impls57_$LT$impl$u20$core..cmp..PartialOrd$u20$for$u20$usize$GT$2lt17h0123456789abcdefE";
+        let from_table = demangle(mangled).unwrap();
+        assert_eq!(
+            from_table,
+            "core::cmp::impls::<impl core::cmp::PartialOrd for usize>::lt"
+        );
+        // As a demangler of C++ only prints it, hash and all (perf script of some builds).
+        let text = "core::cmp::impls::_$LT$impl$u20$core..cmp..PartialOrd$u20$for$u20$usize$GT$::lt::h0123456789abcdef";
+        assert_eq!(function_name(text), from_table);
+        assert_eq!(
+            function_name("_$LT$$RF$T$u20$as$u20$core..fmt..Debug$GT$::fmt::h0123456789abcdef"),
+            "<&T as core::fmt::Debug>::fmt"
+        );
+        // A `$` that is no escape: left as it is.
+        assert_eq!(function_name("a$b::c::h0123456789abcdef"), "a$b::c");
+        assert_eq!(function_name("a::$zz$::h0123456789abcdef"), "a::$zz$");
     }
 
     #[test]
