@@ -16,3 +16,4 @@ mod upcmp;
 mod uprun;
 mod upsrun;
 mod util;
+mod verdicts;

@@ -400,3 +400,88 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         results_dir: results_dir.to_path_buf(),
     })
 }
+
+/// What upcmp does after writing RESULTS_DIR.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct AfterOptions {
+    /// `results.html` was written (it is named among the files).
+    pub html: bool,
+    /// Open `results.html` in the desktop's browser.
+    pub open: bool,
+    /// `--fail-if-worse PCT`: the verdict for scripts.
+    pub fail_if_worse: Option<f64>,
+}
+
+impl AfterOptions {
+    /// What to say and do after writing.
+    pub fn new(html: bool, open: bool, fail_if_worse: Option<f64>) -> Self {
+        AfterOptions {
+            html,
+            open,
+            fail_if_worse,
+        }
+    }
+}
+
+/// Says on standard error what was moved aside and where the results are, opens the page
+/// when asked, and gives the verdict of `--fail-if-worse` last (the line a script's log
+/// ends with). Returns the exit status.
+pub fn after_writing(out: &UpcmpOutput, opts: &AfterOptions) -> u8 {
+    for m in &out.moved {
+        eprintln!(
+            "upcmp: kept the earlier results: moved {} to {}",
+            m.from.display(),
+            m.to.display()
+        );
+    }
+    let d = out.results_dir.display();
+    let parquet = if cfg!(feature = "parquet") {
+        ", results.parquet"
+    } else {
+        ""
+    };
+    let page = if opts.html {
+        format!(", {d}/results.html")
+    } else {
+        String::new()
+    };
+    eprintln!("upcmp: results written to {d}/results{page}, {d}/results.csv{parquet} and {d}/results.json");
+    if opts.open {
+        open_page(&out.results_dir.join("results.html"));
+    }
+    match opts.fail_if_worse {
+        Some(limit) => {
+            let v = crate::compare::verdict::fail_if_worse(&out.comparison, limit);
+            eprintln!("upcmp: {}", v.reason());
+            super::verdict_status(&v)
+        }
+        None => 0,
+    }
+}
+
+/// Opens `page` in the desktop's browser when there is a display; otherwise says where
+/// it is. The results are written either way, so this never fails the command.
+fn open_page(page: &Path) {
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if !display {
+        eprintln!(
+            "upcmp: no display (DISPLAY and WAYLAND_DISPLAY unset): open {} in a browser",
+            page.display()
+        );
+        return;
+    }
+    let null = std::process::Stdio::null;
+    match std::process::Command::new("xdg-open")
+        .arg(page)
+        .stdin(null())
+        .stdout(null())
+        .stderr(null())
+        .spawn()
+    {
+        Ok(_) => eprintln!("upcmp: opening {} with xdg-open", page.display()),
+        Err(e) => eprintln!("upcmp: cannot run xdg-open ({e}): open {} in a browser", page.display()),
+    }
+}

@@ -1,0 +1,118 @@
+//! Verdicts to act on (issue 31): exit statuses that never say "not worse" when nothing
+//! could be compared, benchmark values adjusted as their own family, sides run under
+//! another wrapper against sides that ran another benchmark, and the messages that must
+//! send people the right way.
+
+use crate::util::{copy_tree, repo, run_in, stderr, tempdir, testdata};
+use std::fs;
+use std::path::Path;
+
+const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
+
+/// The named runs of testdata/verdict/ in a fresh directory (relative paths in reports).
+fn verdict_runs(names: &[&str]) -> tempfile::TempDir {
+    let tmp = tempdir();
+    for run in names {
+        copy_tree(&testdata(&format!("verdict/{run}")), &tmp.path().join(run));
+    }
+    tmp
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines().last().unwrap_or("")
+}
+
+/// Rewrites the file `path` with `f` of its text.
+fn edit(path: &Path, f: impl FnOnce(String) -> String) {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    fs::write(path, f(text)).unwrap();
+}
+
+/// The lines of each `fn main` under src/bin, from its signature to its closing brace.
+#[test]
+fn every_binary_main_is_at_most_40_lines() {
+    let mut seen = 0;
+    for e in fs::read_dir(repo().join("src/bin")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let Some(start) = text.lines().position(|l| l.starts_with("fn main(")) else {
+            continue;
+        };
+        let len = text
+            .lines()
+            .skip(start)
+            .position(|l| l == "}")
+            .expect("main's closing brace")
+            + 1;
+        assert!(len <= 40, "{}: main is {len} lines (at most 40)", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 7, "found only {seen} binaries' main");
+}
+
+/// Runs `upcmp ARGS -q --fail-if-worse 2` in `dir`: its exit status and the reason line.
+fn verdict(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = args.to_vec();
+    all.extend(["-q", "--fail-if-worse", "2"]);
+    let o = run_in(dir, UPCMP, &all);
+    let err = stderr(&o);
+    (o.status.code(), last_line(&err).to_string())
+}
+
+// Regression test of issue 31: a test on one side only, one run a side, or a value
+// absent on a side gave "not worse" (0); each is 125 ("cannot test"), with a reason
+// that names the true case.
+#[test]
+fn issue_31_fail_if_worse_says_cannot_test() {
+    let tmp = verdict_runs(&["base", "better"]);
+    let d = tmp.path();
+    // Every value compared and better: 0, as before.
+    assert_eq!(verdict(d, &["base", "better", "r0"]).0, Some(0));
+
+    // A second test in run 1 only.
+    copy_tree(&d.join("base/forkwait"), &d.join("extra/other"));
+    copy_tree(&d.join("base"), &d.join("extra"));
+    edit(&d.join("extra/test_list"), |t| t + "other\n");
+    let (code, reason) = verdict(d, &["extra", "better", "r1"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(
+        reason.starts_with("upcmp: cannot test: other: only run 1 has it (extra/other); 1 value compared"),
+        "{reason}"
+    );
+
+    // One run a side: each run keeps its first repetition.
+    for run in ["base", "better"] {
+        copy_tree(&d.join(run), &d.join(format!("{run}1")));
+        for r in ["r2", "r3"] {
+            fs::remove_dir_all(d.join(format!("{run}1/forkwait/{r}"))).unwrap();
+        }
+        edit(&d.join(format!("{run}1/upcmp-run")), |t| {
+            t.replace("runs: 3", "runs: 1")
+        });
+    }
+    let (code, reason) = verdict(d, &["base1", "better1", "r2"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(
+        reason.contains(
+            "forkwait: fork, child immediately exits, parent waits: one run a side measures no run-to-run noise"
+        ),
+        "{reason}"
+    );
+
+    // Three runs a side, but run 2's benchmark wrote no value: never "one run a side".
+    for r in ["r1", "r2", "r3"] {
+        edit(&d.join(format!("better/forkwait/{r}/upout")), |t| {
+            t.lines()
+                .filter(|l| !l.contains("trep"))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        });
+    }
+    let (code, reason) = verdict(d, &["base", "better", "r3"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(reason.contains("no value in run 2"), "{reason}");
+    assert!(!reason.contains("one run a side"), "{reason}");
+}
