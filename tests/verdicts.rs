@@ -116,3 +116,51 @@ fn issue_31_fail_if_worse_says_cannot_test() {
     assert!(reason.contains("no value in run 2"), "{reason}");
     assert!(!reason.contains("one run a side"), "{reason}");
 }
+
+/// The benchmark row's adjusted p-value and the family sizes of `dir/results.json`.
+fn bench_q(dir: &Path) -> (f64, serde_json::Value) {
+    let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let outcome = &json["tests"][0]["outcome"];
+    let q = outcome["bench"][0]["noise"]["q_value"]
+        .as_f64()
+        .expect("a tested benchmark value");
+    (q, outcome["profile"]["families"].clone())
+}
+
+// Regression test of issue 31: the benchmark values shared their Holm family with the
+// CPU totals, so what changed a profile (a filter such as --comm) changed a
+// benchmark's verdict. Run 2's CPU time is made to grow while its benchmark stays: the
+// benchmark's adjusted p-value stays the same.
+#[test]
+fn issue_31_benchmark_values_are_their_own_family() {
+    let tmp = verdict_runs(&["base", "noisy"]);
+    let d = tmp.path();
+    let o = run_in(d, UPCMP, &["base", "noisy", "r1", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (q1, families) = bench_q(&d.join("r1"));
+    assert_eq!(families["benchmarks"], 1, "{families}");
+    assert_eq!(families["headline"], 1, "{families}");
+    // 100000 samples a CPU move from idle to bcopy in each repetition of run 2.
+    for r in ["r1", "r2", "r3"] {
+        edit(&d.join(format!("noisy/forkwait/{r}/prfout")), |t| {
+            t.replace(
+                "     734805     734805 [kernel] bcopy",
+                "     834805     834805 [kernel] bcopy",
+            )
+            .replace(
+                "    3899695    3899696 [kernel] idle",
+                "    3799695    3799696 [kernel] idle",
+            )
+        });
+    }
+    let o = run_in(d, UPCMP, &["base", "noisy", "r2", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = fs::read_to_string(d.join("r2/results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["tests"][0]["outcome"]["profile"]["cpu_noise"]["verdict"], "significant",
+        "the CPU time must have changed for the test to mean anything"
+    );
+    let (q2, _) = bench_q(&d.join("r2"));
+    assert_eq!(q1, q2);
+}

@@ -344,11 +344,12 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
     let n = &c.cpu_noise;
     notes.push(match c.cpu_detectable_pct() {
         Some(d) => format!(
-            "Total CPU time {cpu_change}: {} (Holm over the {} benchmark values and CPU totals tested in this \
-             report). An observed change below {:.2}% is not significant at 95%; a true change of about {:.2}% \
-             is detected 80% of the time.",
+            "Total CPU time {cpu_change}: {} (Holm over the {} CPU total{} tested in this report). An observed \
+             change below {:.2}% is not significant at 95%; a true change of about {:.2}% is detected 80% of the \
+             time.",
             n.verdict.word(),
             c.families.headline,
+            if c.families.headline == 1 { "" } else { "s" },
             d.observed,
             d.true_change_80
         ),
@@ -519,7 +520,7 @@ mod tests {
             "{r}"
         );
         assert!(
-            r.contains("Total CPU time +16.67%: significant (Holm over the 1 benchmark values and CPU totals"),
+            r.contains("Total CPU time +16.67%: significant (Holm over the 1 CPU total tested"),
             "{r}"
         );
         assert!(
