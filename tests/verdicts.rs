@@ -164,3 +164,77 @@ fn issue_31_benchmark_values_are_their_own_family() {
     let (q2, _) = bench_q(&d.join("r2"));
     assert_eq!(q1, q2);
 }
+
+/// Runs upcmp in `dir` and returns its standard output, standard error and the page.
+fn compared(dir: &Path, args: &[&str]) -> (String, String, String) {
+    let o = run_in(dir, UPCMP, args);
+    assert!(o.status.success(), "upcmp {args:?}: {}", stderr(&o));
+    let page = fs::read_to_string(dir.join(args[2]).join("results.html")).unwrap();
+    (crate::util::stdout(&o), stderr(&o), page)
+}
+
+/// Sets the command of every repetition of `run`'s forkwait.
+fn set_command(dir: &Path, run: &str, command: &str) {
+    for r in ["r1", "r2", "r3"] {
+        edit(&dir.join(format!("{run}/forkwait/{r}/status")), |t| {
+            t.lines()
+                .map(|l| match l.starts_with("command: ") {
+                    true => format!("command: {command}\n"),
+                    false => format!("{l}\n"),
+                })
+                .collect()
+        });
+    }
+}
+
+// Regression test of issue 31: a wrapper before the same benchmark (env here; taskset,
+// a seccomp setter alike) was refused as another benchmark, while the text digest
+// still gave the change as significant. It is warned and compared; another loop count
+// is refused (both digests say so, --fail-if-worse cannot test) unless --same-test.
+#[test]
+fn issue_31_wrappers_are_compared_other_benchmarks_refused() {
+    let tmp = verdict_runs(&["base", "worse"]);
+    let d = tmp.path();
+    set_command(
+        d,
+        "worse",
+        "env LD_BIND_NOW=1 unixperf -forkwait -loop 200000 -repeat 2",
+    );
+    let (text, _, page) = compared(d, &["base", "worse", "r1"]);
+    assert!(
+        text.contains(
+            "WARNING: forkwait: the runs differ in wrapper: 'none' vs 'env LD_BIND_NOW=1'; the same benchmark run \
+             another way: compared"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("-5.9% ops/s (significant)"), "{text}");
+    assert!(text.contains("( 0.94)"), "{text}");
+    assert!(!page.contains("differ: no ratio"));
+    assert_eq!(verdict(d, &["base", "worse", "r2"]).0, Some(1));
+
+    set_command(d, "worse", "unixperf -forkwait -loop 100000 -repeat 2");
+    let (text, _, page) = compared(d, &["base", "worse", "r3"]);
+    assert!(
+        text.contains("they ran different benchmarks: no speed ratio, no R2/R1 and no verdict"),
+        "{text}"
+    );
+    let digest = text.lines().skip_while(|l| *l != "Digest").nth(1).unwrap();
+    assert!(digest.contains("benchmarks differ: no ratio"), "{text}");
+    assert!(
+        !text.contains("(significant)") && !text.contains("one run a side"),
+        "{text}"
+    );
+    assert!(page.contains("benchmarks differ: no ratio"));
+    let (code, reason) = verdict(d, &["base", "worse", "r4"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(
+        reason.contains(
+            "cannot test: forkwait: the sides ran different benchmarks ('unixperf -forkwait -loop 200000 -repeat 2' \
+             vs 'unixperf -forkwait -loop 100000 -repeat 2'; --same-test forkwait compares them)"
+        ),
+        "{reason}"
+    );
+    let (code, reason) = verdict(d, &["base", "worse", "r5", "--same-test", "forkwait"]);
+    assert_eq!(code, Some(1), "{reason}");
+}

@@ -63,6 +63,12 @@ struct Args {
     /// --fail-if-worse 5 (needs repetitions: uprun --runs N).
     #[arg(long, value_name = "PCT", value_parser = cli::limit_percent)]
     fail_if_worse: Option<f64>,
+    /// Compare the test NAME although its two sides ran different commands (another
+    /// unixperf test, other options or loop count): you say they are the same benchmark.
+    /// Repeatable or comma-separated, e.g. --same-test getpid. A wrapper before the same
+    /// benchmark (taskset, env, ...) needs none: it is warned about and compared.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    same_test: Vec<String>,
     /// Another run of the base, pooled with OUTDIR1 as further repetitions; repeatable,
     /// e.g. --baseline base2 --baseline base3.
     #[arg(long, value_name = "DIR", conflicts_with = "perf")]
@@ -112,6 +118,7 @@ impl Args {
         );
         compare.hide_noise = self.hide_noise;
         compare.all_counters = self.all_counters;
+        compare.same_tests = self.same_test;
         let inputs = if self.perf {
             Inputs::Recordings {
                 path1: outdir1,
@@ -204,6 +211,8 @@ mod tests {
         assert_eq!(a.fail_if_worse, Some(5.0));
         assert_eq!(a.baseline, vec![PathBuf::from("c"), PathBuf::from("d")]);
         assert!(Args::try_parse_from(["upcmp", "--perf", "a", "b", "r", "--baseline", "c"]).is_err());
+        let a = Args::parse_from(["upcmp", "a", "b", "r", "--same-test", "x,y", "--same-test", "z"]);
+        assert_eq!(a.same_test, ["x", "y", "z"]);
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--open"]);
         assert!(a.open && !a.no_html);
         assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--open", "--no-html"]).is_err());

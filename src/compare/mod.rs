@@ -43,6 +43,9 @@ pub struct CompareOptions {
     pub hide_noise: bool,
     /// List every counter of "System Activity", not only those whose change stands out.
     pub all_counters: bool,
+    /// Tests whose two sides the user declares the same benchmark (`--same-test NAME`),
+    /// compared although their commands differ.
+    pub same_tests: Vec<String>,
 }
 
 impl Default for CompareOptions {
@@ -59,6 +62,7 @@ impl CompareOptions {
             idle_override,
             hide_noise: false,
             all_counters: false,
+            same_tests: Vec::new(),
         }
     }
 }

@@ -164,10 +164,13 @@ pub fn fail_if_worse(r: &RunComparison, limit_pct: f64) -> FailVerdict {
             } => (bench, unlike, (*repetitions1, *repetitions2)),
         };
         if let Some(u) = unlike.iter().find(|u| u.no_speed_ratio) {
-            v.untested.push(format!(
-                "{}: the sides ran different benchmarks ({} '{}' vs '{}')",
-                t.name, u.item, u.run1, u.run2
-            ));
+            v.untested.push(match u.item.as_str() {
+                "command" => format!(
+                    "{0}: the sides ran different benchmarks ('{1}' vs '{2}'; --same-test {0} compares them)",
+                    t.name, u.run1, u.run2
+                ),
+                item => format!("{}: the sides differ in {item} ('{}' vs '{}')", t.name, u.run1, u.run2),
+            });
             continue;
         }
         if bench.is_empty() {

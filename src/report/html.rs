@@ -352,8 +352,11 @@ fn digest(cmp: &RunComparison) -> Markup {
                                 TestOutcome::OnlyIn { run, .. } => {
                                     td colspan="7" { "only in run " (run) ": nothing to compare" }
                                 }
-                                TestOutcome::Compared { bench, profile, .. } => {
-                                    (digest_bench(bench.first()))
+                                TestOutcome::Compared { bench, profile, unlike, .. } => {
+                                    @match unlike.iter().find(|u| u.no_speed_ratio) {
+                                        Some(u) => td colspan="3" { (super::activity::refused_what(u)) " differ: no ratio" },
+                                        None => (digest_bench(bench.first())),
+                                    }
                                     (digest_cpu(profile))
                                     td.num { (significant_listed(profile)) }
                                 }

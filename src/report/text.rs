@@ -43,7 +43,9 @@ pub(crate) fn bench_noise_line(rows: &[BenchRow]) -> Option<String> {
             r.description, d.observed, d.true_change_80
         ));
     }
-    (!rows.is_empty() && rows.iter().all(|r| r.noise.is_none())).then(|| {
+    // Rows of different benchmarks are not tested either, whatever their repetitions.
+    let single = |r: &BenchRow| r.noise.is_none() && r.run1_values.len() <= 1 && r.run2_values.len() <= 1;
+    (!rows.is_empty() && rows.iter().all(single)).then(|| {
         "Benchmark values: one run a side, so their run-to-run noise was not measured and no change is tested."
             .to_string()
     })
@@ -55,7 +57,9 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "(no benchmark results in either upout)");
     }
-    let repeated = rows.iter().any(|r| r.noise.is_some());
+    let repeated = rows
+        .iter()
+        .any(|r| r.noise.is_some() || r.run1_values.len() > 1 || r.run2_values.len() > 1);
     let mut t = Table::new();
     t.set_format(plain_format());
     let mut titles = vec![right("1")];
