@@ -238,3 +238,135 @@ fn issue_31_wrappers_are_compared_other_benchmarks_refused() {
     let (code, reason) = verdict(d, &["base", "worse", "r5", "--same-test", "forkwait"]);
     assert_eq!(code, Some(1), "{reason}");
 }
+
+const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
+const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
+const UPSRUN: &str = env!("CARGO_BIN_EXE_upsrun");
+
+// Regression test of issue 31: the hint of a test directory given to upcmp named
+// prfcmp paths that fail on repeated tests (the profile is under TEST/r1).
+#[test]
+fn issue_31_prfcmp_hint_works_with_repetitions() {
+    let tmp = verdict_runs(&["base", "better"]);
+    let d = tmp.path();
+    let o = run_in(d, UPCMP, &["base/forkwait", "better/forkwait", "r"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    let hint = "compare the two tests' profiles with prfcmp base/forkwait/r1 better/forkwait/r1";
+    assert!(err.contains(hint), "{err}");
+    let o = run_in(d, PRFCMP, &["base/forkwait/r1", "better/forkwait/r1"]);
+    assert!(o.status.success(), "the hint's command fails: {}", stderr(&o));
+}
+
+// Regression test of issue 31: a run compared with itself was not warned about.
+#[test]
+fn issue_31_same_run_twice_is_warned() {
+    let tmp = verdict_runs(&["base"]);
+    let o = run_in(tmp.path(), UPCMP, &["base", "./base/", "r"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = crate::util::stdout(&o);
+    assert!(
+        text.contains("WARNING: run 1 (base) and run 2 (./base/) are the same run: every change below is zero"),
+        "{text}"
+    );
+}
+
+// Regression test of issue 31: an existing file as RESULTS_DIR was said to have no
+// upcmp-results file; it is a file, and that is said.
+#[test]
+fn issue_31_results_dir_that_is_a_file_is_named() {
+    let tmp = verdict_runs(&["base", "better"]);
+    let d = tmp.path();
+    fs::write(d.join("notes.txt"), "mine\n").unwrap();
+    let o = run_in(d, UPCMP, &["base", "better", "notes.txt"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("notes.txt (RESULTS_DIR) is an existing file, not a directory"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(d.join("notes.txt")).unwrap(), "mine\n");
+}
+
+// Regression test of issue 31: `uprun rX auto` said only "reading rX: No such file".
+#[test]
+fn issue_31_swapped_uprun_arguments_name_the_order() {
+    let tmp = tempdir();
+    for tool in [UPRUN, UPSRUN] {
+        let o = run_in(tmp.path(), tool, &["rX", "auto"]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        let name = Path::new(tool).file_name().unwrap().to_str().unwrap();
+        assert!(err.contains("the arguments look swapped"), "{err}");
+        assert!(err.contains(&format!("{name} takes VMLINUX first")), "{err}");
+        assert!(err.trim_end().ends_with(&format!("{name} auto rX")), "{err}");
+        assert!(!tmp.path().join("auto").exists());
+    }
+}
+
+// Regression test of issue 31: a test_list NAME with a space was refused without
+// saying that spaces are not allowed.
+#[test]
+fn issue_31_test_list_name_with_a_space() {
+    let tmp = tempdir();
+    fs::write(tmp.path().join("tl"), "my test: true\n").unwrap();
+    let o = run_in(tmp.path(), UPRUN, &["auto", "out", "--test-list", "tl"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("tl:1"), "{err}");
+    assert!(err.contains("spaces are not allowed"), "{err}");
+    assert!(!tmp.path().join("out").exists());
+}
+
+// Regression test of issue 31: recordings of different lengths, and one with call
+// stacks against one without, were compared without a word.
+#[test]
+fn issue_31_perf_recordings_of_other_lengths_and_stacks() {
+    let tmp = tempdir();
+    let d = tmp.path();
+    let a = fs::read_to_string(testdata("import/a.perf-script")).unwrap();
+    fs::write(d.join("short"), &a).unwrap();
+    // The last sample 45 ms later: 5 ms against 50 ms.
+    fs::write(d.join("long"), a.replace("3223.460760", "3223.505000")).unwrap();
+    let o = run_in(d, UPCMP, &["--perf", "short", "long", "r1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = crate::util::stdout(&o);
+    assert!(
+        text.contains("WARNING: the recordings are 0.01 s and 0.05 s long"),
+        "{text}"
+    );
+    assert!(!text.contains("call stacks"), "{text}");
+
+    let o = run_in(
+        d,
+        UPCMP,
+        &[
+            "--perf",
+            testdata("import/g.perf-script").to_str().unwrap(),
+            "short",
+            "r2",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = crate::util::stdout(&o);
+    assert!(
+        text.contains("only recording 1 has call stacks (recording 2 was made without perf record -g): no differential flame graph"),
+        "{text}"
+    );
+}
+
+// Regression test of issue 31: upsrun's lines said `uprun:`.
+#[test]
+fn issue_31_upsrun_speaks_as_upsrun() {
+    if !crate::util::perf_usable(true) {
+        return;
+    }
+    let _lock = crate::util::perf_lock();
+    let tmp = tempdir();
+    fs::write(tmp.path().join("tl"), "t: true\n").unwrap();
+    let o = run_in(tmp.path(), UPSRUN, &["auto", "out", "--test-list", "tl"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = crate::util::stdout(&o) + &stderr(&o);
+    assert!(out.lines().any(|l| l.starts_with("upsrun: ")), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("uprun")), "{out}");
+}

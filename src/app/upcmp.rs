@@ -159,6 +159,11 @@ fn compare_recordings(
     super::give_back_freed_memory();
     // The flat comparison and the stacks' are independent: side by side, the flame
     // graph drawn as soon as the stacks are compared.
+    let one_sided = match (&side1, &side2) {
+        (Some(_), None) => Some((1, 2)),
+        (None, Some(_)) => Some((2, 1)),
+        _ => None,
+    };
     let (cmp, stacks) = rayon::join(
         || compare_imported(path1, &i1.profile, path2, &i2.profile, opts),
         || -> Result<_, UpcmpError> {
@@ -178,6 +183,13 @@ fn compare_recordings(
             Ok(Some((stacks, files)))
         },
     );
+    let mut cmp = cmp;
+    if let Some((with, without)) = one_sided {
+        cmp.warnings.push(format!(
+            "only recording {with} has call stacks (recording {without} was made without perf record -g): no \
+             differential flame graph and no caller/callee table; record both with -g to get them"
+        ));
+    }
     Ok((cmp, stacks?))
 }
 
@@ -283,6 +295,7 @@ fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
+    super::inputs::check_results_dir(&opts.results_dir).map_err(UpcmpError::Arguments)?;
     match &opts.inputs {
         Inputs::Runs { dir1, dir2, .. } => {
             super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?
@@ -336,6 +349,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             };
             let mut run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
+            cmp.warnings.extend(super::inputs::same_run(dir1, dir2));
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             cmp.warnings.extend(roots_note);
             if !opts.filter.is_empty() {
