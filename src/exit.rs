@@ -8,6 +8,10 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 /// Exit status of `upcmp --fail-if-worse` (and prfcmp's) when a value is worse beyond the
 /// limit and significant.
 pub const EXIT_WORSE: u8 = 1;
+/// Exit status of `--fail-if-worse` when nothing is worse but something could not be
+/// compared (a test on one side only, different benchmarks, a value with no test): what
+/// `git bisect run` takes for "cannot test this commit" (skip), never "good".
+pub const EXIT_CANNOT_TEST: u8 = 125;
 /// Exit status of a run stopped by SIGINT or SIGTERM.
 pub const EXIT_INTERRUPTED: u8 = 130;
 /// Exit status of the helpers (runmany, hackdiff, feat) on any error, as their originals.

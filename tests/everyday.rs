@@ -30,13 +30,19 @@ fn line_starting<'a>(text: &'a str, name: &str) -> &'a str {
 fn runs_of_other_options_are_warned_and_get_no_summary_ratio() {
     let tmp = tempdir();
     fixture_with_status(tmp.path(), |s| s.replace("-loop 200000", "-loop 2000"));
-    let out = run_in(tmp.path(), UPCMP, &["outdir1", "outdir2", "res"]);
+    // Another loop count is another benchmark: compared once declared the same test.
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &["outdir1", "outdir2", "res", "--same-test", "forkwait"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
         text.starts_with(
             "WARNING: forkwait: the runs differ in command: 'unixperf -forkwait -loop 200000 -repeat 2' vs \
-             'unixperf -forkwait -loop 2000 -repeat 2'; they did different amounts of work"
+             'unixperf -forkwait -loop 2000 -repeat 2'; declared the same test (--same-test): compared; they did \
+             different amounts of work"
         ),
         "{text}"
     );

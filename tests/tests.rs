@@ -21,3 +21,4 @@ mod upcmp;
 mod uprun;
 mod upsrun;
 mod util;
+mod verdicts;

@@ -97,6 +97,20 @@ pub fn parse_test_list(text: &str, file: &str) -> Result<Vec<TestLine>, ParseErr
                 command: command.trim().to_string(),
             }
         } else {
+            // "my test: cmd": a NAME of words before a ':' (no option among them).
+            if let Some((name, _)) = line.split_once(':') {
+                let words: Vec<&str> = name.split_whitespace().collect();
+                if words.len() > 1 && words.iter().all(|w| !w.starts_with('-') && w.chars().all(is_name_char)) {
+                    return Err(l.error(
+                        start,
+                        format!(
+                            "a NAME without spaces before ':' (it names the test's directory; spaces are not \
+                             allowed), e.g. '{}: ...'",
+                            words.join("_")
+                        ),
+                    ));
+                }
+            }
             if !first.chars().all(is_name_char) {
                 return Err(l.error(start, "a test name (letters, digits, '_', '-', '.') or 'NAME: command'"));
             }
@@ -175,6 +189,17 @@ mod tests {
         assert!(e.expected.contains("a command after 'x:'"), "{e}");
         let e = parse_test_list("..: ls\n", "tl").unwrap_err();
         assert_eq!(e.line, 1);
+    }
+
+    // Regression test of issue 31: a NAME with a space was refused without saying why.
+    #[test]
+    fn names_with_spaces_say_spaces_are_not_allowed() {
+        let e = parse_test_list("forkwait\nmy test: hackbench 4\n", "tl").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("spaces are not allowed"), "{e}");
+        assert!(e.expected.contains("e.g. 'my_test: ...'"), "{e}");
+        // An option's value with a colon is no name.
+        assert!(parse_test_list("forkwait -opt a:b\n", "tl").is_ok());
     }
 
     #[test]

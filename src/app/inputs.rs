@@ -61,10 +61,11 @@ pub fn check_upcmp_runs(dir1: &Path, dir2: &Path, results_dir: &Path) -> Result<
                 ))
             }
             Kind::Test => {
+                let (pa, pb) = (profile_path(dir1), profile_path(dir2));
                 return Err(format!(
                     "{p} ({which}) is the directory of one test, not a whole run; give the run's directory, or \
-                     compare the two tests' profiles with prfcmp {a} {b}"
-                ))
+                     compare the two tests' profiles with prfcmp {pa} {pb}"
+                ));
             }
             Kind::Missing => {
                 return Err(format!(
@@ -103,6 +104,40 @@ pub fn check_baselines(dir1: &Path, dir2: &Path, baselines: &[impl AsRef<Path>])
     Ok(())
 }
 
+/// What prfcmp reads of a test directory: the directory itself, or its first
+/// repetition (`getpid/r1`) when the test was repeated.
+fn profile_path(test: &Path) -> String {
+    if !test.join(PRFOUT_FILE).exists() && test.join("r1").join(PRFOUT_FILE).exists() {
+        shown(&test.join("r1"))
+    } else {
+        shown(test)
+    }
+}
+
+/// The warning of a comparison of a run with itself: every difference is zero.
+pub fn same_run(dir1: &Path, dir2: &Path) -> Option<String> {
+    let (a, b) = (std::fs::canonicalize(dir1).ok()?, std::fs::canonicalize(dir2).ok()?);
+    (a == b).then(|| {
+        format!(
+            "run 1 ({}) and run 2 ({}) are the same run: every change below is zero; give two runs",
+            shown(dir1),
+            shown(dir2)
+        )
+    })
+}
+
+/// RESULTS_DIR is a directory upcmp writes: an existing file there is a mistake to name.
+pub fn check_results_dir(results_dir: &Path) -> Result<(), String> {
+    match results_dir.symlink_metadata() {
+        Ok(m) if !m.is_dir() => Err(format!(
+            "{} (RESULTS_DIR) is an existing file, not a directory: upcmp writes a directory of results \
+             (results, results.html, results.csv, results.json); give the name of a new directory",
+            shown(results_dir)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// prfcmp compares two profiles: a whole run is not one, but each of its tests is.
 pub fn check_prfcmp_profile(path: &Path, other: &Path) -> Result<(), String> {
     if kind(path) != Kind::Run {
@@ -136,6 +171,17 @@ pub fn check_prfcmp_profile(path: &Path, other: &Path) -> Result<(), String> {
 /// uprun's first argument is the kernel image and its second the run's directory: a
 /// directory given as the first is most likely the two swapped.
 pub fn check_uprun_arguments(tool: &str, vmlinux: Option<&Path>, outdir: &Path) -> Result<(), String> {
+    // `uprun rX auto` with no rX yet: 'auto' is a VMLINUX, never an OUTDIR (a directory
+    // given as VMLINUX is said below).
+    if let Some(v) = vmlinux.filter(|v| outdir.as_os_str() == "auto" && !v.exists()) {
+        return Err(format!(
+            "the arguments look swapped: {tool} takes VMLINUX first (the running kernel's ELF image, or 'auto') \
+             and OUTDIR second (the directory the run is written to); 'auto' was given as OUTDIR and {} as \
+             VMLINUX: {tool} auto {}",
+            shown(v),
+            shown(v)
+        ));
+    }
     let Some(v) = vmlinux.filter(|v| v.is_dir()) else {
         return Ok(());
     };
@@ -166,6 +212,11 @@ mod tests {
             "{e}"
         );
         assert!(check_uprun_arguments("uprun", None, d.path()).is_ok());
+        let e = check_uprun_arguments("upsrun", Some(&d.path().join("rX")), Path::new("auto")).unwrap_err();
+        assert!(
+            e.starts_with("the arguments look swapped: upsrun takes VMLINUX first"),
+            "{e}"
+        );
     }
 
     #[test]

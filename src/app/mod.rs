@@ -74,3 +74,13 @@ pub(crate) fn run_symbols(run: &Path) -> Result<KernelSymbols, String> {
 }
 
 pub(crate) use crate::model::give_back_freed_memory;
+
+/// The exit status of a `--fail-if-worse` verdict: 0 not worse, 1 worse, 125 cannot test.
+pub fn verdict_status(v: &crate::compare::verdict::FailVerdict) -> u8 {
+    use crate::compare::verdict::Outcome;
+    match v.outcome() {
+        Outcome::NotWorse => 0,
+        Outcome::Worse => crate::exit::EXIT_WORSE,
+        Outcome::CannotTest => crate::exit::EXIT_CANNOT_TEST,
+    }
+}

@@ -165,6 +165,11 @@ fn compare_recordings(
     super::give_back_freed_memory();
     // The flat comparison and the stacks' are independent: side by side, the flame
     // graph drawn as soon as the stacks are compared.
+    let one_sided = match (&side1, &side2) {
+        (Some(_), None) => Some((1, 2)),
+        (None, Some(_)) => Some((2, 1)),
+        _ => None,
+    };
     let (cmp, stacks) = rayon::join(
         || compare_imported(path1, &i1.profile, path2, &i2.profile, opts),
         || -> Result<_, UpcmpError> {
@@ -184,6 +189,13 @@ fn compare_recordings(
             Ok(Some((stacks, files)))
         },
     );
+    let mut cmp = cmp;
+    if let Some((with, without)) = one_sided {
+        cmp.warnings.push(format!(
+            "only recording {with} has call stacks (recording {without} was made without perf record -g): no \
+             differential flame graph and no caller/callee table; record both with -g to get them"
+        ));
+    }
     Ok((cmp, stacks?))
 }
 
@@ -295,6 +307,7 @@ fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
 pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
+    super::inputs::check_results_dir(&opts.results_dir).map_err(UpcmpError::Arguments)?;
     match &opts.inputs {
         Inputs::Runs { dir1, dir2, baselines } => {
             super::inputs::check_upcmp_runs(dir1, dir2, &opts.results_dir).map_err(UpcmpError::Arguments)?;
@@ -353,6 +366,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             };
             let mut run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
+            cmp.warnings.extend(super::inputs::same_run(dir1, dir2));
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             cmp.warnings.extend(roots_note);
             if !opts.filter.is_empty() {
@@ -421,4 +435,89 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         moved,
         results_dir: results_dir.to_path_buf(),
     })
+}
+
+/// What upcmp does after writing RESULTS_DIR.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct AfterOptions {
+    /// `results.html` was written (it is named among the files).
+    pub html: bool,
+    /// Open `results.html` in the desktop's browser.
+    pub open: bool,
+    /// `--fail-if-worse PCT`: the verdict for scripts.
+    pub fail_if_worse: Option<f64>,
+}
+
+impl AfterOptions {
+    /// What to say and do after writing.
+    pub fn new(html: bool, open: bool, fail_if_worse: Option<f64>) -> Self {
+        AfterOptions {
+            html,
+            open,
+            fail_if_worse,
+        }
+    }
+}
+
+/// Says on standard error what was moved aside and where the results are, opens the page
+/// when asked, and gives the verdict of `--fail-if-worse` last (the line a script's log
+/// ends with). Returns the exit status.
+pub fn after_writing(out: &UpcmpOutput, opts: &AfterOptions) -> u8 {
+    for m in &out.moved {
+        eprintln!(
+            "upcmp: kept the earlier results: moved {} to {}",
+            m.from.display(),
+            m.to.display()
+        );
+    }
+    let d = out.results_dir.display();
+    let parquet = if cfg!(feature = "parquet") {
+        ", results.parquet"
+    } else {
+        ""
+    };
+    let page = if opts.html {
+        format!(", {d}/results.html")
+    } else {
+        String::new()
+    };
+    eprintln!("upcmp: results written to {d}/results{page}, {d}/results.csv{parquet} and {d}/results.json");
+    if opts.open {
+        open_page(&out.results_dir.join("results.html"));
+    }
+    match opts.fail_if_worse {
+        Some(limit) => {
+            let v = crate::compare::verdict::fail_if_worse(&out.comparison, limit);
+            eprintln!("upcmp: {}", v.reason());
+            super::verdict_status(&v)
+        }
+        None => 0,
+    }
+}
+
+/// Opens `page` in the desktop's browser when there is a display; otherwise says where
+/// it is. The results are written either way, so this never fails the command.
+fn open_page(page: &Path) {
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if !display {
+        eprintln!(
+            "upcmp: no display (DISPLAY and WAYLAND_DISPLAY unset): open {} in a browser",
+            page.display()
+        );
+        return;
+    }
+    let null = std::process::Stdio::null;
+    match std::process::Command::new("xdg-open")
+        .arg(page)
+        .stdin(null())
+        .stdout(null())
+        .stderr(null())
+        .spawn()
+    {
+        Ok(_) => eprintln!("upcmp: opening {} with xdg-open", page.display()),
+        Err(e) => eprintln!("upcmp: cannot run xdg-open ({e}): open {} in a browser", page.display()),
+    }
 }

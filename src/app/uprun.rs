@@ -263,7 +263,7 @@ fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunEr
             what: "the number of repetitions",
         });
     }
-    let claim = claim_dir(&opts.outdir, "uprun", opts.allow_shared_parent)?;
+    let claim = claim_dir(&opts.outdir, tool, opts.allow_shared_parent)?;
     check_not_foreign(&claim.path, opts.allow_foreign_run)?;
     let list = TestList::load(opts.test_list.as_deref())?;
     let unixperf = opts.unixperf.clone().or_else(find_unixperf);
@@ -368,6 +368,53 @@ fn describe_run(opts: &UprunOptions, p: &mut Prepared) -> Result<(), UprunError>
 /// Runs the whole list. Everything that can be checked is checked before the output
 /// directory is touched: the list, the kernel image, the permission to sample.
 pub fn uprun(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, UprunError> {
+    if !opts.stacks {
+        return run_in_voice(opts, out);
+    }
+    let mut voiced = Voiced { out, line: Vec::new() };
+    let r = run_in_voice(opts, &mut voiced);
+    let _ = voiced.flush();
+    r
+}
+
+/// upsrun's output: the lines that the run (and the collector under it) begin with
+/// `uprun: ` begin with `upsrun: `, so that each line names the command the user ran.
+struct Voiced<'a> {
+    out: &'a mut dyn Write,
+    /// The line begun and not yet ended.
+    line: Vec<u8>,
+}
+
+impl Voiced<'_> {
+    fn emit(&mut self, line: &[u8]) -> std::io::Result<()> {
+        match line.strip_prefix(b"uprun: ") {
+            Some(rest) => {
+                self.out.write_all(b"upsrun: ")?;
+                self.out.write_all(rest)
+            }
+            None => self.out.write_all(line),
+        }
+    }
+}
+
+impl Write for Voiced<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        while let Some(end) = self.line.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.line.drain(..=end).collect();
+            self.emit(&line)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let rest = std::mem::take(&mut self.line);
+        self.emit(&rest)?;
+        self.out.flush()
+    }
+}
+
+fn run_in_voice(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, UprunError> {
     // The look at the machine before the first test begins now: its wait (it measures
     // what else runs) passes while uprun prepares, which it does not count.
     let machine_check = CheckWindow::begin();

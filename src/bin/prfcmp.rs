@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use upcmp::app::prfcmp::prfcmp_filtered;
 use upcmp::compare::verdict::fail_if_worse_profile;
 use upcmp::compare::CompareOptions;
-use upcmp::exit::{run, EXIT_BAD_INPUT, EXIT_WORSE};
+use upcmp::exit::{run, EXIT_BAD_INPUT};
 use upcmp::model::IdleSet;
 use upcmp::report::format::{render_profile, OutputFormat};
 
@@ -56,8 +56,9 @@ struct Args {
     keep_clones: bool,
     /// Exit with status 1 when profile 2's total CPU time is higher than profile 1's by
     /// more than PCT percent and beyond the noise (with one profile a side, the sampling
-    /// error: run-to-run noise is not measured); 0 otherwise, 2 on bad input. The reason is
-    /// the last line on standard error, e.g. --fail-if-worse 5.
+    /// error: run-to-run noise is not measured); 125 when the CPU time could not be tested
+    /// (for git bisect run: cannot test); 0 otherwise, 2 on bad input. The reason is the
+    /// last line on standard error, e.g. --fail-if-worse 5.
     #[arg(long, value_name = "PCT", value_parser = cli::limit_percent)]
     fail_if_worse: Option<f64>,
     /// Output format on standard output, e.g. --format markdown for a pull request.
@@ -110,9 +111,7 @@ fn main() -> ExitCode {
         if let Some(limit) = a.fail_if_worse {
             let v = fail_if_worse_profile(&c.profile1.test, &c.comparison, limit);
             eprintln!("prfcmp: {}", v.reason());
-            if v.failed() {
-                return Ok(ExitCode::from(EXIT_WORSE));
-            }
+            return Ok(ExitCode::from(upcmp::app::verdict_status(&v)));
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -9,10 +9,9 @@ use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::app::upcmp::{upcmp, Inputs, UpcmpOptions};
-use upcmp::compare::verdict::fail_if_worse;
+use upcmp::app::upcmp::{after_writing, upcmp, AfterOptions, Inputs, UpcmpOptions, UpcmpOutput};
 use upcmp::compare::CompareOptions;
-use upcmp::exit::{run, EXIT_BAD_INPUT, EXIT_WORSE};
+use upcmp::exit::{run, EXIT_BAD_INPUT};
 use upcmp::model::IdleSet;
 use upcmp::report::format::{render_runs, OutputFormat};
 
@@ -62,11 +61,19 @@ struct Args {
     #[arg(long)]
     all_counters: bool,
     /// Exit with status 1 when a benchmark value of run 2 is worse than run 1's by more
-    /// than PCT percent (a rate lower, a time higher) and the change is significant; 0
+    /// than PCT percent (a rate lower, a time higher) and the change is significant; 125
+    /// when none is but something could not be compared (a test on one side only,
+    /// different benchmarks, a value with no test: git bisect run's "cannot test"); 0
     /// otherwise, 2 on bad input. The reason is the last line on standard error, e.g.
     /// --fail-if-worse 5 (needs repetitions: uprun --runs N).
     #[arg(long, value_name = "PCT", value_parser = cli::limit_percent)]
     fail_if_worse: Option<f64>,
+    /// Compare the test NAME although its two sides ran different commands (another
+    /// unixperf test, other options or loop count): you say they are the same benchmark.
+    /// Repeatable or comma-separated, e.g. --same-test getpid. A wrapper before the same
+    /// benchmark (taskset, env, ...) needs none: it is warned about and compared.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    same_test: Vec<String>,
     /// Another run of the base, pooled with OUTDIR1 as further repetitions; repeatable,
     /// e.g. --baseline base2 --baseline base3.
     #[arg(long, value_name = "DIR", conflicts_with = "perf")]
@@ -108,113 +115,76 @@ struct Args {
     generate: Option<generate::GenerateArg>,
 }
 
-fn main() -> ExitCode {
-    run("upcmp", EXIT_BAD_INPUT, || {
-        let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
-            return Ok(ExitCode::SUCCESS);
-        };
-        let (Some(outdir1), Some(outdir2), Some(results_dir)) = (a.outdir1, a.outdir2, a.results_dir) else {
+impl Args {
+    /// The library's options: what to compare, and what to do after writing.
+    fn options(self) -> anyhow::Result<(UpcmpOptions, AfterOptions)> {
+        let (Some(outdir1), Some(outdir2), Some(results_dir)) = (self.outdir1, self.outdir2, self.results_dir) else {
             unreachable!("clap requires the three paths without --generate");
         };
         let mut compare = CompareOptions::new(
-            cli::resolve_cutoff(a.cutoff_pct, a.cutoff_opt)?,
-            a.idle_symbols.as_deref().map(IdleSet::parse_list),
+            cli::resolve_cutoff(self.cutoff_pct, self.cutoff_opt)?,
+            self.idle_symbols.as_deref().map(IdleSet::parse_list),
         );
-        compare.hide_noise = a.hide_noise;
-        compare.keep_clones = a.keep_clones;
-        compare.all_counters = a.all_counters;
-        let inputs = if a.perf {
+        compare.hide_noise = self.hide_noise;
+        compare.keep_clones = self.keep_clones;
+        compare.all_counters = self.all_counters;
+        compare.same_tests = self.same_test;
+        let inputs = if self.perf {
             Inputs::Recordings {
                 path1: outdir1,
                 path2: outdir2,
-                import: a.import.options(),
+                import: self.import.options(),
             }
         } else {
             Inputs::Runs {
                 dir1: outdir1,
                 dir2: outdir2,
-                baselines: a.baseline,
+                baselines: self.baseline,
             }
         };
-        let out = upcmp(&UpcmpOptions {
+        let opts = UpcmpOptions {
             inputs,
             results_dir,
             compare,
-            allow_shared_parent: a.allow_world_writable_parent,
-            allow_foreign_run: a.allow_foreign_run,
-            html: !a.no_html,
-            filter: a.filter.filter(),
-        })
-        .map_err(|e| cli::with_import_hint(e.into()))?;
-        if !a.quiet {
-            let mut text = Vec::new();
-            match OutputFormat::from(a.format) {
-                OutputFormat::Text if cli::color_enabled() => {
-                    text = cli::colorize_text(&String::from_utf8_lossy(&out.report)).into_bytes()
-                }
-                OutputFormat::Text => text = out.report,
-                f => render_runs(f, &out.comparison, &mut text)?,
-            }
-            std::io::stdout().write_all(&text)?;
-        }
-        for m in &out.moved {
-            eprintln!(
-                "upcmp: kept the earlier results: moved {} to {}",
-                m.from.display(),
-                m.to.display()
-            );
-        }
-        let d = out.results_dir.display();
-        let parquet = if cfg!(feature = "parquet") {
-            ", results.parquet"
-        } else {
-            ""
+            allow_shared_parent: self.allow_world_writable_parent,
+            allow_foreign_run: self.allow_foreign_run,
+            html: !self.no_html,
+            filter: self.filter.filter(),
         };
-        let page = if a.no_html {
-            String::new()
-        } else {
-            format!(", {d}/results.html")
-        };
-        eprintln!("upcmp: results written to {d}/results{page}, {d}/results.csv{parquet} and {d}/results.json");
-        if a.open {
-            open_page(&out.results_dir.join("results.html"));
-        }
-        // The verdict for scripts comes last.
-        if let Some(limit) = a.fail_if_worse {
-            let v = fail_if_worse(&out.comparison, limit);
-            eprintln!("upcmp: {}", v.reason());
-            if v.failed() {
-                return Ok(ExitCode::from(EXIT_WORSE));
-            }
-        }
-        Ok(ExitCode::SUCCESS)
-    })
+        Ok((opts, AfterOptions::new(!self.no_html, self.open, self.fail_if_worse)))
+    }
 }
 
-/// Opens `page` in the desktop's browser when there is a display; otherwise says where
-/// it is. The results are written either way, so this never fails the command.
-fn open_page(page: &std::path::Path) {
-    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-    if !display {
-        eprintln!(
-            "upcmp: no display (DISPLAY and WAYLAND_DISPLAY unset): open {} in a browser",
-            page.display()
-        );
-        return;
-    }
-    let null = std::process::Stdio::null;
-    match std::process::Command::new("xdg-open")
-        .arg(page)
-        .stdin(null())
-        .stdout(null())
-        .stderr(null())
-        .spawn()
-    {
-        Ok(_) => eprintln!("upcmp: opening {} with xdg-open", page.display()),
-        Err(e) => eprintln!("upcmp: cannot run xdg-open ({e}): open {} in a browser", page.display()),
-    }
+/// The report on standard output, in the format asked for.
+fn print_report(out: &UpcmpOutput, format: cli::FormatArg) -> anyhow::Result<()> {
+    let text = match OutputFormat::from(format) {
+        OutputFormat::Text if cli::color_enabled() => {
+            cli::colorize_text(&String::from_utf8_lossy(&out.report)).into_bytes()
+        }
+        OutputFormat::Text => out.report.clone(),
+        f => {
+            let mut text = Vec::new();
+            render_runs(f, &out.comparison, &mut text)?;
+            text
+        }
+    };
+    std::io::stdout().write_all(&text)?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    run("upcmp", EXIT_BAD_INPUT, || {
+        let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        let (quiet, format) = (a.quiet, a.format);
+        let (opts, after) = a.options()?;
+        let out = upcmp(&opts).map_err(|e| cli::with_import_hint(e.into()))?;
+        if !quiet {
+            print_report(&out, format)?;
+        }
+        Ok(ExitCode::from(after_writing(&out, &after)))
+    })
 }
 
 #[cfg(test)]
@@ -252,6 +222,8 @@ mod tests {
         assert_eq!(a.fail_if_worse, Some(5.0));
         assert_eq!(a.baseline, vec![PathBuf::from("c"), PathBuf::from("d")]);
         assert!(Args::try_parse_from(["upcmp", "--perf", "a", "b", "r", "--baseline", "c"]).is_err());
+        let a = Args::parse_from(["upcmp", "a", "b", "r", "--same-test", "x,y", "--same-test", "z"]);
+        assert_eq!(a.same_test, ["x", "y", "z"]);
         let a = Args::parse_from(["upcmp", "a", "b", "r", "--open"]);
         assert!(a.open && !a.no_html);
         assert!(Args::try_parse_from(["upcmp", "a", "b", "r", "--open", "--no-html"]).is_err());

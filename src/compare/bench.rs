@@ -30,7 +30,7 @@ pub struct BenchRow {
     /// The same for run 2.
     pub run2_sd_pct: Option<f64>,
     /// The test of the change on the repetitions (Welch's t-test, or one run against
-    /// k), adjusted with the report's benchmark values and CPU totals; None with one run
+    /// k), adjusted with the report's benchmark values (Holm); None with one run
     /// a side (run-to-run noise not measured: nothing to test).
     pub noise: Option<Significance>,
 }

@@ -16,6 +16,19 @@ pub fn test_name(p1: &Profile, p2: &Profile) -> String {
     }
 }
 
+/// A warning when the recordings' lengths differ by more than 10%: their times are
+/// totals over different lengths (2 s against 10 s reads as five times the CPU time).
+pub fn lengths_differ(wall1: f64, wall2: f64) -> Option<String> {
+    let (short, long) = (wall1.min(wall2), wall1.max(wall2));
+    (short > 0.0 && long > 1.1 * short).then(|| {
+        format!(
+            "the recordings are {wall1:.2} s and {wall2:.2} s long: their times (Elapsed, CPU, Idle, each \
+             function's) are totals over different lengths; record both for the same time (perf record -a -- sleep \
+             N), or read the shares (%)"
+        )
+    })
+}
+
 /// Compares `p1` (read from `path1`) with `p2` (from `path2`). A recording has no
 /// benchmark result: section 1 is empty (its wall time is the summary's Elapsed time,
 /// not the speed of a benchmark).
@@ -41,6 +54,9 @@ pub fn compare_imported(
             p1.cpus.len(),
             p2.cpus.len()
         ));
+    }
+    if let Some(w) = lengths_differ(p1.wall_sec, p2.wall_sec) {
+        warnings.push(w);
     }
     warnings.extend(profile.warnings.iter().cloned());
     let mut notes: Vec<String> = p1.warnings.iter().map(|w| format!("run 1: {w}")).collect();

@@ -47,6 +47,9 @@ pub struct CompareOptions {
     /// One row per symbol: a function's compiler clones (`.isra.0`, `.constprop.1`, ...)
     /// are not folded into its base name (`model::naming`).
     pub keep_clones: bool,
+    /// Tests whose two sides the user declares the same benchmark (`--same-test NAME`),
+    /// compared although their commands differ.
+    pub same_tests: Vec<String>,
 }
 
 impl Default for CompareOptions {
@@ -64,6 +67,7 @@ impl CompareOptions {
             hide_noise: false,
             all_counters: false,
             keep_clones: false,
+            same_tests: Vec::new(),
         }
     }
 }
@@ -252,8 +256,11 @@ pub struct Families {
     /// Tested function rows above the cutoff (Benjamini–Hochberg; their shares are a
     /// second family of the same rows).
     pub functions: usize,
-    /// Tested benchmark values and CPU totals (Holm).
+    /// Tested CPU totals (Holm).
     pub headline: usize,
+    /// Tested benchmark values (Holm): a family of their own, so that what changes a
+    /// profile (a filter such as `--comm`) never changes a benchmark's verdict.
+    pub benchmarks: usize,
 }
 
 /// The comparison of two profiles.
@@ -272,8 +279,7 @@ pub struct ProfileComparison {
     pub cutoff_pct: f64,
     /// Every non-idle function of either run, sorted by delta (largest first).
     pub rows: Vec<FunctionDelta>,
-    /// The test of the total CPU time, adjusted with the report's benchmark values and
-    /// CPU totals.
+    /// The test of the total CPU time, adjusted with the report's CPU totals.
     pub cpu_noise: Significance,
     /// The families the rows were adjusted in.
     pub families: Families,
@@ -923,7 +929,8 @@ fn clone_times(
 ///
 /// - every function row above the cutoff, over all tests: Benjamini–Hochberg (their
 ///   times, and separately their shares);
-/// - benchmark values and total CPU times: Holm.
+/// - benchmark values: Holm;
+/// - total CPU times: Holm, a family of their own.
 ///
 /// Rows that were not tested are in no family; `hide_noise` applies after the
 /// adjustment.
@@ -931,8 +938,9 @@ pub fn adjust_report(tests: &mut [(&mut [BenchRow], &mut ProfileComparison)], op
     let mut times: Vec<&mut Significance> = Vec::new();
     let mut shares: Vec<&mut Significance> = Vec::new();
     let mut headline: Vec<&mut Significance> = Vec::new();
+    let mut benchmarks: Vec<&mut Significance> = Vec::new();
     for (bench, profile) in tests.iter_mut() {
-        headline.extend(bench.iter_mut().filter_map(|b| b.noise.as_mut()));
+        benchmarks.extend(bench.iter_mut().filter_map(|b| b.noise.as_mut()));
         headline.push(&mut profile.cpu_noise);
         for r in profile.rows.iter_mut().filter(|r| r.above_cutoff) {
             times.push(&mut r.noise);
@@ -942,6 +950,7 @@ pub fn adjust_report(tests: &mut [(&mut [BenchRow], &mut ProfileComparison)], op
     let families = Families {
         functions: stats::adjust_family(Correction::BenjaminiHochberg, &mut times),
         headline: stats::adjust_family(Correction::Holm, &mut headline),
+        benchmarks: stats::adjust_family(Correction::Holm, &mut benchmarks),
     };
     stats::adjust_family(Correction::BenjaminiHochberg, &mut shares);
     for (_, profile) in tests.iter_mut() {

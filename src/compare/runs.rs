@@ -202,7 +202,7 @@ fn side(run: u8, t: &StoredTest) -> Side<'_> {
 }
 
 /// A side's command with the values of unixperf's `-loop` and `-repeat` left out: two
-/// commands that differ only there run the same operation, whose rates stay comparable.
+/// commands that differ only there run the same operation.
 fn operation_of(command: &str) -> Vec<&str> {
     let mut words = Vec::new();
     let mut it = command.split_whitespace();
@@ -215,11 +215,60 @@ fn operation_of(command: &str) -> Vec<&str> {
     words
 }
 
-/// How the sides of a test were not run alike (docs/upcmp.md, "Like with like"). What
-/// the command and the copies change is the work measured: the Profiling Summary's R2/R1
-/// is then refused, and so are the benchmark's speed ratios unless only unixperf's
-/// `-loop`/`-repeat` differ. Events are warned about by the comparison of the profiles.
-pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
+/// A command split into the wrapper that runs the benchmark (`taskset -c 1`, `env X=1`,
+/// a seccomp setter; empty when none) and the benchmark's own command.
+#[derive(Debug, PartialEq, Eq)]
+struct Wrapped<'a> {
+    wrapper: Vec<&'a str>,
+    benchmark: Vec<&'a str>,
+}
+
+fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Splits two commands of one test into wrapper and benchmark: at the unixperf program
+/// when both run it (its directory left out), else at the longest common tail of words
+/// when it begins with a program (not an option or a number) and is the whole of one
+/// command or a path; else each command is all benchmark.
+fn split_wrappers<'a>(c1: &'a str, c2: &'a str) -> (Wrapped<'a>, Wrapped<'a>) {
+    let words = |c: &'a str| c.split_whitespace().collect::<Vec<_>>();
+    let (w1, w2) = (words(c1), words(c2));
+    let at_unixperf = |w: &[&str]| w.iter().position(|x| basename(x) == "unixperf");
+    let split = |w: &[&'a str], at: usize| {
+        let mut benchmark = w[at..].to_vec();
+        if let Some(first) = benchmark.first_mut() {
+            if basename(first) == "unixperf" {
+                *first = "unixperf";
+            }
+        }
+        Wrapped {
+            wrapper: w[..at].to_vec(),
+            benchmark,
+        }
+    };
+    if let (Some(a), Some(b)) = (at_unixperf(&w1), at_unixperf(&w2)) {
+        return (split(&w1, a), split(&w2, b));
+    }
+    let common = w1.iter().rev().zip(w2.iter().rev()).take_while(|(a, b)| a == b).count();
+    let program = |w: &str| !w.starts_with('-') && w.parse::<f64>().is_err();
+    let whole = common == w1.len() || common == w2.len();
+    let head = (common > 0).then(|| w1[w1.len() - common]);
+    if head.is_some_and(|h| program(h) && (whole || h.contains('/'))) {
+        (split(&w1, w1.len() - common), split(&w2, w2.len() - common))
+    } else {
+        (split(&w1, 0), split(&w2, 0))
+    }
+}
+
+/// How the sides of a test were not run alike (docs/upcmp.md, "Like with like"). A
+/// changed benchmark (another test, other options, another loop count) is refused: no
+/// speed ratio, no R2/R1 and no verdict, unless `same_test` (`--same-test NAME`) says
+/// the sides are the same test. A changed way of running the same benchmark (a wrapper
+/// before its command: taskset, numactl, chrt, env, a seccomp setter) is warned and
+/// compared. Copies are refused. Events are warned about by the comparison of the
+/// profiles.
+pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest, same_test: bool) -> Vec<Unlike> {
     let (r1, r2) = (&t1.repetitions[0], &t2.repetitions[0]);
     let command = |r: &StoredRepetition| {
         r.status
@@ -229,23 +278,7 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
     };
     let mut out = Vec::new();
     if let (Some(c1), Some(c2)) = (command(r1), command(r2)) {
-        if c1 != c2 {
-            let same_operation = operation_of(&c1) == operation_of(&c2);
-            let effect = if same_operation {
-                "they did different amounts of work: the Profiling Summary's R2/R1 is not given \
-                 (the benchmark's rates stay comparable)"
-            } else {
-                "they ran different benchmarks: no speed ratio and no R2/R1 is given"
-            };
-            out.push(Unlike {
-                item: "command".into(),
-                run1: c1,
-                run2: c2,
-                effect: effect.into(),
-                no_summary_ratio: true,
-                no_speed_ratio: !same_operation,
-            });
-        }
+        out.extend(unlike_commands(&c1, &c2, same_test));
     }
     let copies = |r: &StoredRepetition| r.status.as_ref().map(|s| s.copies);
     if let (Some(k1), Some(k2)) = (copies(r1), copies(r2)) {
@@ -297,6 +330,54 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest) -> Vec<Unlike> {
     out
 }
 
+/// What differs between the commands `c1` and `c2` of a test's sides: their wrappers
+/// (warned), their benchmarks (refused unless `same_test`), or both.
+fn unlike_commands(c1: &str, c2: &str, same_test: bool) -> Vec<Unlike> {
+    let (w1, w2) = split_wrappers(c1, c2);
+    let mut out = Vec::new();
+    let shown = |w: &[&str]| match w.is_empty() {
+        true => "none".to_string(),
+        false => w.join(" "),
+    };
+    if w1.wrapper != w2.wrapper {
+        out.push(Unlike {
+            item: "wrapper".into(),
+            run1: shown(&w1.wrapper),
+            run2: shown(&w2.wrapper),
+            effect: "the same benchmark run another way: compared, and what changed may be the wrapper's doing".into(),
+            no_summary_ratio: false,
+            no_speed_ratio: false,
+        });
+    }
+    if w1.benchmark == w2.benchmark {
+        return out;
+    }
+    let (b1, b2) = (w1.benchmark.join(" "), w2.benchmark.join(" "));
+    let same_work = operation_of(&b1) == operation_of(&b2);
+    let (effect, refused) = match (same_test, same_work) {
+        (false, _) => (
+            "they ran different benchmarks: no speed ratio, no R2/R1 and no verdict (--same-test NAME compares \
+             them as one test)",
+            true,
+        ),
+        (true, true) => (
+            "declared the same test (--same-test): compared; they did different amounts of work, so the \
+             Profiling Summary's R2/R1 is not given",
+            false,
+        ),
+        (true, false) => ("declared the same test (--same-test): compared", false),
+    };
+    out.push(Unlike {
+        item: "command".into(),
+        run1: b1,
+        run2: b2,
+        effect: effect.into(),
+        no_summary_ratio: refused || same_work,
+        no_speed_ratio: refused,
+    });
+    out
+}
+
 /// Compares the test `name`, present (with a profile) in both runs. The profiles'
 /// function lists move into the comparison.
 fn compare_test(t1: &mut StoredTest, t2: &mut StoredTest, opts: &CompareOptions) -> Result<TestOutcome, CompareError> {
@@ -315,13 +396,16 @@ fn compare_test(t1: &mut StoredTest, t2: &mut StoredTest, opts: &CompareOptions)
     if c1 != c2 {
         notes.push(format!("the runs sampled {c1} and {c2} CPUs"));
     }
-    let unlike = unlike_sides(t1, t2);
+    let same_test = opts.same_tests.iter().any(|n| *n == t1.name);
+    let unlike = unlike_sides(t1, t2, same_test);
     let no_summary_ratio = unlike.iter().any(|u| u.no_summary_ratio);
     let no_speed_ratio = unlike.iter().any(|u| u.no_speed_ratio);
     let mut bench = compare_bench(&s1.bench, &s2.bench);
     if no_speed_ratio {
+        // Different benchmarks: their values are shown, neither compared nor tested.
         for b in &mut bench {
             b.speed_ratio = None;
+            b.noise = None;
         }
     }
     fn repetitions<'a>(profiles: &[&'a Profile], f: Vec<Vec<FunctionSamples>>) -> Vec<Repetition<'a>> {
@@ -620,7 +704,63 @@ impl RunComparison {
 
 #[cfg(test)]
 mod tests {
-    use super::operation_of;
+    use super::{operation_of, split_wrappers, unlike_commands};
+
+    fn split<'a>(c1: &'a str, c2: &'a str) -> [(String, String); 2] {
+        let (a, b) = split_wrappers(c1, c2);
+        [
+            (a.wrapper.join(" "), a.benchmark.join(" ")),
+            (b.wrapper.join(" "), b.benchmark.join(" ")),
+        ]
+    }
+
+    // A wrapper is what comes before the benchmark common to both sides.
+    #[test]
+    fn wrappers_are_told_from_benchmarks() {
+        let s = |w: &str, b: &str| (w.to_string(), b.to_string());
+        assert_eq!(
+            split("unixperf -getpid", "./seccomp-wrap /opt/bin/unixperf -getpid"),
+            [s("", "unixperf -getpid"), s("./seccomp-wrap", "unixperf -getpid")]
+        );
+        assert_eq!(
+            split("env A=1 unixperf -getpid", "taskset -c 1 unixperf -getpid -loop 5"),
+            [
+                s("env A=1", "unixperf -getpid"),
+                s("taskset -c 1", "unixperf -getpid -loop 5")
+            ]
+        );
+        assert_eq!(
+            split("./bench -n 5", "numactl -N 0 ./bench -n 5"),
+            [s("", "./bench -n 5"), s("numactl -N 0", "./bench -n 5")]
+        );
+        assert_eq!(
+            split("chrt -f 1 ./bench 5", "nice ./bench 5"),
+            [s("chrt -f 1", "./bench 5"), s("nice", "./bench 5")]
+        );
+        // A common tail that is an argument is no benchmark.
+        assert_eq!(split("./a 5", "./b 5"), [s("", "./a 5"), s("", "./b 5")]);
+        assert_eq!(
+            split("hackbench 4", "hackbench 8"),
+            [s("", "hackbench 4"), s("", "hackbench 8")]
+        );
+    }
+
+    // A changed wrapper is compared, a changed benchmark refused unless declared the same.
+    #[test]
+    fn changed_benchmarks_are_refused_unless_declared_the_same() {
+        let u = unlike_commands("unixperf -getpid", "env X=1 unixperf -getpid", false);
+        assert_eq!(u.len(), 1);
+        assert_eq!((u[0].item.as_str(), u[0].run1.as_str()), ("wrapper", "none"));
+        assert!(!u[0].no_speed_ratio && !u[0].no_summary_ratio);
+        let u = unlike_commands("unixperf -getpid -loop 5", "unixperf -getpid -loop 9", false);
+        assert_eq!(u.len(), 1);
+        assert!(u[0].no_speed_ratio && u[0].no_summary_ratio, "{u:?}");
+        let u = unlike_commands("unixperf -getpid -loop 5", "unixperf -getpid -loop 9", true);
+        assert!(!u[0].no_speed_ratio && u[0].no_summary_ratio, "{u:?}");
+        let u = unlike_commands("unixperf -getpid", "unixperf -getppid", true);
+        assert!(!u[0].no_speed_ratio && !u[0].no_summary_ratio, "{u:?}");
+        assert!(unlike_commands("/a/unixperf -getpid", "/b/unixperf -getpid", false).is_empty());
+    }
 
     // Only unixperf's -loop and -repeat values leave the operation the same.
     #[test]

@@ -31,12 +31,39 @@ pub struct FailVerdict {
     pub tested: usize,
     /// Values worse by more than the limit whose change is not significant.
     pub within_noise: usize,
+    /// What could not be compared, each with why (a test on one side only, sides that
+    /// ran different benchmarks, a value with no test): then "not worse" cannot be said.
+    pub untested: Vec<String>,
+}
+
+/// What a script does with a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every value was compared, and none is significantly worse beyond the limit.
+    NotWorse,
+    /// A value is significantly worse beyond the limit.
+    Worse,
+    /// Nothing is significantly worse, but something could not be compared.
+    CannotTest,
 }
 
 impl FailVerdict {
     /// Whether the change fails the limit.
     pub fn failed(&self) -> bool {
         !self.worse.is_empty()
+    }
+
+    /// A value worse beyond the limit decides; else anything not compared makes the
+    /// verdict "cannot test", never "not worse".
+    pub fn outcome(&self) -> Outcome {
+        if self.failed() {
+            Outcome::Worse
+        } else if self.untested.is_empty() {
+            Outcome::NotWorse
+        } else {
+            Outcome::CannotTest
+        }
     }
 
     /// The sentence a script's log ends with.
@@ -53,10 +80,15 @@ impl FailVerdict {
                 w.test, w.what, w.worse_pct
             );
         }
-        if self.tested == 0 {
+        if let Some(first) = self.untested.first() {
+            let more = match self.untested.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
             return format!(
-                "not worse: no benchmark value could be tested (one run a side measures no run-to-run noise; \
-                 run uprun --runs N), so none is significantly worse than {limit}%"
+                "cannot test: {first}{more}; {} value{} compared, none significantly worse than {limit}%",
+                self.tested,
+                if self.tested == 1 { "" } else { "s" }
             );
         }
         match self.within_noise {
@@ -70,6 +102,29 @@ impl FailVerdict {
                 self.tested
             ),
         }
+    }
+}
+
+/// Why the benchmark value `b` of a test with `repetitions` a side has no test, in the
+/// words of its case.
+fn why_untested(b: &BenchRow, repetitions: (usize, usize)) -> String {
+    use super::stats::NotTested;
+    match (b.run1, b.run2) {
+        (None, _) => return "no value in run 1".into(),
+        (_, None) => return "no value in run 2".into(),
+        _ => {}
+    }
+    let (n1, n2) = (b.run1_values.len(), b.run2_values.len());
+    match b.noise.and_then(|n| n.not_tested) {
+        Some(NotTested::NoVariance) => "the values vary neither between repetitions nor by their rounding".into(),
+        Some(NotTested::NoValues) => "a side has no value".into(),
+        _ if n1 <= 1 && n2 <= 1 && repetitions == (1, 1) => {
+            "one run a side measures no run-to-run noise (run uprun --runs N)".into()
+        }
+        _ => format!(
+            "{n1} and {n2} values in {} and {} repetitions: too few for a test",
+            repetitions.0, repetitions.1
+        ),
     }
 }
 
@@ -91,13 +146,44 @@ pub fn fail_if_worse(r: &RunComparison, limit_pct: f64) -> FailVerdict {
         worse: Vec::new(),
         tested: 0,
         within_noise: 0,
+        untested: Vec::new(),
     };
     for t in &r.tests {
-        let TestOutcome::Compared { bench, .. } = &t.outcome else {
-            continue;
+        let (bench, unlike, repetitions) = match &t.outcome {
+            TestOutcome::OnlyIn { run, dir } => {
+                v.untested
+                    .push(format!("{}: only run {run} has it ({})", t.name, dir.display()));
+                continue;
+            }
+            TestOutcome::Compared {
+                bench,
+                unlike,
+                repetitions1,
+                repetitions2,
+                ..
+            } => (bench, unlike, (*repetitions1, *repetitions2)),
         };
+        if let Some(u) = unlike.iter().find(|u| u.no_speed_ratio) {
+            v.untested.push(match u.item.as_str() {
+                "command" => format!(
+                    "{0}: the sides ran different benchmarks ('{1}' vs '{2}'; --same-test {0} compares them)",
+                    t.name, u.run1, u.run2
+                ),
+                item => format!("{}: the sides differ in {item} ('{}' vs '{}')", t.name, u.run1, u.run2),
+            });
+            continue;
+        }
+        if bench.is_empty() {
+            v.untested.push(format!("{}: no benchmark value", t.name));
+        }
         for b in bench {
             let Some(n) = b.noise.as_ref().filter(|n| n.p_value.is_some()) else {
+                v.untested.push(format!(
+                    "{}: {}: {}",
+                    t.name,
+                    b.description,
+                    why_untested(b, repetitions)
+                ));
                 continue;
             };
             v.tested += 1;
@@ -129,9 +215,17 @@ pub fn fail_if_worse_profile(test: &str, p: &ProfileComparison, limit_pct: f64) 
         worse: Vec::new(),
         tested: 0,
         within_noise: 0,
+        untested: Vec::new(),
     };
     let n = &p.cpu_noise;
-    if n.p_value.is_none() || p.run1.cpu <= 0.0 {
+    if p.run1.cpu <= 0.0 {
+        v.untested.push(format!("{test}: profile 1 has no CPU time"));
+        return v;
+    }
+    if n.p_value.is_none() {
+        v.untested.push(format!(
+            "{test}: the CPU time varies neither between repetitions nor by sampling"
+        ));
         return v;
     }
     v.tested = 1;

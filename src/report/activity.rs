@@ -164,6 +164,15 @@ fn top_counters(rows: &[CounterRow]) -> Vec<String> {
         .collect()
 }
 
+/// What a refusal of the speed ratio is about, for the digests: `benchmarks` when the
+/// commands differ, else the item (`copies`).
+pub(crate) fn refused_what(u: &crate::compare::runs::Unlike) -> &str {
+    match u.item.as_str() {
+        "command" => "benchmarks",
+        item => item,
+    }
+}
+
 /// The digest: one line per compared test, with its benchmark change, its CPU time
 /// change, the counters and the function that moved most.
 pub fn render_digest(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
@@ -192,10 +201,15 @@ pub fn digest_lines(r: &RunComparison) -> Vec<(String, Vec<String>)> {
                 bench,
                 profile,
                 counters,
+                unlike,
                 ..
             } => {
                 let mut parts = Vec::new();
-                parts.extend(bench_change(bench));
+                // As the page's digest: sides not comparable get no change.
+                match unlike.iter().find(|u| u.no_speed_ratio) {
+                    Some(u) => parts.push(format!("{} differ: no ratio", refused_what(u))),
+                    None => parts.extend(bench_change(bench)),
+                }
                 parts.push(cpu_change(profile));
                 parts.extend(top_counters(counters));
                 parts.extend(top_function(profile));

@@ -373,7 +373,10 @@ fn digest(cmp: &RunComparison) -> Markup {
                                     td colspan="8" { "only in run " (run) ": nothing to compare" }
                                 }
                                 TestOutcome::Compared { bench, profile, unlike, .. } => {
-                                    (digest_bench(bench, unlike))
+                                    @match unlike.iter().find(|u| u.no_speed_ratio) {
+                                        Some(u) => td colspan="3" { (super::activity::refused_what(u)) " differ: no ratio" },
+                                        None => (digest_bench(bench, unlike)),
+                                    }
                                     (digest_cpu(profile, unlike))
                                     @let significant = listed_with(profile, Mark::Significant);
                                     td.num.significant[significant > 0] { (significant) }

@@ -44,7 +44,9 @@ pub(crate) fn bench_noise_line(rows: &[BenchRow]) -> Option<String> {
             r.description, d.observed, d.true_change_80
         ));
     }
-    (!rows.is_empty() && rows.iter().all(|r| r.noise.is_none())).then(|| {
+    // Rows of different benchmarks are not tested either, whatever their repetitions.
+    let single = |r: &BenchRow| r.noise.is_none() && r.run1_values.len() <= 1 && r.run2_values.len() <= 1;
+    (!rows.is_empty() && rows.iter().all(single)).then(|| {
         "Benchmark values: one run a side, so their run-to-run noise was not measured and no change is tested."
             .to_string()
     })
@@ -56,7 +58,9 @@ pub fn render_bench(rows: &[BenchRow], out: &mut dyn Write) -> io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "(no benchmark results in either upout)");
     }
-    let repeated = rows.iter().any(|r| r.noise.is_some());
+    let repeated = rows
+        .iter()
+        .any(|r| r.noise.is_some() || r.run1_values.len() > 1 || r.run2_values.len() > 1);
     let mut t = Table::new();
     t.set_format(plain_format());
     let mut titles = vec![right("1")];
@@ -410,11 +414,12 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
     let n = &c.cpu_noise;
     notes.push(match c.cpu_detectable_pct() {
         Some(d) => format!(
-            "Total CPU time {cpu_change}: {} (Holm over the {} benchmark values and CPU totals tested in this \
-             report). An observed change below {:.2}% is not significant at 95%; a true change of about {:.2}% \
-             is detected 80% of the time.",
+            "Total CPU time {cpu_change}: {} (Holm over the {} CPU total{} tested in this report). An observed \
+             change below {:.2}% is not significant at 95%; a true change of about {:.2}% is detected 80% of the \
+             time.",
             n.verdict.word(),
             c.families.headline,
+            if c.families.headline == 1 { "" } else { "s" },
             d.observed,
             d.true_change_80
         ),
@@ -591,7 +596,7 @@ mod tests {
             "{r}"
         );
         assert!(
-            r.contains("Total CPU time +16.67%: significant (Holm over the 1 benchmark values and CPU totals"),
+            r.contains("Total CPU time +16.67%: significant (Holm over the 1 CPU total tested"),
             "{r}"
         );
         assert!(

@@ -13,8 +13,8 @@
 //!   floored by the print resolution's d²/12; nothing with one run a side.
 //!
 //! The p-values of a report are then adjusted as families ([`adjust`]): Benjamini–
-//! Hochberg for function rows and for flame-graph frames, Holm for benchmark values and
-//! total CPU, and Holm for system counters (a family of their own). [`detectable`] turns a standard error into the
+//! Hochberg for function rows and for flame-graph frames, Holm for benchmark values, Holm
+//! for total CPU times, and Holm for system counters (a family of their own). [`detectable`] turns a standard error into the
 //! report's "observed change below X%" and "true change of Y% detected 80% of the time".
 //!
 //! [`Significance`] is what the report carries of a test: the test, its p-value, and the

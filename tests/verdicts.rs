@@ -1,0 +1,372 @@
+//! Verdicts to act on (issue 31): exit statuses that never say "not worse" when nothing
+//! could be compared, benchmark values adjusted as their own family, sides run under
+//! another wrapper against sides that ran another benchmark, and the messages that must
+//! send people the right way.
+
+use crate::util::{copy_tree, repo, run_in, stderr, tempdir, testdata};
+use std::fs;
+use std::path::Path;
+
+const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
+
+/// The named runs of testdata/verdict/ in a fresh directory (relative paths in reports).
+fn verdict_runs(names: &[&str]) -> tempfile::TempDir {
+    let tmp = tempdir();
+    for run in names {
+        copy_tree(&testdata(&format!("verdict/{run}")), &tmp.path().join(run));
+    }
+    tmp
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines().last().unwrap_or("")
+}
+
+/// Rewrites the file `path` with `f` of its text.
+fn edit(path: &Path, f: impl FnOnce(String) -> String) {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    fs::write(path, f(text)).unwrap();
+}
+
+/// The lines of each `fn main` under src/bin, from its signature to its closing brace.
+#[test]
+fn every_binary_main_is_at_most_40_lines() {
+    let mut seen = 0;
+    for e in fs::read_dir(repo().join("src/bin")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let Some(start) = text.lines().position(|l| l.starts_with("fn main(")) else {
+            continue;
+        };
+        let len = text
+            .lines()
+            .skip(start)
+            .position(|l| l == "}")
+            .expect("main's closing brace")
+            + 1;
+        assert!(len <= 40, "{}: main is {len} lines (at most 40)", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 7, "found only {seen} binaries' main");
+}
+
+/// Runs `upcmp ARGS -q --fail-if-worse 2` in `dir`: its exit status and the reason line.
+fn verdict(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = args.to_vec();
+    all.extend(["-q", "--fail-if-worse", "2"]);
+    let o = run_in(dir, UPCMP, &all);
+    let err = stderr(&o);
+    (o.status.code(), last_line(&err).to_string())
+}
+
+// Regression test of issue 31: a test on one side only, one run a side, or a value
+// absent on a side gave "not worse" (0); each is 125 ("cannot test"), with a reason
+// that names the true case.
+#[test]
+fn issue_31_fail_if_worse_says_cannot_test() {
+    let tmp = verdict_runs(&["base", "better"]);
+    let d = tmp.path();
+    // Every value compared and better: 0, as before.
+    assert_eq!(verdict(d, &["base", "better", "r0"]).0, Some(0));
+
+    // A second test in run 1 only.
+    copy_tree(&d.join("base/forkwait"), &d.join("extra/other"));
+    copy_tree(&d.join("base"), &d.join("extra"));
+    edit(&d.join("extra/test_list"), |t| t + "other\n");
+    let (code, reason) = verdict(d, &["extra", "better", "r1"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(
+        reason.starts_with("upcmp: cannot test: other: only run 1 has it (extra/other); 1 value compared"),
+        "{reason}"
+    );
+
+    // One run a side: each run keeps its first repetition.
+    for run in ["base", "better"] {
+        copy_tree(&d.join(run), &d.join(format!("{run}1")));
+        for r in ["r2", "r3"] {
+            fs::remove_dir_all(d.join(format!("{run}1/forkwait/{r}"))).unwrap();
+        }
+        edit(&d.join(format!("{run}1/upcmp-run")), |t| {
+            t.replace("runs: 3", "runs: 1")
+        });
+    }
+    let (code, reason) = verdict(d, &["base1", "better1", "r2"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(
+        reason.contains(
+            "forkwait: fork, child immediately exits, parent waits: one run a side measures no run-to-run noise"
+        ),
+        "{reason}"
+    );
+
+    // Three runs a side, but run 2's benchmark wrote no value: never "one run a side".
+    for r in ["r1", "r2", "r3"] {
+        edit(&d.join(format!("better/forkwait/{r}/upout")), |t| {
+            t.lines()
+                .filter(|l| !l.contains("trep"))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        });
+    }
+    let (code, reason) = verdict(d, &["base", "better", "r3"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(reason.contains("no value in run 2"), "{reason}");
+    assert!(!reason.contains("one run a side"), "{reason}");
+}
+
+/// The benchmark row's adjusted p-value and the family sizes of `dir/results.json`.
+fn bench_q(dir: &Path) -> (f64, serde_json::Value) {
+    let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let outcome = &json["tests"][0]["outcome"];
+    let q = outcome["bench"][0]["noise"]["q_value"]
+        .as_f64()
+        .expect("a tested benchmark value");
+    (q, outcome["profile"]["families"].clone())
+}
+
+// Regression test of issue 31: the benchmark values shared their Holm family with the
+// CPU totals, so what changed a profile (a filter such as --comm) changed a
+// benchmark's verdict. Run 2's CPU time is made to grow while its benchmark stays: the
+// benchmark's adjusted p-value stays the same.
+#[test]
+fn issue_31_benchmark_values_are_their_own_family() {
+    let tmp = verdict_runs(&["base", "noisy"]);
+    let d = tmp.path();
+    let o = run_in(d, UPCMP, &["base", "noisy", "r1", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (q1, families) = bench_q(&d.join("r1"));
+    assert_eq!(families["benchmarks"], 1, "{families}");
+    assert_eq!(families["headline"], 1, "{families}");
+    // 100000 samples a CPU move from idle to bcopy in each repetition of run 2.
+    for r in ["r1", "r2", "r3"] {
+        edit(&d.join(format!("noisy/forkwait/{r}/prfout")), |t| {
+            t.replace(
+                "     734805     734805 [kernel] bcopy",
+                "     834805     834805 [kernel] bcopy",
+            )
+            .replace(
+                "    3899695    3899696 [kernel] idle",
+                "    3799695    3799696 [kernel] idle",
+            )
+        });
+    }
+    let o = run_in(d, UPCMP, &["base", "noisy", "r2", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = fs::read_to_string(d.join("r2/results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["tests"][0]["outcome"]["profile"]["cpu_noise"]["verdict"], "significant",
+        "the CPU time must have changed for the test to mean anything"
+    );
+    let (q2, _) = bench_q(&d.join("r2"));
+    assert_eq!(q1, q2);
+}
+
+/// Runs upcmp in `dir` and returns its standard output, standard error and the page.
+fn compared(dir: &Path, args: &[&str]) -> (String, String, String) {
+    let o = run_in(dir, UPCMP, args);
+    assert!(o.status.success(), "upcmp {args:?}: {}", stderr(&o));
+    let page = fs::read_to_string(dir.join(args[2]).join("results.html")).unwrap();
+    (crate::util::stdout(&o), stderr(&o), page)
+}
+
+/// Sets the command of every repetition of `run`'s forkwait.
+fn set_command(dir: &Path, run: &str, command: &str) {
+    for r in ["r1", "r2", "r3"] {
+        edit(&dir.join(format!("{run}/forkwait/{r}/status")), |t| {
+            t.lines()
+                .map(|l| match l.starts_with("command: ") {
+                    true => format!("command: {command}\n"),
+                    false => format!("{l}\n"),
+                })
+                .collect()
+        });
+    }
+}
+
+// Regression test of issue 31: a wrapper before the same benchmark (env here; taskset,
+// a seccomp setter alike) was refused as another benchmark, while the text digest
+// still gave the change as significant. It is warned and compared; another loop count
+// is refused (both digests say so, --fail-if-worse cannot test) unless --same-test.
+#[test]
+fn issue_31_wrappers_are_compared_other_benchmarks_refused() {
+    let tmp = verdict_runs(&["base", "worse"]);
+    let d = tmp.path();
+    set_command(
+        d,
+        "worse",
+        "env LD_BIND_NOW=1 unixperf -forkwait -loop 200000 -repeat 2",
+    );
+    let (text, _, page) = compared(d, &["base", "worse", "r1"]);
+    assert!(
+        text.contains(
+            "WARNING: forkwait: the runs differ in wrapper: 'none' vs 'env LD_BIND_NOW=1'; the same benchmark run \
+             another way: compared"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("-5.9% ops/s (significant)"), "{text}");
+    assert!(text.contains("( 0.94)"), "{text}");
+    assert!(!page.contains("differ: no ratio"));
+    assert_eq!(verdict(d, &["base", "worse", "r2"]).0, Some(1));
+
+    set_command(d, "worse", "unixperf -forkwait -loop 100000 -repeat 2");
+    let (text, _, page) = compared(d, &["base", "worse", "r3"]);
+    assert!(
+        text.contains("they ran different benchmarks: no speed ratio, no R2/R1 and no verdict"),
+        "{text}"
+    );
+    let digest = text.lines().skip_while(|l| *l != "Digest").nth(1).unwrap();
+    assert!(digest.contains("benchmarks differ: no ratio"), "{text}");
+    assert!(
+        !text.contains("(significant)") && !text.contains("one run a side"),
+        "{text}"
+    );
+    assert!(page.contains("benchmarks differ: no ratio"));
+    let (code, reason) = verdict(d, &["base", "worse", "r4"]);
+    assert_eq!(code, Some(125), "{reason}");
+    assert!(
+        reason.contains(
+            "cannot test: forkwait: the sides ran different benchmarks ('unixperf -forkwait -loop 200000 -repeat 2' \
+             vs 'unixperf -forkwait -loop 100000 -repeat 2'; --same-test forkwait compares them)"
+        ),
+        "{reason}"
+    );
+    let (code, reason) = verdict(d, &["base", "worse", "r5", "--same-test", "forkwait"]);
+    assert_eq!(code, Some(1), "{reason}");
+}
+
+const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
+const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
+const UPSRUN: &str = env!("CARGO_BIN_EXE_upsrun");
+
+// Regression test of issue 31: the hint of a test directory given to upcmp named
+// prfcmp paths that fail on repeated tests (the profile is under TEST/r1).
+#[test]
+fn issue_31_prfcmp_hint_works_with_repetitions() {
+    let tmp = verdict_runs(&["base", "better"]);
+    let d = tmp.path();
+    let o = run_in(d, UPCMP, &["base/forkwait", "better/forkwait", "r"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    let hint = "compare the two tests' profiles with prfcmp base/forkwait/r1 better/forkwait/r1";
+    assert!(err.contains(hint), "{err}");
+    let o = run_in(d, PRFCMP, &["base/forkwait/r1", "better/forkwait/r1"]);
+    assert!(o.status.success(), "the hint's command fails: {}", stderr(&o));
+}
+
+// Regression test of issue 31: a run compared with itself was not warned about.
+#[test]
+fn issue_31_same_run_twice_is_warned() {
+    let tmp = verdict_runs(&["base"]);
+    let o = run_in(tmp.path(), UPCMP, &["base", "./base/", "r"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = crate::util::stdout(&o);
+    assert!(
+        text.contains("WARNING: run 1 (base) and run 2 (./base/) are the same run: every change below is zero"),
+        "{text}"
+    );
+}
+
+// Regression test of issue 31: an existing file as RESULTS_DIR was said to have no
+// upcmp-results file; it is a file, and that is said.
+#[test]
+fn issue_31_results_dir_that_is_a_file_is_named() {
+    let tmp = verdict_runs(&["base", "better"]);
+    let d = tmp.path();
+    fs::write(d.join("notes.txt"), "mine\n").unwrap();
+    let o = run_in(d, UPCMP, &["base", "better", "notes.txt"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("notes.txt (RESULTS_DIR) is an existing file, not a directory"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(d.join("notes.txt")).unwrap(), "mine\n");
+}
+
+// Regression test of issue 31: `uprun rX auto` said only "reading rX: No such file".
+#[test]
+fn issue_31_swapped_uprun_arguments_name_the_order() {
+    let tmp = tempdir();
+    for tool in [UPRUN, UPSRUN] {
+        let o = run_in(tmp.path(), tool, &["rX", "auto"]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        let name = Path::new(tool).file_name().unwrap().to_str().unwrap();
+        assert!(err.contains("the arguments look swapped"), "{err}");
+        assert!(err.contains(&format!("{name} takes VMLINUX first")), "{err}");
+        assert!(err.trim_end().ends_with(&format!("{name} auto rX")), "{err}");
+        assert!(!tmp.path().join("auto").exists());
+    }
+}
+
+// Regression test of issue 31: a test_list NAME with a space was refused without
+// saying that spaces are not allowed.
+#[test]
+fn issue_31_test_list_name_with_a_space() {
+    let tmp = tempdir();
+    fs::write(tmp.path().join("tl"), "my test: true\n").unwrap();
+    let o = run_in(tmp.path(), UPRUN, &["auto", "out", "--test-list", "tl"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("tl:1"), "{err}");
+    assert!(err.contains("spaces are not allowed"), "{err}");
+    assert!(!tmp.path().join("out").exists());
+}
+
+// Regression test of issue 31: recordings of different lengths, and one with call
+// stacks against one without, were compared without a word.
+#[test]
+fn issue_31_perf_recordings_of_other_lengths_and_stacks() {
+    let tmp = tempdir();
+    let d = tmp.path();
+    let a = fs::read_to_string(testdata("import/a.perf-script")).unwrap();
+    fs::write(d.join("short"), &a).unwrap();
+    // The last sample 45 ms later: 5 ms against 50 ms.
+    fs::write(d.join("long"), a.replace("3223.460760", "3223.505000")).unwrap();
+    let o = run_in(d, UPCMP, &["--perf", "short", "long", "r1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = crate::util::stdout(&o);
+    assert!(
+        text.contains("WARNING: the recordings are 0.01 s and 0.05 s long"),
+        "{text}"
+    );
+    assert!(!text.contains("call stacks"), "{text}");
+
+    let o = run_in(
+        d,
+        UPCMP,
+        &[
+            "--perf",
+            testdata("import/g.perf-script").to_str().unwrap(),
+            "short",
+            "r2",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = crate::util::stdout(&o);
+    assert!(
+        text.contains("only recording 1 has call stacks (recording 2 was made without perf record -g): no differential flame graph"),
+        "{text}"
+    );
+}
+
+// Regression test of issue 31: upsrun's lines said `uprun:`.
+#[test]
+fn issue_31_upsrun_speaks_as_upsrun() {
+    if !crate::util::perf_usable(true) {
+        return;
+    }
+    let _lock = crate::util::perf_lock();
+    let tmp = tempdir();
+    fs::write(tmp.path().join("tl"), "t: true\n").unwrap();
+    let o = run_in(tmp.path(), UPSRUN, &["auto", "out", "--test-list", "tl"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = crate::util::stdout(&o) + &stderr(&o);
+    assert!(out.lines().any(|l| l.starts_with("upsrun: ")), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("uprun")), "{out}");
+}
