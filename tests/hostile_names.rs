@@ -417,7 +417,13 @@ fn issue26_a_process_name_with_controls_is_escaped_in_every_text_output() {
         assert!(out.status.success(), "{format}: {}", stderr(&out));
         let text = stdout(&out);
         assert!(!raw_controls(&text), "{format}: {text:?}");
-        assert!(text.contains("own\\a\\n1"), "{format}: {text}");
+        // Markdown writes a backslash of the text as `\\`, which it shows as one.
+        let shown = if format == "markdown" {
+            "own\\\\a\\\\n1"
+        } else {
+            "own\\a\\n1"
+        };
+        assert!(text.contains(shown), "{format}: {text}");
     }
 }
 
