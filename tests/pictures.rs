@@ -423,3 +423,19 @@ fn unknown_rows_say_what_they_may_be_issue_27() {
         .expect("the kernel's [unknown] row");
     assert!(unknown.contains("bpf_jit_kallsyms"), "{unknown}");
 }
+
+#[test]
+fn the_function_table_keeps_its_name_and_verdict_in_view_issue_27() {
+    // Three repetitions a side (two sd% columns) in headless chromium's 800-pixel window:
+    // the table is wider than its box.
+    let tmp = tempdir();
+    repeated_fixture(tmp.path());
+    let page = upcmp(tmp.path(), &["outdir1", "outdir2", "-q", "r"]);
+    let Some(b) = browser() else { return };
+    let r = open(b, &page);
+    assert_no_errors(&r);
+    let t = &r.selftest["tables"][0];
+    assert_eq!(t["overflows"], true, "{}", t["columns"]);
+    assert_eq!(t["verdict_in_view"], true, "scrolled to the left");
+    assert_eq!(t["name_in_view"], true, "scrolled to the right");
+}

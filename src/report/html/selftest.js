@@ -93,6 +93,17 @@
       total: ft.t.length
     };
     out.shown = readAll(ft);
+    // Scrolled fully left and fully right: are the verdict and the name still in view?
+    var box = ft.scroller.getBoundingClientRect();
+    var vcol = ft.headers.filter(function (th) {
+      return th.classList.contains("vcol");
+    })[0];
+    out.overflows = ft.scroller.scrollWidth > ft.scroller.clientWidth;
+    ft.scroller.scrollLeft = 0;
+    out.verdict_in_view = vcol ? vcol.getBoundingClientRect().right <= box.right + 1 : false;
+    ft.scroller.scrollLeft = ft.scroller.scrollWidth;
+    out.name_in_view = ft.headers[0].getBoundingClientRect().left >= box.left - 1;
+    ft.scroller.scrollLeft = 0;
     ft.below.click();
     out.with_below = readAll(ft);
     // The tooltips of the names drawn (the first screenful).
