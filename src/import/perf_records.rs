@@ -646,6 +646,34 @@ impl Order {
     }
 }
 
+/// A `PERF_RECORD_KSYMBOL` (type 17: `u64 addr; u32 len; u16 ksym_type; u16 flags;
+/// char name[]`, the name NUL-terminated and padded); `None` for another record or one
+/// too short. The linux-perf-event-reader crate does not parse it.
+pub(crate) fn ksymbol_of(r: &RawEventRecord<'_>) -> Option<upcmp_parsers::samples::Ksymbol> {
+    if r.record_type != RecordType::KSYMBOL {
+        return None;
+    }
+    let body = r.data.as_slice();
+    let big = r.parse_info.endian == Endianness::BigEndian;
+    let field = |at: usize, n: usize| -> Option<u64> {
+        let b = body.get(at..at + n)?;
+        Some(b.iter().enumerate().fold(0u64, |v, (i, &x)| {
+            let shift = if big { 8 * (n - 1 - i) } else { 8 * i };
+            v | u64::from(x) << shift
+        }))
+    };
+    let name = body.get(16..)?;
+    let name = &name[..name.iter().position(|&c| c == 0)?];
+    Some(upcmp_parsers::samples::Ksymbol {
+        addr: field(0, 8)?,
+        len: field(8, 4)? as u32,
+        kind: field(12, 2)? as u16,
+        // PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER
+        unregister: field(14, 2)? & 1 != 0,
+        name: String::from_utf8_lossy(name).into_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -801,32 +829,4 @@ mod tests {
         let keys: Vec<_> = out.iter().map(|p| p.key).collect();
         assert_eq!(keys, [(Some(5), 40), (Some(7), 20)]);
     }
-}
-
-/// A `PERF_RECORD_KSYMBOL` (type 17: `u64 addr; u32 len; u16 ksym_type; u16 flags;
-/// char name[]`, the name NUL-terminated and padded); `None` for another record or one
-/// too short. The linux-perf-event-reader crate does not parse it.
-pub(crate) fn ksymbol_of(r: &RawEventRecord<'_>) -> Option<upcmp_parsers::samples::Ksymbol> {
-    if r.record_type != RecordType::KSYMBOL {
-        return None;
-    }
-    let body = r.data.as_slice();
-    let big = r.parse_info.endian == Endianness::BigEndian;
-    let field = |at: usize, n: usize| -> Option<u64> {
-        let b = body.get(at..at + n)?;
-        Some(b.iter().enumerate().fold(0u64, |v, (i, &x)| {
-            let shift = if big { 8 * (n - 1 - i) } else { 8 * i };
-            v | u64::from(x) << shift
-        }))
-    };
-    let name = body.get(16..)?;
-    let name = &name[..name.iter().position(|&c| c == 0)?];
-    Some(upcmp_parsers::samples::Ksymbol {
-        addr: field(0, 8)?,
-        len: field(8, 4)? as u32,
-        kind: field(12, 2)? as u16,
-        // PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER
-        unregister: field(14, 2)? & 1 != 0,
-        name: String::from_utf8_lossy(name).into_owned(),
-    })
 }

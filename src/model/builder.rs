@@ -217,7 +217,8 @@ impl ProfileBuilder {
 
     /// Notes that a sample of the function of index `f` was taken at `addr`: an
     /// `[unknown]` function keeps the span of its addresses, said in the profile's notes
-    /// (what code it is may be read from there). Other functions are not noted.
+    /// when it holds 0.1% of the samples or more (what code it is may be read from
+    /// there). Other functions are not noted.
     pub fn note_address(&mut self, f: usize, addr: u64) {
         if self.keys[f].1 != UNKNOWN_FUNCTION {
             return;
@@ -303,8 +304,9 @@ impl ProfileBuilder {
         for (&f, &(lo, hi)) in spans {
             let n: u64 = self.counts[f].iter().sum();
             let note = unknown_note(&self.keys[f].0, n, lo, hi);
-            // A rebuilt profile starts from the stored one's warnings.
-            if n > 0 && !warnings.contains(&note) {
+            // A rebuilt profile starts from the stored one's warnings. A row under 0.1% of
+            // the samples is not worth a line.
+            if n > 0 && n.saturating_mul(1000) >= self.samples && !warnings.contains(&note) {
                 warnings.push(note);
             }
         }
