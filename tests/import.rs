@@ -875,7 +875,7 @@ pub(crate) fn assert_every_share_agrees(perf: &HashMap<String, f64>, ours: &Hash
 /// with its own `perf script` text (`perf script --header`, so the text lists the
 /// recording's events in perf report's order): the two imports must name and weigh every
 /// function alike. Returns the shares.
-pub(crate) fn assert_agrees_with_perf(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
+fn assert_agrees_with_perf(dir: &Path, data: &str, event: &str, extra: &[&str]) -> HashMap<String, f64> {
     assert_agrees_with_perf_on(dir, data, event, extra, 3)
 }
 

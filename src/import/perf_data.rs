@@ -1417,7 +1417,8 @@ impl<R: Read> WithoutTracingData<R> {
     /// Reads the next record's header (and a tracing-data record's body, skipping the
     /// data after it) into `pending`.
     fn next_record(&mut self) -> std::io::Result<()> {
-        (self.pending.clear(), self.served = 0);
+        self.pending.clear();
+        self.served = 0;
         if !self.pend(8)? {
             // The end of the stream, or a cut header: handed out as it is.
             self.lost = true;
