@@ -888,7 +888,8 @@ fn clone_times(
 ) -> Vec<CloneTime> {
     let symbols = |i: Option<(&str, usize)>, side: &SideFunctions| i.map(|(n, k)| side.symbols(k, n));
     let (s1, s2) = (symbols(i1, side1), symbols(i2, side2));
-    if s1.as_ref().is_none_or(Vec::is_empty) && s2.as_ref().is_none_or(Vec::is_empty) {
+    let empty = |s: &Option<Vec<(String, f64)>>| s.as_ref().map_or(true, Vec::is_empty);
+    if empty(&s1) && empty(&s2) {
         return Vec::new();
     }
     // A side with nothing folded has the row's own name only.
