@@ -65,7 +65,17 @@ fn our_shares(dir: &Path, input: &str) -> HashMap<String, f64> {
     let o = run_in(
         dir,
         PRFCMP,
-        &[input, input, "--idle-symbols", "", "--cutoff", "0", "--format", "json"],
+        &[
+            input,
+            input,
+            "--keep-clones",
+            "--idle-symbols",
+            "",
+            "--cutoff",
+            "0",
+            "--format",
+            "json",
+        ],
     );
     assert!(o.status.success(), "prfcmp: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("prfcmp --format json");
@@ -182,7 +192,17 @@ pub(crate) fn build_spin(dir: &Path, extra: &str) {
 /// build-id cache is `home/.debug`).
 pub(crate) fn our_shares_with_home(dir: &Path, input: &str, home: &Path) -> (HashMap<String, f64>, String) {
     let o = Command::new(PRFCMP)
-        .args([input, input, "--idle-symbols", "", "--cutoff", "0", "--format", "json"])
+        .args([
+            input,
+            input,
+            "--keep-clones",
+            "--idle-symbols",
+            "",
+            "--cutoff",
+            "0",
+            "--format",
+            "json",
+        ])
         .current_dir(dir)
         .env("HOME", home)
         .env_remove("PERF_BUILDID_DIR")
@@ -287,6 +307,7 @@ fn perf_data_deltas_match_perf_diff() {
             "a.data",
             "b.data",
             "r",
+            "--keep-clones",
             "--idle-symbols",
             "",
             "--cutoff",
@@ -821,7 +842,17 @@ pub(crate) fn perf_report_shares(dir: &Path, data: &str, event: &str, extra: &[&
 /// prfcmp's share of every function of `input` (`--idle-symbols ''` counts every function,
 /// so a function's share of CPU is its share of the event), by its row's name.
 pub(crate) fn prfcmp_shares(dir: &Path, input: &str, extra: &[&str]) -> HashMap<String, f64> {
-    let mut args = vec![input, input, "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
+    let mut args = vec![
+        input,
+        input,
+        "--keep-clones",
+        "--idle-symbols",
+        "",
+        "--cutoff",
+        "0",
+        "--format",
+        "json",
+    ];
     args.extend_from_slice(extra);
     let o = run_in(dir, PRFCMP, &args);
     assert!(o.status.success(), "prfcmp {args:?}: {}", stderr(&o));
@@ -911,7 +942,17 @@ fn plt_or_unknown_dso(function: &str) -> Option<String> {
 /// prfcmp of `a` and `b` lists no function as changed: every function is on both sides
 /// with the same value.
 pub(crate) fn assert_no_function_changed(dir: &Path, a: &str, b: &str, extra: &[&str]) {
-    let mut args = vec![a, b, "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
+    let mut args = vec![
+        a,
+        b,
+        "--keep-clones",
+        "--idle-symbols",
+        "",
+        "--cutoff",
+        "0",
+        "--format",
+        "json",
+    ];
     args.extend_from_slice(extra);
     let o = run_in(dir, PRFCMP, &args);
     assert!(o.status.success(), "prfcmp {args:?}: {}", stderr(&o));
@@ -1102,7 +1143,17 @@ fn pipe_mode_recordings_are_read_plain_and_compressed_from_files_and_pipes() {
         assert_agrees_with_perf(d.path(), file, "cpu-clock", &[]);
         // The same stream on standard input.
         let mut child = Command::new(PRFCMP)
-            .args(["-", file, "--idle-symbols", "", "--cutoff", "0", "--format", "json"])
+            .args([
+                "-",
+                file,
+                "--keep-clones",
+                "--idle-symbols",
+                "",
+                "--cutoff",
+                "0",
+                "--format",
+                "json",
+            ])
             .current_dir(d.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -894,7 +894,8 @@ fn clone_times(
 ) -> Vec<CloneTime> {
     let symbols = |i: Option<(&str, usize)>, side: &SideFunctions| i.map(|(n, k)| side.symbols(k, n));
     let (s1, s2) = (symbols(i1, side1), symbols(i2, side2));
-    if s1.as_ref().is_none_or(Vec::is_empty) && s2.as_ref().is_none_or(Vec::is_empty) {
+    let empty = |s: &Option<Vec<(String, f64)>>| s.as_ref().map_or(true, Vec::is_empty);
+    if empty(&s1) && empty(&s2) {
         return Vec::new();
     }
     // A side with nothing folded has the row's own name only.
@@ -1355,6 +1356,64 @@ mod tests {
         assert!((c.run1.cpu - 5.0).abs() < 1e-9);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].function, "idle");
+    }
+
+    // Two repetitions a side: f.isra.0 (100, 120) and f (50, 30) in run 1 are f, 150 a
+    // repetition (1.5 s); run 2 has f.constprop.0 (160, 140). Two modules' g against a
+    // built-in g stay three rows; h [ext4] against a built-in h is one.
+    #[test]
+    fn clones_fold_and_a_module_move_is_one_row() {
+        let side = |rows: [&[(&str, &str, u64)]; 2]| rows.map(|r| profile(10.0, 0, r)).to_vec();
+        let s1 = side([
+            &[
+                ("kernel", "f.isra.0", 100),
+                ("kernel", "f", 50),
+                ("ext4", "g", 9),
+                ("xfs", "g", 9),
+                ("ext4", "h", 7),
+            ],
+            &[
+                ("kernel", "f.isra.0", 120),
+                ("kernel", "f", 30),
+                ("ext4", "g", 9),
+                ("xfs", "g", 9),
+                ("ext4", "h", 7),
+            ],
+        ]);
+        let s2 = side([
+            &[("kernel", "f.constprop.0", 160), ("kernel", "g", 9), ("kernel", "h", 8)],
+            &[("kernel", "f.constprop.0", 140), ("kernel", "g", 9), ("kernel", "h", 8)],
+        ]);
+        let c = compare_profile_sets(&s1, &s2, &all_listed());
+        let f = row(&c, "f");
+        close(f.run1.unwrap(), 1.5, 1e-12);
+        close(f.run2.unwrap(), 1.5, 1e-12);
+        let clones: Vec<(&str, Option<f64>, Option<f64>)> =
+            f.clones.iter().map(|k| (k.name.as_str(), k.run1, k.run2)).collect();
+        assert_eq!(clones.len(), 3, "{clones:?}");
+        assert_eq!(clones[0].0, "f");
+        close(clones[0].1.unwrap(), 0.4, 1e-9);
+        assert_eq!((clones[1].0, clones[1].2), ("f.isra.0", None));
+        close(clones[1].1.unwrap(), 1.1, 1e-9);
+        assert_eq!((clones[2].0, clones[2].1), ("f.constprop.0", None));
+        close(clones[2].2.unwrap(), 1.5, 1e-9);
+        for g in ["g [ext4]", "g [xfs]", "g"] {
+            assert_eq!(row(&c, g).matched, None, "{g}");
+        }
+        let h = row(&c, "h [ext4]");
+        assert_eq!(
+            h.matched.as_deref(),
+            Some("module ext4 in run 1, built into the kernel in run 2")
+        );
+        close(h.delta, 0.01, 1e-9);
+        assert!(c.rows.iter().all(|r| r.function != "h"));
+        let keep = CompareOptions {
+            keep_clones: true,
+            ..all_listed()
+        };
+        let c = compare_profile_sets(&s1, &s2, &keep);
+        assert!(c.rows.iter().all(|r| r.clones.is_empty()));
+        assert_eq!(row(&c, "f.isra.0").run2, None);
     }
 
     #[test]
