@@ -7,6 +7,7 @@ pub mod bench;
 pub mod counters;
 pub mod imported;
 pub mod runs;
+pub mod settings;
 pub mod stacks;
 pub mod stats;
 pub mod value;
