@@ -26,8 +26,11 @@ pub fn write(dir: &Path, settings: &[(String, String)]) -> Result<(), StoreError
 /// Reads `dir/settings`; None when the run has none (written before it existed).
 pub fn read(dir: &Path) -> Result<Option<Vec<(String, String)>>, StoreError> {
     let p = dir.join(SETTINGS_FILE);
-    if p.symlink_metadata().is_err() {
-        return Ok(None);
+    // Absent, or the directory of a test named `settings` in a run written before the
+    // file was.
+    match p.symlink_metadata() {
+        Ok(m) if !m.is_dir() => {}
+        _ => return Ok(None),
     }
     let text = read_text_with(&p, Links::Refuse, 16 << 20)?;
     let file = p.display().to_string();
