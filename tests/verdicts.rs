@@ -451,6 +451,12 @@ fn issue_31_many_config_differences_and_old_runs() {
         text.contains("WARNING: run 1 (base) has no settings file (written before runs kept the kernel's"),
         "{text}"
     );
+    // A value with a terminal's escape sequence reaches no terminal.
+    let hostile = "upcmp-settings 1\ncmdline quiet \x1b]0;owned\x07\nend\n";
+    let tmp = runs_with_settings(Some(hostile), Some("upcmp-settings 1\ncmdline quiet\nend\n"));
+    let (text, _, _) = compared(tmp.path(), &["base", "better", "r"]);
+    assert!(text.contains("cmdline: quiet ?]0;owned? -> quiet"), "{text}");
+    assert!(!text.contains('\x1b'));
     let tmp = runs_with_settings(Some("upcmp-settings 9\nend\n"), Some(&config("m")));
     let o = run_in(tmp.path(), UPCMP, &["base", "better", "r"]);
     assert_eq!(o.status.code(), Some(2));

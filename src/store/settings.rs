@@ -47,7 +47,9 @@ pub fn read(dir: &Path) -> Result<Option<Vec<(String, String)>>, StoreError> {
         if k.is_empty() {
             return Err(ParseError::at(&file, n + 2, l, l, "a line 'KEY VALUE'").into());
         }
-        out.push((k.to_string(), v.to_string()));
+        // A run may come from another user: no control character reaches a terminal.
+        let printable = |t: &str| -> String { t.chars().map(|c| if c.is_control() { '?' } else { c }).collect() };
+        out.push((printable(k), printable(v)));
     }
     Err(ParseError::whole(&file, "a last line 'end' (the file is truncated)").into())
 }
