@@ -369,4 +369,100 @@ fn issue_31_upsrun_speaks_as_upsrun() {
     let out = crate::util::stdout(&o) + &stderr(&o);
     assert!(out.lines().any(|l| l.starts_with("upsrun: ")), "{out}");
     assert!(!out.lines().any(|l| l.starts_with("uprun")), "{out}");
+    // The run keeps the kernel's settings; this machine has /proc/config.gz.
+    let settings = fs::read_to_string(tmp.path().join("out/settings")).unwrap();
+    assert!(settings.starts_with("upcmp-settings 1\n") && settings.ends_with("\nend\n"));
+    for key in ["\nconfig.CONFIG_", "\ncmdline ", "\nsysctl.vm.swappiness "] {
+        assert!(settings.contains(key), "{key}: {settings}");
+    }
+}
+
+/// The System section of a text report: from its title to the first blank line.
+fn system_section(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "System")
+        .take_while(|l| !l.is_empty())
+        .collect();
+    lines.join("\n") + "\n"
+}
+
+/// Runs base and better of testdata/verdict/ with the settings files `s1` and `s2`
+/// (None: none, as a run written before them).
+fn runs_with_settings(s1: Option<&str>, s2: Option<&str>) -> tempfile::TempDir {
+    let tmp = verdict_runs(&["base", "better"]);
+    for (run, s) in [("base", s1), ("better", s2)] {
+        if let Some(s) = s {
+            fs::write(tmp.path().join(run).join("settings"), s).unwrap();
+        }
+    }
+    tmp
+}
+
+// Issue 31: what differs between two machines or boots beyond the system description
+// (kernel configuration, mitigations, sysctls, ...) is in the System section, one line
+// each; golden file.
+#[test]
+fn issue_31_kernel_settings_are_diffed() {
+    let s1 = fs::read_to_string(testdata("settings/run1")).unwrap();
+    let s2 = fs::read_to_string(testdata("settings/run2")).unwrap();
+    let tmp = runs_with_settings(Some(&s1), Some(&s2));
+    let (text, _, page) = compared(tmp.path(), &["base", "better", "r"]);
+    crate::util::assert_golden(&system_section(&text), "settings/expected_system");
+    assert!(page.contains("Kernel settings that differ (10)"), "{page}");
+    assert!(page.contains("CONFIG_PREEMPT_VOLUNTARY"));
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("r/results.json")).unwrap()).unwrap();
+    let d = json["setting_differences"].as_array().unwrap();
+    assert_eq!(d.len(), 10);
+    assert_eq!(d[0]["key"], "cmdline");
+}
+
+// Issue 31: hundreds of configuration differences are counted in the text, all of them
+// in the page and the JSON; a run without a settings file still compares, with a note.
+#[test]
+fn issue_31_many_config_differences_and_old_runs() {
+    let config = |v: &str| {
+        let mut s = "upcmp-settings 1\n".to_string();
+        for k in 0..300 {
+            s += &format!("config.CONFIG_OPT{k:03} {v}\n");
+        }
+        s + "end\n"
+    };
+    let tmp = runs_with_settings(Some(&config("y")), Some(&config("m")));
+    let (text, _, page) = compared(tmp.path(), &["base", "better", "r"]);
+    let system = system_section(&text);
+    assert!(
+        system.contains(
+            "kernel config: 300 options differ, the first: CONFIG_OPT000: y -> m, CONFIG_OPT001: y -> m, \
+             CONFIG_OPT002: y -> m, CONFIG_OPT003: y -> m, CONFIG_OPT004: y -> m; all of them in results.html and \
+             results.json"
+        ),
+        "{system}"
+    );
+    assert!(!system.contains("CONFIG_OPT299"), "{system}");
+    assert!(page.contains("CONFIG_OPT299"));
+    let json = fs::read_to_string(tmp.path().join("r/results.json")).unwrap();
+    assert!(json.contains("config.CONFIG_OPT299"));
+
+    let tmp = runs_with_settings(None, Some(&config("m")));
+    let (text, _, _) = compared(tmp.path(), &["base", "better", "r"]);
+    assert!(
+        text.contains("WARNING: run 1 (base) has no settings file (written before runs kept the kernel's"),
+        "{text}"
+    );
+    // A value with a terminal's escape sequence reaches no terminal.
+    let hostile = "upcmp-settings 1\ncmdline quiet \x1b]0;owned\x07\nend\n";
+    let tmp = runs_with_settings(Some(hostile), Some("upcmp-settings 1\ncmdline quiet\nend\n"));
+    let (text, _, _) = compared(tmp.path(), &["base", "better", "r"]);
+    assert!(text.contains("cmdline: quiet ?]0;owned? -> quiet"), "{text}");
+    assert!(!text.contains('\x1b'));
+    let tmp = runs_with_settings(Some("upcmp-settings 9\nend\n"), Some(&config("m")));
+    let o = run_in(tmp.path(), UPCMP, &["base", "better", "r"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("base/settings: expected a first line 'upcmp-settings 1'"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -128,8 +128,9 @@ pub fn same_run(dir1: &Path, dir2: &Path) -> Option<String> {
 
 /// RESULTS_DIR is a directory upcmp writes: an existing file there is a mistake to name.
 pub fn check_results_dir(results_dir: &Path) -> Result<(), String> {
+    // A link is left to the claim, which never follows one.
     match results_dir.symlink_metadata() {
-        Ok(m) if !m.is_dir() => Err(format!(
+        Ok(m) if m.is_file() => Err(format!(
             "{} (RESULTS_DIR) is an existing file, not a directory: upcmp writes a directory of results \
              (results, results.html, results.csv, results.json); give the name of a new directory",
             shown(results_dir)

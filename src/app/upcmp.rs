@@ -303,6 +303,27 @@ fn no_stacks_why(run1: &StoredRun, run2: &StoredRun) -> Option<String> {
     })
 }
 
+/// The differences of the two runs' kernel settings; a note when a run has none (written
+/// before runs kept them), which the System section would otherwise not say.
+fn compare_settings(cmp: &mut RunComparison, dir1: &Path, dir2: &Path) -> Result<(), UpcmpError> {
+    use crate::store::settings;
+    match (settings::read(dir1)?, settings::read(dir2)?) {
+        (Some(s1), Some(s2)) => {
+            cmp.setting_differences = crate::compare::settings::setting_differences(&s1, &s2);
+        }
+        (None, None) => {}
+        (s1, _) => {
+            let (k, dir) = if s1.is_none() { (1, dir1) } else { (2, dir2) };
+            cmp.warnings.push(format!(
+                "run {k} ({}) has no settings file (written before runs kept the kernel's configuration, \
+                 mitigations and sysctls): they are not compared",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Compares, renders and publishes `RESULTS_DIR` whole: `results`, `results.csv`,
 /// `results.json` (and `results.parquet` with the `parquet` feature), plus the stack
 /// comparison's files when both sides have stacks.
@@ -367,6 +388,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             let mut run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
             cmp.warnings.extend(super::inputs::same_run(dir1, dir2));
+            compare_settings(&mut cmp, dir1, dir2)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
             cmp.warnings.extend(roots_note);
             if !opts.filter.is_empty() {

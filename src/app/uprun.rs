@@ -358,6 +358,8 @@ fn describe_run(opts: &UprunOptions, p: &mut Prepared) -> Result<(), UprunError>
     }
     facts.push(("tool-version", format!("upcmp {}", crate::TOOL_VERSION)));
     crate::store::system::write(outdir, &facts)?;
+    let release = crate::host::uname().release;
+    crate::store::settings::write(outdir, &crate::host::settings::kernel_settings(&release))?;
     write_atomic(&outdir.join("test_list"), p.list.text.as_bytes())?;
     if let Some(copy) = p.kallsyms.take() {
         copy.save(outdir)?;

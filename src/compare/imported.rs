@@ -67,6 +67,7 @@ pub fn compare_imported(
         dir2: path2.to_path_buf(),
         warnings,
         system_differences: Vec::new(),
+        setting_differences: Vec::new(),
         tests: vec![TestComparison {
             name,
             outcome: TestOutcome::Compared {

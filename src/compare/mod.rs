@@ -8,6 +8,7 @@ pub mod counters;
 pub mod imported;
 pub mod moves;
 pub mod runs;
+pub mod settings;
 pub mod stacks;
 pub mod stats;
 pub mod value;

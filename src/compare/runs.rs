@@ -120,6 +120,10 @@ pub struct RunComparison {
     pub warnings: Vec<String>,
     /// Differences of the system descriptions that can bias the comparison.
     pub system_differences: Vec<SystemDifference>,
+    /// Differences of the kernel settings (`OUTDIR/settings`: configuration, mitigations,
+    /// sysctls, ...), every one of them; none when a run has no settings file.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setting_differences: Vec<SystemDifference>,
     /// Tests in run 1's order, then those only in run 2.
     pub tests: Vec<TestComparison>,
     /// Tested counters of all tests, adjusted together (Holm).
@@ -396,7 +400,7 @@ fn compare_test(t1: &mut StoredTest, t2: &mut StoredTest, opts: &CompareOptions)
     if c1 != c2 {
         notes.push(format!("the runs sampled {c1} and {c2} CPUs"));
     }
-    let same_test = opts.same_tests.iter().any(|n| *n == t1.name);
+    let same_test = opts.same_tests.contains(&t1.name);
     let unlike = unlike_sides(t1, t2, same_test);
     let no_summary_ratio = unlike.iter().any(|u| u.no_summary_ratio);
     let no_speed_ratio = unlike.iter().any(|u| u.no_speed_ratio);
@@ -568,6 +572,7 @@ pub fn compare_runs(
         dir2: run2.dir.clone(),
         warnings,
         system_differences,
+        setting_differences: Vec::new(),
         tests,
         counter_family: 0,
     };
@@ -651,6 +656,7 @@ impl RunComparison {
             dir2: self.dir2.clone(),
             warnings: self.warnings.clone(),
             system_differences: self.system_differences.clone(),
+            setting_differences: self.setting_differences.clone(),
             tests,
             counter_family: self.counter_family,
         }

@@ -5,6 +5,7 @@
 pub mod check;
 pub mod counters;
 pub mod sched_features;
+pub mod settings;
 pub mod system;
 pub mod tuning;
 

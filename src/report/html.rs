@@ -221,6 +221,19 @@ fn header(cmp: &RunComparison) -> Markup {
                 }
                 @if let Some(n) = super::text::notes_below(cmp) { p { (n) } }
             }
+            @if !cmp.setting_differences.is_empty() {
+                details.settings open[cmp.setting_differences.len() <= super::text::CONFIG_LINES] {
+                    summary { "Kernel settings that differ (" (cmp.setting_differences.len()) ")" }
+                    table.system {
+                        thead { tr { th { "setting" } th { "run 1" } th { "run 2" } } }
+                        tbody {
+                            @for d in &cmp.setting_differences {
+                                tr { td { (d.key.strip_prefix("config.").unwrap_or(&d.key)) } td { (d.run1) } td { (d.run2) } }
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 }

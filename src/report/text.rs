@@ -523,11 +523,48 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "  {n}")?;
         }
     }
+    for line in settings_lines(r) {
+        writeln!(out, "  {line}")?;
+    }
     writeln!(out)?;
     for t in &r.tests {
         render_test(t, r.counter_family, out)?;
     }
     Ok(())
+}
+
+/// Kernel configuration options listed one a line up to this many; beyond, a count and
+/// the first few (all of them are in the page and the JSON).
+pub const CONFIG_LINES: usize = 20;
+
+/// The System section's lines of the kernel settings that differ: each other setting,
+/// then the configuration's options (`CONFIG_X: y -> n`), counted when there are many.
+pub(crate) fn settings_lines(r: &RunComparison) -> Vec<String> {
+    use crate::compare::settings::{difference_line, is_config};
+    let d = &r.setting_differences;
+    if d.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "Kernel settings that differ ({}; each file 'settings' of the runs):",
+        d.len()
+    )];
+    lines.extend(
+        d.iter()
+            .filter(|x| !is_config(x))
+            .map(|x| format!("  {}", difference_line(x))),
+    );
+    let config: Vec<String> = d.iter().filter(|x| is_config(x)).map(difference_line).collect();
+    if config.len() <= CONFIG_LINES {
+        lines.extend(config.iter().map(|l| format!("  {l}")));
+    } else {
+        lines.push(format!(
+            "  kernel config: {} options differ, the first: {}; all of them in results.html and results.json",
+            config.len(),
+            config[..5].join(", ")
+        ));
+    }
+    lines
 }
 
 /// What the tests note below the System section, when they note anything: so that the
@@ -549,6 +586,13 @@ pub(crate) fn notes_below(r: &RunComparison) -> Option<String> {
 
 /// The System section's line when the system descriptions do not differ.
 pub(crate) fn system_summary(r: &RunComparison) -> String {
+    if !r.setting_differences.is_empty() {
+        let tail = notes_below(r).map(|n| format!(" {n}")).unwrap_or_default();
+        return format!(
+            "the two system descriptions do not differ in what can bias the comparison, but the kernel settings \
+             do (below).{tail}"
+        );
+    }
     match notes_below(r) {
         None => "no differences between the two system descriptions that can bias the comparison".into(),
         Some(n) => format!("the two system descriptions do not differ in what can bias the comparison. {n}"),

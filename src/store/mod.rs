@@ -7,6 +7,7 @@ pub mod prfout;
 pub mod procstat;
 pub mod run;
 pub mod samples;
+pub mod settings;
 pub mod stacks;
 pub mod system;
 

@@ -518,7 +518,7 @@ pub fn old_path_n(path: &Path, k: usize) -> PathBuf {
 }
 
 /// The files uprun writes at the top of a run directory, which no test may be named.
-pub const RUN_FILES: &[&str] = &[RUN_MARKER, "system", TEST_LIST_FILE, "kallsyms.gz"];
+pub const RUN_FILES: &[&str] = &[RUN_MARKER, "system", TEST_LIST_FILE, "kallsyms.gz", "settings"];
 
 /// Directory names for the tests of a list, unique by construction: the test's name for
 /// its first line; for a later line of the same name, `NAME.K` with the smallest K from 2
