@@ -88,7 +88,7 @@ pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
 
 /// The regularized upper incomplete gamma function Q(a, x), x >= 0 (series below a + 1,
 /// continued fraction above, as in Numerical Recipes' `gammq`).
-fn gamma_q(a: f64, x: f64) -> f64 {
+pub(super) fn gamma_q(a: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 1.0;
     }
