@@ -220,8 +220,8 @@ mod tests {
         assert_eq!(c.rows[0].function, "big");
         assert_eq!(c.rows[0].noise.verdict, Mark::Noise);
         assert!(c.rows[1].noise.stands_out());
-        assert_eq!(top_function(&c).unwrap(), "top: small +0.10 s");
-        assert!(cpu_change(&c).starts_with("CPU +0.5% ("), "{}", cpu_change(&c));
+        assert_eq!(top_function(&c).unwrap(), "top: small +0.10 sec");
+        assert!(cpu_change(&c).starts_with("CPU +1.0% ("), "{}", cpu_change(&c));
         assert!(cpu_change(&c).ends_with(&format!("({})", c.cpu_noise.verdict.word())));
         c.rows[1].noise.verdict = Mark::Noise;
         assert_eq!(top_function(&c), None);

@@ -428,7 +428,12 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             let trend = s1.model_var(phi) / s1.k as f64 + s2.model_var(phi) / s2.k as f64;
             let share = phi * (s1.mean * s1.mean / s1.k as f64 + s2.mean * s2.mean / s2.k as f64) / trend;
             // The trend is known no better than φ is.
-            let d0 = match (d0, phi_df / (share * share).max(1e-12)) {
+            let cap = if share > 0.0 {
+                phi_df / (share * share)
+            } else {
+                f64::INFINITY
+            };
+            let d0 = match (d0, cap) {
                 (_, cap) if cap >= 1e4 => d0,
                 (Some(d0), cap) => Some(d0.min(cap)),
                 (None, cap) => Some(cap),
@@ -480,7 +485,10 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
 /// The degrees of freedom of a variance whose share `share` is φ's, φ having `df`: t
 /// where they are few, normal from 10⁴ on.
 fn dispersion_df(df: f64, share: f64) -> Option<f64> {
-    let d = df / (share * share).max(1e-12);
+    if share <= 0.0 {
+        return None;
+    }
+    let d = df / (share * share);
     (d < 1e4).then_some(d.max(1.0))
 }
 
