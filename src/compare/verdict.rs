@@ -158,7 +158,8 @@ pub fn fail_if_worse_profile(test: &str, p: &ProfileComparison, limit_pct: f64) 
     if w > limit_pct {
         if n.verdict.stands_out() {
             let what = if n.test == Some(NoiseTest::Dispersed) {
-                "CPU time (one profile a side: its own run-to-run noise was not measured)"
+                "CPU time (beyond the sampling error and the functions' run-to-run spread; one profile a side \
+                 measures no run-to-run noise of its own)"
             } else if n.sampling_only {
                 "CPU time (beyond the sampling error; one profile a side measures no run-to-run noise)"
             } else {
