@@ -546,7 +546,7 @@ mod tests {
         close(trigamma(trigamma_inverse(0.3)), 0.3, 1e-12);
         // The median of χ²₂/2 is ln 2.
         close(chi2_median_scaled(2.0), std::f64::consts::LN_2, 1e-12);
-        close(chi2_median_scaled(1.0), 0.454936423119572752, 1e-10);
+        close(chi2_median_scaled(1.0), 0.454_936_423_119_572_8, 1e-10);
     }
 
     fn side(k: usize, mean: f64, s2: f64, floor: f64) -> SideSpread {
