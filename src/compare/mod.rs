@@ -264,6 +264,25 @@ pub struct Families {
     pub benchmarks: usize,
 }
 
+/// The variance models of a comparison's rows, each fitted over the functions of its
+/// test: one for their times, one for their shares.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NoiseModel {
+    /// The model of the functions' times (the table's test).
+    pub time: stats::Prior,
+    /// The model of the functions' shares (the share columns).
+    pub share: stats::Prior,
+}
+
+impl Default for NoiseModel {
+    fn default() -> Self {
+        NoiseModel {
+            time: stats::Prior::Unfitted,
+            share: stats::Prior::Unfitted,
+        }
+    }
+}
+
 /// The comparison of two profiles.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileComparison {
@@ -284,6 +303,8 @@ pub struct ProfileComparison {
     pub cpu_noise: Significance,
     /// The families the rows were adjusted in.
     pub families: Families,
+    /// The variance model shared by the rows (docs/formulas.md, "The variance model").
+    pub noise_model: NoiseModel,
     /// The two sides did different work (another command or number of copies): a ratio
     /// of their totals means nothing and none is given (`runs::unlike_sides`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -307,6 +328,7 @@ impl ProfileComparison {
             rows: _,
             cpu_noise,
             families,
+            noise_model,
             ratios_refused,
             of_runs,
         } = self;
@@ -319,6 +341,7 @@ impl ProfileComparison {
             rows: Vec::new(),
             cpu_noise: *cpu_noise,
             families: *families,
+            noise_model: *noise_model,
             ratios_refused: *ratios_refused,
             of_runs: *of_runs,
         }
@@ -804,13 +827,35 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
         })
     }
     let (none_t1, none_t2) = (absent_times(v1), absent_times(v2));
+    let times_of = |j: &Joined| {
+        (
+            j.i1.map_or(&none_t1[..], |k| side1.times(k as usize)),
+            j.i2.map_or(&none_t2[..], |k| side2.times(k as usize)),
+        )
+    };
+    // The model shared by the functions of the test, fitted over all of them (above the
+    // cutoff or not): only those with enough samples enter the fit.
+    let (time_spreads, share_spreads): (Vec<_>, Vec<_>) = joined
+        .par_iter()
+        .filter_map(|j| {
+            let (t1, t2) = times_of(j);
+            let time = stats::RowSpread::of_times(t1, t2);
+            let share = stats::with_few(shares(t1, v1), |a| {
+                stats::with_few(shares(t2, v2), |b| stats::RowSpread::of_shares(a, b))
+            });
+            (time.eligible() || share.eligible()).then_some((time, share))
+        })
+        .unzip();
+    let noise_model = NoiseModel {
+        time: stats::Prior::fit(&time_spreads),
+        share: stats::Prior::fit(&share_spreads),
+    };
+    drop((time_spreads, share_spreads));
     let pct = |t: f64, cpu: f64| if cpu > 0.0 { t * (100.0 / cpu) } else { t * 0.0 };
     let mut rows: Vec<FunctionDelta> = joined
         .par_iter()
         .map(|j| {
-            let (i1, i2) = (j.i1.map(|k| k as usize), j.i2.map(|k| k as usize));
-            let t1 = i1.map_or(&none_t1[..], |k| side1.times(k));
-            let t2 = i2.map_or(&none_t2[..], |k| side2.times(k));
+            let (t1, t2) = times_of(j);
             let values = |t: &[SampledTime]| t.iter().map(SampledTime::value).collect::<Vec<_>>();
             let share1 = pct(j.t1.unwrap_or(0.0), run1.cpu);
             let share2 = pct(j.t2.unwrap_or(0.0), run2.cpu);
@@ -826,11 +871,11 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
                 run2_pct_of_cpu: share2,
                 run1_sd_pct: (t1.len() > 1).then(|| stats::stddev_pct(&values(t1))),
                 run2_sd_pct: (t2.len() > 1).then(|| stats::stddev_pct(&values(t2))),
-                noise: Significance::unadjusted(stats::time_test(t1, t2), j.delta, repeated),
+                noise: Significance::unadjusted(stats::time_test_with(t1, t2, &noise_model.time), j.delta, repeated),
                 // In percentage points, as the share columns.
                 share_noise: Significance::unadjusted(
                     stats::with_few(shares(t1, v1), |a| {
-                        stats::with_few(shares(t2, v2), |b| stats::share_test(a, b))
+                        stats::with_few(shares(t2, v2), |b| stats::share_test_with(a, b, &noise_model.share))
                     }),
                     (share2 - share1) / 100.0,
                     repeated,
@@ -862,6 +907,11 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
         };
         row.function = std::mem::take(name);
     }
+    // Each function's dispersion, summed: the total's with one run a side.
+    let sum_sq: f64 = joined
+        .iter()
+        .map(|j| j.t1.unwrap_or(0.0).powi(2) + j.t2.unwrap_or(0.0).powi(2))
+        .sum();
     drop((joined, names));
 
     let cpu = |v: &[value::Valued]| {
@@ -869,7 +919,11 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
             .map(|v| sampled(v, v.busy_samples, v.busy, v.busy_var))
             .collect::<Vec<_>>()
     };
-    let cpu_noise = Significance::unadjusted(stats::time_test(&cpu(v1), &cpu(v2)), run2.cpu - run1.cpu, repeated);
+    let cpu_noise = Significance::unadjusted(
+        stats::total_test_with(&cpu(v1), &cpu(v2), &noise_model.time, sum_sq),
+        run2.cpu - run1.cpu,
+        repeated,
+    );
     ProfileComparison {
         measure,
         warnings,
@@ -879,6 +933,7 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
         rows,
         cpu_noise,
         families: Families::default(),
+        noise_model,
         ratios_refused: false,
         of_runs: false,
     }
@@ -1333,6 +1388,49 @@ mod tests {
         assert_eq!((one.families.functions, two.families.functions), (2, 2));
         // The two CPU totals (no change: p = 1) are the Holm family.
         assert_eq!(one.families.headline, 2);
+    }
+
+    // Issue 28: more data never weaker. f 500 -> 650 samples (1 ms) beside 34 unchanged
+    // functions of 300 samples, 100,000 samples a run: one run a side, z = 150 /
+    // sqrt(1150 - (500² + 650²)/10⁵) = 4.43, q = 35·p = 3.2e-4 (the others have p = 1, so
+    // no dispersion is measured). The same counts repeated 3 times a side had Welch's
+    // p = 0.00165 on 4 degrees of freedom and q = 0.058 (noise); now the functions share
+    // their variance model (no spread: the sampling error of the summed counts) and the
+    // q is smaller than with one run.
+    #[test]
+    fn issue_28_repeating_the_same_counts_never_weakens_the_verdict() {
+        let names: Vec<String> = (0..34).map(|i| format!("g{i:02}")).collect();
+        let rows: Vec<(&str, &str, u64)> = names.iter().map(|n| ("kernel", n.as_str(), 300)).collect();
+        let side = |f: u64| {
+            let mut r = rows.clone();
+            r.push(("kernel", "f", f));
+            r.push(("kernel", "idle", 100_000 - 34 * 300 - f));
+            profile_with(0.001, 100.0, 0, 0, &r)
+        };
+        let (p1, p2) = (side(500), side(650));
+        let one = compare_profiles(&p1, &p2, &CompareOptions::default());
+        let q1 = row(&one, "f").noise.q_value.unwrap();
+        let z = 150.0 / (1150.0f64 - (500.0f64.powi(2) + 650.0f64.powi(2)) / 1e5).sqrt();
+        close(q1, 35.0 * stats::normal_two_sided_p(z), 1e-9);
+        assert!((3.1e-4..3.3e-4).contains(&q1), "{q1}");
+        assert_eq!(row(&one, "f").noise.verdict, Mark::SamplingOnly);
+        for k in [2, 3, 5] {
+            let c = compare_profile_sets(&vec![p1.clone(); k], &vec![p2.clone(); k], &CompareOptions::default());
+            assert!(
+                matches!(c.noise_model.time, stats::Prior::Moderated { .. }),
+                "{:?}",
+                c.noise_model
+            );
+            let f = row(&c, "f");
+            assert!(f.noise.q_value.unwrap() <= q1, "{k}: {:?}", f.noise);
+            assert_eq!(f.noise.verdict, Mark::Significant);
+            assert_eq!(c.families.functions, 35);
+            assert!(c
+                .rows
+                .iter()
+                .filter(|r| r.function != "f")
+                .all(|r| !r.noise.stands_out()));
+        }
     }
 
     #[test]

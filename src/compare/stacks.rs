@@ -1,11 +1,11 @@
 //! Comparing two stack profiles (each side one or more repetitions): every frame (a path
 //! from the root) by its *inclusive* share of CPU samples, and the callers and callees
 //! that carry the change of the functions that changed most. Each share is tested with
-//! [`share_test`] (the binomial sampling error with one run a side, the repetitions'
+//! [`stats::share_test`] (the binomial sampling error with one run a side, the repetitions'
 //! spread with more), and the tests of a graph or a table are adjusted together as one
 //! Benjamini–Hochberg family. Formulas: `docs/upsrun.md`, `docs/formulas.md`.
 
-use super::stats::{self, adjust_family, share_test, Correction, Significance};
+use super::stats::{self, adjust_family, Correction, Prior, Significance};
 use crate::model::{CallGraph, IdleSet, StackProfile};
 use crate::store::outdir::RunKind;
 use crate::store::run::{StoredRun, StoredTest};
@@ -50,7 +50,7 @@ pub struct ShareChange {
     /// The standard error of `delta_pct`: binomial with one run a side, the repetitions'
     /// spread (floored by the binomial) with more; 0 when not tested.
     pub error_pct: f64,
-    /// The test of the share ([`share_test`]) in percentage points, adjusted in its
+    /// The test of the share ([`stats::share_test`]) in percentage points, adjusted in its
     /// family.
     pub noise: Significance,
 }
@@ -59,8 +59,14 @@ impl ShareChange {
     /// The shares `run1` and `run2` (one per repetition) and their change, tested but not
     /// yet adjusted: it stands out only once its family is ([`adjust`]).
     pub fn test(run1: &[ShareCount], run2: &[ShareCount]) -> Self {
+        Self::test_with(run1, run2, &Prior::Unfitted)
+    }
+
+    /// [`test`](Self::test) under the variance model `prior` shared by the frames of a
+    /// graph (see [`StackTree::finish`]).
+    pub fn test_with(run1: &[ShareCount], run2: &[ShareCount], prior: &Prior) -> Self {
         let (pct1, pct2) = (mean_share_pct(run1), mean_share_pct(run2));
-        let v = share_test(run1, run2);
+        let v = stats::share_test_with(run1, run2, prior);
         ShareChange {
             pct1,
             pct2,
@@ -138,6 +144,9 @@ pub struct StackDiff {
     per_repetition: Vec<u64>,
     /// The change of each node in the tested family, adjusted as one.
     changes: HashMap<usize, ShareChange, foldhash::fast::RandomState>,
+    /// With repetitions, the variance model of the family's frames (docs/formulas.md,
+    /// "The variance model"); unfitted with one run a side.
+    pub prior: Prior,
 }
 
 /// A [`StackDiff`] being built, one run at a time: the run read first can be merged
@@ -163,6 +172,7 @@ impl StackTree {
             repetition_samples: [vec![0; repetitions[0]], vec![0; repetitions[1]]],
             per_repetition: vec![0; repetitions[0] + repetitions[1]],
             changes: HashMap::default(),
+            prior: Prior::Unfitted,
         })
     }
 
@@ -227,6 +237,18 @@ impl StackTree {
             }
         }
         let members: Vec<usize> = (1..d.nodes.len()).filter(|&n| d.in_family(n)).collect();
+        // With repetitions the frames share their variance model, fitted over the family.
+        let spreads: Vec<stats::RowSpread> = members
+            .iter()
+            .map(|&n| {
+                let [run1, run2] = d.counts(n);
+                stats::RowSpread::of_shares(&run1, &run2)
+            })
+            .collect();
+        d.prior = match Prior::fit(&spreads) {
+            p @ Prior::Moderated { .. } => p,
+            _ => Prior::Unfitted,
+        };
         let mut changes: Vec<ShareChange> = members.iter().map(|&n| d.test(n)).collect();
         adjust(changes.iter_mut());
         d.changes = members.into_iter().zip(changes).collect();
@@ -270,7 +292,7 @@ impl StackDiff {
     /// Node `n`'s share test, unadjusted.
     fn test(&self, n: usize) -> ShareChange {
         let [run1, run2] = self.counts(n);
-        ShareChange::test(&run1, &run2)
+        ShareChange::test_with(&run1, &run2, &self.prior)
     }
 
     /// Whether node `n` is in the tested family (as [`ShareChange::above_cutoff`],

@@ -3,7 +3,7 @@
 
 use super::bench::BenchRow;
 use super::runs::{RunComparison, TestOutcome};
-use super::stats::Mark;
+use super::stats::{Mark, NoiseTest};
 use super::ProfileComparison;
 use serde::Serialize;
 
@@ -18,6 +18,8 @@ pub struct Worse {
     pub worse_pct: f64,
     /// The adjusted p-value of its test.
     pub q_value: Option<f64>,
+    /// The test that decided.
+    pub noise_test: Option<NoiseTest>,
 }
 
 /// The outcome of `--fail-if-worse`.
@@ -75,8 +77,12 @@ impl FailVerdict {
                 n => format!(" (and {} more)", n - 1),
             };
             let q = w.q_value.map(|q| format!(", adjusted p = {q:.2e}")).unwrap_or_default();
+            let by = w
+                .noise_test
+                .map(|t| format!(" by {}", test_words(t)))
+                .unwrap_or_default();
             return format!(
-                "worse: {}: {} is {:.1}% worse (more than {limit}%, beyond the noise{q}){more}",
+                "worse: {}: {} is {:.1}% worse (more than {limit}%, beyond the noise{by}{q}){more}",
                 w.test, w.what, w.worse_pct
             );
         }
@@ -125,6 +131,18 @@ fn why_untested(b: &BenchRow, repetitions: (usize, usize)) -> String {
             "{n1} and {n2} values in {} and {} repetitions: too few for a test",
             repetitions.0, repetitions.1
         ),
+    }
+}
+
+/// The test that decided, as the reason line names it.
+pub fn test_words(t: NoiseTest) -> &'static str {
+    match t {
+        NoiseTest::ExactCounts => "the exact test of the sample counts",
+        NoiseTest::NormalCounts => "the normal test of the sampling error",
+        NoiseTest::Welch => "Welch's t-test on the repetitions",
+        NoiseTest::OneVsMany => "the t-test of one run against the repetitions' spread",
+        NoiseTest::Moderated => "the moderated t over the test's functions",
+        NoiseTest::Dispersed => "the sampling error with the functions' run-to-run spread",
     }
 }
 
@@ -196,6 +214,7 @@ pub fn fail_if_worse(r: &RunComparison, limit_pct: f64) -> FailVerdict {
                     what: b.description.clone(),
                     worse_pct: w,
                     q_value: n.q_value,
+                    noise_test: n.test,
                 });
             } else {
                 v.within_noise += 1;
@@ -232,7 +251,10 @@ pub fn fail_if_worse_profile(test: &str, p: &ProfileComparison, limit_pct: f64) 
     let w = 100.0 * (p.run2.cpu - p.run1.cpu) / p.run1.cpu;
     if w > limit_pct {
         if n.verdict.stands_out() {
-            let what = if n.sampling_only {
+            let what = if n.test == Some(NoiseTest::Dispersed) {
+                "CPU time (beyond the sampling error and the functions' run-to-run spread; one profile a side \
+                 measures no run-to-run noise of its own)"
+            } else if n.sampling_only {
                 "CPU time (beyond the sampling error; one profile a side measures no run-to-run noise)"
             } else {
                 "CPU time"
@@ -242,6 +264,7 @@ pub fn fail_if_worse_profile(test: &str, p: &ProfileComparison, limit_pct: f64) 
                 what: what.into(),
                 worse_pct: w,
                 q_value: n.q_value,
+                noise_test: n.test,
             });
         } else {
             v.within_noise += 1;
@@ -253,7 +276,7 @@ pub fn fail_if_worse_profile(test: &str, p: &ProfileComparison, limit_pct: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::stats::{NoiseTest, Significance, Tested, Verdict};
+    use crate::compare::stats::{Significance, Tested, Verdict};
 
     fn row(run1: f64, run2: f64, lower_is_better: bool, p: Option<f64>) -> BenchRow {
         let mut noise = p.map(|p| {
@@ -286,6 +309,31 @@ mod tests {
             run2_sd_pct: None,
             noise,
         }
+    }
+
+    // Issue 28: the reason line names the test that decided.
+    #[test]
+    fn the_reason_names_the_test() {
+        let verdict = |noise_test| FailVerdict {
+            limit_pct: 5.0,
+            worse: vec![Worse {
+                test: "t".into(),
+                what: "CPU time".into(),
+                worse_pct: 12.0,
+                q_value: Some(0.001),
+                noise_test,
+            }],
+            tested: 1,
+            within_noise: 0,
+        };
+        assert_eq!(
+            verdict(Some(NoiseTest::Welch)).reason(),
+            "worse: t: CPU time is 12.0% worse (more than 5%, beyond the noise by Welch's t-test on the \
+             repetitions, adjusted p = 1.00e-3)"
+        );
+        assert!(verdict(Some(NoiseTest::Dispersed))
+            .reason()
+            .contains("by the sampling error with the functions' run-to-run spread,"));
     }
 
     #[test]

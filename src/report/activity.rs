@@ -126,15 +126,21 @@ pub fn cpu_digest(p: &ProfileComparison) -> Option<String> {
     }
 }
 
+/// The CPU time's change in %, with its verdict.
 fn cpu_change(p: &ProfileComparison) -> String {
-    format!("CPU {}", cpu_digest(p).as_deref().unwrap_or("-"))
+    match cpu_digest(p) {
+        Some(change) => format!("CPU {change} ({})", p.cpu_noise.verdict.word()),
+        None => "CPU -".into(),
+    }
 }
 
+/// The function that moved most among the rows marked (standing out after their
+/// family's adjustment): a noisy row is never the digest's "top".
 fn top_function(p: &ProfileComparison) -> Option<String> {
     let f = p
         .rows
         .iter()
-        .filter(|r| r.above_cutoff && r.delta != 0.0)
+        .filter(|r| r.above_cutoff && r.delta != 0.0 && r.noise.stands_out())
         .max_by(|a, b| a.delta.abs().total_cmp(&b.delta.abs()))?;
     Some(format!(
         "top: {} {}",
@@ -223,6 +229,39 @@ pub fn digest_lines(r: &RunComparison) -> Vec<(String, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Issue 28: the digest's "top" is the largest change among the marked rows, never a
+    // larger one that is noise; the CPU change carries its verdict.
+    #[test]
+    fn digest_top_is_marked_and_cpu_has_its_verdict() {
+        use crate::compare::{compare_profiles, CompareOptions, Mark};
+        use crate::store::prfout::parse;
+        let profile = |rows: &[(&str, u64)]| {
+            let mut text = format!(
+                "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.001\ncpus 1\nwall-sec 100\nidle-set idle\n\
+                 cpu 0 samples {} lost 0 throttled 0\nfunctions {}\n",
+                rows.iter().map(|r| r.1).sum::<u64>(),
+                rows.len()
+            );
+            for (n, c) in rows {
+                text += &format!("{c} [kernel] {n}\n");
+            }
+            parse(&(text + "end\n"), "t").unwrap()
+        };
+        let mut c = compare_profiles(
+            &profile(&[("big", 20_000), ("small", 100), ("idle", 79_900)]),
+            &profile(&[("big", 20_100), ("small", 200), ("idle", 79_700)]),
+            &CompareOptions::default(),
+        );
+        assert_eq!(c.rows[0].function, "big");
+        assert_eq!(c.rows[0].noise.verdict, Mark::Noise);
+        assert!(c.rows[1].noise.stands_out());
+        assert_eq!(top_function(&c).unwrap(), "top: small +0.10 sec");
+        assert!(cpu_change(&c).starts_with("CPU +1.0% ("), "{}", cpu_change(&c));
+        assert!(cpu_change(&c).ends_with(&format!("({})", c.cpu_noise.verdict.word())));
+        c.rows[1].noise.verdict = Mark::Noise;
+        assert_eq!(top_function(&c), None);
+    }
 
     #[test]
     fn counts_with_three_digits() {

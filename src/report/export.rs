@@ -118,6 +118,8 @@ fn test_name(t: NoiseTest) -> &'static str {
         NoiseTest::NormalCounts => "normal_counts",
         NoiseTest::Welch => "welch",
         NoiseTest::OneVsMany => "one_vs_many",
+        NoiseTest::Moderated => "moderated",
+        NoiseTest::Dispersed => "dispersed",
     }
 }
 
@@ -572,6 +574,7 @@ fn push_significance(b: &mut Vec<u8>, s: &Significance) -> io::Result<()> {
         }
         None => o.key("detectable").extend_from_slice(b"null"),
     }
+    push_json_opt(o.key("level"), s.level);
     o.end();
     Ok(())
 }
@@ -916,6 +919,7 @@ mod tests {
                 observed: n(k + 7).unwrap_or(2.0),
                 true_change_80: n(k + 8).unwrap_or(-3.0),
             }),
+            level: n(k + 9),
         };
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for k in 0..2000 {

@@ -3,7 +3,7 @@
 use super::{fmt_pct, fmt_sec, msec};
 use crate::compare::bench::{first_detectable_pct, BenchRow};
 use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
-use crate::compare::stats::{NoiseTest, NotTested, EXACT_BELOW};
+use crate::compare::stats::{NoiseTest, NotTested, Prior, EXACT_BELOW, FIT_MIN_COUNT};
 use crate::compare::{Basis, Measure, Method, ProfileComparison, ProfileSummary, Significance};
 use crate::model::shown::{escaped, Shown};
 use prettytable::format::{FormatBuilder, LinePosition, LineSeparator, TableFormat};
@@ -39,9 +39,12 @@ fn noise_word(n: &Significance) -> &'static str {
 pub(crate) fn bench_noise_line(rows: &[BenchRow]) -> Option<String> {
     if let Some((r, d)) = first_detectable_pct(rows) {
         return Some(format!(
-            "Benchmark ({}): an observed change below {:.1}% is not significant at 95%; a true change of \
-             about {:.1}% is detected 80% of the time.",
-            r.description, d.observed, d.true_change_80
+            "Benchmark ({}): an observed change below {:.1}% is not marked (at its level after the adjustment, \
+             p < {}); a true change of about {:.1}% is detected 80% of the time.",
+            r.description,
+            d.observed,
+            fmt_level(r.noise.and_then(|n| n.level)),
+            d.true_change_80
         ));
     }
     // Rows of different benchmarks are not tested either, whatever their repetitions.
@@ -375,8 +378,36 @@ pub(crate) fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Re
 /// (shared with the Markdown report).
 pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
     let (a, b) = (c.run1.repetitions, c.run2.repetitions);
-    let mut notes = vec![match c.method() {
-        Method::SamplingError => format!(
+    let mut notes = vec![match (c.method(), c.noise_model.time) {
+        (_, Prior::Dispersion { phi, fitted, .. }) => format!(
+            "Noise: one run a side, so each function's change of CPU time is tested against the sampling error \
+             of its samples and the run-to-run spread of the other functions of this test: {:.1}% of a \
+             function's time per run beyond the sampling error, estimated from the {fitted} functions with at \
+             least {FIT_MIN_COUNT} samples a side (most functions of a comparison do not change; where most \
+             do, this overstates the noise). The total CPU time takes the functions' spread summed. A change \
+             beyond both is marked \"sampling only\": each function's own run-to-run noise was not measured.{}",
+            100.0 * phi.sqrt(),
+            if c.of_runs {
+                " Repeat the runs (uprun --runs N)."
+            } else {
+                ""
+            }
+        ),
+        (
+            _,
+            Prior::Moderated {
+                phi, d0, s0_sq, fitted, ..
+            },
+        ) => format!(
+            "Noise: {a} and {b} repetitions; each function's variance is moderated towards the trend fitted over \
+             the {fitted} functions of this test with at least {FIT_MIN_COUNT} samples a side (its sampling \
+             variance plus {:.1}% of its time per run, times {s0_sq:.2}; prior degrees of freedom {}), and its \
+             change tested with the moderated t; the change must also stand above the sampling error of the \
+             summed samples.",
+            100.0 * phi.sqrt(),
+            d0.map_or("infinite (the trend alone)".to_string(), |d| format!("{d:.1}"))
+        ),
+        (Method::SamplingError, _) => format!(
             "Noise: one run a side, so each function's change of CPU time is tested against the sampling error \
              of its samples only (exact below {EXACT_BELOW} samples, the multinomial normal above). \
              Run-to-run variation was not measured and is usually larger: a change beyond the sampling error is \
@@ -387,14 +418,14 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
                 " Measuring it takes repeated runs of each side."
             }
         ),
-        Method::Welch if a == 1 || b == 1 => format!(
+        (Method::Welch, _) if a == 1 || b == 1 => format!(
             "Noise: {a} and {b} repetitions; each function's change of CPU time is tested against the \
              repetitions' spread, taken for both sides (t-test with {} degrees of freedom), each side's variance \
              at least its sampling variance; the change must also stand above the sampling error of the summed \
              samples.",
             a.max(b) - 1
         ),
-        Method::Welch => format!(
+        (Method::Welch, _) => format!(
             "Noise: {a} and {b} repetitions; each function's change of CPU time is tested with Welch's t-test on \
              the repetitions, each side's variance at least its sampling variance; the change must also stand \
              above the sampling error of the summed samples."
@@ -415,13 +446,19 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
     notes.push(match c.cpu_detectable_pct() {
         Some(d) => format!(
             "Total CPU time {cpu_change}: {} (Holm over the {} CPU total{} tested in this report). An observed \
-             change below {:.2}% is not significant at 95%; a true change of about {:.2}% is detected 80% of the \
-             time.",
+             change below {:.2}% is not marked (at its level after the adjustment, p < {}); a true change of \
+             about {:.2}% is detected 80% of the time.",
             n.verdict.word(),
             c.families.headline,
             if c.families.headline == 1 { "" } else { "s" },
             d.observed,
+            fmt_level(n.level),
             d.true_change_80
+        ),
+        None if n.test == Some(NoiseTest::Dispersed) => format!(
+            "Total CPU time {cpu_change}: {} against its sampling error and the functions' run-to-run spread \
+             summed (one run a side: the total's own run-to-run noise was not measured).",
+            n.verdict.word()
         ),
         None if n.sampling_only || a == 1 && b == 1 => format!(
             "Total CPU time {cpu_change}: one run a side, so its run-to-run noise was not measured and no \
@@ -430,6 +467,11 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
         None => format!("Total CPU time {cpu_change}: not tested ({}).", not_tested_why(n)),
     });
     notes
+}
+
+/// A family's level, as the notes print it.
+fn fmt_level(level: Option<f64>) -> String {
+    level.map_or("0.05".into(), |l| format!("{l:.2e}"))
 }
 
 fn not_tested_why(n: &Significance) -> &'static str {

@@ -23,6 +23,7 @@
 mod counts;
 mod dist;
 mod family;
+mod moderated;
 mod power;
 #[cfg(test)]
 mod simulation;
@@ -31,10 +32,12 @@ mod spread;
 pub use counts::{exact_conditional_p, multinomial_count_var, share_se, SampledTime, ShareCount};
 pub use dist::{inc_beta, normal_sf, normal_two_sided_p, t_cdf, t_quantile};
 pub use family::{adjust, adjust_verdicts, Correction};
-pub use power::{detectable, Detectable};
-pub use spread::{bench_test, one_vs_many, share_test, time_test, welch_floored};
+pub use moderated::{total_test_with, Prior, RowSpread, SideSpread, FIT_MIN_COUNT, FIT_MIN_FUNCTIONS};
+pub use power::{detectable, detectable_at, Detectable};
+pub use spread::{bench_test, one_vs_many, share_test, share_test_with, time_test, time_test_with, welch_floored};
 
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// Significance level of every test (two-sided), and the false-discovery rate or
 /// family-wise error rate of every family.
@@ -57,6 +60,12 @@ pub enum NoiseTest {
     Welch,
     /// One run against k repetitions, with the repetitions' spread for both sides.
     OneVsMany,
+    /// The moderated t: the row's variance shrunk towards the trend fitted over the
+    /// functions of its test, with the prior's added degrees of freedom.
+    Moderated,
+    /// One run a side: the sampling error plus the run-to-run dispersion measured on
+    /// the other functions of the test (normal).
+    Dispersed,
 }
 
 /// A test of the change from run 1 to run 2.
@@ -259,8 +268,12 @@ pub struct Significance {
     /// What the report prints.
     pub verdict: Mark,
     /// The observed change needed for significance and the true change detected 80% of
-    /// the time, at this test's standard error.
+    /// the time, at this test's standard error: at the level of its family (`level`)
+    /// once adjusted, at [`ALPHA`] before.
     pub detectable: Option<Detectable>,
+    /// The level the unadjusted p-value had to pass in the row's family (see
+    /// [`adjust_family`]); None in no family.
+    pub level: Option<f64>,
 }
 
 impl Significance {
@@ -289,6 +302,7 @@ impl Significance {
                 Mark::NotTested
             },
             detectable: t.map(Tested::detectable),
+            level: None,
         }
     }
 
@@ -326,6 +340,11 @@ impl Significance {
 
 /// Adjusts a family's p-values together and sets each member's verdict; members that
 /// were not tested stay n/a and are not counted. Returns the family's size.
+///
+/// Each member's thresholds ([`Significance::detectable`]) are then those of the level
+/// its p-value had to pass in this family: with r other members marked, α·(r + 1)/m for
+/// Benjamini–Hochberg (BY: also divided by Σ 1/i) and α/(m − r) for Holm, the level at
+/// which it would be marked (or was) with the others' verdicts as they are.
 pub fn adjust_family(correction: Correction, members: &mut [&mut Significance]) -> usize {
     let p: Vec<f64> = members.iter().filter_map(|m| m.p_value).collect();
     let q = adjust(correction, &p);
@@ -333,7 +352,46 @@ pub fn adjust_family(correction: Correction, members: &mut [&mut Significance]) 
     for m in members.iter_mut().filter(|m| m.p_value.is_some()) {
         m.set_adjusted(q.next().expect("one q per p"));
     }
-    p.len()
+    let m = p.len();
+    let marked = members.iter().filter(|s| s.q_value.is_some_and(|q| q < ALPHA)).count();
+    // The thresholds depend only on (ν, level): a few distinct pairs a family.
+    let mut known: HashMap<(u64, u64), Detectable> = HashMap::new();
+    for s in members.iter_mut().filter(|s| s.q_value.is_some()) {
+        let others = marked - usize::from(s.q_value.is_some_and(|q| q < ALPHA));
+        let level = family_level(correction, m, others);
+        let (Some(se), df) = (s.se, s.df) else { continue };
+        // ν rounded down (fewer degrees of freedom: larger thresholds), to a tenth below
+        // 30 and to 2% above, so that a family has few distinct values.
+        let df = df.map(|d| {
+            if d < 30.0 {
+                (d * 10.0).floor() / 10.0
+            } else {
+                1.02f64.powf((d.ln() / 1.02f64.ln()).floor()).max(30.0)
+            }
+        });
+        let unit = *known
+            .entry((df.map_or(u64::MAX, f64::to_bits), level.to_bits()))
+            .or_insert_with(|| detectable_at(1.0, df, level));
+        s.detectable = Some(Detectable {
+            observed: unit.observed * se,
+            true_change_80: unit.true_change_80 * se,
+        });
+        s.level = Some(level);
+    }
+    m
+}
+
+/// The level a member of a family of `m` faces when `others` other members are marked.
+pub fn family_level(correction: Correction, m: usize, others: usize) -> f64 {
+    let m = m.max(1) as f64;
+    let r = others as f64;
+    match correction {
+        Correction::BenjaminiHochberg => ALPHA * (r + 1.0) / m,
+        Correction::BenjaminiYekutieli => {
+            ALPHA * (r + 1.0) / (m * (1..=m as usize).map(|i| 1.0 / i as f64).sum::<f64>())
+        }
+        Correction::Holm => ALPHA / (m - r).max(1.0),
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! What a test can see: the observed change it calls significant, and the true change it
 //! detects 80% of the time (docs/formulas.md, "What the data can resolve").
 
-use super::dist::quantile;
+use super::dist::{ln_gamma, normal_sf, quantile, t_quantile, Z_80};
 use serde::Serialize;
 
 /// The two thresholds of a test with a given standard error, in the delta's unit.
@@ -27,6 +27,97 @@ pub fn detectable(se: f64, df: Option<f64>) -> Detectable {
     }
 }
 
+/// The normal quantile of `p` (bisection on the tail, to full precision far out).
+fn normal_quantile(p: f64) -> f64 {
+    let (mut lo, mut hi) = (-40.0, 40.0);
+    for _ in 0..120 {
+        let mid = 0.5 * (lo + hi);
+        if 1.0 - normal_sf(mid) < p && normal_sf(mid) > 1.0 - p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// P(Z > z) to a relative 1.2e-7 (Numerical Recipes' `erfcc`, a Chebyshev fit): the
+/// power integral's integrand, where [`normal_sf`]'s full precision costs 30 times more.
+fn upper_tail(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * x);
+    let poly = -x * x - 1.26551223
+        + t * (1.00002368
+            + t * (0.37409196
+                + t * (0.09678418
+                    + t * (-0.18628806
+                        + t * (0.27886807
+                            + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let erfc = t * poly.exp();
+    if z >= 0.0 {
+        0.5 * erfc
+    } else {
+        1.0 - 0.5 * erfc
+    }
+}
+
+/// The power of the one-sided t test with critical value `c` at noncentrality `delta`:
+/// P(T′ > c) = E[Φ(δ − c·√(χ²_ν/ν))], integrated over ln χ²_ν (Simpson's rule).
+fn t_power(delta: f64, c: f64, df: f64) -> f64 {
+    const STEPS: usize = 200;
+    let h = df / 2.0;
+    let ln_norm = h * 2f64.ln() + ln_gamma(h);
+    // ln X has standard deviation about √(2/ν); its lower tail falls as e^(h·y).
+    let lo = df.ln() - (36.0 / h).max(10.0 * (2.0 / df).sqrt());
+    let hi = (df + 12.0 * (2.0 * df).sqrt() + 40.0).ln();
+    let dy = (hi - lo) / STEPS as f64;
+    let f = |i: usize| {
+        let y = lo + i as f64 * dy;
+        let x = y.exp();
+        // The density of ln X: x·f(x) = x^(ν/2) e^(−x/2) / (2^(ν/2) Γ(ν/2)).
+        (h * y - x / 2.0 - ln_norm).exp() * upper_tail(c * (x / df).sqrt() - delta)
+    };
+    let inner: f64 = (1..STEPS).map(|i| if i % 2 == 1 { 4.0 } else { 2.0 } * f(i)).sum();
+    (f(0) + inner + f(STEPS)) * dy / 3.0
+}
+
+/// The thresholds at the level the verdict actually uses: a row is marked when its
+/// p-value is below `alpha` (after its family's adjustment, see
+/// [`super::adjust_family`]). X = t_{1−α/2,ν}·se; Y is the true change detected 80% of
+/// the time, from the noncentral t below 30 degrees of freedom, its normal approximation
+/// from there on (normal: (z_{1−α/2} + z_{0.80})·se).
+pub fn detectable_at(se: f64, df: Option<f64>, alpha: f64) -> Detectable {
+    let df = df.filter(|&d| d < 1e4);
+    let Some(df) = df else {
+        let c = normal_quantile(1.0 - alpha / 2.0);
+        return Detectable {
+            observed: c * se,
+            true_change_80: (c + Z_80) * se,
+        };
+    };
+    let c = t_quantile(1.0 - alpha / 2.0, df);
+    if df >= 30.0 {
+        // From 30 on, P(T′ > c) ≈ Φ((δ − c)/√(1 + c²/2ν)) (slightly larger δ: safe).
+        return Detectable {
+            observed: c * se,
+            true_change_80: (c + Z_80 * (1.0 + c * c / (2.0 * df)).sqrt()) * se,
+        };
+    }
+    let (mut lo, mut hi) = (c, c + 20.0 + 10.0 * c);
+    for _ in 0..30 {
+        let mid = 0.5 * (lo + hi);
+        if t_power(mid, c, df) < 0.8 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Detectable {
+        observed: c * se,
+        true_change_80: 0.5 * (lo + hi) * se,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +137,23 @@ mod tests {
         close(t.observed, 2.7764451051977934, 1e-9);
         close(t.true_change_80, 2.7764451051977934 + 0.9409645772351816, 1e-9);
         assert_eq!(detectable(0.0, None).observed, 0.0);
+    }
+
+    // At the adjusted level: z₀.₉₉₉₅ = 3.2905267314918945 (scipy 1.17.1 norm.ppf). The
+    // noncentral t's δ with P(T′ > t₁₋α/₂) = 0.8, mpmath 1.3 at 30 digits (quad of the
+    // χ² density times Φ, findroot): ν = 4, α = 0.05: 3.76106026100430; ν = 6, α = 0.001:
+    // c = 5.95881617881876, δ = 7.34881559908104.
+    #[test]
+    fn thresholds_at_an_adjusted_level() {
+        let n = detectable_at(1.0, None, 0.001);
+        close(n.observed, 3.2905267314918945, 1e-9);
+        close(n.true_change_80, 3.2905267314918945 + 0.8416212335729143, 1e-9);
+        close(detectable_at(2.0, None, 0.05).observed, 2.0 * 1.959963984540054, 1e-9);
+        let t = detectable_at(1.0, Some(4.0), 0.05);
+        close(t.observed, 2.7764451051977934, 1e-9);
+        close(t.true_change_80, 3.76106026100430, 1e-6);
+        let t = detectable_at(1.0, Some(6.0), 0.001);
+        close(t.observed, 5.95881617881876, 1e-9);
+        close(t.true_change_80, 7.34881559908104, 1e-6);
     }
 }

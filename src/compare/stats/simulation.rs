@@ -7,6 +7,7 @@
 //! Monte Carlo standard errors where a bound sits at the nominal rate itself, so that the
 //! outcome does not hang on the seed.
 
+use super::moderated::{Prior, RowSpread};
 use super::*;
 
 /// xoshiro256** seeded by splitmix64: small, fast, and enough for simulation.
@@ -540,5 +541,207 @@ fn power_at_the_detectable_change() {
             at_15x >= 0.75 && (0.72..=0.88).contains(&at_y),
             "{k1} {k2}: {at_15x} {at_y}"
         );
+    }
+}
+
+/// The comparisons of issue 28: 200 functions of Zipf-distributed shares, 10^5 samples of
+/// 1 ms a run of which 60% busy, every function's rate with 3% lognormal run-to-run noise
+/// per run; the rows above 0.5% of the CPU time (about 35) are the BH family, the model is
+/// fitted over all 200 (as `compare_sides` does).
+mod shared {
+    use super::*;
+
+    pub const FUNCTIONS: usize = 200;
+    const BUSY: f64 = 60_000.0;
+    const IDLE: f64 = 40_000.0;
+    pub const PERIOD: f64 = 0.001;
+
+    /// Expected busy samples of each function.
+    pub fn lambdas() -> Vec<f64> {
+        let h: f64 = (1..=FUNCTIONS).map(|r| 1.0 / r as f64).sum();
+        (1..=FUNCTIONS).map(|r| BUSY / (r as f64 * h)).collect()
+    }
+
+    /// One side: each function's time in each of `k` repetitions.
+    pub fn side(
+        rng: &mut Rng,
+        lambdas: &[f64],
+        factor: &dyn Fn(usize) -> f64,
+        k: usize,
+        noise: f64,
+    ) -> Vec<Vec<SampledTime>> {
+        let counts: Vec<Vec<u64>> = (0..k)
+            .map(|_| {
+                lambdas
+                    .iter()
+                    .enumerate()
+                    .map(|(f, l)| {
+                        let z = rng.normal();
+                        rng.poisson(l * factor(f) * (noise * z - noise * noise / 2.0).exp())
+                    })
+                    .collect()
+            })
+            .collect();
+        let totals: Vec<u64> = counts
+            .iter()
+            .map(|c| c.iter().sum::<u64>() + rng.poisson(IDLE))
+            .collect();
+        (0..lambdas.len())
+            .map(|f| {
+                (0..k)
+                    .map(|r| SampledTime::fixed_period(counts[r][f], PERIOD, totals[r]))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// One comparison: each function's verdict after the family's adjustment (None below
+    /// the cutoff), and the model.
+    pub fn compare(s1: &[Vec<SampledTime>], s2: &[Vec<SampledTime>]) -> (Vec<Option<Significance>>, Prior) {
+        let spreads: Vec<RowSpread> = s1.iter().zip(s2).map(|(a, b)| RowSpread::of_times(a, b)).collect();
+        let prior = Prior::fit(&spreads);
+        let busy = |s: &[Vec<SampledTime>]| -> f64 {
+            s.iter().map(|t| t.iter().map(|x| x.value()).sum::<f64>()).sum::<f64>() / s[0].len() as f64
+        };
+        let (b1, b2) = (busy(s1), busy(s2));
+        let mean = |t: &[SampledTime]| t.iter().map(|x| x.value()).sum::<f64>() / t.len() as f64;
+        let repeated = s1[0].len() > 1 || s2[0].len() > 1;
+        let mut rows: Vec<Option<Significance>> = s1
+            .iter()
+            .zip(s2)
+            .map(|(a, b)| {
+                let above = mean(a) / b1 >= 0.005 || mean(b) / b2 >= 0.005;
+                above.then(|| Significance::unadjusted(time_test_with(a, b, &prior), mean(b) - mean(a), repeated))
+            })
+            .collect();
+        adjust_family(
+            Correction::BenjaminiHochberg,
+            &mut rows.iter_mut().flatten().collect::<Vec<_>>(),
+        );
+        (rows, prior)
+    }
+
+    /// The rates over `trials` comparisons with functions `changed` (index, factor):
+    /// reports with any false row, the false-discovery rate, and each changed
+    /// function's detection rate; and the median Y stated for the first changed function
+    /// (or for function `watch` in an A/A).
+    pub struct Rates {
+        pub any_false: f64,
+        pub fdr: f64,
+        pub found: Vec<f64>,
+        pub stated_y: f64,
+        pub phi: f64,
+    }
+
+    pub fn run(
+        seed: u64,
+        trials: usize,
+        k: (usize, usize),
+        noise: f64,
+        changed: &[(usize, f64)],
+        watch: usize,
+    ) -> Rates {
+        let mut rng = Rng::new(seed);
+        let lambdas = lambdas();
+        let (mut any, mut fdp) = (0usize, 0.0);
+        let mut found = vec![0usize; changed.len()];
+        let mut ys = Vec::new();
+        let mut phis = Vec::new();
+        let factor = |f: usize| changed.iter().find(|c| c.0 == f).map_or(1.0, |c| c.1);
+        for _ in 0..trials {
+            let s1 = side(&mut rng, &lambdas, &|_| 1.0, k.0, noise);
+            let s2 = side(&mut rng, &lambdas, &factor, k.1, noise);
+            let (rows, prior) = compare(&s1, &s2);
+            phis.push(prior.phi());
+            let marked: Vec<usize> = (0..rows.len())
+                .filter(|&f| rows[f].as_ref().is_some_and(|r| r.stands_out()))
+                .collect();
+            let false_rows = marked.iter().filter(|&&f| factor(f) == 1.0).count();
+            any += usize::from(false_rows > 0);
+            fdp += false_rows as f64 / marked.len().max(1) as f64;
+            for (i, c) in changed.iter().enumerate() {
+                found[i] += usize::from(marked.contains(&c.0));
+            }
+            if let Some(d) = rows[watch].as_ref().and_then(|r| r.detectable) {
+                ys.push(d.true_change_80);
+            }
+        }
+        ys.sort_by(f64::total_cmp);
+        phis.sort_by(f64::total_cmp);
+        Rates {
+            any_false: rate(any, trials),
+            fdr: fdp / trials as f64,
+            found: found.iter().map(|&h| rate(h, trials)).collect(),
+            stated_y: ys.get(ys.len() / 2).copied().unwrap_or(f64::NAN),
+            phi: phis[phis.len() / 2],
+        }
+    }
+}
+
+/// The issue's targets: A/A at most 5% of reports with a false row from 2 against 2 (10%
+/// with one run a side), FDR at most 5%; f019 (510 samples, 0.51 s) +20% found at least
+/// 50% / 70% / 85% of the time at 2v2 / 3v3 / 5v5; a 2 s function +50% found 90% of the
+/// time with one run a side. Prints the table of sizes and powers (`--nocapture`).
+/// `UPCMP_SIM_TRIALS` sets the trials (400 by default).
+#[test]
+fn shared_variance_sizes_and_powers() {
+    let trials: usize = std::env::var("UPCMP_SIM_TRIALS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(400);
+    let f019 = 19;
+    let f004 = 4;
+    let mut failed = Vec::new();
+    eprintln!("runs a side | A/A: reports with a false row, FDR | A/B: found (f019 +20%, or f004 +50% at 1v1), FDR | median sqrt(phi)");
+    for (seed, k) in [(21u64, (1usize, 1usize)), (22, (2, 2)), (23, (3, 3)), (24, (5, 5))] {
+        let aa = shared::run(seed, trials, k, 0.03, &[], f019);
+        let (changed, want) = if k.0 == 1 {
+            ((f004, 1.5), 0.90)
+        } else {
+            ((f019, 1.2), [0.0, 0.0, 0.50, 0.70, 0.0, 0.85][k.0])
+        };
+        let ab = shared::run(seed + 100, trials, k, 0.03, &[changed], f019);
+        eprintln!(
+            "{}v{} | {:.4}, {:.4} | {:.4}, {:.4} | {:.4}",
+            k.0,
+            k.1,
+            aa.any_false,
+            aa.fdr,
+            ab.found[0],
+            ab.fdr,
+            aa.phi.sqrt()
+        );
+        let limit = if k.0 == 1 { 0.10 } else { ALPHA };
+        if aa.any_false > limit + two_se(limit, trials) {
+            failed.push(format!("{k:?}: A/A {}", aa.any_false));
+        }
+        if ab.fdr > ALPHA + two_se(ALPHA, trials) {
+            failed.push(format!("{k:?}: FDR {}", ab.fdr));
+        }
+        if ab.found[0] < want - two_se(want, trials) {
+            failed.push(format!("{k:?}: found {}", ab.found[0]));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
+/// The stated "detected 80% of the time": f019's Y at 3v3 and 5v5 (in its family, the
+/// median over A/A comparisons), then f019 changed by exactly Y: found 70–90% of the time.
+#[test]
+fn stated_power_is_confirmed() {
+    const TRIALS: usize = 400;
+    for (seed, k) in [(31u64, (3usize, 3usize)), (32, (5, 5))] {
+        let aa = shared::run(seed, 200, k, 0.03, &[], 19);
+        let y = aa.stated_y;
+        let lambda = shared::lambdas()[19] * shared::PERIOD;
+        let ab = shared::run(seed + 100, TRIALS, k, 0.03, &[(19, 1.0 + y / lambda)], 19);
+        eprintln!(
+            "{}v{}: f019 ({lambda:.3} s) stated Y = {y:.4} s (+{:.1}%), found {:.4}",
+            k.0,
+            k.1,
+            100.0 * y / lambda,
+            ab.found[0]
+        );
+        assert!((0.70..=0.90).contains(&ab.found[0]), "{k:?}: {}", ab.found[0]);
     }
 }

@@ -3,6 +3,7 @@
 
 use super::counts::{sampling_test, Counted, Degenerate, SampledTime, ShareCount};
 use super::dist::two_sided_p;
+use super::moderated::{test_with, Prior};
 use super::{mean, stddev, with_few, NoiseTest, NotTested, Tested, Verdict};
 
 fn sample_var(xs: &[f64]) -> f64 {
@@ -122,6 +123,25 @@ pub fn time_test(run1: &[SampledTime], run2: &[SampledTime]) -> Verdict {
     with_few(run1.iter().map(Counted::from), |a| {
         with_few(run2.iter().map(Counted::from), |b| {
             profile_test(a, b, Degenerate::NotTested)
+        })
+    })
+}
+
+/// [`time_test`] under the model shared by the functions of the test (`prior`, see
+/// [`Prior::fit`]); as [`time_test`] where the model does not apply.
+pub fn time_test_with(run1: &[SampledTime], run2: &[SampledTime], prior: &Prior) -> Verdict {
+    with_few(run1.iter().map(Counted::from), |a| {
+        with_few(run2.iter().map(Counted::from), |b| {
+            test_with(a, b, Degenerate::NotTested, prior).unwrap_or_else(|| profile_test(a, b, Degenerate::NotTested))
+        })
+    })
+}
+
+/// [`share_test`] under the model shared by the shares of the test (`prior`).
+pub fn share_test_with(run1: &[ShareCount], run2: &[ShareCount], prior: &Prior) -> Verdict {
+    with_few(run1.iter().map(Counted::from), |a| {
+        with_few(run2.iter().map(Counted::from), |b| {
+            test_with(a, b, Degenerate::Exact, prior).unwrap_or_else(|| profile_test(a, b, Degenerate::Exact))
         })
     })
 }
