@@ -325,6 +325,7 @@ mod tests {
             }],
             tested: 1,
             within_noise: 0,
+            untested: Vec::new(),
         };
         assert_eq!(
             verdict(Some(NoiseTest::Welch)).reason(),
