@@ -91,6 +91,20 @@ fn issue26_a_stale_test_group_in_the_environment_ends_nobody() {
     assert_eq!(stdout(&out), "parent survived, uprun said 0\n", "{}", stderr(&out));
 }
 
+/// The output of `cmd`, a program this test copied: while another test's thread forks, the
+/// child may hold the copy's write descriptor for a moment (ETXTBSY), so exec is retried.
+fn output_of_copy(cmd: &mut Command) -> std::process::Output {
+    for _ in 0..50 {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(100))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{cmd:?}: still busy after 5 s");
+}
+
 // An empty PATH entry made uprun run ./unixperf from the current directory, as root,
 // when no unixperf lay beside it.
 #[test]
@@ -115,12 +129,12 @@ fn issue26_unixperf_is_never_run_from_the_current_directory() {
         ".:/usr/bin:/bin",
         "sub:/usr/bin:/bin",
     ] {
-        let out = Command::new(bin.join("uprun"))
-            .args(["auto", "run"])
-            .current_dir(&work)
-            .env("PATH", path)
-            .output()
-            .unwrap();
+        let out = output_of_copy(
+            Command::new(bin.join("uprun"))
+                .args(["auto", "run"])
+                .current_dir(&work)
+                .env("PATH", path),
+        );
         assert!(!ran.exists(), "PATH={path}: the planted unixperf ran");
         assert!(!out.status.success(), "PATH={path}");
         assert!(

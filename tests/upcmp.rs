@@ -64,12 +64,18 @@ fn seed_example_every_number() {
             .all(|r| verdict(r) == "sampling only" || verdict(r) == "noise"),
         "{got:?}"
     );
-    // bcopy's 22.604 s on ~1.5 million samples of 0.1 ms is far beyond the sampling
-    // error (1.96 x 0.1 ms x sqrt(1.5e6) = 0.24 s); dupreg's 0.037 s is within it.
-    assert_eq!(verdict(&got[0]), "sampling only");
+    // bcopy's 22.604 s (+15%) on ~1.5 million samples of 0.1 ms is far beyond the sampling
+    // error (1.96 x 0.1 ms x sqrt(1.5e6) = 0.24 s), but not beyond the run-to-run spread
+    // the other functions of the comparison show (about 4%, docs/formulas.md); bzero's
+    // -26% is beyond both. dupreg's 0.037 s is within either.
+    assert_eq!(verdict(&got[0]), "noise");
+    assert_eq!(verdict(&rows_named(&report, &["bzero"])[0]), "sampling only");
     assert_eq!(verdict(&rows_named(&report, &["dupreg"])[0]), "noise");
     assert!(report.contains("Noise: one run a side"));
-    assert!(report.contains("Total CPU time +4.43%: one run a side, so its run-to-run noise was not measured"));
+    assert!(report.contains(
+        "Total CPU time +4.43%: sampling only against its sampling error and the functions' run-to-run spread \
+         summed (one run a side: the total's own run-to-run noise was not measured)"
+    ));
     assert!(report.contains("over the 41 tested functions above the cutoff in this report"));
     // Lost samples (the example's time that is neither CPU nor idle) get their own line.
     assert!(report.lines().any(|l| fold(l) == "Lost samples 1.928 2.162 1.12"));

@@ -74,6 +74,21 @@ struct Args {
     generate: Option<generate::GenerateArg>,
 }
 
+/// Each profile's warnings, on standard error so that CSV and JSON on standard output
+/// stay clean.
+fn print_warnings(profiles: [(&std::path::PathBuf, &upcmp::model::Profile); 2]) {
+    for (n, (path, p)) in profiles.into_iter().enumerate() {
+        for w in &p.warnings {
+            eprintln!(
+                "prfcmp: warning: profile {} ({}): {}",
+                n + 1,
+                path.display(),
+                upcmp::model::Shown(w)
+            );
+        }
+    }
+}
+
 fn main() -> ExitCode {
     run("prfcmp", EXIT_BAD_INPUT, || {
         let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
@@ -90,17 +105,7 @@ fn main() -> ExitCode {
         opts.keep_clones = a.keep_clones;
         let c = prfcmp_filtered(path1, path2, &a.import.options(), &opts, &a.filter.filter())
             .map_err(|e| cli::with_import_hint(e.into()))?;
-        // On standard error, so that CSV and JSON on standard output stay clean.
-        for (n, (path, p)) in [(path1, &c.profile1), (path2, &c.profile2)].into_iter().enumerate() {
-            for w in &p.warnings {
-                eprintln!(
-                    "prfcmp: warning: profile {} ({}): {}",
-                    n + 1,
-                    path.display(),
-                    upcmp::model::Shown(w)
-                );
-            }
-        }
+        print_warnings([(path1, &c.profile1), (path2, &c.profile2)]);
         let format = OutputFormat::from(a.format);
         let mut out = Vec::new();
         render_profile(format, &c.profile1.test, &c.comparison, &mut out)?;

@@ -788,7 +788,7 @@ mod tests {
         assert!(r.starts_with("  exit status of its copies: 1, signal 9\n"), "{r}");
         assert!(r.contains("  | line 16\n"), "{r}");
         assert!(!r.contains("line 15"), "{r}");
-        assert!(r.ends_with("  | fooo: cannot open /dev/nothing?[2J\n"), "{r}");
+        assert!(r.ends_with("  | fooo: cannot open /dev/nothing\\x1b[2J\n"), "{r}");
         std::fs::write(&upout, "").unwrap();
         assert!(failure_reason(&st, &upout).ends_with("  (it printed nothing)\n"));
     }

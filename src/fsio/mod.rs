@@ -373,6 +373,17 @@ pub fn open_kernel_file(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Whether the kernel's file `path` may be written, by opening it as [`open_kernel_file`]
+/// does but without truncating: the probe changes nothing, even where the "kernel file" is
+/// a plain file (a test's stand-in for debugfs).
+pub fn probe_kernel_file(path: &Path) -> io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map(drop)
+}
+
 /// Writes `bytes` to the kernel's file `path` in one write (see [`open_kernel_file`]).
 pub fn write_kernel_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;

@@ -259,7 +259,7 @@ impl FeatureFile {
     pub fn set(&self, words: &[String]) -> Result<Restore, FeatError> {
         // Opening for writing changes nothing but tells early whether writing
         // is allowed at all; on some machines it is refused even to root.
-        crate::fsio::open_kernel_file(&self.path).map_err(|e| classify(e, &self.path, Access::Write))?;
+        crate::fsio::probe_kernel_file(&self.path).map_err(|e| classify(e, &self.path, Access::Write))?;
         let current = self.read()?;
         let plan = plan(&current, words)?;
         let mut done = Restore {
