@@ -96,7 +96,7 @@ fn issue26_a_stale_test_group_in_the_environment_ends_nobody() {
 fn output_of_copy(cmd: &mut Command) -> std::process::Output {
     for _ in 0..50 {
         match cmd.output() {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                 std::thread::sleep(std::time::Duration::from_millis(100))
             }
             r => return r.unwrap(),
