@@ -59,24 +59,21 @@ fn perf_report_entries(dir: &Path, data: &str) -> HashMap<(String, String), f64>
     out
 }
 
+/// prfcmp's options for every row, one per symbol (perf names symbols one by one), in JSON.
+const EVERY_ROW_JSON: [&str; 7] = [
+    "--keep-clones",
+    "--idle-symbols",
+    "",
+    "--cutoff",
+    "0",
+    "--format",
+    "json",
+];
+
 /// Each function's share of all samples in prfcmp's JSON (`--idle-symbols ''` counts every
 /// function, so run 1's share of CPU is its share of samples), by bare name.
 fn our_shares(dir: &Path, input: &str) -> HashMap<String, f64> {
-    let o = run_in(
-        dir,
-        PRFCMP,
-        &[
-            input,
-            input,
-            "--keep-clones",
-            "--idle-symbols",
-            "",
-            "--cutoff",
-            "0",
-            "--format",
-            "json",
-        ],
-    );
+    let o = run_in(dir, PRFCMP, &[&[input, input][..], &EVERY_ROW_JSON[..]].concat());
     assert!(o.status.success(), "prfcmp: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("prfcmp --format json");
     let mut out = HashMap::new();
@@ -192,17 +189,8 @@ pub(crate) fn build_spin(dir: &Path, extra: &str) {
 /// build-id cache is `home/.debug`).
 pub(crate) fn our_shares_with_home(dir: &Path, input: &str, home: &Path) -> (HashMap<String, f64>, String) {
     let o = Command::new(PRFCMP)
-        .args([
-            input,
-            input,
-            "--keep-clones",
-            "--idle-symbols",
-            "",
-            "--cutoff",
-            "0",
-            "--format",
-            "json",
-        ])
+        .args([input, input])
+        .args(EVERY_ROW_JSON)
         .current_dir(dir)
         .env("HOME", home)
         .env_remove("PERF_BUILDID_DIR")
@@ -849,17 +837,8 @@ pub(crate) fn perf_report_shares(dir: &Path, data: &str, event: &str, extra: &[&
 /// prfcmp's share of every function of `input` (`--idle-symbols ''` counts every function,
 /// so a function's share of CPU is its share of the event), by its row's name.
 pub(crate) fn prfcmp_shares(dir: &Path, input: &str, extra: &[&str]) -> HashMap<String, f64> {
-    let mut args = vec![
-        input,
-        input,
-        "--keep-clones",
-        "--idle-symbols",
-        "",
-        "--cutoff",
-        "0",
-        "--format",
-        "json",
-    ];
+    let mut args = vec![input, input];
+    args.extend_from_slice(&EVERY_ROW_JSON);
     args.extend_from_slice(extra);
     let o = run_in(dir, PRFCMP, &args);
     assert!(o.status.success(), "prfcmp {args:?}: {}", stderr(&o));
@@ -949,17 +928,8 @@ fn plt_or_unknown_dso(function: &str) -> Option<String> {
 /// prfcmp of `a` and `b` lists no function as changed: every function is on both sides
 /// with the same value.
 pub(crate) fn assert_no_function_changed(dir: &Path, a: &str, b: &str, extra: &[&str]) {
-    let mut args = vec![
-        a,
-        b,
-        "--keep-clones",
-        "--idle-symbols",
-        "",
-        "--cutoff",
-        "0",
-        "--format",
-        "json",
-    ];
+    let mut args = vec![a, b];
+    args.extend_from_slice(&EVERY_ROW_JSON);
     args.extend_from_slice(extra);
     let o = run_in(dir, PRFCMP, &args);
     assert!(o.status.success(), "prfcmp {args:?}: {}", stderr(&o));
