@@ -401,10 +401,15 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
         ) => format!(
             "Noise: {a} and {b} repetitions; each function's variance is moderated towards the trend fitted over \
              the {fitted} functions of this test with at least {FIT_MIN_COUNT} samples a side (its sampling \
-             variance plus {:.1}% of its time per run, times {s0_sq:.2}; prior degrees of freedom {}), and its \
-             change tested with the moderated t; the change must also stand above the sampling error of the \
-             summed samples.",
-            100.0 * phi.sqrt(),
+             variance{}; prior degrees of freedom {}), and its change tested with the moderated t; the change \
+             must also stand above the sampling error of the summed samples.",
+            // With repetitions that vary no more than their sampling error, the trend is the
+            // sampling variance itself: a scale of 0 says nothing a reader can use.
+            match phi * s0_sq {
+                extra if extra > 0.0 =>
+                    format!(" plus {:.1}% of its time per run, times {s0_sq:.2}", 100.0 * phi.sqrt()),
+                _ => " alone: the repetitions vary no more than their sampling error".to_string(),
+            },
             d0.map_or("infinite (the trend alone)".to_string(), |d| format!("{d:.1}"))
         ),
         (Method::SamplingError, _) => format!(
