@@ -809,22 +809,10 @@ pub(crate) fn perf_report_shares(dir: &Path, data: &str, event: &str, extra: &[&
         if l.starts_with('#') || l.trim().is_empty() || current.as_deref().map(bare_event) != Some(event) {
             continue;
         }
-        // `      13250000  [kernel.kallsyms]  [k] do_syscall_64`
-        let mut w = l.split_whitespace();
-        let (Some(period), Some(dso), Some(_kind)) = (w.next(), w.next(), w.next()) else {
+        let Some((name, period)) = perf_report_row(l) else {
             continue;
         };
-        let sym = w.collect::<Vec<_>>().join(" ");
-        let unresolved = sym.starts_with("0x");
-        let name = match dso {
-            "[kernel.kallsyms]" if unresolved => "[unknown]".to_string(),
-            "[kernel.kallsyms]" => sym,
-            d => {
-                let module = d.trim_start_matches('[').trim_end_matches(']');
-                format!("{} [{module}]", if unresolved { "[unknown]" } else { &sym })
-            }
-        };
-        *periods.entry(name).or_default() += period.parse::<u64>().unwrap();
+        *periods.entry(name).or_default() += period;
     }
     let total: u64 = periods.values().sum();
     assert!(total > 0, "perf report has no samples of {event}:\n{}", stdout(&o));
@@ -1548,4 +1536,24 @@ fn a_recording_split_between_two_readers_reads_as_one() {
             }
         }
     }
+}
+
+/// A row of `perf report --stdio` sorted by period, dso and symbol (`      13250000
+/// [kernel.kallsyms]  [k] do_syscall_64`): the function as upcmp names it, and its period.
+pub(crate) fn perf_report_row(l: &str) -> Option<(String, u64)> {
+    let mut w = l.split_whitespace();
+    let (Some(period), Some(dso), Some(_kind)) = (w.next(), w.next(), w.next()) else {
+        return None;
+    };
+    let sym = w.collect::<Vec<_>>().join(" ");
+    let unresolved = sym.starts_with("0x");
+    let name = match dso {
+        "[kernel.kallsyms]" if unresolved => "[unknown]".to_string(),
+        "[kernel.kallsyms]" => sym,
+        d => {
+            let module = d.trim_start_matches('[').trim_end_matches(']');
+            format!("{} [{module}]", if unresolved { "[unknown]" } else { &sym })
+        }
+    };
+    Some((name, period.parse().unwrap()))
 }

@@ -89,21 +89,10 @@ fn leader_shares(dir: &Path, data: &str) -> HashMap<String, f64> {
         if blocks != 1 || l.starts_with('#') || l.trim().is_empty() {
             continue;
         }
-        let mut w = l.split_whitespace();
-        let (Some(period), Some(dso), Some(_kind)) = (w.next(), w.next(), w.next()) else {
+        let Some((name, period)) = crate::import::perf_report_row(l) else {
             continue;
         };
-        let sym = w.collect::<Vec<_>>().join(" ");
-        let unresolved = sym.starts_with("0x");
-        let name = match dso {
-            "[kernel.kallsyms]" if unresolved => "[unknown]".to_string(),
-            "[kernel.kallsyms]" => sym,
-            d => {
-                let module = d.trim_start_matches('[').trim_end_matches(']');
-                format!("{} [{module}]", if unresolved { "[unknown]" } else { &sym })
-            }
-        };
-        *periods.entry(name).or_default() += period.parse::<u64>().unwrap();
+        *periods.entry(name).or_default() += period;
     }
     let total: u64 = periods.values().sum();
     assert!(total > 0, "{}", stdout(&o));
