@@ -223,10 +223,10 @@ mod tests {
     #[test]
     fn a_run_given_to_prfcmp_lists_its_tests() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join(RUN_MARKER), "").unwrap();
+        crate::fsio::write_atomic(&d.path().join(RUN_MARKER), b"", 0o644).unwrap();
         for t in ["getpid", "forkwait"] {
             std::fs::create_dir(d.path().join(t)).unwrap();
-            std::fs::write(d.path().join(t).join(PRFOUT_FILE), "").unwrap();
+            crate::fsio::write_atomic(&d.path().join(t).join(PRFOUT_FILE), b"", 0o644).unwrap();
         }
         let e = check_prfcmp_profile(d.path(), Path::new("x.data")).unwrap_err();
         assert!(e.contains("its tests: forkwait, getpid"), "{e}");

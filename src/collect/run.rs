@@ -773,7 +773,7 @@ mod tests {
             text.push_str(&format!("line {i}\n"));
         }
         text.push_str("\nfooo: cannot open /dev/nothing\x1b[2J\n\n");
-        std::fs::write(&upout, &text).unwrap();
+        crate::fsio::write_atomic(&upout, text.as_bytes(), 0o644).unwrap();
         let st = TestStatus {
             test: "t".into(),
             command: "fooo".into(),
@@ -789,7 +789,7 @@ mod tests {
         assert!(r.contains("  | line 16\n"), "{r}");
         assert!(!r.contains("line 15"), "{r}");
         assert!(r.ends_with("  | fooo: cannot open /dev/nothing\\x1b[2J\n"), "{r}");
-        std::fs::write(&upout, "").unwrap();
+        crate::fsio::write_atomic(&upout, b"", 0o644).unwrap();
         assert!(failure_reason(&st, &upout).ends_with("  (it printed nothing)\n"));
     }
 }

@@ -186,7 +186,7 @@ mod tests {
     use super::*;
 
     fn write(dir: &Path, name: &str, text: &str) {
-        std::fs::write(dir.join(name), text).unwrap();
+        crate::fsio::write_atomic(&dir.join(name), text.as_bytes(), 0o644).unwrap();
     }
 
     #[test]

@@ -627,7 +627,7 @@ mod tests {
     fn check_bytes(bytes: &[u8]) -> Result<(), Refused> {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("x.data");
-        std::fs::write(&p, bytes).unwrap();
+        crate::fsio::write_atomic(&p, bytes, 0o644).unwrap();
         let mut f = File::open(&p).unwrap();
         check_file(&mut f, bytes.len() as u64).map(|_| ())
     }

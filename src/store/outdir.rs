@@ -722,8 +722,8 @@ mod tests {
         assert!(out.is_dir());
         // Ours (marked): each new run pushes the earlier ones one generation further.
         for k in 1..=3 {
-            std::fs::write(out.join(RUN_MARKER), "x").unwrap();
-            std::fs::write(out.join("run"), k.to_string()).unwrap();
+            crate::fsio::write_atomic(&out.join(RUN_MARKER), b"x", 0o644).unwrap();
+            crate::fsio::write_atomic(&out.join("run"), k.to_string().as_bytes(), 0o644).unwrap();
             let moved = rotate_and_create(&out, RUN_MARKER, 0o700).unwrap();
             assert_eq!(moved.len(), k, "{moved:?}");
             assert_eq!(
@@ -739,13 +739,13 @@ mod tests {
         // Not ours: refused, untouched.
         let mine = tmp.path().join("home");
         std::fs::create_dir(&mine).unwrap();
-        std::fs::write(mine.join("thesis.tex"), "data").unwrap();
+        crate::fsio::write_atomic(&mine.join("thesis.tex"), b"data", 0o644).unwrap();
         let e = rotate_and_create(&mine, RUN_MARKER, 0o700).unwrap_err();
         assert!(e.to_string().contains("will not move or delete it"), "{e}");
         assert!(check_rotatable(&mine, RUN_MARKER).is_err());
         assert_eq!(std::fs::read_to_string(mine.join("thesis.tex")).unwrap(), "data");
         // Ours, but a generation that would move is not: refused before anything moves.
-        std::fs::write(out.join(RUN_MARKER), "x").unwrap();
+        crate::fsio::write_atomic(&out.join(RUN_MARKER), b"x", 0o644).unwrap();
         std::fs::remove_file(old_path_n(&out, 2).join(RUN_MARKER)).unwrap();
         let e = rotate_and_create(&out, RUN_MARKER, 0o700).unwrap_err();
         assert!(e.to_string().contains("out.old.2: exists but has no upcmp-run"), "{e}");
@@ -798,7 +798,12 @@ mod tests {
     #[test]
     fn wrong_version_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join(RUN_MARKER), "format: 9\nstatus: completed\n").unwrap();
+        crate::fsio::write_atomic(
+            &tmp.path().join(RUN_MARKER),
+            "format: 9\nstatus: completed\n".as_bytes(),
+            0o644,
+        )
+        .unwrap();
         let e = RunMarker::read(tmp.path()).unwrap_err();
         assert!(
             e.to_string().contains("format 9, but this upcmp reads formats 1 to 3"),

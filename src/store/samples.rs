@@ -396,14 +396,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("samples.gz");
         for (version, period) in [(1, None), (2, Some(250000))] {
-            let mut e = GzEncoder::new(File::create(&p).unwrap(), Compression::fast());
             let at = period.map_or(String::new(), |p| format!(" @{p}"));
-            write!(
-                e,
-                "upcmp-samples {version}\nc 7 7 sh\ns 81234567890 0 7 7 u{at} 401000 fffffffffffffe00 401000 402000\n"
-            )
-            .unwrap();
-            e.finish().unwrap();
+            write_gz(
+                &p,
+                &format!(
+                    "upcmp-samples {version}\nc 7 7 sh\ns 81234567890 0 7 7 u{at} 401000 fffffffffffffe00 401000 402000\n"
+                ),
+            );
             let mut back = Vec::new();
             for_each_record(&p, |r| back.push(r)).unwrap();
             let want = Sample {
@@ -420,19 +419,22 @@ mod tests {
         }
     }
 
+    /// `text` gzipped into `p`, replacing it.
+    fn write_gz(p: &std::path::Path, text: &str) {
+        let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+        e.write_all(text.as_bytes()).unwrap();
+        crate::fsio::write_atomic(p, &e.finish().unwrap(), 0o644).unwrap();
+    }
+
     #[test]
     fn a_corrupt_line_is_located() {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("samples.gz");
-        let mut e = GzEncoder::new(File::create(&p).unwrap(), Compression::fast());
-        write!(e, "{HEADER}\nt 0\ns 1 2\n").unwrap();
-        e.finish().unwrap();
+        write_gz(&p, &format!("{HEADER}\nt 0\ns 1 2\n"));
         let err = for_each_record(&p, |_| {}).unwrap_err().to_string();
         assert!(err.contains("samples.gz:3:"), "{err}");
         // A sample naming a chain no `k` line defined.
-        let mut e = GzEncoder::new(File::create(&p).unwrap(), Compression::fast());
-        write!(e, "{HEADER}\nk 0 ff\ns 1 0 1 1 k ff *0\ns 1 0 1 1 k ff *1\n").unwrap();
-        e.finish().unwrap();
+        write_gz(&p, &format!("{HEADER}\nk 0 ff\ns 1 0 1 1 k ff *0\ns 1 0 1 1 k ff *1\n"));
         let err = for_each_record(&p, |_| {}).unwrap_err().to_string();
         assert!(
             err.contains("samples.gz:4:16: expected a chain defined by an earlier `k` line"),

@@ -251,11 +251,8 @@ mod tests {
     fn a_table_moved_for_one_import_stays_put_for_the_other() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kallsyms");
-        std::fs::write(
-            &path,
-            "ffffffff81000000 T _text\nffffffff81000100 T f\nffffffff81000200 T _etext\n",
-        )
-        .unwrap();
+        let text = "ffffffff81000000 T _text\nffffffff81000100 T f\nffffffff81000200 T _etext\n";
+        crate::fsio::write_atomic(&path, text.as_bytes(), 0o644).unwrap();
         let cache = SymbolCache::default();
         let first = cache.kallsyms(&path).unwrap();
         let mut second = cache.kallsyms(&path).unwrap();
