@@ -1108,17 +1108,8 @@ fn pipe_mode_recordings_are_read_plain_and_compressed_from_files_and_pipes() {
         assert_agrees_with_perf(d.path(), file, "cpu-clock", &[]);
         // The same stream on standard input.
         let mut child = Command::new(PRFCMP)
-            .args([
-                "-",
-                file,
-                "--keep-clones",
-                "--idle-symbols",
-                "",
-                "--cutoff",
-                "0",
-                "--format",
-                "json",
-            ])
+            .args(["-", file])
+            .args(EVERY_ROW_JSON)
             .current_dir(d.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
