@@ -146,36 +146,29 @@ impl<'a> Sample<'a> {
             return None;
         }
         let mut at = 0usize;
-        let mut u64_if = |flag: SampleFormat| -> Option<Option<u64>> {
+        // The field of `flag` at `at`, when the sample has it (None when not); `at` moves past it.
+        let u64_if = |at: &mut usize, flag: SampleFormat| -> Option<Option<u64>> {
             if !f.contains(flag) {
                 return Some(None);
             }
-            let v = u64_at(body, at)?;
-            at += 8;
+            let v = u64_at(body, *at)?;
+            *at += 8;
             Some(Some(v))
         };
-        u64_if(SampleFormat::IDENTIFIER)?;
-        let ip = u64_if(SampleFormat::IP)?;
-        let pid_tid = u64_if(SampleFormat::TID)?;
-        let timestamp = u64_if(SampleFormat::TIME)?;
-        u64_if(SampleFormat::ADDR)?;
-        u64_if(SampleFormat::ID)?;
-        u64_if(SampleFormat::STREAM_ID)?;
-        let cpu_res = u64_if(SampleFormat::CPU)?;
-        let period = u64_if(SampleFormat::PERIOD)?;
+        u64_if(&mut at, SampleFormat::IDENTIFIER)?;
+        let ip = u64_if(&mut at, SampleFormat::IP)?;
+        let pid_tid = u64_if(&mut at, SampleFormat::TID)?;
+        let timestamp = u64_if(&mut at, SampleFormat::TIME)?;
+        u64_if(&mut at, SampleFormat::ADDR)?;
+        u64_if(&mut at, SampleFormat::ID)?;
+        u64_if(&mut at, SampleFormat::STREAM_ID)?;
+        let cpu_res = u64_if(&mut at, SampleFormat::CPU)?;
+        let period = u64_if(&mut at, SampleFormat::PERIOD)?;
         if let Some(rf) = read {
             at = at.checked_add(read_values_size(rf, body.get(at..)?)?)?;
         }
-        let mut u64_if = |flag: SampleFormat| -> Option<Option<u64>> {
-            if !f.contains(flag) {
-                return Some(None);
-            }
-            let v = u64_at(body, at)?;
-            at += 8;
-            Some(Some(v))
-        };
         let callchain = if f.contains(SampleFormat::CALLCHAIN) {
-            let n = u64_if(SampleFormat::CALLCHAIN)?.expect("asked for");
+            let n = u64_if(&mut at, SampleFormat::CALLCHAIN)?.expect("asked for");
             let bytes = usize::try_from(n).ok()?.checked_mul(8)?;
             let chain = body.get(at..at.checked_add(bytes)?)?;
             Some(Chain::Bytes(chain))
