@@ -199,19 +199,6 @@ fn solve_decreasing(stat: impl Fn(f64) -> f64, target: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    let n = xs.len();
-    let mid = n / 2;
-    let (_, m, _) = xs.select_nth_unstable_by(mid, f64::total_cmp);
-    let m = *m;
-    if n % 2 == 1 {
-        m
-    } else {
-        let below = xs[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        0.5 * (m + below)
-    }
-}
-
 /// z² is clipped here in the dispersion fit, so that a few functions that did change
 /// weigh little (3 standard errors).
 const CLIP: f64 = 9.0;
@@ -262,50 +249,69 @@ fn fit_dispersion(rows: &[&RowSpread]) -> (f64, f64) {
     (phi, df)
 }
 
-/// The median of χ²_d / d.
-fn chi2_median_scaled(d: f64) -> f64 {
-    let cdf = |x: f64| 1.0 - gamma_q(d / 2.0, x * d / 2.0);
-    let (mut lo, mut hi) = (0.0, 10.0);
+/// The tail probability beyond which a side's scaled variance is clipped in the fit of φ
+/// with repetitions: that of |Z| > 3, as [`CLIP`] with one run a side.
+const CLIP_TAIL: f64 = 0.0027;
+
+/// The clip point c_d of χ²_d/d (its upper [`CLIP_TAIL`] quantile) and E[min(χ²_d/d, c_d)]
+/// = P(χ²_{d+2} ≤ d·c_d) + c_d·P(χ²_d > d·c_d).
+fn clipped_chi2(d: f64) -> (f64, f64) {
+    let tail = |c: f64| gamma_q(d / 2.0, c * d / 2.0);
+    let (mut lo, mut hi) = (0.0, 1.0);
+    while tail(hi) > CLIP_TAIL {
+        hi *= 2.0;
+    }
     for _ in 0..100 {
         let mid = 0.5 * (lo + hi);
-        if cdf(mid) < 0.5 {
+        if tail(mid) > CLIP_TAIL {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    0.5 * (lo + hi)
+    let c = 0.5 * (lo + hi);
+    (c, 1.0 - gamma_q(d / 2.0 + 1.0, c * d / 2.0) + c * tail(c))
 }
 
-/// Repetitions: φ so that the median scaled variance is that of χ²_d/d, then the prior's
-/// scale and degrees of freedom from the moments of log u (limma's `fitFDist`).
+/// Repetitions: φ by the likelihood of the sides' sample variances (s² ~ V·χ²_d/d, V =
+/// F + φm², d = k − 1), whose score is Σ d·(m²/V)·(s²/V − 1): each side weighs by what φ
+/// tells of it, so that the many small functions, whose variance is their sampling
+/// variance whatever φ, add no noise to it (a median over all functions did, and φ then
+/// had far fewer degrees of freedom than it claimed). s²/V is clipped at its upper
+/// 0.27% point (and its expectation with it) so that a few functions far noisier than
+/// the rest weigh little. Then the prior's scale and degrees of freedom from the moments
+/// of log u (limma's `fitFDist`).
 fn fit_moderated(rows: &[&RowSpread]) -> Prior {
-    // One median per residual degrees of freedom (all rows of a test share theirs).
-    let mut by_df: Vec<(usize, f64)> = Vec::new();
-    let medians: Vec<f64> = rows
-        .iter()
-        .map(|r| {
-            let d = r.df();
-            match by_df.iter().find(|b| b.0 == d) {
-                Some(b) => b.1,
-                None => {
-                    let m = chi2_median_scaled(d as f64);
-                    by_df.push((d, m));
-                    m
-                }
+    // One clip point per residual degrees of freedom (all sides of a test share theirs).
+    let mut by_df: Vec<(usize, (f64, f64))> = Vec::new();
+    let mut sides: Vec<(&SideSpread, f64, f64, f64)> = Vec::new();
+    for s in rows.iter().flat_map(|r| r.0.iter()).filter(|s| s.k >= 2) {
+        let d = s.k - 1;
+        let (c, e) = match by_df.iter().find(|b| b.0 == d) {
+            Some(b) => b.1,
+            None => {
+                let ce = clipped_chi2(d as f64);
+                by_df.push((d, ce));
+                ce
             }
-        })
-        .collect();
+        };
+        sides.push((s, d as f64, c, e));
+    }
     let phi = solve_decreasing(
         |phi| {
-            median(
-                rows.iter()
-                    .zip(&medians)
-                    .map(|(r, m)| r.scaled_var(phi).0 / m)
-                    .collect(),
-            )
+            sides
+                .iter()
+                .map(|&(s, d, c, e)| {
+                    let v = s.model_var(phi);
+                    if v > 0.0 {
+                        d * s.mean * s.mean / v * ((s.s2 / v).min(c) - e)
+                    } else {
+                        0.0
+                    }
+                })
+                .sum::<f64>()
         },
-        1.0,
+        0.0,
     );
     // log u − E[log(χ²_d/d)] has variance trigamma(d/2) + trigamma(d0/2).
     let logs: Vec<(f64, f64)> = rows
@@ -314,20 +320,19 @@ fn fit_moderated(rows: &[&RowSpread]) -> Prior {
         .filter(|&(u, d)| u > 0.0 && d > 0.0)
         .map(|(u, d)| (u.ln() - digamma(d / 2.0) + (d / 2.0).ln(), trigamma(d / 2.0)))
         .collect();
-    let phi_df = std::f64::consts::FRAC_2_PI
-        * rows
-            .iter()
-            .map(|r| {
-                let (m, v) = r.0.iter().fold((0.0, 0.0), |(m, v), s| {
-                    (m + phi * s.mean * s.mean, v + s.model_var(phi))
-                });
-                if v > 0.0 {
-                    r.df() as f64 * (m / v).powi(2)
-                } else {
-                    0.0
-                }
-            })
-            .sum::<f64>();
+    // Fisher's information: var(φ̂)/φ² = 2/Σ d·f², f = φm²/V the side's share of
+    // variance from φ.
+    let phi_df = sides
+        .iter()
+        .map(|&(s, d, _, _)| {
+            let v = s.model_var(phi);
+            if v > 0.0 {
+                d * (phi * s.mean * s.mean / v).powi(2)
+            } else {
+                0.0
+            }
+        })
+        .sum::<f64>();
     if logs.len() < FIT_MIN_FUNCTIONS {
         // No measurable spread (e.g. identical repetitions): the trend alone.
         return Prior::Moderated {
@@ -544,9 +549,14 @@ mod tests {
         close(trigamma(0.5), std::f64::consts::PI.powi(2) / 2.0, 1e-13);
         close(trigamma(7.3), 0.1467957681314271, 1e-12);
         close(trigamma(trigamma_inverse(0.3)), 0.3, 1e-12);
-        // The median of χ²₂/2 is ln 2.
-        close(chi2_median_scaled(2.0), std::f64::consts::LN_2, 1e-12);
-        close(chi2_median_scaled(1.0), 0.454_936_423_119_572_8, 1e-10);
+        // χ²₂/2 is Exp(1): its 0.27% point is −ln 0.0027 and E[min(X, c)] = 1 − e^(−c);
+        // with one degree of freedom the clip is |Z| = 3 and its mean the one-run fit's.
+        let (c, e) = clipped_chi2(2.0);
+        close(c, -(0.0027f64.ln()), 1e-10);
+        close(e, 1.0 - 0.0027, 1e-10);
+        let (c, e) = clipped_chi2(1.0);
+        close(c, 9.0, 1e-4);
+        close(e, clipped_target(), 1e-5);
     }
 
     fn side(k: usize, mean: f64, s2: f64, floor: f64) -> SideSpread {
@@ -593,11 +603,12 @@ mod tests {
         }
     }
 
-    // Repetitions with every function's variance exactly its trend times the median of
-    // χ²_d/d: φ is recovered; identical variances leave no excess, so d0 is infinite.
+    // Repetitions with every function's variance exactly its trend times the clipped
+    // mean of χ²_d/d: φ is recovered; identical variances leave no excess, so d0 is
+    // infinite.
     #[test]
     fn moderated_fit_recovers_the_trend() {
-        let m2 = chi2_median_scaled(4.0);
+        let m2 = clipped_chi2(2.0).1;
         let rows: Vec<RowSpread> = (1..=30)
             .map(|i| {
                 let mean = 100.0 * i as f64;
