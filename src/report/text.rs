@@ -406,8 +406,11 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
             // With repetitions that vary no more than their sampling error, the trend is the
             // sampling variance itself: a scale of 0 says nothing a reader can use.
             match phi * s0_sq {
-                extra if extra > 0.0 =>
+                // Two significant digits: a scale that rounds to 0.00 reads as no variance.
+                extra if extra > 0.0 && s0_sq >= 0.01 =>
                     format!(" plus {:.1}% of its time per run, times {s0_sq:.2}", 100.0 * phi.sqrt()),
+                extra if extra > 0.0 =>
+                    format!(" plus {:.1}% of its time per run, times {s0_sq:.1e}", 100.0 * phi.sqrt()),
                 _ => " alone: the repetitions vary no more than their sampling error".to_string(),
             },
             d0.map_or("infinite (the trend alone)".to_string(), |d| format!("{d:.1}"))
@@ -704,5 +707,44 @@ mod tests {
             "{r}"
         );
         assert!(!r.contains("An observed change below"), "{r}");
+    }
+
+    fn many(counts: &[u64]) -> Profile {
+        let rows: String = counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c} [kernel] f{i:02}\n"))
+            .collect();
+        let busy: u64 = counts.iter().sum();
+        let text = format!(
+            "upcmp-prfout 1\ntest t\nevent cpu-clock\nperiod-sec 0.01\ncpus 1\nwall-sec 1000\nidle-set idle\n\
+             cpu 0 samples {} lost 0 throttled 0\nfunctions {}\n{rows}{} [kernel] idle\nend\n",
+            busy + 1000,
+            counts.len() + 1,
+            1000
+        );
+        parse(&text, "t").unwrap()
+    }
+
+    // Issue 28: identical repetitions (and repetitions a sample apart) vary no more than
+    // their sampling error: the note says so, never "times 0.00".
+    #[test]
+    fn identical_repetitions_say_the_trend_is_the_sampling_variance() {
+        let base: Vec<u64> = (0..20).map(|i| 200 + 50 * i).collect();
+        let bumped = |d: i64| -> Vec<u64> { base.iter().map(|&c| (c as i64 + d) as u64).collect() };
+        for (s1, s2) in [
+            (vec![many(&base); 3], vec![many(&bumped(30)); 3]),
+            (
+                vec![many(&base), many(&bumped(1)), many(&base)],
+                vec![many(&bumped(30)), many(&bumped(31)), many(&bumped(30))],
+            ),
+        ] {
+            let r = notes(&s1, &s2);
+            assert!(
+                r.contains("its sampling variance alone: the repetitions vary no more than their sampling error"),
+                "{r}"
+            );
+            assert!(!r.contains("times 0.00"), "{r}");
+        }
     }
 }
