@@ -5,6 +5,8 @@
 
 pub mod bench;
 pub mod counters;
+#[cfg(test)]
+mod frame_simulation;
 pub mod imported;
 pub mod moves;
 pub mod runs;

@@ -26,7 +26,7 @@ mod family;
 mod moderated;
 mod power;
 #[cfg(test)]
-mod simulation;
+pub(crate) mod simulation;
 mod spread;
 
 pub use counts::{exact_conditional_p, multinomial_count_var, share_se, SampledTime, ShareCount};

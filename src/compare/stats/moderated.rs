@@ -31,13 +31,20 @@ pub struct SideSpread {
     pub floor: f64,
     /// Mean count.
     pub count: f64,
+    /// The value is a share of its run's samples: its run-to-run part is φ·m²·(1 − m)²
+    /// (a share's own change moves the whole it is a share of, and a frame that is most
+    /// of its graph barely moves against it).
+    pub share: bool,
 }
 
 impl SideSpread {
-    fn of(s: &[Counted]) -> Self {
+    fn of(s: &[Counted], share: bool) -> Self {
         let k = s.len();
         if k == 0 {
-            return SideSpread::default();
+            return SideSpread {
+                share,
+                ..SideSpread::default()
+            };
         }
         let kf = k as f64;
         let mean = s.iter().map(|c| c.value).sum::<f64>() / kf;
@@ -52,12 +59,23 @@ impl SideSpread {
             s2,
             floor: s.iter().map(|c| c.var).sum::<f64>() / kf,
             count: s.iter().map(|c| c.count as f64).sum::<f64>() / kf,
+            share,
+        }
+    }
+
+    /// What φ multiplies in the variance of one value: m², or m²·(1 − m)² for a share.
+    fn disp_sq(&self) -> f64 {
+        let m2 = self.mean * self.mean;
+        if self.share {
+            m2 * (1.0 - self.mean).powi(2)
+        } else {
+            m2
         }
     }
 
     /// The variance of one value under the shared model: sampling plus dispersion.
     fn model_var(&self, phi: f64) -> f64 {
-        self.floor + phi * self.mean * self.mean
+        self.floor + phi * self.disp_sq()
     }
 }
 
@@ -66,21 +84,21 @@ impl SideSpread {
 pub struct RowSpread(pub [SideSpread; 2]);
 
 impl RowSpread {
-    fn of(a: &[Counted], b: &[Counted]) -> Self {
-        RowSpread([SideSpread::of(a), SideSpread::of(b)])
+    fn of(a: &[Counted], b: &[Counted], share: bool) -> Self {
+        RowSpread([SideSpread::of(a, share), SideSpread::of(b, share)])
     }
 
     /// A function's times in run 1 and run 2 (one per repetition).
     pub fn of_times(run1: &[SampledTime], run2: &[SampledTime]) -> Self {
         with_few(run1.iter().map(Counted::from), |a| {
-            with_few(run2.iter().map(Counted::from), |b| Self::of(a, b))
+            with_few(run2.iter().map(Counted::from), |b| Self::of(a, b, false))
         })
     }
 
     /// A share's counts in run 1 and run 2 (one per repetition).
     pub fn of_shares(run1: &[ShareCount], run2: &[ShareCount]) -> Self {
         with_few(run1.iter().map(Counted::from), |a| {
-            with_few(run2.iter().map(Counted::from), |b| Self::of(a, b))
+            with_few(run2.iter().map(Counted::from), |b| Self::of(a, b, true))
         })
     }
 
@@ -218,7 +236,7 @@ fn fit_dispersion(rows: &[&RowSpread]) -> (f64, f64) {
     let target = clipped_target();
     let parts = |r: &RowSpread, phi: f64| {
         let [a, b] = r.0;
-        let m = a.mean * a.mean + b.mean * b.mean;
+        let m = a.disp_sq() + b.disp_sq();
         let v = a.model_var(phi) + b.model_var(phi);
         (m, v, (b.mean - a.mean).powi(2))
     };
@@ -304,7 +322,7 @@ fn fit_moderated(rows: &[&RowSpread]) -> Prior {
                 .map(|&(s, d, c, e)| {
                     let v = s.model_var(phi);
                     if v > 0.0 {
-                        d * s.mean * s.mean / v * ((s.s2 / v).min(c) - e)
+                        d * s.disp_sq() / v * ((s.s2 / v).min(c) - e)
                     } else {
                         0.0
                     }
@@ -327,7 +345,7 @@ fn fit_moderated(rows: &[&RowSpread]) -> Prior {
         .map(|&(s, d, _, _)| {
             let v = s.model_var(phi);
             if v > 0.0 {
-                d * (phi * s.mean * s.mean / v).powi(2)
+                d * (phi * s.disp_sq() / v).powi(2)
             } else {
                 0.0
             }
@@ -407,7 +425,7 @@ fn trigamma_inverse(y: f64) -> f64 {
 /// small counts).
 pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, prior: &Prior) -> Option<Verdict> {
     let sampling = sampling_test(a, b, degenerate);
-    let r = RowSpread::of(a, b);
+    let r = RowSpread::of(a, b, degenerate == Degenerate::Exact);
     let [s1, s2] = r.0;
     if s1.k == 0 || s2.k == 0 {
         return None;
@@ -420,7 +438,7 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
                 return None;
             }
             let var = s1.model_var(phi) + s2.model_var(phi);
-            let share = phi * (s1.mean * s1.mean + s2.mean * s2.mean) / var;
+            let share = phi * (s1.disp_sq() + s2.disp_sq()) / var;
             (NoiseTest::Dispersed, var, dispersion_df(df, share), true)
         }
         Prior::Moderated {
@@ -431,7 +449,7 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             }
             let (u, d) = r.scaled_var(phi);
             let trend = s1.model_var(phi) / s1.k as f64 + s2.model_var(phi) / s2.k as f64;
-            let share = phi * (s1.mean * s1.mean / s1.k as f64 + s2.mean * s2.mean / s2.k as f64) / trend;
+            let share = phi * (s1.disp_sq() / s1.k as f64 + s2.disp_sq() / s2.k as f64) / trend;
             // The trend is known no better than φ is.
             let cap = if share > 0.0 {
                 phi_df / (share * share)
@@ -566,6 +584,7 @@ mod tests {
             s2,
             floor,
             count: 100.0,
+            share: false,
         }
     }
 

@@ -11,10 +11,10 @@ use super::moderated::{Prior, RowSpread};
 use super::*;
 
 /// xoshiro256** seeded by splitmix64: small, fast, and enough for simulation.
-struct Rng([u64; 4]);
+pub(crate) struct Rng([u64; 4]);
 
 impl Rng {
-    fn new(mut seed: u64) -> Self {
+    pub(crate) fn new(mut seed: u64) -> Self {
         let mut next = || {
             seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
             let mut z = seed;
@@ -39,12 +39,12 @@ impl Rng {
     }
 
     /// Uniform on [0, 1).
-    fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Standard normal (Box–Muller).
-    fn normal(&mut self) -> f64 {
+    pub(crate) fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.uniform();
         let u2 = self.uniform();
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
@@ -52,7 +52,7 @@ impl Rng {
 
     /// Poisson: multiplication of uniforms below 10, Hörmann's transformed rejection
     /// (PTRS, 1993) from 10 on.
-    fn poisson(&mut self, lambda: f64) -> u64 {
+    pub(crate) fn poisson(&mut self, lambda: f64) -> u64 {
         if lambda <= 0.0 {
             return 0;
         }
