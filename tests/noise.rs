@@ -168,6 +168,16 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// deviation 0.31 over the runs, which puts a q above 0.05 beyond 9 standard deviations.
 /// Runtime: 17 to 20 s of CPU (user 7 to 8 s, system 10 to 12 s); 42 to 98 s (median
 /// 68 s) on that busy machine.
+///
+/// Re-measured with the shared variance model (issue 28): 9 runs while the machine ran
+/// other builds and tests (load average 2.8 to 14): A/A 761 to 1,632 listed rows, none
+/// marked, smallest p 0.0034. Two runs failed, both because a stat-path row that grew
+/// 11–14 ms fell under the 0.1% cutoff (the other programs' CPU time counts in the
+/// total) and a row out of the family is never marked: only listed rows are checked now.
+/// A/B: the largest q of the checked rows was 1.5e-4 to 8.2e-3; log10(0.05/q) had mean
+/// 1.5 and standard deviation 0.65, which puts a q above 0.05 about 2.3 standard
+/// deviations out: a false failure about 1 run in 100 (against 1 in 1000 before, with
+/// Welch per row), to be watched.
 #[test]
 fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     if !perf_usable(true) {
@@ -227,6 +237,10 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
         .iter()
         .filter(|r| r.name.contains("stat") || r.name.contains("lookup") || r.name.contains("walk_component"))
         .filter(|r| r.delta >= 0.01 && r.run1 * 10.0 <= r.run2)
+        // Only listed rows are in the family: on a loaded machine the other programs' CPU
+        // time can put a 10 ms row under the 0.1% cutoff, and a row below it is never
+        // marked.
+        .filter(|r| r.listed)
         .collect();
     for r in &stat_path {
         eprintln!(

@@ -409,8 +409,10 @@ pub(crate) fn noise_notes(c: &ProfileComparison) -> Vec<String> {
                 // Two significant digits: a scale that rounds to 0.00 reads as no variance.
                 extra if extra > 0.0 && s0_sq >= 0.01 =>
                     format!(" plus {:.1}% of its time per run, times {s0_sq:.2}", 100.0 * phi.sqrt()),
-                extra if extra > 0.0 =>
-                    format!(" plus {:.1}% of its time per run, times {s0_sq:.1e}", 100.0 * phi.sqrt()),
+                extra if extra > 0.0 => format!(
+                    " plus {:.1}% of its time per run, times {s0_sq:.1e}",
+                    100.0 * phi.sqrt()
+                ),
                 _ => " alone: the repetitions vary no more than their sampling error".to_string(),
             },
             d0.map_or("infinite (the trend alone)".to_string(), |d| format!("{d:.1}"))
