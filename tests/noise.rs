@@ -169,7 +169,7 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// Runtime: 17 to 20 s of CPU (user 7 to 8 s, system 10 to 12 s); 42 to 98 s (median
 /// 68 s) on that busy machine.
 ///
-/// Re-measured with the shared variance model (issue 28): 9 runs while the machine ran
+/// Re-measured with the shared variance model (issue 28): 10 runs while the machine ran
 /// other builds and tests (load average 2.8 to 14): A/A 761 to 1,632 listed rows, none
 /// marked, smallest p 0.0034. Two runs failed, both because a stat-path row that grew
 /// 11–14 ms fell under the 0.1% cutoff (the other programs' CPU time counts in the
