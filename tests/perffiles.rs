@@ -372,3 +372,69 @@ fn group_recordings_with_read_values_are_read_issue_30() {
     let imported = upcmp::import::import(&d.path().join("group.data"), &opts).unwrap();
     assert!(imported.stacks.is_some());
 }
+
+/// A loop whose frame pointer leads to two made-up frames: a return address in the
+/// kernel's text (argument 2), then one in its direct map, as frame-pointer unwinding
+/// reads from the caller of a function that keeps no frame pointer (libc's `write`).
+const FAKE_FRAMES_PROGRAM: &str = r#"#include <stdlib.h>
+static unsigned long outer[2] = {0, 0xffff888812345678UL};
+static unsigned long inner[2];
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    inner[0] = (unsigned long)outer;
+    inner[1] = strtoul(argv[2], 0, 16);
+    __asm__ volatile("push %%rbp\n\tmov %1, %%rbp\n1:\tdec %0\n\tjnz 1b\n\tpop %%rbp"
+                     : "+r"(n) : "r"(inner) : "memory");
+    return 0;
+}
+"#;
+
+/// The folded stacks of `input` (in `dir`) that hold `frame`.
+fn folded_with(dir: &Path, input: &str, frame: &str) -> std::collections::BTreeMap<String, u64> {
+    let opts = upcmp::import::ImportOptions::new(None, None, None, None).with_stacks(true);
+    let imported = upcmp::import::import(&dir.join(input), &opts).unwrap();
+    imported
+        .stacks
+        .expect("call chains")
+        .folded_lines()
+        .into_iter()
+        .filter(|l| l.contains(frame))
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').unwrap();
+            (stack.to_string(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn user_frames_at_kernel_addresses_are_named_alike_by_both_importers_issue_30() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    std::fs::write(d.path().join("fp.c"), FAKE_FRAMES_PROGRAM).unwrap();
+    let o = run_in(d.path(), "gcc", &["-O1", "-o", "fp", "fp.c"]);
+    assert!(o.status.success(), "gcc: {}", stderr(&o));
+    // A return address inside a kernel function (the text import cannot tell its mode).
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let ksys_write = kallsyms
+        .lines()
+        .find(|l| l.ends_with(" T ksys_write"))
+        .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+        .filter(|&a| a != 0)
+        .map_or("ffffffff81000010".to_string(), |a| format!("{:x}", a + 8));
+    perf_record_any(
+        d.path(),
+        &["-e", "cpu-clock", "-g", "-o", "fp.data", "--", "./fp", "300000000", &ksys_write],
+    );
+    let o = run_in(d.path(), "perf", &["script", "-i", "fp.data"]);
+    assert!(o.status.success(), "perf script: {}", stderr(&o));
+    std::fs::write(d.path().join("fp.txt"), &o.stdout).unwrap();
+    // perf script prints both made-up frames `[unknown] ([unknown])`; both importers name
+    // them the kernel's `[unknown]`.
+    let (data, text) = (folded_with(d.path(), "fp.data", ";main"), folded_with(d.path(), "fp.txt", ";main"));
+    assert_eq!(data, text);
+    let through = data.get("fp;[unknown];[unknown];main").copied().unwrap_or(0);
+    assert!(through * 2 > data.values().sum::<u64>(), "{data:?}");
+}

@@ -24,7 +24,7 @@ use crate::host::running_kernel_build_id;
 use crate::model::builder::{sample_function, KernelResolver};
 use crate::model::code::{LoadedCode, WithLoadedCode};
 use crate::model::mode::Record as ModelRecord;
-use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
+use crate::model::mode::{context_mode, is_kernel_address, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
 use crate::model::stacks::IDLE_COMMAND;
 use crate::model::ProfileBuilder;
@@ -567,6 +567,11 @@ fn read_header(
 enum FixedFrame {
     /// A user address outside every mapping.
     Unmapped,
+    /// A user-context address in the kernel's half outside every mapping: a return
+    /// address that frame-pointer unwinding read from a frame without one (libc's
+    /// `write`). perf script prints it `[unknown] ([unknown])`, which the text import
+    /// takes for the kernel's by its address; so does this one.
+    KernelHalf,
     Hypervisor,
     /// An address of an unknown mode.
     UnknownMode,
@@ -604,7 +609,7 @@ struct Reader<'o> {
     user_frames: FastMap<Place, u32>,
     comm_frames: FastMap<i32, u32>,
     /// The frames named alike wherever they are ([`FixedFrame`]), once interned.
-    fixed_frames: [Option<u32>; 4],
+    fixed_frames: [Option<u32>; 5],
     /// A call chain's frames, leaf first, and a frame's name being made.
     frame_ids: Vec<u32>,
     frame_name: String,
@@ -980,7 +985,10 @@ impl Reader<'_> {
     /// The stack frame of the user address `addr` of process `pid`.
     fn user_frame(&mut self, pid: i32, addr: u64) -> u32 {
         let Some(place) = self.recent.place(&mut self.maps, pid, addr) else {
-            return self.fixed_frame(FixedFrame::Unmapped);
+            return self.fixed_frame(match is_kernel_address(addr) {
+                true => FixedFrame::KernelHalf,
+                false => FixedFrame::Unmapped,
+            });
         };
         if let Some(&id) = self.user_frames.get(&place) {
             return id;
@@ -1010,6 +1018,7 @@ impl Reader<'_> {
         }
         let (m, n) = match frame {
             FixedFrame::Unmapped => (module::UNKNOWN, UNKNOWN_FUNCTION),
+            FixedFrame::KernelHalf => (module::KERNEL, UNKNOWN_FUNCTION),
             FixedFrame::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
             FixedFrame::UnknownMode => (module::USER, UNKNOWN_MODE_FUNCTION),
             FixedFrame::Guest => (module::GUEST, GUEST_FUNCTION),
@@ -1542,7 +1551,7 @@ fn read_records<R: Read>(
         kernel_frames: FastMap::default(),
         user_frames: FastMap::default(),
         comm_frames: FastMap::default(),
-        fixed_frames: [None; 4],
+        fixed_frames: [None; 5],
         frame_ids: Vec::new(),
         frame_name: String::new(),
         times: SampleTimes::default(),
