@@ -426,15 +426,148 @@ fn user_frames_at_kernel_addresses_are_named_alike_by_both_importers_issue_30() 
         .map_or("ffffffff81000010".to_string(), |a| format!("{:x}", a + 8));
     perf_record_any(
         d.path(),
-        &["-e", "cpu-clock", "-g", "-o", "fp.data", "--", "./fp", "300000000", &ksys_write],
+        &[
+            "-e",
+            "cpu-clock",
+            "-g",
+            "-o",
+            "fp.data",
+            "--",
+            "./fp",
+            "300000000",
+            &ksys_write,
+        ],
     );
     let o = run_in(d.path(), "perf", &["script", "-i", "fp.data"]);
     assert!(o.status.success(), "perf script: {}", stderr(&o));
     std::fs::write(d.path().join("fp.txt"), &o.stdout).unwrap();
     // perf script prints both made-up frames `[unknown] ([unknown])`; both importers name
     // them the kernel's `[unknown]`.
-    let (data, text) = (folded_with(d.path(), "fp.data", ";main"), folded_with(d.path(), "fp.txt", ";main"));
+    let (data, text) = (
+        folded_with(d.path(), "fp.data", ";main"),
+        folded_with(d.path(), "fp.txt", ";main"),
+    );
     assert_eq!(data, text);
     let through = data.get("fp;[unknown];[unknown];main").copied().unwrap_or(0);
     assert!(through * 2 > data.values().sum::<u64>(), "{data:?}");
+}
+
+/// A loop of `clock_gettime`, which glibc answers in the vDSO.
+const CLOCK_PROGRAM: &str = "#include <stdlib.h>\n#include <time.h>\n\
+int main(int argc, char **argv) {\n\
+    long n = atol(argv[1]), s = 0;\n    struct timespec ts;\n\
+    for (long i = 0; i < n; i++) {\n        clock_gettime(CLOCK_MONOTONIC, &ts);\n        s += ts.tv_nsec & 1;\n    }\n\
+    return s == -1;\n}\n";
+
+/// The share of every function of the DSO `[dso]` in `shares`, and of its `[unknown]`.
+fn dso_shares(shares: &HashMap<String, f64>, dso: &str) -> (f64, f64) {
+    let suffix = format!(" [{dso}]");
+    let of = |unknown: bool| -> f64 {
+        shares
+            .iter()
+            .filter(|(n, _)| n.ends_with(&suffix) && n.starts_with("[unknown] ") == unknown)
+            .map(|(_, v)| v)
+            .sum()
+    };
+    (of(false), of(true))
+}
+
+#[test]
+fn vdso_functions_are_named_from_perf_data_as_perf_names_them_issue_30() {
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let d = tempdir();
+    std::fs::write(d.path().join("clock.c"), CLOCK_PROGRAM).unwrap();
+    let o = run_in(d.path(), "gcc", &["-O1", "-o", "clock", "clock.c"]);
+    assert!(o.status.success(), "gcc: {}", stderr(&o));
+    // perf keeps the vDSO image in the build-id cache of a HOME of the test's own.
+    let (home, empty) = (d.path().join("home"), d.path().join("empty"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&empty).unwrap();
+    let args = [
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock:u",
+        "-o",
+        "vdso.data",
+        "--",
+        "./clock",
+        "5000000",
+    ];
+    let o = Command::new("perf")
+        .args(args)
+        .current_dir(d.path())
+        .env("HOME", &home)
+        .env_remove("PERF_BUILDID_DIR")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
+    let report = Command::new("perf")
+        .args([
+            "report",
+            "--stdio",
+            "--sort",
+            "dso,sym",
+            "-F",
+            "period,dso,sym",
+            "-i",
+            "vdso.data",
+        ])
+        .current_dir(d.path())
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "perf report: {}", stderr(&report));
+    let perf: HashMap<String, f64> = {
+        let rows: Vec<(String, u64)> = stdout(&report)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(crate::import::perf_report_row)
+            .collect();
+        let total: u64 = rows.iter().map(|r| r.1).sum();
+        let mut m = HashMap::new();
+        for (n, p) in rows {
+            *m.entry(n).or_insert(0.0) += p as f64 * 100.0 / total as f64;
+        }
+        m
+    };
+    let vdso_perf = perf.get("__vdso_clock_gettime [vdso]").copied().unwrap_or(0.0);
+    assert!(vdso_perf > 10.0, "{perf:?}");
+    // From perf's build-id cache, and from this process's own vDSO (same kernel): named
+    // as perf report names them, with its shares.
+    for h in [&home, &empty] {
+        let (ours, _) = crate::import::our_shares_with_home(d.path(), "vdso.data", h);
+        let here = ours.get("__vdso_clock_gettime [vdso]").copied().unwrap_or(0.0);
+        assert!(
+            (here - vdso_perf).abs() < 0.01,
+            "{h:?}: {here} here, {vdso_perf} in perf report\n{ours:?}"
+        );
+        let (named, unknown) = dso_shares(&ours, "vdso");
+        assert!(
+            unknown == 0.0 && (named - dso_shares(&perf, "vdso").0).abs() < 0.01,
+            "{h:?}: {ours:?}"
+        );
+    }
+    // Another build's vDSO (its build-id changed in the file) is never used: `[unknown]`.
+    let mut data = std::fs::read(d.path().join("vdso.data")).unwrap();
+    let cached = std::fs::read_dir(home.join(".debug/[vdso]"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let id: Vec<u8> = (0..cached.file_name().len() / 2)
+        .map(|k| u8::from_str_radix(&cached.file_name().to_str().unwrap()[2 * k..2 * k + 2], 16).unwrap())
+        .collect();
+    let at = data
+        .windows(id.len())
+        .rposition(|w| w == id)
+        .expect("the vDSO's build-id in the header");
+    data[at] ^= 0xff;
+    std::fs::write(d.path().join("other.data"), &data).unwrap();
+    let (ours, _) = crate::import::our_shares_with_home(d.path(), "other.data", &home);
+    let (named, unknown) = dso_shares(&ours, "vdso");
+    assert!(named == 0.0 && (unknown - vdso_perf).abs() < 0.01, "{ours:?}");
 }
