@@ -571,3 +571,74 @@ fn vdso_functions_are_named_from_perf_data_as_perf_names_them_issue_30() {
     let (named, unknown) = dso_shares(&ours, "vdso");
     assert!(named == 0.0 && (unknown - vdso_perf).abs() < 0.01, "{ours:?}");
 }
+
+#[test]
+fn unresolved_module_addresses_are_named_by_the_module_maps_issue_30() {
+    // A pipe-mode recording whose kernel samples fall in kvm before its first symbol, as
+    // perf record writes it on a machine running kvm: the module's MMAP record (pid -1,
+    // `[kvm]`) says whose code they are. perf report: `[kvm] [k] 0x1000`, 6 of 9 samples.
+    let data = testdata("import/module-maps.data");
+    let kallsyms = testdata("import/module-maps.kallsyms");
+    let d = tempdir();
+    let args = [&ALL_ROWS[..], &["--kallsyms", kallsyms.to_str().unwrap()]].concat();
+    let ours = json_shares(&prfcmp_alone(d.path(), &data, &args));
+    assert!((ours["[unknown] [kvm]"] - 200.0 / 3.0).abs() < 1e-9, "{ours:?}");
+    assert!((ours["do_work"] - 100.0 / 3.0).abs() < 1e-9, "{ours:?}");
+    assert!(!ours.contains_key("[jit]"), "{ours:?}");
+    let opts = upcmp::import::ImportOptions::new(None, Some(kallsyms.clone()), None, None).with_stacks(true);
+    let folded = |input: &Path| {
+        let mut lines = upcmp::import::import(input, &opts)
+            .unwrap()
+            .stacks
+            .unwrap()
+            .folded_lines();
+        lines.sort();
+        lines
+    };
+    let from_data = folded(&data);
+    assert_eq!(
+        from_data,
+        [
+            "mod;[unknown] [unknown];do_syscall_64;[unknown] [kvm] 6",
+            "mod;[unknown] [unknown];do_syscall_64;do_work 3"
+        ]
+    );
+    if !perf_usable(false) {
+        return;
+    }
+    // perf report's shares, and its perf script text read to the same names.
+    let k = format!("--kallsyms={}", kallsyms.display());
+    let perf = perf_report_shares(d.path(), data.to_str().unwrap(), "cpu-clock", &["-g", "none", &k]);
+    assert_every_share_agrees(&perf, &ours, "module-maps.data");
+    let o = run_in(d.path(), "perf", &["script", "-i", data.to_str().unwrap(), &k]);
+    assert!(o.status.success(), "perf script: {}", stderr(&o));
+    assert!(stdout(&o).contains("[unknown] ([kvm])"), "{}", stdout(&o));
+    std::fs::write(d.path().join("mm.txt"), &o.stdout).unwrap();
+    assert_eq!(folded(&d.path().join("mm.txt")), from_data);
+    assert_eq!(
+        json_shares(&prfcmp_alone(d.path(), &d.path().join("mm.txt"), &ALL_ROWS)),
+        ours
+    );
+}
+
+#[test]
+fn user_only_kernel_skid_is_the_kernels_unknown_from_text_as_from_perf_data_issue_30() {
+    // perf script prints a user-only event's skid at a kernel address with the kernel's
+    // DSO, or `[unknown]` when it has no kernel map; perf.data gives the kernel's
+    // `[unknown]` (user_only_recordings_with_kernel_skid_need_no_kernel_symbols_issue_30).
+    let d = tempdir();
+    let text = "sleep 7 [000] 1.0: 1000 cycles:Pu: \n\tffffffff81e00ab0 [unknown] ([kernel.kallsyms])\n\n\
+                sleep 7 [000] 1.1: 1000 cycles:Pu: \n\tffffffff81e00ab4 [unknown] ([unknown])\n\n\
+                sleep 7 [000] 1.2: 1000 cycles:Pu: \n\t401000 main+0x1 (/bin/sleep)\n\n";
+    let p = d.path().join("skid.txt");
+    std::fs::write(&p, text).unwrap();
+    let ours = json_shares(&prfcmp_alone(d.path(), &p, &ALL_ROWS));
+    let data = json_shares(&prfcmp_alone(
+        d.path(),
+        &testdata("import/sleep-user-only.data"),
+        &ALL_ROWS,
+    ));
+    assert!(data.contains_key("[unknown]") && !data.keys().any(|k| k.starts_with("[unknown] [k")));
+    assert!((ours["[unknown]"] - 200.0 / 3.0).abs() < 1e-9, "{ours:?}");
+    assert_eq!(ours.len(), 2, "{ours:?}");
+}

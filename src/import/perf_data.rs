@@ -25,7 +25,9 @@ use crate::model::builder::{sample_function, KernelResolver};
 use crate::model::code::{LoadedCode, WithLoadedCode};
 use crate::model::mode::Record as ModelRecord;
 use crate::model::mode::{context_mode, is_kernel_address, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
-use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
+use crate::model::profile::{
+    module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, JIT_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION,
+};
 use crate::model::stacks::IDLE_COMMAND;
 use crate::model::ProfileBuilder;
 use crate::symbols::{
@@ -152,6 +154,59 @@ struct NoKernel;
 impl KernelResolver for NoKernel {
     fn resolve_kernel(&self, _pc: u64) -> Option<(&str, Option<&str>)> {
         None
+    }
+}
+
+/// Kernel modules as the recording mapped them (perf record's MMAP records of pid -1:
+/// `[kvm]`, or the module's `.ko` file): whose code an address that no symbol names is,
+/// as perf script prints it (`[unknown] ([kvm])`).
+#[derive(Clone, Default)]
+struct ModuleMaps(Vec<(u64, u64, String)>);
+
+impl ModuleMaps {
+    /// A module mapped at `[start, start + len)`; the core kernel's map is not one.
+    fn add(&mut self, start: u64, len: u64, path: &[u8]) {
+        let path = String::from_utf8_lossy(path);
+        let m = super::module_of_dso(Some(&path), start);
+        if m == module::KERNEL {
+            return;
+        }
+        let end = start.saturating_add(len);
+        self.0.retain(|&(s, e, _)| e <= start || s >= end);
+        let at = self.0.partition_point(|&(s, _, _)| s < start);
+        self.0.insert(at, (start, end, m.into_owned()));
+    }
+
+    /// The module whose map covers `pc`.
+    fn module_at(&self, pc: u64) -> Option<&str> {
+        let i = self.0.partition_point(|&(s, _, _)| s <= pc).checked_sub(1)?;
+        let (_, end, m) = &self.0[i];
+        (pc < *end).then_some(m.as_str())
+    }
+
+    /// What names a kernel `pc` given what the symbols `found`: a module's `[unknown]`
+    /// where no symbol names it (nor the JIT rule, for an address no module covers).
+    fn or_module<'a>(
+        &'a self,
+        found: Option<(&'a str, Option<&'a str>)>,
+        pc: u64,
+    ) -> Option<(&'a str, Option<&'a str>)> {
+        match found {
+            None | Some((JIT_FUNCTION, None)) => self.module_at(pc).map(|m| (UNKNOWN_FUNCTION, Some(m))).or(found),
+            found => found,
+        }
+    }
+}
+
+/// Kernel symbols, then the recording's module maps ([`ModuleMaps::or_module`]).
+struct WithModuleMaps<'a, K: ?Sized> {
+    kernel: &'a K,
+    modules: &'a ModuleMaps,
+}
+
+impl<K: KernelResolver + ?Sized> KernelResolver for WithModuleMaps<'_, K> {
+    fn resolve_kernel(&self, pc: u64) -> Option<(&str, Option<&str>)> {
+        self.modules.or_module(self.kernel.resolve_kernel(pc), pc)
     }
 }
 
@@ -624,6 +679,8 @@ struct Reader<'o> {
     recent: Recent,
     /// BPF programs and other kernel code loaded as recorded (KSYMBOL records).
     code: LoadedCode,
+    /// Kernel modules as mapped (MMAP records of pid -1).
+    kernel_modules: ModuleMaps,
 }
 
 /// The mappings of a sample's user places so far, latest first: its user frames are in
@@ -680,6 +737,12 @@ impl Reader<'_> {
                 if !name.is_empty() {
                     self.kernel_text = Some((name, m.page_offset));
                 }
+            }
+            EventRecord::Mmap(m) if m.pid == -1 && is_kernel_address(m.address) => {
+                self.kernel_modules.add(m.address, m.length, &m.path.as_slice())
+            }
+            EventRecord::Mmap2(m) if m.pid == -1 && is_kernel_address(m.address) => {
+                self.kernel_modules.add(m.address, m.length, &m.path.as_slice())
             }
             EventRecord::Mmap(m) if m.is_executable => {
                 self.maps
@@ -782,6 +845,7 @@ impl Reader<'_> {
             read_formats: self.read_formats.clone(),
             recent: Recent::default(),
             code: self.code.clone(),
+            kernel_modules: self.kernel_modules.clone(),
         }
     }
 
@@ -875,6 +939,10 @@ impl Reader<'_> {
                             kernel: symbols,
                         };
                         let named = kernel.resolve_kernel(ip).is_some();
+                        let kernel = &WithModuleMaps {
+                            kernel,
+                            modules: &self.kernel_modules,
+                        };
                         let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
                         let f = self.profile.function(m, name);
                         self.profile.note_address(f, ip);
@@ -940,7 +1008,8 @@ impl Reader<'_> {
                     None => {
                         name.clear();
                         let loaded = self.code.resolve(addr);
-                        match loaded.or_else(|| self.kernel.as_ref().and_then(|k| k.resolve(addr))) {
+                        let found = loaded.or_else(|| self.kernel.as_ref().and_then(|k| k.resolve(addr)));
+                        match self.kernel_modules.or_module(found, addr) {
                             Some((n, Some(m))) => push_frame_name(name, m, n, true),
                             Some((n, None)) => push_frame_name(name, module::KERNEL, n, false),
                             None => push_frame_name(name, module::KERNEL, UNKNOWN_FUNCTION, false),
@@ -1560,6 +1629,7 @@ fn read_records<R: Read>(
         read_formats: Vec::new(),
         recent: Recent::default(),
         code: LoadedCode::default(),
+        kernel_modules: ModuleMaps::default(),
     };
     for c in 0..h.online_cpus.unwrap_or(0) {
         r.profile.ensure_cpu(c);
