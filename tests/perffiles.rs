@@ -354,9 +354,8 @@ fn group_recordings_with_read_values_are_read_issue_30() {
             "count=200000",
         ],
     );
-    // perf report weighs a leader's sample by the change of its read value since the
-    // last one, the import by the sample's period (docs/import.md): shares differ by up to
-    // a point. What perf report shows most of is here too.
+    // What perf report shows most of is here too (exact agreement:
+    // group_leader_samples_weigh_their_read_values_as_perf_report_does_issue_30).
     let perf = lump_plt(leader_shares(d.path(), "group.data"));
     let ours = lump_plt(prfcmp_shares(d.path(), "group.data", &[]));
     for (n, p) in perf.iter().filter(|(_, &p)| p > 5.0) {
@@ -641,4 +640,51 @@ fn user_only_kernel_skid_is_the_kernels_unknown_from_text_as_from_perf_data_issu
     assert!(data.contains_key("[unknown]") && !data.keys().any(|k| k.starts_with("[unknown] [k")));
     assert!((ours["[unknown]"] - 200.0 / 3.0).abs() < 1e-9, "{ours:?}");
     assert_eq!(ours.len(), 2, "{ours:?}");
+}
+
+#[test]
+fn group_leader_samples_weigh_their_read_values_as_perf_report_does_issue_30() {
+    // perf report weighs a sample carrying read values by the change of its event's
+    // value since the previous sample of the same id, not by its period.
+    let d = tempdir();
+    let data = testdata("import/group-read.data");
+    let ours = lump_plt(prfcmp_shares(d.path(), data.to_str().unwrap(), &[]));
+    // The recorded values' deltas (perf report 6.1 --no-group, read once from the fixture).
+    let do_syscall_64 = 18_646_183.0 * 100.0 / ours_total_period(d.path(), &data);
+    assert!((ours["do_syscall_64"] - do_syscall_64).abs() < 1e-6, "{ours:?}");
+    if perf_usable(false) {
+        let perf = lump_plt(leader_shares(d.path(), data.to_str().unwrap()));
+        assert!(assert_every_share_agrees(&perf, &ours, "group-read.data") >= 10);
+    }
+    // Live, with call chains: the same agreement, the stacks read too.
+    if !perf_usable(true) {
+        return;
+    }
+    let _perf = perf_lock();
+    let dd = ["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=512", "count=200000"];
+    let events = ["-e", "{cpu-clock,task-clock}:S", "-g", "-o", "g.data"];
+    perf_record_any(d.path(), &[&events[..], &dd[..]].concat());
+    let perf = lump_plt(leader_shares(d.path(), "g.data"));
+    let ours = lump_plt(prfcmp_shares(d.path(), "g.data", &[]));
+    assert!(assert_every_share_agrees(&perf, &ours, "g.data") >= 5);
+}
+
+/// The sum of the periods prfcmp counts for `data` (its JSON `run1`, in seconds), in ns.
+fn ours_total_period(dir: &Path, data: &Path) -> f64 {
+    let o = prfcmp_alone(
+        dir,
+        data,
+        &[
+            "--keep-clones",
+            "--idle-symbols",
+            "",
+            "--cutoff",
+            "0",
+            "--format",
+            "json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    rows.iter().map(|r| r["run1"].as_f64().unwrap()).sum::<f64>() * 1e9
 }

@@ -35,8 +35,8 @@ use crate::symbols::{
     UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy,
-    SoftwareCounterType,
+    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SampleFormat,
+    SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 use std::cell::Cell;
@@ -681,6 +681,33 @@ struct Reader<'o> {
     code: LoadedCode,
     /// Kernel modules as mapped (MMAP records of pid -1).
     kernel_modules: ModuleMaps,
+    /// How the event's samples weigh when they carry read values (`PERF_SAMPLE_READ`).
+    read_weights: Option<ReadWeights>,
+}
+
+/// Samples weighed as perf report weighs a sample that carries read values (`perf record
+/// -e '{cpu-clock,task-clock}:S'`, `--sample-read`): by the change of the event's value
+/// since the previous sample of the same id (one per CPU or thread), not by its period
+/// (perf's `deliver_sample_value`); a sample whose value did not change is left out.
+#[derive(Clone)]
+struct ReadWeights {
+    read_format: u64,
+    /// The read event's ids (the file's attribute section).
+    ids: Vec<u64>,
+    /// The last value of each id (of the one value, 0, without ids).
+    last: FastMap<u64, u64>,
+}
+
+impl ReadWeights {
+    /// The weight of a sample with the read values `bytes`; `None` when they hold no
+    /// value of the event.
+    fn weight(&mut self, bytes: &[u8]) -> Option<u64> {
+        let ids = &self.ids;
+        let (id, value) = perf_records::read_values(self.read_format, bytes)
+            .find(|(id, _)| id.map_or(true, |id| ids.contains(&id)))?;
+        let last = self.last.insert(id.unwrap_or(0), value).unwrap_or(0);
+        Some(value.wrapping_sub(last))
+    }
 }
 
 /// The mappings of a sample's user places so far, latest first: its user frames are in
@@ -846,6 +873,7 @@ impl Reader<'_> {
             recent: Recent::default(),
             code: self.code.clone(),
             kernel_modules: self.kernel_modules.clone(),
+            read_weights: self.read_weights.clone(),
         }
     }
 
@@ -909,7 +937,14 @@ impl Reader<'_> {
         self.recent = Recent::default();
         self.times.sample(s.timestamp, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
-        let period = s.period.unwrap_or(1);
+        let period = match (&mut self.read_weights, s.read) {
+            (Some(w), Some(bytes)) => match w.weight(bytes) {
+                Some(0) => return Ok(()),
+                Some(d) => d,
+                None => s.period.unwrap_or(1),
+            },
+            _ => s.period.unwrap_or(1),
+        };
         let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), s.mode);
         if !self.kept(s, cpu, pid, mode) {
             return Ok(());
@@ -1630,6 +1665,7 @@ fn read_records<R: Read>(
         recent: Recent::default(),
         code: LoadedCode::default(),
         kernel_modules: ModuleMaps::default(),
+        read_weights: None,
     };
     for c in 0..h.online_cpus.unwrap_or(0) {
         r.profile.ensure_cpu(c);
@@ -1668,6 +1704,16 @@ fn read_records<R: Read>(
             r.read_formats = perf_records::read_formats(file)
                 .filter(|f| f.len() == perf_file.event_attributes().len())
                 .unwrap_or_default();
+            let attr = &perf_file.event_attributes()[r.event_index];
+            if let Some(&read_format) = r.read_formats.get(r.event_index) {
+                if attr.attributes().sample_format.contains(SampleFormat::READ) {
+                    r.read_weights = Some(ReadWeights {
+                        read_format,
+                        ids: attr.ids().to_vec(),
+                        last: FastMap::default(),
+                    });
+                }
+            }
             // A file's end, which does not move while it is read.
             let len = stops_at();
             read_own(&mut r, file, &records, &perf_file, path, move || len)?
@@ -1734,6 +1780,11 @@ fn read_own(
 ) -> Result<(), ImportError> {
     let opts = r.kernel_source.opts;
     let end = records.data.0 + records.data.1;
+    // Read values weigh a sample by the one before it of its id: one reader reads them all.
+    let split = match r.read_weights {
+        Some(_) => Split::Never,
+        None => opts.split,
+    };
     std::thread::scope(|scope| {
         let mut second = None;
         perf_records::walk(
@@ -1745,7 +1796,7 @@ fn read_own(
                 Step::Record { attr, record, read } => r.raw_record(attr, record, read, path, stops_at).map(|_| None),
                 Step::Round { at } => {
                     let left = end.saturating_sub(at.pos());
-                    let split_at = match opts.split {
+                    let split_at = match split {
                         Split::Never => None,
                         Split::AtOnce => Some(at.pos() + left / 2),
                         // Not before SPLIT_MIN_BYTES are read, when the imports started
