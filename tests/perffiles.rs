@@ -688,3 +688,40 @@ fn ours_total_period(dir: &Path, data: &Path) -> f64 {
     let rows = v["rows"].as_array().unwrap();
     rows.iter().map(|r| r["run1"].as_f64().unwrap()).sum::<f64>() * 1e9
 }
+
+/// The event prfcmp's JSON report says it read.
+fn json_event(o: &std::process::Output) -> String {
+    let v: serde_json::Value = serde_json::from_str(&stdout(o)).expect("prfcmp --format json");
+    v["run1"]["event"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn pipe_mode_tracepoints_are_named_from_the_tracing_data_issue_30() {
+    // Streams that name their tracepoint only in the tracing data's formats: one made
+    // here (sched:sched_switch, its EVENT_DESC and name updates taken out) and KDAB
+    // perfparser's uprobe stream.
+    let d = tempdir();
+    for (file, event) in [
+        ("import/tracepoint-pipe.data", "sched:sched_switch"),
+        ("import/probe-stream.data", "probe_untitled1:main"),
+    ] {
+        let data = testdata(file);
+        let o = prfcmp_alone(d.path(), &data, &ALL_ROWS);
+        assert_eq!(json_event(&o), event, "{file}");
+        // Asked for by name, from standard input too.
+        let named = prfcmp_alone(d.path(), &data, &[&ALL_ROWS[..], &["--event", event]].concat());
+        assert_eq!(json_shares(&named), json_shares(&o), "{file}");
+        let o = Command::new(PRFCMP)
+            .args(["-", data.to_str().unwrap()])
+            .args(ALL_ROWS)
+            .args(["--event", event])
+            .stdin(std::fs::File::open(&data).unwrap())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        if perf_usable(false) {
+            let perf = perf_report_shares(d.path(), data.to_str().unwrap(), event, &[]);
+            assert_every_share_agrees(&perf, &json_shares(&named), file);
+        }
+    }
+}

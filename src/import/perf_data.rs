@@ -532,10 +532,16 @@ struct Header {
     online_cpus: Option<u32>,
 }
 
-/// An event's name as perf prints it; for a file that names none, the name of its type.
-fn event_name(a: &AttributeDescription) -> String {
+/// An event's name as perf prints it; for a file that names none, a tracepoint's name
+/// from the tracing data's formats (`tracepoints`, by id), else the name of its type.
+fn event_name(a: &AttributeDescription, tracepoints: &HashMap<u64, String>) -> String {
     if let Some(n) = a.name() {
         return n.to_string();
+    }
+    if let PerfEventType::Tracepoint(id) = a.attributes().type_ {
+        if let Some(n) = tracepoints.get(&id) {
+            return n.clone();
+        }
     }
     use HardwareEventId as H;
     use SoftwareCounterType as S;
@@ -577,13 +583,14 @@ fn read_header(
     path: &Path,
     perf_file: &linux_perf_data::PerfFile,
     opts: &ImportOptions,
+    tracepoints: &HashMap<u64, String>,
 ) -> Result<Header, ImportError> {
     let err = perf_err(path, || None);
     let events: Vec<Event> = perf_file
         .event_attributes()
         .iter()
         .enumerate()
-        .map(|(index, a)| (index, a, event_name(a)))
+        .map(|(index, a)| (index, a, event_name(a, tracepoints)))
         .filter(|(_, a, name)| {
             !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling) && bare_event_name(name) != "dummy"
         })
@@ -1313,7 +1320,7 @@ fn read_unwalked(path: &Path, opts: &ImportOptions) -> Option<Result<Imported, I
     let read = super::perf_header::contained(path, || match open_perf_file(path, &file)? {
         Opened::File(reader) if perf_records::eligible(&reader.perf_file, &records) => {
             let own: Source<'_, std::io::BufReader<&std::fs::File>> = Source::Own(&file, records);
-            read_records(reader.perf_file, own, path, opts, || len, None).map(Some)
+            read_records(reader.perf_file, own, path, opts, || len, None, &HashMap::new()).map(Some)
         }
         _ => Ok(None),
     });
@@ -1339,7 +1346,7 @@ fn read_checked(
     } else {
         Source::Crate(Box::new(record_iter))
     };
-    read_records(perf_file, source, path, opts, || len, None)
+    read_records(perf_file, source, path, opts, || len, None, &HashMap::new())
 }
 
 /// Where the records of a recording come from.
@@ -1381,13 +1388,16 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     }
     let big_endian = head.starts_with(b"2ELIFREP");
     let state = Rc::new(Cell::new(Framing::new(PIPE_HEADER_SIZE, big_endian)));
+    let tracing = Rc::new(std::cell::RefCell::new(Vec::new()));
     let framed = Framed {
-        inner: WithoutTracingData::new(Cursor::new(head).chain(input), big_endian),
+        inner: WithoutTracingData::new(Cursor::new(head).chain(input), big_endian, Rc::clone(&tracing)),
         state: Rc::clone(&state),
         check: super::perf_header::StreamCheck::new(big_endian),
     };
     let at = || Some(state.get().pos);
     let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
+    // perf writes the tracing data after the attributes and features, so it has passed.
+    let tracepoints = tracepoint_names(&tracing.borrow());
     read_records(
         perf_file,
         Source::Crate(Box::new(record_iter)),
@@ -1395,7 +1405,83 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
         opts,
         at,
         Some(&*state),
+        &tracepoints,
     )
+}
+
+/// The most bytes of a stream's tracing data kept to name its tracepoints: the event
+/// formats come first, before the kallsyms and printk formats perf adds.
+const TRACING_DATA_KEPT: u64 = 16 << 20;
+
+/// The tracepoints' names (`sched:sched_switch`) by id, from a pipe-mode stream's tracing
+/// data (perf's `trace-event-read.c`): its magic and version, the header page and event
+/// files, the ftrace formats, then per system its name and its events' formats, each
+/// holding `name: NAME` and `ID: N`. Empty for data of another shape.
+fn tracepoint_names(d: &[u8]) -> HashMap<u64, String> {
+    let mut names = HashMap::new();
+    let _ = read_tracing_formats(d, &mut names);
+    names
+}
+
+fn read_tracing_formats(d: &[u8], names: &mut HashMap<u64, String>) -> Option<()> {
+    let mut c = Cursor::new(d);
+    let take = |c: &mut Cursor<&[u8]>, n: u64| -> Option<&[u8]> {
+        let at = usize::try_from(c.position()).ok()?;
+        let end = at.checked_add(usize::try_from(n).ok()?)?;
+        c.set_position(end as u64);
+        d.get(at..end)
+    };
+    let cstr = |c: &mut Cursor<&[u8]>| -> Option<String> {
+        let at = usize::try_from(c.position()).ok()?;
+        let len = d.get(at..)?.iter().position(|&b| b == 0)?;
+        c.set_position((at + len + 1) as u64);
+        Some(String::from_utf8_lossy(&d[at..at + len]).into_owned())
+    };
+    if take(&mut c, 10)? != b"\x17\x08\x44tracing" {
+        return None;
+    }
+    cstr(&mut c)?; // version
+    let big = take(&mut c, 1)?[0] != 0;
+    take(&mut c, 1 + 4)?; // long size, page size
+    let u32_ = |c: &mut Cursor<&[u8]>| -> Option<u64> {
+        let b: [u8; 4] = take(c, 4)?.try_into().ok()?;
+        Some(u64::from(if big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }))
+    };
+    let u64_ = |c: &mut Cursor<&[u8]>| -> Option<u64> {
+        let b: [u8; 8] = take(c, 8)?.try_into().ok()?;
+        Some(if big {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        })
+    };
+    for header in ["header_page", "header_event"] {
+        if cstr(&mut c)? != header {
+            return None;
+        }
+        let n = u64_(&mut c)?;
+        take(&mut c, n)?;
+    }
+    for _ in 0..u32_(&mut c)? {
+        let n = u64_(&mut c)?;
+        take(&mut c, n)?;
+    }
+    for _ in 0..u32_(&mut c)? {
+        let system = cstr(&mut c)?;
+        for _ in 0..u32_(&mut c)? {
+            let n = u64_(&mut c)?;
+            let format = String::from_utf8_lossy(take(&mut c, n)?);
+            let field = |key: &str| format.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+            if let (Some(name), Some(id)) = (field("name: "), field("ID: ").and_then(|i| i.parse().ok())) {
+                names.insert(id, format!("{system}:{name}"));
+            }
+        }
+    }
+    Some(())
 }
 
 /// Where a pipe-mode stream's records begin and end, followed as its bytes pass. The
@@ -1485,11 +1571,13 @@ pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
 /// A pipe-mode stream without the tracing data that follows a
 /// `PERF_RECORD_HEADER_TRACING_DATA` record (its `size`, padded to 8 bytes), skipped as
 /// perf skips it: the reader knows no such record and would take the data for records.
-/// The import names tracepoints from the header's event names, not from these formats.
+/// Its first bytes are kept: a stream that names no event names its tracepoints there.
 /// Past an AUXTRACE record, whose trace also follows it, the stream is passed as it is.
 struct WithoutTracingData<R> {
     inner: R,
     big_endian: bool,
+    /// The tracing data's first [`TRACING_DATA_KEPT`] bytes, for [`tracepoint_names`].
+    tracing: Rc<std::cell::RefCell<Vec<u8>>>,
     /// Bytes of the current record (at first, the stream's header) still to pass.
     left: u64,
     /// A record's start, read to see its type, and how much of it is handed out.
@@ -1500,10 +1588,11 @@ struct WithoutTracingData<R> {
 }
 
 impl<R: Read> WithoutTracingData<R> {
-    fn new(inner: R, big_endian: bool) -> Self {
+    fn new(inner: R, big_endian: bool, tracing: Rc<std::cell::RefCell<Vec<u8>>>) -> Self {
         WithoutTracingData {
             inner,
             big_endian,
+            tracing,
             left: PIPE_HEADER_SIZE,
             pending: Vec::new(),
             served: 0,
@@ -1553,7 +1642,12 @@ impl<R: Read> WithoutTracingData<R> {
                 }
                 self.left = 0;
                 let data = u64::from(self.u32_at(8)).next_multiple_of(8);
-                let skipped = std::io::copy(&mut (&mut self.inner).take(data), &mut std::io::sink())?;
+                let mut kept = self.tracing.borrow_mut();
+                kept.clear();
+                let mut skipped = (&mut self.inner)
+                    .take(data.min(TRACING_DATA_KEPT))
+                    .read_to_end(&mut kept)? as u64;
+                skipped += std::io::copy(&mut (&mut self.inner).take(data - skipped), &mut std::io::sink())?;
                 if skipped < data {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::UnexpectedEof,
@@ -1624,8 +1718,9 @@ fn read_records<R: Read>(
     opts: &ImportOptions,
     stops_at: impl Fn() -> Option<u64> + Copy,
     framing: Option<&Cell<Framing>>,
+    tracepoints: &HashMap<u64, String>,
 ) -> Result<Imported, ImportError> {
-    let h = read_header(path, &perf_file, opts)?;
+    let h = read_header(path, &perf_file, opts, tracepoints)?;
     let event = &h.events[h.chosen];
     let mut r = Reader {
         event_index: event.index,
