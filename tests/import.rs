@@ -559,18 +559,14 @@ fn call_chains_give_the_stack_comparison_from_perf_data_and_perf_script_alike() 
         tables.push(table.lines().skip(1).collect::<Vec<_>>().join("\n"));
     }
     // Two parsers, one recording: the same stacks. A PLT frame may be `[unknown]` to a
-    // perf before 6.3, a vDSO frame is `[unknown]` from perf.data (docs/symbols.md); with
-    // none sampled, the tables are the same too.
+    // perf before 6.3 (docs/symbols.md); with none sampled, the tables are the same too.
     for (data, txt) in [("a.data", "a.txt"), ("b.data", "b.txt")] {
         assert_eq!(
             folded_plt_as_unknown(d.path(), data),
             folded_plt_as_unknown(d.path(), txt)
         );
     }
-    if !tables
-        .iter()
-        .any(|t| t.contains("@plt") || t.contains(".plt ") || t.contains("__vdso_"))
-    {
+    if !tables.iter().any(|t| t.contains("@plt") || t.contains(".plt ")) {
         assert_eq!(tables[0], tables[1]);
     }
 }
@@ -589,10 +585,7 @@ fn folded_plt_as_unknown(dir: &Path, input: &str) -> std::collections::BTreeMap<
             .split(';')
             .map(|f| {
                 let name = f.rsplit_once(" [").map_or(f, |(name, _)| name);
-                // The vDSO's functions are named in perf script's text (perf keeps the vDSO
-                // image in its build-id cache), `[unknown]` from perf.data (docs/symbols.md).
-                let vdso = name.starts_with("__vdso_");
-                match vdso || name.ends_with("@plt") || [".plt", "_init", "[unknown]"].contains(&name) {
+                match name.ends_with("@plt") || [".plt", "_init", "[unknown]"].contains(&name) {
                     true => "[unknown]".to_string(),
                     false => f.to_string(),
                 }

@@ -390,6 +390,24 @@ pub fn write_kernel_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     open_kernel_file(path)?.write_all(bytes)
 }
 
+/// A file in memory only (`memfd_create`: no path, nothing on disk, gone when closed)
+/// holding `bytes`: for a reader that wants a file of what this process has in memory
+/// (its own vDSO image). `name` is what /proc shows for it.
+pub fn memory_file(name: &str, bytes: &[u8]) -> io::Result<File> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let name = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the name"))?;
+    // SAFETY: memfd_create reads the NUL-terminated name; the fd it returns is ours.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor owned by nothing else.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(bytes)?;
+    Ok(file)
+}
+
 /// The effective user id of this process.
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.

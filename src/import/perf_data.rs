@@ -24,8 +24,10 @@ use crate::host::running_kernel_build_id;
 use crate::model::builder::{sample_function, KernelResolver};
 use crate::model::code::{LoadedCode, WithLoadedCode};
 use crate::model::mode::Record as ModelRecord;
-use crate::model::mode::{context_mode, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
-use crate::model::profile::{module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION};
+use crate::model::mode::{context_mode, is_kernel_address, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
+use crate::model::profile::{
+    module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, JIT_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION,
+};
 use crate::model::stacks::IDLE_COMMAND;
 use crate::model::ProfileBuilder;
 use crate::symbols::{
@@ -33,8 +35,8 @@ use crate::symbols::{
     UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SamplingPolicy,
-    SoftwareCounterType,
+    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SampleFormat,
+    SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 use std::cell::Cell;
@@ -152,6 +154,59 @@ struct NoKernel;
 impl KernelResolver for NoKernel {
     fn resolve_kernel(&self, _pc: u64) -> Option<(&str, Option<&str>)> {
         None
+    }
+}
+
+/// Kernel modules as the recording mapped them (perf record's MMAP records of pid -1:
+/// `[kvm]`, or the module's `.ko` file): whose code an address that no symbol names is,
+/// as perf script prints it (`[unknown] ([kvm])`).
+#[derive(Clone, Default)]
+struct ModuleMaps(Vec<(u64, u64, String)>);
+
+impl ModuleMaps {
+    /// A module mapped at `[start, start + len)`; the core kernel's map is not one.
+    fn add(&mut self, start: u64, len: u64, path: &[u8]) {
+        let path = String::from_utf8_lossy(path);
+        let m = super::module_of_dso(Some(&path), start);
+        if m == module::KERNEL {
+            return;
+        }
+        let end = start.saturating_add(len);
+        self.0.retain(|&(s, e, _)| e <= start || s >= end);
+        let at = self.0.partition_point(|&(s, _, _)| s < start);
+        self.0.insert(at, (start, end, m.into_owned()));
+    }
+
+    /// The module whose map covers `pc`.
+    fn module_at(&self, pc: u64) -> Option<&str> {
+        let i = self.0.partition_point(|&(s, _, _)| s <= pc).checked_sub(1)?;
+        let (_, end, m) = &self.0[i];
+        (pc < *end).then_some(m.as_str())
+    }
+
+    /// What names a kernel `pc` given what the symbols `found`: a module's `[unknown]`
+    /// where no symbol names it (nor the JIT rule, for an address no module covers).
+    fn or_module<'a>(
+        &'a self,
+        found: Option<(&'a str, Option<&'a str>)>,
+        pc: u64,
+    ) -> Option<(&'a str, Option<&'a str>)> {
+        match found {
+            None | Some((JIT_FUNCTION, None)) => self.module_at(pc).map(|m| (UNKNOWN_FUNCTION, Some(m))).or(found),
+            found => found,
+        }
+    }
+}
+
+/// Kernel symbols, then the recording's module maps ([`ModuleMaps::or_module`]).
+struct WithModuleMaps<'a, K: ?Sized> {
+    kernel: &'a K,
+    modules: &'a ModuleMaps,
+}
+
+impl<K: KernelResolver + ?Sized> KernelResolver for WithModuleMaps<'_, K> {
+    fn resolve_kernel(&self, pc: u64) -> Option<(&str, Option<&str>)> {
+        self.modules.or_module(self.kernel.resolve_kernel(pc), pc)
     }
 }
 
@@ -477,10 +532,16 @@ struct Header {
     online_cpus: Option<u32>,
 }
 
-/// An event's name as perf prints it; for a file that names none, the name of its type.
-fn event_name(a: &AttributeDescription) -> String {
+/// An event's name as perf prints it; for a file that names none, a tracepoint's name
+/// from the tracing data's formats (`tracepoints`, by id), else the name of its type.
+fn event_name(a: &AttributeDescription, tracepoints: &HashMap<u64, String>) -> String {
     if let Some(n) = a.name() {
         return n.to_string();
+    }
+    if let PerfEventType::Tracepoint(id) = a.attributes().type_ {
+        if let Some(n) = tracepoints.get(&id) {
+            return n.clone();
+        }
     }
     use HardwareEventId as H;
     use SoftwareCounterType as S;
@@ -522,13 +583,14 @@ fn read_header(
     path: &Path,
     perf_file: &linux_perf_data::PerfFile,
     opts: &ImportOptions,
+    tracepoints: &HashMap<u64, String>,
 ) -> Result<Header, ImportError> {
     let err = perf_err(path, || None);
     let events: Vec<Event> = perf_file
         .event_attributes()
         .iter()
         .enumerate()
-        .map(|(index, a)| (index, a, event_name(a)))
+        .map(|(index, a)| (index, a, event_name(a, tracepoints)))
         .filter(|(_, a, name)| {
             !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling) && bare_event_name(name) != "dummy"
         })
@@ -567,6 +629,11 @@ fn read_header(
 enum FixedFrame {
     /// A user address outside every mapping.
     Unmapped,
+    /// A user-context address in the kernel's half outside every mapping: a return
+    /// address that frame-pointer unwinding read from a frame without one (libc's
+    /// `write`). perf script prints it `[unknown] ([unknown])`, which the text import
+    /// takes for the kernel's by its address; so does this one.
+    KernelHalf,
     Hypervisor,
     /// An address of an unknown mode.
     UnknownMode,
@@ -604,7 +671,7 @@ struct Reader<'o> {
     user_frames: FastMap<Place, u32>,
     comm_frames: FastMap<i32, u32>,
     /// The frames named alike wherever they are ([`FixedFrame`]), once interned.
-    fixed_frames: [Option<u32>; 4],
+    fixed_frames: [Option<u32>; 5],
     /// A call chain's frames, leaf first, and a frame's name being made.
     frame_ids: Vec<u32>,
     frame_name: String,
@@ -619,6 +686,35 @@ struct Reader<'o> {
     recent: Recent,
     /// BPF programs and other kernel code loaded as recorded (KSYMBOL records).
     code: LoadedCode,
+    /// Kernel modules as mapped (MMAP records of pid -1).
+    kernel_modules: ModuleMaps,
+    /// How the event's samples weigh when they carry read values (`PERF_SAMPLE_READ`).
+    read_weights: Option<ReadWeights>,
+}
+
+/// Samples weighed as perf report weighs a sample that carries read values (`perf record
+/// -e '{cpu-clock,task-clock}:S'`, `--sample-read`): by the change of the event's value
+/// since the previous sample of the same id (one per CPU or thread), not by its period
+/// (perf's `deliver_sample_value`); a sample whose value did not change is left out.
+#[derive(Clone)]
+struct ReadWeights {
+    read_format: u64,
+    /// The read event's ids (the file's attribute section).
+    ids: Vec<u64>,
+    /// The last value of each id (of the one value, 0, without ids).
+    last: FastMap<u64, u64>,
+}
+
+impl ReadWeights {
+    /// The weight of a sample with the read values `bytes`; `None` when they hold no
+    /// value of the event.
+    fn weight(&mut self, bytes: &[u8]) -> Option<u64> {
+        let ids = &self.ids;
+        let (id, value) = perf_records::read_values(self.read_format, bytes)
+            .find(|(id, _)| id.map_or(true, |id| ids.contains(&id)))?;
+        let last = self.last.insert(id.unwrap_or(0), value).unwrap_or(0);
+        Some(value.wrapping_sub(last))
+    }
 }
 
 /// The mappings of a sample's user places so far, latest first: its user frames are in
@@ -675,6 +771,12 @@ impl Reader<'_> {
                 if !name.is_empty() {
                     self.kernel_text = Some((name, m.page_offset));
                 }
+            }
+            EventRecord::Mmap(m) if m.pid == -1 && is_kernel_address(m.address) => {
+                self.kernel_modules.add(m.address, m.length, &m.path.as_slice())
+            }
+            EventRecord::Mmap2(m) if m.pid == -1 && is_kernel_address(m.address) => {
+                self.kernel_modules.add(m.address, m.length, &m.path.as_slice())
             }
             EventRecord::Mmap(m) if m.is_executable => {
                 self.maps
@@ -777,6 +879,8 @@ impl Reader<'_> {
             read_formats: self.read_formats.clone(),
             recent: Recent::default(),
             code: self.code.clone(),
+            kernel_modules: self.kernel_modules.clone(),
+            read_weights: self.read_weights.clone(),
         }
     }
 
@@ -840,7 +944,14 @@ impl Reader<'_> {
         self.recent = Recent::default();
         self.times.sample(s.timestamp, s.period);
         // Without its own period a sample weighs one here; the basis reweighs them all.
-        let period = s.period.unwrap_or(1);
+        let period = match (&mut self.read_weights, s.read) {
+            (Some(w), Some(bytes)) => match w.weight(bytes) {
+                Some(0) => return Ok(()),
+                Some(d) => d,
+                None => s.period.unwrap_or(1),
+            },
+            _ => s.period.unwrap_or(1),
+        };
         let (ip, pid, mode) = (s.ip.unwrap_or(0), s.pid.unwrap_or(-1), s.mode);
         if !self.kept(s, cpu, pid, mode) {
             return Ok(());
@@ -870,6 +981,10 @@ impl Reader<'_> {
                             kernel: symbols,
                         };
                         let named = kernel.resolve_kernel(ip).is_some();
+                        let kernel = &WithModuleMaps {
+                            kernel,
+                            modules: &self.kernel_modules,
+                        };
                         let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
                         let f = self.profile.function(m, name);
                         self.profile.note_address(f, ip);
@@ -935,7 +1050,8 @@ impl Reader<'_> {
                     None => {
                         name.clear();
                         let loaded = self.code.resolve(addr);
-                        match loaded.or_else(|| self.kernel.as_ref().and_then(|k| k.resolve(addr))) {
+                        let found = loaded.or_else(|| self.kernel.as_ref().and_then(|k| k.resolve(addr)));
+                        match self.kernel_modules.or_module(found, addr) {
                             Some((n, Some(m))) => push_frame_name(name, m, n, true),
                             Some((n, None)) => push_frame_name(name, module::KERNEL, n, false),
                             None => push_frame_name(name, module::KERNEL, UNKNOWN_FUNCTION, false),
@@ -980,7 +1096,10 @@ impl Reader<'_> {
     /// The stack frame of the user address `addr` of process `pid`.
     fn user_frame(&mut self, pid: i32, addr: u64) -> u32 {
         let Some(place) = self.recent.place(&mut self.maps, pid, addr) else {
-            return self.fixed_frame(FixedFrame::Unmapped);
+            return self.fixed_frame(match is_kernel_address(addr) {
+                true => FixedFrame::KernelHalf,
+                false => FixedFrame::Unmapped,
+            });
         };
         if let Some(&id) = self.user_frames.get(&place) {
             return id;
@@ -1010,6 +1129,7 @@ impl Reader<'_> {
         }
         let (m, n) = match frame {
             FixedFrame::Unmapped => (module::UNKNOWN, UNKNOWN_FUNCTION),
+            FixedFrame::KernelHalf => (module::KERNEL, UNKNOWN_FUNCTION),
             FixedFrame::Hypervisor => (module::HYPERVISOR, HYPERVISOR_FUNCTION),
             FixedFrame::UnknownMode => (module::USER, UNKNOWN_MODE_FUNCTION),
             FixedFrame::Guest => (module::GUEST, GUEST_FUNCTION),
@@ -1200,7 +1320,7 @@ fn read_unwalked(path: &Path, opts: &ImportOptions) -> Option<Result<Imported, I
     let read = super::perf_header::contained(path, || match open_perf_file(path, &file)? {
         Opened::File(reader) if perf_records::eligible(&reader.perf_file, &records) => {
             let own: Source<'_, std::io::BufReader<&std::fs::File>> = Source::Own(&file, records);
-            read_records(reader.perf_file, own, path, opts, || len, None).map(Some)
+            read_records(reader.perf_file, own, path, opts, || len, None, &HashMap::new()).map(Some)
         }
         _ => Ok(None),
     });
@@ -1226,7 +1346,7 @@ fn read_checked(
     } else {
         Source::Crate(Box::new(record_iter))
     };
-    read_records(perf_file, source, path, opts, || len, None)
+    read_records(perf_file, source, path, opts, || len, None, &HashMap::new())
 }
 
 /// Where the records of a recording come from.
@@ -1268,13 +1388,16 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
     }
     let big_endian = head.starts_with(b"2ELIFREP");
     let state = Rc::new(Cell::new(Framing::new(PIPE_HEADER_SIZE, big_endian)));
+    let tracing = Rc::new(std::cell::RefCell::new(Vec::new()));
     let framed = Framed {
-        inner: WithoutTracingData::new(Cursor::new(head).chain(input), big_endian),
+        inner: WithoutTracingData::new(Cursor::new(head).chain(input), big_endian, Rc::clone(&tracing)),
         state: Rc::clone(&state),
         check: super::perf_header::StreamCheck::new(big_endian),
     };
     let at = || Some(state.get().pos);
     let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_pipe(framed).map_err(perf_err(path, at))?;
+    // perf writes the tracing data after the attributes and features, so it has passed.
+    let tracepoints = tracepoint_names(&tracing.borrow());
     read_records(
         perf_file,
         Source::Crate(Box::new(record_iter)),
@@ -1282,7 +1405,83 @@ pub fn read_pipe(mut input: impl Read, path: &Path, opts: &ImportOptions) -> Res
         opts,
         at,
         Some(&*state),
+        &tracepoints,
     )
+}
+
+/// The most bytes of a stream's tracing data kept to name its tracepoints: the event
+/// formats come first, before the kallsyms and printk formats perf adds.
+const TRACING_DATA_KEPT: u64 = 16 << 20;
+
+/// The tracepoints' names (`sched:sched_switch`) by id, from a pipe-mode stream's tracing
+/// data (perf's `trace-event-read.c`): its magic and version, the header page and event
+/// files, the ftrace formats, then per system its name and its events' formats, each
+/// holding `name: NAME` and `ID: N`. Empty for data of another shape.
+fn tracepoint_names(d: &[u8]) -> HashMap<u64, String> {
+    let mut names = HashMap::new();
+    let _ = read_tracing_formats(d, &mut names);
+    names
+}
+
+fn read_tracing_formats(d: &[u8], names: &mut HashMap<u64, String>) -> Option<()> {
+    let mut c = Cursor::new(d);
+    let take = |c: &mut Cursor<&[u8]>, n: u64| -> Option<&[u8]> {
+        let at = usize::try_from(c.position()).ok()?;
+        let end = at.checked_add(usize::try_from(n).ok()?)?;
+        c.set_position(end as u64);
+        d.get(at..end)
+    };
+    let cstr = |c: &mut Cursor<&[u8]>| -> Option<String> {
+        let at = usize::try_from(c.position()).ok()?;
+        let len = d.get(at..)?.iter().position(|&b| b == 0)?;
+        c.set_position((at + len + 1) as u64);
+        Some(String::from_utf8_lossy(&d[at..at + len]).into_owned())
+    };
+    if take(&mut c, 10)? != b"\x17\x08\x44tracing" {
+        return None;
+    }
+    cstr(&mut c)?; // version
+    let big = take(&mut c, 1)?[0] != 0;
+    take(&mut c, 1 + 4)?; // long size, page size
+    let u32_ = |c: &mut Cursor<&[u8]>| -> Option<u64> {
+        let b: [u8; 4] = take(c, 4)?.try_into().ok()?;
+        Some(u64::from(if big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }))
+    };
+    let u64_ = |c: &mut Cursor<&[u8]>| -> Option<u64> {
+        let b: [u8; 8] = take(c, 8)?.try_into().ok()?;
+        Some(if big {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        })
+    };
+    for header in ["header_page", "header_event"] {
+        if cstr(&mut c)? != header {
+            return None;
+        }
+        let n = u64_(&mut c)?;
+        take(&mut c, n)?;
+    }
+    for _ in 0..u32_(&mut c)? {
+        let n = u64_(&mut c)?;
+        take(&mut c, n)?;
+    }
+    for _ in 0..u32_(&mut c)? {
+        let system = cstr(&mut c)?;
+        for _ in 0..u32_(&mut c)? {
+            let n = u64_(&mut c)?;
+            let format = String::from_utf8_lossy(take(&mut c, n)?);
+            let field = |key: &str| format.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+            if let (Some(name), Some(id)) = (field("name: "), field("ID: ").and_then(|i| i.parse().ok())) {
+                names.insert(id, format!("{system}:{name}"));
+            }
+        }
+    }
+    Some(())
 }
 
 /// Where a pipe-mode stream's records begin and end, followed as its bytes pass. The
@@ -1372,11 +1571,13 @@ pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
 /// A pipe-mode stream without the tracing data that follows a
 /// `PERF_RECORD_HEADER_TRACING_DATA` record (its `size`, padded to 8 bytes), skipped as
 /// perf skips it: the reader knows no such record and would take the data for records.
-/// The import names tracepoints from the header's event names, not from these formats.
+/// Its first bytes are kept: a stream that names no event names its tracepoints there.
 /// Past an AUXTRACE record, whose trace also follows it, the stream is passed as it is.
 struct WithoutTracingData<R> {
     inner: R,
     big_endian: bool,
+    /// The tracing data's first [`TRACING_DATA_KEPT`] bytes, for [`tracepoint_names`].
+    tracing: Rc<std::cell::RefCell<Vec<u8>>>,
     /// Bytes of the current record (at first, the stream's header) still to pass.
     left: u64,
     /// A record's start, read to see its type, and how much of it is handed out.
@@ -1387,10 +1588,11 @@ struct WithoutTracingData<R> {
 }
 
 impl<R: Read> WithoutTracingData<R> {
-    fn new(inner: R, big_endian: bool) -> Self {
+    fn new(inner: R, big_endian: bool, tracing: Rc<std::cell::RefCell<Vec<u8>>>) -> Self {
         WithoutTracingData {
             inner,
             big_endian,
+            tracing,
             left: PIPE_HEADER_SIZE,
             pending: Vec::new(),
             served: 0,
@@ -1440,7 +1642,12 @@ impl<R: Read> WithoutTracingData<R> {
                 }
                 self.left = 0;
                 let data = u64::from(self.u32_at(8)).next_multiple_of(8);
-                let skipped = std::io::copy(&mut (&mut self.inner).take(data), &mut std::io::sink())?;
+                let mut kept = self.tracing.borrow_mut();
+                kept.clear();
+                let mut skipped = (&mut self.inner)
+                    .take(data.min(TRACING_DATA_KEPT))
+                    .read_to_end(&mut kept)? as u64;
+                skipped += std::io::copy(&mut (&mut self.inner).take(data - skipped), &mut std::io::sink())?;
                 if skipped < data {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::UnexpectedEof,
@@ -1511,8 +1718,9 @@ fn read_records<R: Read>(
     opts: &ImportOptions,
     stops_at: impl Fn() -> Option<u64> + Copy,
     framing: Option<&Cell<Framing>>,
+    tracepoints: &HashMap<u64, String>,
 ) -> Result<Imported, ImportError> {
-    let h = read_header(path, &perf_file, opts)?;
+    let h = read_header(path, &perf_file, opts, tracepoints)?;
     let event = &h.events[h.chosen];
     let mut r = Reader {
         event_index: event.index,
@@ -1542,7 +1750,7 @@ fn read_records<R: Read>(
         kernel_frames: FastMap::default(),
         user_frames: FastMap::default(),
         comm_frames: FastMap::default(),
-        fixed_frames: [None; 4],
+        fixed_frames: [None; 5],
         frame_ids: Vec::new(),
         frame_name: String::new(),
         times: SampleTimes::default(),
@@ -1551,6 +1759,8 @@ fn read_records<R: Read>(
         read_formats: Vec::new(),
         recent: Recent::default(),
         code: LoadedCode::default(),
+        kernel_modules: ModuleMaps::default(),
+        read_weights: None,
     };
     for c in 0..h.online_cpus.unwrap_or(0) {
         r.profile.ensure_cpu(c);
@@ -1589,6 +1799,16 @@ fn read_records<R: Read>(
             r.read_formats = perf_records::read_formats(file)
                 .filter(|f| f.len() == perf_file.event_attributes().len())
                 .unwrap_or_default();
+            let attr = &perf_file.event_attributes()[r.event_index];
+            if let Some(&read_format) = r.read_formats.get(r.event_index) {
+                if attr.attributes().sample_format.contains(SampleFormat::READ) {
+                    r.read_weights = Some(ReadWeights {
+                        read_format,
+                        ids: attr.ids().to_vec(),
+                        last: FastMap::default(),
+                    });
+                }
+            }
             // A file's end, which does not move while it is read.
             let len = stops_at();
             read_own(&mut r, file, &records, &perf_file, path, move || len)?
@@ -1655,6 +1875,11 @@ fn read_own(
 ) -> Result<(), ImportError> {
     let opts = r.kernel_source.opts;
     let end = records.data.0 + records.data.1;
+    // Read values weigh a sample by the one before it of its id: one reader reads them all.
+    let split = match r.read_weights {
+        Some(_) => Split::Never,
+        None => opts.split,
+    };
     std::thread::scope(|scope| {
         let mut second = None;
         perf_records::walk(
@@ -1666,7 +1891,7 @@ fn read_own(
                 Step::Record { attr, record, read } => r.raw_record(attr, record, read, path, stops_at).map(|_| None),
                 Step::Round { at } => {
                     let left = end.saturating_sub(at.pos());
-                    let split_at = match opts.split {
+                    let split_at = match split {
                         Split::Never => None,
                         Split::AtOnce => Some(at.pos() + left / 2),
                         // Not before SPLIT_MIN_BYTES are read, when the imports started

@@ -62,6 +62,9 @@ pub(crate) struct Sample<'a> {
     pub(crate) mode: Mode,
     /// The call chain, leaf first, as the file has it.
     pub(crate) callchain: Option<Chain<'a>>,
+    /// The `READ` values' bytes (`PERF_SAMPLE_READ`), in the kernel's layout, when this
+    /// reader read the sample ([`read_values`]).
+    pub(crate) read: Option<&'a [u8]>,
 }
 
 /// A sample's call chain, leaf first, where it lies.
@@ -112,6 +115,7 @@ impl<'a> Sample<'a> {
             period: s.period,
             mode: mode_of(s.cpu_mode),
             callchain: s.callchain.map(Chain::Parsed),
+            read: None,
         }
     }
 
@@ -164,8 +168,11 @@ impl<'a> Sample<'a> {
         u64_if(&mut at, SampleFormat::STREAM_ID)?;
         let cpu_res = u64_if(&mut at, SampleFormat::CPU)?;
         let period = u64_if(&mut at, SampleFormat::PERIOD)?;
+        let mut read_bytes = None;
         if let Some(rf) = read {
-            at = at.checked_add(read_values_size(rf, body.get(at..)?)?)?;
+            let size = read_values_size(rf, body.get(at..)?)?;
+            read_bytes = Some(body.get(at..at + size)?);
+            at = at.checked_add(size)?;
         }
         let callchain = if f.contains(SampleFormat::CALLCHAIN) {
             let n = u64_if(&mut at, SampleFormat::CALLCHAIN)?.expect("asked for");
@@ -185,6 +192,7 @@ impl<'a> Sample<'a> {
             period,
             mode: mode_of(CpuMode::from_misc(r.misc)),
             callchain,
+            read: read_bytes,
         })
     }
 }
@@ -216,6 +224,28 @@ fn read_values_size(read_format: u64, b: &[u8]) -> Option<usize> {
     };
     let size = words.checked_mul(8)?;
     (size <= b.len()).then_some(size)
+}
+
+/// The values of a sample's `READ` bytes `b` (of `read_format`): (id, value) each, the id
+/// `None` without `PERF_FORMAT_ID`; the group's members in order with `GROUP`.
+pub(crate) fn read_values(read_format: u64, b: &[u8]) -> impl Iterator<Item = (Option<u64>, u64)> + '_ {
+    let has = |bit: u64| usize::from(read_format & bit != 0);
+    let times = has(FORMAT_TOTAL_TIME_ENABLED) + has(FORMAT_TOTAL_TIME_RUNNING);
+    let (group, id, lost) = (read_format & FORMAT_GROUP != 0, has(FORMAT_ID), has(FORMAT_LOST));
+    // Word positions: GROUP: nr, times, then {value, [id], [lost]}; else value, times, [id], [lost].
+    let (nr, first, stride, id_at) = match group {
+        true => (u64_at(b, 0).unwrap_or(0) as usize, 1 + times, 1 + id + lost, 1),
+        false => (1, 0, 1 + times + id + lost, 1 + times),
+    };
+    (0..nr).map_while(move |k| {
+        let at = (first + k * stride) * 8;
+        let value = u64_at(b, at)?;
+        let id = match id {
+            1 => Some(u64_at(b, at + id_at * 8)?),
+            _ => None,
+        };
+        Some((id, value))
+    })
 }
 
 /// The `read_format` of each attribute of the perf.data file `file` (of little-endian

@@ -220,8 +220,23 @@ pub struct ElfSymbols {
 impl ElfSymbols {
     /// Reads `path`.
     pub fn from_file(path: &Path) -> Result<Self, SymbolError> {
-        use object::ObjectSegment;
         let (opened, map) = map_open_file(path)?;
+        Self::from_map(path, opened, map)
+    }
+
+    /// Reads the open file `file` (one of memory, say), named `path` in messages.
+    pub fn from_opened(path: &Path, file: std::fs::File) -> Result<Self, SymbolError> {
+        let io = |source| SymbolError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        // SAFETY: as in `map_open_file`; the file is this process's own.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Self::from_map(path, file, map)
+    }
+
+    fn from_map(path: &Path, opened: std::fs::File, map: memmap2::Mmap) -> Result<Self, SymbolError> {
+        use object::ObjectSegment;
         let file = parse_elf(path, &map)?;
         let mut maps_code = false;
         let loads = file

@@ -6,6 +6,7 @@ mod elf;
 mod kernel;
 mod ranges;
 mod user;
+mod vdso;
 
 pub use elf::{elf_build_id, ElfSymbols, FunctionAt};
 pub use kernel::{read_kallsyms_text, KernelSymbols, JIT_FUNCTION};

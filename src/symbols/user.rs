@@ -32,6 +32,9 @@ pub fn load_user_symbols(path: &[u8], build_id: Option<&[u8]>) -> Result<UserSym
             .map(UserSymbols::PerfMap)
             .ok_or(UserSymbolsMissing::NoFile);
     }
+    if super::vdso::is_vdso(path) {
+        return super::vdso::vdso_symbols(path, build_id).map(|s| UserSymbols::Elf(Box::new(s)));
+    }
     load_elf_symbols(local, build_id).map(|s| UserSymbols::Elf(Box::new(s)))
 }
 
