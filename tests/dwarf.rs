@@ -136,6 +136,7 @@ fn dwarf_stacks_are_unwound_as_perf_unwinds_them_issue_30() {
     let lines = imported.stacks.expect("call chains").folded_lines();
     let ours = our_shares(&lines);
     let perfs = perf_script_shares(d.path());
+    eprintln!("ours {ours:?}\nperf script {perfs:?}");
     // Without unwinding, a leaf has no caller: these stacks are the unwinder's.
     let through_callers: f64 = ours
         .iter()

@@ -110,7 +110,7 @@ impl DwarfUnwinder {
         }
         self.unwound += 1;
         let keys: Vec<MappingKey> = mapped.iter().map(|m| (m.start, m.end, m.pgoff, m.dso)).collect();
-        let stale = self.processes.get(&pid).is_none_or(|p| p.mappings != keys);
+        let stale = !self.processes.get(&pid).is_some_and(|p| p.mappings == keys);
         if stale {
             let mut unwinder = UnwinderX86_64::new();
             for m in mapped {
