@@ -258,10 +258,11 @@ fn dwarf_stacks_end_at_the_sampled_address_issue_30() {
     let total: u64 = lines.iter().map(count).sum();
     let in_spin: u64 = lines
         .iter()
-        .filter(|l| l.starts_with("spin;spin_two_thirds ") || l.starts_with("spin;spin_one_third "))
+        .filter(|l| l.contains(";main;spin_two_thirds ") || l.contains(";main;spin_one_third "))
         .map(count)
         .sum();
-    // Every stack has its sampled function as its leaf, not the command alone.
+    // Every stack has its sampled function as its leaf, not the command alone, and its
+    // callers unwound from the stack dump (tests/dwarf.rs compares them with perf's).
     assert!(lines.iter().all(|l| l.contains(';')), "{lines:?}");
     assert!(in_spin * 10 > total * 8, "{in_spin} of {total}: {lines:?}");
 }

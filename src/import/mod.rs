@@ -14,6 +14,7 @@ pub mod perf_data;
 pub mod perf_header;
 pub(crate) mod perf_records;
 pub mod script;
+mod unwind;
 
 use crate::model::mode::is_kernel_address;
 use crate::model::profile::{module, Unit, UNKNOWN_FUNCTION};

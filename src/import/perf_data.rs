@@ -16,6 +16,7 @@
 
 use super::perf_header::Records;
 use super::perf_records::{self, Chain, Part, Sample, Step};
+use super::unwind::{DwarfUnwinder, MappedFile};
 use super::{
     bare_event_name, choose_event, other_events_note, push_frame_name, test_name, ImportError, ImportOptions, Imported,
     SampleTimes, Split, StackCollector, SPLIT_MIN_BYTES,
@@ -35,8 +36,8 @@ use crate::symbols::{
     UserSymbolsMissing,
 };
 use linux_perf_data::linux_perf_event_reader::{
-    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, SampleFormat,
-    SamplingPolicy, SoftwareCounterType,
+    AttrFlags, EventRecord, HardwareEventId, Mmap2FileId, PerfEventType, RawEventRecord, RecordType, Regs,
+    SampleFormat, SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{AttributeDescription, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 use std::cell::Cell;
@@ -353,6 +354,26 @@ impl Maps {
             }
         }
         maps.splice(first..last, kept);
+    }
+
+    /// The executable mappings of `pid` and their files, for unwinding its stacks.
+    fn mapped_files(&self, pid: i32) -> Vec<MappedFile<'_>> {
+        let Some(maps) = self.by_pid.get(&pid) else {
+            return Vec::new();
+        };
+        maps.iter()
+            .map(|m| {
+                let d = &self.dsos[m.dso];
+                MappedFile {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    dso: m.dso,
+                    path: &d.path,
+                    build_id: d.build_id.as_deref(),
+                }
+            })
+            .collect()
     }
 
     /// A process exited: its mappings go.
@@ -690,6 +711,9 @@ struct Reader<'o> {
     kernel_modules: ModuleMaps,
     /// How the event's samples weigh when they carry read values (`PERF_SAMPLE_READ`).
     read_weights: Option<ReadWeights>,
+    /// The unwinder of `--call-graph dwarf` stack dumps, and the addresses it gives.
+    dwarf: DwarfUnwinder,
+    unwound: Vec<u64>,
 }
 
 /// Samples weighed as perf report weighs a sample that carries read values (`perf record
@@ -881,6 +905,8 @@ impl Reader<'_> {
             code: self.code.clone(),
             kernel_modules: self.kernel_modules.clone(),
             read_weights: self.read_weights.clone(),
+            dwarf: self.dwarf.for_second_reader(),
+            unwound: Vec::new(),
         }
     }
 
@@ -900,6 +926,7 @@ impl Reader<'_> {
             self.kernel_notes = other.kernel_notes;
         }
         self.maps.absorb(other.maps);
+        self.dwarf.absorb(other.dwarf);
     }
 
     /// Loads the kernel's symbols, once.
@@ -962,7 +989,9 @@ impl Reader<'_> {
             self.load_kernel()?;
         }
         if let Some(chain) = chain {
-            self.chain(chain, (mode, ip), pid, s.tid.unwrap_or(-1), period);
+            let stack = s.user_stack.as_ref().map(|d| d.as_slice());
+            let dump = s.user_regs.as_ref().zip(stack.as_deref());
+            self.chain(chain, (mode, ip), dump, (pid, s.tid.unwrap_or(-1)), period);
         }
         // Each distinct kernel address and user place is named once (by the rule of
         // ProfileBuilder::add_sample), then counted by its function's index.
@@ -1030,11 +1059,20 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Counts the call chain of a sample taken at `sampled` (its mode and address), each
-    /// distinct address (user place) named once. A user-mode sample whose chain holds no
-    /// user frame (`--call-graph dwarf`: the kernel leaves the user stack to be unwound
-    /// from the dump) has its sampled address as the leaf.
-    fn chain(&mut self, chain: &Chain<'_>, sampled: (Mode, u64), pid: i32, tid: i32, period: u64) {
+    /// Counts the call chain of a sample taken at `sampled` (its mode and address) in
+    /// thread `tid` of process `pid`, each distinct address (user place) named once. A
+    /// sample whose chain holds no user frame (`--call-graph dwarf`: the kernel leaves
+    /// the user stack to be unwound from `dump`, its user registers and stack) has the
+    /// unwound user frames after its kernel ones; a user-mode one that cannot be unwound,
+    /// its sampled address as the leaf.
+    fn chain(
+        &mut self,
+        chain: &Chain<'_>,
+        sampled: (Mode, u64),
+        dump: Option<(&Regs<'_>, &[u8])>,
+        (pid, tid): (i32, i32),
+        period: u64,
+    ) {
         self.frame_ids.clear();
         let mut mode = sampled.0;
         let mut user_frames = false;
@@ -1070,6 +1108,21 @@ impl Reader<'_> {
                 Mode::GuestKernel | Mode::GuestUser => self.fixed_frame(FixedFrame::Guest),
             };
             self.frame_ids.push(id);
+        }
+        if let Some((regs, stack)) = dump.filter(|_| !user_frames) {
+            let mut addrs = std::mem::take(&mut self.unwound);
+            addrs.clear();
+            let mapped = self.maps.mapped_files(pid);
+            self.dwarf.unwind(pid, &mapped, regs, stack, &mut addrs);
+            for &a in &addrs {
+                let id = self.user_frame(pid, a);
+                self.frame_ids.push(id);
+            }
+            user_frames = !addrs.is_empty();
+            if user_frames {
+                self.stacks.note_chains();
+            }
+            self.unwound = addrs;
         }
         if sampled.0 == Mode::User && !user_frames {
             let id = self.user_frame(pid, sampled.1);
@@ -1167,6 +1220,21 @@ impl Reader<'_> {
                 "user functions of {} are [unknown]: the file there is another build than the one recorded, \
                  and perf's build-id cache has no copy (record without --no-buildid-cache, or run perf buildid-cache --add)",
                 other_build.join(", ")
+            ));
+        }
+        if self.dwarf.leaf_only > 0 {
+            let files: Vec<&str> = self.dwarf.files_without_cfi.iter().map(|f| f.as_str()).collect();
+            warnings.push(format!(
+                "{} of {} samples with a user stack dump (--call-graph dwarf) keep only their sampled address as \
+                 their user stack: no call frame information for the code they ran in ({}; not there, another \
+                 build than the one recorded, JIT code or the vDSO)",
+                self.dwarf.leaf_only,
+                self.dwarf.leaf_only + self.dwarf.unwound,
+                if files.is_empty() {
+                    "outside every mapping".to_string()
+                } else {
+                    files.join(", ")
+                }
             ));
         }
         if self.user_unmapped > 0 {
@@ -1758,6 +1826,8 @@ fn read_records<R: Read>(
         samples_by_attr: vec![0; perf_file.event_attributes().len()],
         read_formats: Vec::new(),
         recent: Recent::default(),
+        dwarf: DwarfUnwinder::default(),
+        unwound: Vec::new(),
         code: LoadedCode::default(),
         kernel_modules: ModuleMaps::default(),
         read_weights: None,

@@ -25,7 +25,7 @@ use super::perf_header::Records;
 use crate::model::mode::Mode;
 use linux_perf_data::linux_perf_event_reader::{
     AttrFlags, CpuMode, Endianness, RawData, RawDataU64, RawEventRecord, RecordIdParseInfo, RecordParseInfo,
-    RecordType, SampleFormat,
+    RecordType, Regs, SampleFormat,
 };
 use linux_perf_data::{Feature, PerfFile};
 use std::collections::HashMap;
@@ -65,6 +65,10 @@ pub(crate) struct Sample<'a> {
     /// The `READ` values' bytes (`PERF_SAMPLE_READ`), in the kernel's layout, when this
     /// reader read the sample ([`read_values`]).
     pub(crate) read: Option<&'a [u8]>,
+    /// The user registers and the used part of the user stack copied at the sample
+    /// (`--call-graph dwarf`), for unwinding.
+    pub(crate) user_regs: Option<Regs<'a>>,
+    pub(crate) user_stack: Option<RawData<'a>>,
 }
 
 /// A sample's call chain, leaf first, where it lies.
@@ -116,6 +120,13 @@ impl<'a> Sample<'a> {
             mode: mode_of(s.cpu_mode),
             callchain: s.callchain.map(Chain::Parsed),
             read: None,
+            user_regs: s.user_regs.clone(),
+            // The kernel copies `stack_size` bytes, of which the first `dynamic_size` are
+            // the stack's.
+            user_stack: s
+                .user_stack
+                .as_ref()
+                .and_then(|(d, used)| d.get(0..(*used as usize).min(d.len()))),
         }
     }
 
@@ -193,6 +204,8 @@ impl<'a> Sample<'a> {
             mode: mode_of(CpuMode::from_misc(r.misc)),
             callchain,
             read: read_bytes,
+            user_regs: None,
+            user_stack: None,
         })
     }
 }

@@ -2,12 +2,14 @@
 //! kallsyms or an ELF vmlinux (with KASLR and modules), user space's from ELF files and
 //! perf's build-id cache, JIT code's from perf maps (`docs/symbols.md`).
 
+mod cfi;
 mod elf;
 mod kernel;
 mod ranges;
 mod user;
 mod vdso;
 
+pub use cfi::{load_unwind_info, CfiSection, UnwindInfo};
 pub use elf::{elf_build_id, ElfSymbols, FunctionAt};
 pub use kernel::{read_kallsyms_text, KernelSymbols, JIT_FUNCTION};
 pub use ranges::{
