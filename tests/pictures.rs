@@ -524,3 +524,22 @@ fn frames_only_in_run_1_are_drawn_in_run_1s_shape_issue_27() {
         assert_eq!(after[0]["loaded"], true);
     }
 }
+
+#[test]
+fn a_run_2_without_cpu_stacks_shows_run_1s_shape_issue_27() {
+    let tmp = tempdir();
+    write(tmp.path(), "a.folded", &getpid_folded(400));
+    // Run 2 only idled: no CPU stack, so run 2's shape has nothing to draw.
+    write(tmp.path(), "b.folded", "swapper;default_idle 100\n");
+    let page = upcmp(tmp.path(), &["--perf", "a.folded", "b.folded", "-q", "r"]);
+    assert!(!tmp.path().join("r/a.folded_vs_b.folded.flamediff.svg").exists());
+    assert!(tmp.path().join("r/a.folded_vs_b.folded.flamediff-run1.svg").is_file());
+    let Some(b) = browser() else { return };
+    let r = open(b, &page);
+    assert_no_errors(&r);
+    let flames = r.selftest["flames"].as_array().unwrap();
+    assert_eq!(flames.len(), 1);
+    let frames = page_frames(&flames[0]);
+    assert_eq!(label_of(&frames, "user_loop"), Some("user_loop"), "{frames:?}");
+    assert!(r.selftest["flames_run1"].as_array().unwrap().is_empty());
+}

@@ -756,8 +756,13 @@ fn stack_section(s: &TestStacks, flame: Flames) -> Markup {
                 "over the frames at or above " (FRAME_CUTOFF_PCT) "%). Click a frame to zoom, "
                 "Search (top right, or Ctrl-F inside the graph) to highlight."
             }
+        } @else if let Some(j) = flame.run1 {
+            p { "Run 2 has no CPU samples with stacks: the graph is drawn in run 1's shape (widths are run 1's samples)." }
+            div.flame data-svg={ "flame-" (j) } {
+                noscript { "The flame graph needs JavaScript; it is also in RESULTS_DIR as " (flame_run1_file(&s.test)) "." }
+            }
         } @else {
-            p { "Run 2 has no CPU samples with stacks: nothing to draw." }
+            p { "Neither run has CPU samples with stacks: nothing to draw." }
         }
         h3 { "Callers and callees" }
         @if s.functions.is_empty() {
