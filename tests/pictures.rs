@@ -447,3 +447,99 @@ fn the_function_table_keeps_its_name_and_verdict_in_view_issue_27() {
     assert_eq!(t["verdict_in_view"], true, "scrolled to the left");
     assert_eq!(t["name_in_view"], true, "scrolled to the right");
 }
+
+/// The label a frame named `name` reads as, if some frame of `frames` is so named.
+fn label_of<'f>(frames: &'f [(String, String)], name: &str) -> Option<&'f str> {
+    frames
+        .iter()
+        .find(|(t, _)| name_of(t) == name)
+        .map(|(_, l)| l.trim_end())
+}
+
+/// The (title, label) pairs of one flame graph of the page's self-test report.
+fn page_frames(flame: &serde_json::Value) -> Vec<(String, String)> {
+    flame["labels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no labels in {flame}"))
+        .iter()
+        .map(|pair| {
+            let s = strings(pair);
+            (s[0].clone(), s[1].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn frames_only_in_run_1_are_drawn_in_run_1s_shape_issue_27() {
+    let tmp = tempdir();
+    // Run 2 no longer calls the audit path at all: its frames are in run 1 only.
+    let gone = "audit_filter_rules";
+    let run1 = format!("{}bench;{};do_syscall_64;{gone} 4000\n", getpid_folded(400), LONG[0]);
+    write(tmp.path(), "a.folded", &run1);
+    write(tmp.path(), "b.folded", &getpid_folded(400));
+    let page = upcmp(tmp.path(), &["--perf", "a.folded", "b.folded", "-q", "perf"]);
+    let stem = "perf/a.folded_vs_b.folded";
+    assert!(tmp.path().join(format!("{stem}.flamediff-run1.svg")).is_file());
+    let index = fs::read_to_string(tmp.path().join("perf/results")).unwrap();
+    assert!(index.contains("a.folded_vs_b.folded.flamediff-run1.svg"), "{index}");
+    // The upsrun pair: run 2's forkwait lost its write path.
+    upsrun_fixture(tmp.path());
+    let second = tmp.path().join("outdir2/forkwait/stacks.folded");
+    let kept: String = fs::read_to_string(&second)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("__x64_sys_write"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(&second, kept).unwrap();
+    let upsrun_page = upcmp(tmp.path(), &["outdir1", "outdir2", "-q", "ups"]);
+    let Some(b) = browser() else { return };
+
+    // Standalone: the name is read in run 1's graph, and run 2's has no such frame.
+    let run1 = rendered_frames(b, &tmp.path().join(format!("{stem}.flamediff-run1.svg")));
+    let run2 = rendered_frames(b, &tmp.path().join(format!("{stem}.flamediff.svg")));
+    assert_labels_are_names(&run1, true, "run 1's shape");
+    assert_eq!(label_of(&run1, gone), Some(gone), "{run1:?}");
+    assert_eq!(label_of(&run2, gone), None, "{run2:?}");
+    let title = &run1.iter().find(|(t, _)| name_of(t) == gone).unwrap().0;
+    assert!(title.contains("→ 0.00%"), "{title}");
+    for t in ["forkwait", "second"] {
+        let frames = rendered_frames(b, &tmp.path().join(format!("ups/{t}.flamediff-run1.svg")));
+        assert_labels_are_names(&frames, false, t);
+    }
+
+    // On the page: run 2's shape first, then the button draws run 1's.
+    for (page, name, graphs) in [(&page, gone, 1), (&upsrun_page, "vfs_write", 2)] {
+        let r = open(b, page);
+        assert_no_errors(&r);
+        let before = r.selftest["flames"].as_array().unwrap();
+        let after = r.selftest["flames_run1"].as_array().unwrap();
+        assert_eq!((before.len(), after.len()), (graphs, graphs));
+        let (run2, run1) = (page_frames(&before[0]), page_frames(&after[0]));
+        assert_eq!(label_of(&run2, name), None, "{run2:?}");
+        assert_eq!(label_of(&run1, name), Some(name), "{run1:?}");
+        assert_labels_are_names(&run1, false, &format!("run 1's shape in {}", page.display()));
+        assert_eq!(after[0]["side"], "1");
+        assert_eq!(after[0]["pressed"], "Run 1's shape");
+        assert_eq!(after[0]["loaded"], true);
+    }
+}
+
+#[test]
+fn a_run_2_without_cpu_stacks_shows_run_1s_shape_issue_27() {
+    let tmp = tempdir();
+    write(tmp.path(), "a.folded", &getpid_folded(400));
+    // Run 2 only idled: no CPU stack, so run 2's shape has nothing to draw.
+    write(tmp.path(), "b.folded", "swapper;default_idle 100\n");
+    let page = upcmp(tmp.path(), &["--perf", "a.folded", "b.folded", "-q", "r"]);
+    assert!(!tmp.path().join("r/a.folded_vs_b.folded.flamediff.svg").exists());
+    assert!(tmp.path().join("r/a.folded_vs_b.folded.flamediff-run1.svg").is_file());
+    let Some(b) = browser() else { return };
+    let r = open(b, &page);
+    assert_no_errors(&r);
+    let flames = r.selftest["flames"].as_array().unwrap();
+    assert_eq!(flames.len(), 1);
+    let frames = page_frames(&flames[0]);
+    assert_eq!(label_of(&frames, "user_loop"), Some("user_loop"), "{frames:?}");
+    assert!(r.selftest["flames_run1"].as_array().unwrap().is_empty());
+}

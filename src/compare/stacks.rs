@@ -398,24 +398,44 @@ impl StackDiff {
         cut_below_pct: f64,
         name: impl Fn(&'d str) -> Cow<'d, str>,
     ) -> Vec<DiffLine> {
-        let scale = if self.samples[0] == 0 {
+        self.shape_lines(Shape::Run2, cut_below_pct, name)
+    }
+
+    /// [`differential_lines_named`] drawn in `shape`: with [`Shape::Run1`], the widths
+    /// are run 1's samples and the other column is run 2's scaled to them (FlameGraph's
+    /// `difffolded.pl` with its inputs swapped), so frames that run 2 lacks are drawn.
+    ///
+    /// [`differential_lines_named`]: Self::differential_lines_named
+    pub fn shape_lines<'d>(
+        &'d self,
+        shape: Shape,
+        cut_below_pct: f64,
+        name: impl Fn(&'d str) -> Cow<'d, str>,
+    ) -> Vec<DiffLine> {
+        // The run whose samples are the widths, and the other.
+        let (w, o) = match shape {
+            Shape::Run2 => (1, 0),
+            Shape::Run1 => (0, 1),
+        };
+        let scale = if self.samples[o] == 0 {
             0.0
         } else {
-            self.samples[1] as f64 / self.samples[0] as f64
+            self.samples[w] as f64 / self.samples[o] as f64
         };
-        let total = self.nodes[0].inclusive[1];
+        let total = self.nodes[0].inclusive[w];
         // Parents come before their children, so one pass finds each node's cut.
         let mut cut = vec![usize::MAX; self.nodes.len()];
         let mut sums = vec![[0u64; 2]; self.nodes.len()];
         for n in 1..self.nodes.len() {
             let node = &self.nodes[n];
             cut[n] = match cut[node.parent] {
-                usize::MAX if (node.inclusive[1] as f64) * 100.0 < total as f64 * cut_below_pct => n,
+                usize::MAX if (node.inclusive[w] as f64) * 100.0 < total as f64 * cut_below_pct => n,
                 c => c,
             };
             let to = if cut[n] == usize::MAX { n } else { cut[n] };
-            sums[to][0] += node.leaf[0];
-            sums[to][1] += node.leaf[1];
+            // [other run, this shape's run]: the columns of a line.
+            sums[to][0] += node.leaf[o];
+            sums[to][1] += node.leaf[w];
         }
         // Each name as given once, not once per frame of every line.
         let names: Vec<Cow<'d, str>> = self.names.iter().map(|n| name(n)).collect();
@@ -525,15 +545,26 @@ impl StackDiff {
     }
 }
 
+/// Which run's samples a differential flame graph's widths are: run 2's shows frames
+/// run 1 lacked, run 1's the frames that vanished in run 2. Colours are the same change
+/// in both (red grew in run 2), as FlameGraph's `--negate` keeps them for swapped inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Widths are run 2's samples (the default graph).
+    Run2,
+    /// Widths are run 1's samples.
+    Run1,
+}
+
 /// A line of inferno's differential input: the text, the node its path ends at, and its
-/// width (run 2's samples).
+/// width (the shape's run's samples).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiffLine {
     /// `path BEFORE AFTER`.
     pub text: String,
     /// The node the path ends at.
     pub node: usize,
-    /// Run 2's samples of the line.
+    /// The shape's run's samples of the line (run 2's unless drawn in [`Shape::Run1`]).
     pub width: u64,
 }
 

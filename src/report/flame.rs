@@ -1,7 +1,7 @@
 //! Flame graphs with inferno: one test's stacks (`flame.svg`), and the differential graph
 //! of two runs coloured by the change of each frame's inclusive time.
 
-use crate::compare::stacks::StackDiff;
+use crate::compare::stacks::{Shape, StackDiff};
 use crate::compare::Mark;
 use crate::model::shown::{escaped, Shown};
 use crate::model::stacks::{FrameKind, StackProfile};
@@ -205,7 +205,19 @@ pub struct Subtitle {
 /// Writes the differential flame graph of `d`: widths are run 2's samples, colours the
 /// change of each frame's inclusive share of CPU time (see `docs/upsrun.md`).
 pub fn render_differential(d: &StackDiff, title: &str, subtitle: Option<Subtitle>, w: impl Write) -> io::Result<()> {
-    render_cut_at(d, drawn_cut(), title, subtitle, w)
+    render_shape(d, Shape::Run2, title, subtitle, w)
+}
+
+/// [`render_differential`] in `shape`: with [`Shape::Run1`] the widths are run 1's
+/// samples, so the frames that vanished in run 2 are drawn; colours are the same.
+pub fn render_shape(
+    d: &StackDiff,
+    shape: Shape,
+    title: &str,
+    subtitle: Option<Subtitle>,
+    w: impl Write,
+) -> io::Result<()> {
+    render_cut_at(d, shape, drawn_cut(), title, subtitle, w)
 }
 
 /// `svg` with `tooltip` as the title of its subtitle.
@@ -230,6 +242,7 @@ fn drawn_cut() -> f64 {
 /// ([`StackDiff::differential_lines`]).
 fn render_cut_at(
     d: &StackDiff,
+    shape: Shape,
     cut_below_pct: f64,
     title: &str,
     subtitle: Option<Subtitle>,
@@ -239,11 +252,11 @@ fn render_cut_at(
     // With its names stood in for, each line sorts as inferno sorts it, so the layout
     // follows inferno's merge.
     let lines = match semicolons {
-        true => d.differential_lines_named(cut_below_pct, |n| match needs_standin(n) {
+        true => d.shape_lines(shape, cut_below_pct, |n| match needs_standin(n) {
             true => Cow::Owned(standin(n)),
             false => Cow::Borrowed(n),
         }),
-        false => d.differential_lines(cut_below_pct),
+        false => d.shape_lines(shape, cut_below_pct, Cow::Borrowed),
     };
     let mut svg = Vec::new();
     let tooltip = subtitle.as_ref().map(|s| s.tooltip.clone()).filter(|t| !t.is_empty());
@@ -406,7 +419,7 @@ mod tests {
         assert!(cut.len() * 4 < whole.len(), "{} lines of {}", cut.len(), whole.len());
         let render = |cut_below_pct: f64| {
             let mut svg = Vec::new();
-            render_cut_at(&d, cut_below_pct, "t", None, &mut svg).unwrap();
+            render_cut_at(&d, Shape::Run2, cut_below_pct, "t", None, &mut svg).unwrap();
             String::from_utf8(svg).unwrap()
         };
         let svg = render(drawn_cut());
@@ -494,6 +507,34 @@ mod tests {
 
     fn svg_rgb(c: Color) -> String {
         format!("rgb({},{},{})", c.r, c.g, c.b)
+    }
+
+    #[test]
+    fn run_1s_shape_draws_the_frames_run_2_lacks() {
+        let p1 = vec![StackProfile::from_folded("a;b 500\na;gone 300\nz 1000\n", "1").unwrap()];
+        let p2 = vec![StackProfile::from_folded("a;b 500\na;new 300\nz 1000\n", "2").unwrap()];
+        let d = StackDiff::new(&p1, &p2);
+        let draw = |shape| {
+            let mut svg = Vec::new();
+            render_shape(&d, shape, "t", None, &mut svg).unwrap();
+            String::from_utf8(svg).unwrap()
+        };
+        let (run2, run1) = (draw(Shape::Run2), draw(Shape::Run1));
+        let named = |svg: &str, name: &str| titles(svg).iter().any(|t| t.starts_with(&format!("{name} (inclusive")));
+        assert!(named(&run1, "gone") && !named(&run1, "new"), "{:?}", titles(&run1));
+        assert!(named(&run2, "new") && !named(&run2, "gone"), "{:?}", titles(&run2));
+        // The same colours: what vanished is blue in run 1's shape, what came is red in run 2's.
+        let fill_of = |svg: &str, name: &str| {
+            let at = svg.find(&format!("<title>{name} (inclusive")).unwrap();
+            attr(&svg[at..], "fill").unwrap().to_string()
+        };
+        assert!(fill_of(&run1, "gone").ends_with(",255)"), "{}", fill_of(&run1, "gone"));
+        assert!(
+            fill_of(&run2, "new").starts_with("rgb(255,"),
+            "{}",
+            fill_of(&run2, "new")
+        );
+        assert_eq!(fill_of(&run1, "z"), fill_of(&run2, "z"));
     }
 
     #[test]

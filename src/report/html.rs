@@ -14,7 +14,7 @@ use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::compare::stats::{Mark, Significance};
 use crate::compare::{ratio, Basis, FunctionDelta, Measure, ProfileComparison, ProfileSummary};
-use crate::report::stackcmp::flame_file;
+use crate::report::stackcmp::{flame_file, flame_run1_file};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::io::{self, Write};
 
@@ -61,18 +61,25 @@ pub fn render(
     let stacks_of = |name: &str| stacks.and_then(|s| s.tests.iter().find(|t| t.test == name));
     // The flame graphs, in test order; each becomes one JSON string in its own block.
     let mut flames: Vec<&str> = Vec::new();
-    let mut flame_of_test: Vec<Option<usize>> = Vec::new();
+    let mut flame_of_test: Vec<Flames> = Vec::new();
     for t in &cmp.tests {
-        let file = stacks_of(&t.name).map(|s| flame_file(&s.test));
-        let svg = file.and_then(|f| stack_svgs.iter().find(|(n, _)| *n == f));
-        match svg.map(|(_, b)| std::str::from_utf8(b)) {
-            Some(Ok(s)) => {
-                flames.push(svg_element(s));
-                flame_of_test.push(Some(flames.len() - 1));
+        let mut of_test = Flames::default();
+        for (file, slot) in [
+            (flame_file as fn(&str) -> String, &mut of_test.run2),
+            (flame_run1_file, &mut of_test.run1),
+        ] {
+            let file = stacks_of(&t.name).map(|s| file(&s.test));
+            let svg = file.and_then(|f| stack_svgs.iter().find(|(n, _)| *n == f));
+            match svg.map(|(_, b)| std::str::from_utf8(b)) {
+                Some(Ok(s)) => {
+                    flames.push(svg_element(s));
+                    *slot = Some(flames.len() - 1);
+                }
+                Some(Err(e)) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+                None => {}
             }
-            Some(Err(e)) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
-            None => flame_of_test.push(None),
         }
+        flame_of_test.push(of_test);
     }
     let page = html! {
         (DOCTYPE)
@@ -113,6 +120,14 @@ pub fn render(
     out.write_all(&page.as_bytes()[..at])?;
     page_data(cmp, opts, &mut out)?;
     out.write_all(&page.as_bytes()[at + DATA_SLOT.len()..])
+}
+
+/// A test's differential flame graphs on the page: the numbers of their JSON blocks, in
+/// run 2's shape and in run 1's.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flames {
+    run2: Option<usize>,
+    run1: Option<usize>,
 }
 
 /// Where [`page_data`] goes in the page: a `<` that nothing else on the page can hold
@@ -473,7 +488,7 @@ fn digest_cpu(p: &ProfileComparison, unlike: &[crate::compare::runs::Unlike]) ->
     }
 }
 
-fn test_section(i: usize, t: &TestComparison, stacks: Option<&TestStacks>, flame: Option<usize>) -> Markup {
+fn test_section(i: usize, t: &TestComparison, stacks: Option<&TestStacks>, flame: Flames) -> Markup {
     html! {
         section.test id=(anchor(i)) {
             h2 { (t.name) a.top href="#digest" title="back to the digest" { "↑" } }
@@ -692,7 +707,7 @@ fn share_cells(c: &ShareChange) -> Markup {
     }
 }
 
-fn stack_section(s: &TestStacks, flame: Option<usize>) -> Markup {
+fn stack_section(s: &TestStacks, flame: Flames) -> Markup {
     let arcs = |what: &str, list: &[ArcChange]| {
         html! {
             @if !list.is_empty() {
@@ -714,18 +729,40 @@ fn stack_section(s: &TestStacks, flame: Option<usize>) -> Markup {
     };
     html! {
         h3 { "Differential flame graph" }
-        @if let Some(k) = flame {
-            div.flame data-svg={ "flame-" (k) } {
-                noscript { "The flame graph needs JavaScript; it is also in RESULTS_DIR as " (flame_file(&s.test)) "." }
+        @if let Some(k) = flame.run2 {
+            @if let Some(j) = flame.run1 {
+                // Run 1's shape draws what vanished in run 2; the buttons swap the graph.
+                div.shapes role="group" aria-label="the graph's widths" {
+                    button.shape type="button" data-side="2" aria-pressed="true"
+                        title="widths are run 2's samples: frames new in run 2 are drawn" { "Run 2's shape" }
+                    button.shape type="button" data-side="1" aria-pressed="false"
+                        title="widths are run 1's samples: frames that vanished in run 2 are drawn" { "Run 1's shape" }
+                }
+                div.flame data-svg={ "flame-" (k) } data-svg2={ "flame-" (k) } data-svg1={ "flame-" (j) } data-side="2" {
+                    noscript {
+                        "The flame graphs need JavaScript; they are also in RESULTS_DIR as " (flame_file(&s.test))
+                        " and " (flame_run1_file(&s.test)) "."
+                    }
+                }
+            } @else {
+                div.flame data-svg={ "flame-" (k) } {
+                    noscript { "The flame graph needs JavaScript; it is also in RESULTS_DIR as " (flame_file(&s.test)) "." }
+                }
             }
             p.note {
-                "Width: run 2's samples; colour: the change of each frame's inclusive share of CPU time (red grew, "
-                "blue shrank, neutral where the change does not stand out at a false-discovery rate of 5% over the "
-                "frames at or above " (FRAME_CUTOFF_PCT) "%). Click a frame to zoom, "
+                "Width: run 2's samples, or run 1's in run 1's shape (where the frames that vanished in run 2 are "
+                "drawn); colour: the change of each frame's inclusive share of CPU time from run 1 to run 2 in both "
+                "(red grew, blue shrank, neutral where the change does not stand out at a false-discovery rate of 5% "
+                "over the frames at or above " (FRAME_CUTOFF_PCT) "%). Click a frame to zoom, "
                 "Search (top right, or Ctrl-F inside the graph) to highlight."
             }
+        } @else if let Some(j) = flame.run1 {
+            p { "Run 2 has no CPU samples with stacks: the graph is drawn in run 1's shape (widths are run 1's samples)." }
+            div.flame data-svg={ "flame-" (j) } {
+                noscript { "The flame graph needs JavaScript; it is also in RESULTS_DIR as " (flame_run1_file(&s.test)) "." }
+            }
         } @else {
-            p { "Run 2 has no CPU samples with stacks: nothing to draw." }
+            p { "Neither run has CPU samples with stacks: nothing to draw." }
         }
         h3 { "Callers and callees" }
         @if s.functions.is_empty() {

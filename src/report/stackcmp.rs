@@ -2,9 +2,9 @@
 //! caller/callee table per test, and the section of `results` that names them.
 
 use crate::compare::moves::MIN_PCT;
-use crate::compare::stacks::{ArcChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
+use crate::compare::stacks::{ArcChange, RunStacks, Shape, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::model::shown::Shown;
-use crate::report::flame::{render_differential, Subtitle};
+use crate::report::flame::{render_differential, render_shape, Subtitle};
 use std::io::{self, Write};
 
 /// `test` as part of a file name: blanks and slashes become `_` (an imported comparison
@@ -16,6 +16,31 @@ fn stem(test: &str) -> String {
 /// The differential flame graph's file name for `test`.
 pub fn flame_file(test: &str) -> String {
     format!("{}.flamediff.svg", stem(test))
+}
+
+/// The file name of `test`'s differential flame graph in run 1's shape (the frames that
+/// vanished in run 2 drawn).
+pub fn flame_run1_file(test: &str) -> String {
+    format!("{}.flamediff-run1.svg", stem(test))
+}
+
+/// The line under a differential graph's title that fits its 1200 pixels, and its
+/// tooltip, for the graph whose widths are `run`'s samples.
+fn flame_subtitle(t: &TestStacks, run: u8) -> Subtitle {
+    let other = 3 - run;
+    let shows = match run {
+        1 => "frames that vanished in run 2 are drawn, blue; run 2's new frames are in the other graph",
+        _ => "frames that vanished in run 2 have no width: they are in the other graph, drawn in run 1's shape",
+    };
+    Subtitle {
+        line: format!("width: run {run}'s samples; colour: change of inclusive CPU share (red grew, blue shrank)"),
+        tooltip: format!(
+            "Width: run {run}'s samples ({shows}; run {other}'s samples are in the other column of each frame). \
+             Colour: the change of each frame's inclusive share of CPU time from run 1 to run 2, red where it \
+             grew, blue where it shrank, neutral within the noise (5% false-discovery rate over the frames, {}).",
+            noise_words(t.diff.repetitions())
+        ),
+    }
 }
 
 /// The caller/callee table's file name for `test`.
@@ -172,19 +197,16 @@ pub fn files(s: &RunStacks) -> io::Result<Vec<(String, Vec<u8>)>> {
     for t in &s.tests {
         let mut svg = Vec::new();
         let title = format!("{} → {}: test {}", s.dir1.display(), s.dir2.display(), t.test);
-        // The line fits the graph's 1200 pixels; the rest is its tooltip.
-        let subtitle = Subtitle {
-            line: "width: run 2's samples; colour: change of inclusive CPU share (red grew, blue shrank)".into(),
-            tooltip: format!(
-                "Width: run 2's samples. Colour: the change of each frame's inclusive share of CPU time, \
-                 red where it grew, blue where it shrank, neutral within the noise (5% false-discovery \
-                 rate over the frames, {}).",
-                noise_words(t.diff.repetitions())
-            ),
-        };
         if t.diff.samples[1] > 0 {
-            render_differential(&t.diff, &title, Some(subtitle), &mut svg)?;
+            render_differential(&t.diff, &title, Some(flame_subtitle(t, 2)), &mut svg)?;
             out.push((flame_file(&t.test), svg));
+        }
+        // Run 1's shape: what run 2 lost is drawn too.
+        if t.diff.samples[0] > 0 {
+            let mut svg = Vec::new();
+            let title = format!("{title} (run 1's shape)");
+            render_shape(&t.diff, Shape::Run1, &title, Some(flame_subtitle(t, 1)), &mut svg)?;
+            out.push((flame_run1_file(&t.test), svg));
         }
         let mut table = Vec::new();
         render_callers(t, &mut table)?;
@@ -212,10 +234,14 @@ pub fn render_index(
     )?;
     writeln!(
         w,
-        "the noise) and the callers and callees of the functions that changed most."
+        "the noise), the same graph in run 1's shape (widths: run 1, so frames that vanished in run 2 are"
+    )?;
+    writeln!(
+        w,
+        "drawn; `-run1.svg`) and the callers and callees of the functions that changed most."
     )?;
     for t in &s.tests {
-        for name in [flame_file(&t.test), callers_file(&t.test)] {
+        for name in [flame_file(&t.test), flame_run1_file(&t.test), callers_file(&t.test)] {
             if names.iter().any(|(n, _)| *n == name) {
                 writeln!(w, "  {}: {}", Shown(&t.test), Shown(&format!("{results_dir}/{name}")))?;
             }

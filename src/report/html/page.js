@@ -245,6 +245,37 @@ window.upcmp.page = (function () {
     host.appendChild(frame);
   }
 
+  // The buttons before a graph with two shapes: run 2's (widths are run 2's samples) or
+  // run 1's (the frames that vanished in run 2 drawn). The graph is drawn anew in the shape.
+  function showShape(host, side) {
+    var id = host.dataset["svg" + side];
+    if (!id || host.dataset.side === side) {
+      return;
+    }
+    host.dataset.side = side;
+    host.dataset.svg = id;
+    var buttons = host.previousElementSibling;
+    Array.prototype.forEach.call(buttons.querySelectorAll("button.shape"), function (b) {
+      b.setAttribute("aria-pressed", b.dataset.side === side ? "true" : "false");
+    });
+    var frame = host.querySelector("iframe");
+    if (frame) {
+      host.dataset.loaded = "no";
+      frame.title = "differential flame graph, run " + side + "'s shape";
+      frame.srcdoc = FLAME_HEAD + D.flameSvg(id) + "</body></html>";
+    }
+  }
+
+  document.querySelectorAll("div.shapes").forEach(function (buttons) {
+    var host = buttons.nextElementSibling;
+    buttons.addEventListener("click", function (e) {
+      var b = e.target.closest("button.shape");
+      if (b && host) {
+        showShape(host, b.dataset.side);
+      }
+    });
+  });
+
   function drawCounters(host, counters) {
     host.appendChild(element("h3", null, "Counters"));
     var table = element("table", "counters");
@@ -306,5 +337,5 @@ window.upcmp.page = (function () {
   }
 
   start(location.hash === "#selftest");
-  return { tables: tables, flames: flames };
+  return { tables: tables, flames: flames, showShape: showShape };
 })();

@@ -192,22 +192,41 @@
       }),
       flames: P.flames.map(flameReport)
     };
-    report.errors = window.upcmpErrors.slice();
-    write("upcmp-selftest", report);
+    // Then each graph with two shapes in run 1's, as its button shows it.
+    var shaped = P.flames.filter(function (f) {
+      return f.dataset.svg1;
+    });
+    shaped.forEach(function (f) {
+      f.previousElementSibling.querySelector("button.shape[data-side='1']").click();
+    });
+    whenLoaded(function () {
+      report.flames_run1 = shaped.map(function (f) {
+        var out = flameReport(f);
+        out.side = f.dataset.side;
+        out.pressed = f.previousElementSibling.querySelector("button[aria-pressed='true']").textContent;
+        return out;
+      });
+      report.errors = window.upcmpErrors.slice();
+      write("upcmp-selftest", report);
+    });
   }
 
   // Waits for the flame graphs (and inferno's own start-up timer) before reading.
-  var waited = 0;
-  function whenLoaded() {
-    var pending = P.flames.some(function (f) {
-      return f.dataset.loaded !== "yes";
-    });
-    if (pending && waited < 10000) {
-      waited += 50;
-      window.setTimeout(whenLoaded, 50);
-    } else {
-      window.setTimeout(finish, 100);
-    }
+  function whenLoaded(then) {
+    var waited = 0;
+    (function wait() {
+      var pending = P.flames.some(function (f) {
+        return f.dataset.loaded !== "yes";
+      });
+      if (pending && waited < 10000) {
+        waited += 50;
+        window.setTimeout(wait, 50);
+      } else {
+        window.setTimeout(then, 100);
+      }
+    })();
   }
-  window.addEventListener("load", whenLoaded);
+  window.addEventListener("load", function () {
+    whenLoaded(finish);
+  });
 })();
