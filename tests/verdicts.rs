@@ -466,3 +466,31 @@ fn issue_31_many_config_differences_and_old_runs() {
         stderr(&o)
     );
 }
+
+// Regression test of issue 31: upsrun's notes in a test's output, and its restore message,
+// said `uprun:`.
+#[test]
+fn issue_31_upsrun_notes_in_the_output_say_upsrun() {
+    if !crate::util::perf_usable(true) {
+        return;
+    }
+    let _lock = crate::util::perf_lock();
+    let tmp = tempdir();
+    fs::write(
+        tmp.path().join("tl"),
+        "loud: echo first; yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 1500000; echo last\n",
+    )
+    .unwrap();
+    let o = run_in(
+        tmp.path(),
+        UPSRUN,
+        &["auto", "out", "--test-list", "tl", "--max-output-mib", "1"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = crate::util::stdout(&o) + &stderr(&o);
+    assert!(!out.contains("uprun:"), "{out}");
+    let upout = fs::read(tmp.path().join("out/loud/upout")).unwrap();
+    let upout = String::from_utf8_lossy(&upout);
+    assert!(upout.contains("\n[upsrun: "), "{}", upout.len());
+    assert!(!upout.contains("[uprun: "));
+}

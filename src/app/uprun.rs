@@ -174,15 +174,21 @@ pub struct RunOutcome {
     pub ran: usize,
 }
 
-/// Restores scheduler features when the run ends, also on an error or a signal.
-struct FeatureGuard(Restore);
+/// Restores scheduler features when the run ends, also on an error or a signal; a
+/// failure is said in the voice of the command run (`uprun` or `upsrun`).
+struct FeatureGuard(Restore, &'static str);
 
 impl Drop for FeatureGuard {
     fn drop(&mut self) {
         if let Err(e) = self.0.restore() {
-            eprintln!("uprun: restoring scheduler features: {e}");
+            eprintln!("{}", restore_failed(self.1, &e));
         }
     }
+}
+
+/// The message of a failed restore of the scheduler features.
+fn restore_failed(tool: &str, e: &dyn std::fmt::Display) -> String {
+    format!("{tool}: restoring scheduler features: {e}")
 }
 
 /// Restores the cpufreq governors when the run ends.
@@ -246,12 +252,21 @@ struct Prepared {
     early_sync: Option<std::thread::JoinHandle<()>>,
 }
 
+/// The command the user ran: upsrun takes stacks.
+fn tool_name(opts: &UprunOptions) -> &'static str {
+    if opts.stacks {
+        "upsrun"
+    } else {
+        "uprun"
+    }
+}
+
 fn prepare(opts: &UprunOptions, out: &mut dyn Write) -> Result<Prepared, UprunError> {
     let vmlinux = match &opts.vmlinux {
         KernelImage::Path(p) => Some(p.as_path()),
         KernelImage::Auto => None,
     };
-    let tool = if opts.stacks { "upsrun" } else { "uprun" };
+    let tool = tool_name(opts);
     super::inputs::check_uprun_arguments(tool, vmlinux, &opts.outdir).map_err(UprunError::Arguments)?;
     if opts.parallelism == 0 {
         return Err(UprunError::Zero {
@@ -430,7 +445,7 @@ fn run_in_voice(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, 
     } else {
         let r = set_features(&opts.features)?;
         let _ = writeln!(out, "uprun: scheduler features set: {}", opts.features.join(" "));
-        Some(FeatureGuard(r))
+        Some(FeatureGuard(r, tool_name(opts)))
     };
     let _governor = match &opts.set_governor {
         Some(g) => Some(GovernorGuard(set_governor(g)?)),
@@ -509,6 +524,7 @@ fn run_tests(
         child_umask,
         machine_check: Some(machine_check),
         max_output: opts.max_output,
+        tool: tool_name(opts),
     };
     let mut outcome = RunOutcome {
         status: Status::Completed,
@@ -547,4 +563,18 @@ fn run_tests(
         Status::Completed
     };
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_restore_message_names_the_command_run() {
+        let mut opts = UprunOptions::new(KernelImage::Auto, PathBuf::from("out"));
+        assert!(restore_failed(tool_name(&opts), &"EPERM").starts_with("uprun: restoring"));
+        opts.stacks = true;
+        let m = restore_failed(tool_name(&opts), &"EPERM");
+        assert_eq!(m, "upsrun: restoring scheduler features: EPERM");
+    }
 }

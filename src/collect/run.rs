@@ -92,6 +92,9 @@ pub struct TestContext<'a> {
     pub machine_check: Option<CheckWindow>,
     /// The most of a test's output (`upout`) kept; more keeps its head and tail.
     pub max_output: u64,
+    /// The command run (`uprun` or `upsrun`), which the notes it leaves in a test's
+    /// output name.
+    pub tool: &'static str,
 }
 
 /// How much of a test's output is kept by default: far more than any benchmark's result
@@ -105,7 +108,7 @@ pub const MAX_OUTPUT_LIMIT: u64 = crate::store::UPOUT_CAP - (1 << 20);
 /// printed more keeps its first and last `cap / 2` bytes (whole lines: where benchmarks
 /// print their results) with a note saying what was cut between them, so the run stays
 /// comparable. The file is replaced by a rename. Returns the warning to give.
-fn bound_output(path: &Path, cap: u64) -> Result<Option<String>, RunError> {
+fn bound_output(path: &Path, cap: u64, tool: &str) -> Result<Option<String>, RunError> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = crate::fsio::open_regular(path, crate::fsio::Links::Refuse).map_err(io_at(path))?;
     let len = f.metadata().map_err(io_at(path))?.len();
@@ -134,7 +137,7 @@ fn bound_output(path: &Path, cap: u64) -> Result<Option<String>, RunError> {
         "\n"
     };
     let note = format!(
-        "{newline}[uprun: {cut} bytes of the test's output cut here; it printed {len} bytes, of which the first {} and the last {} are kept]\n",
+        "{newline}[{tool}: {cut} bytes of the test's output cut here; it printed {len} bytes, of which the first {} and the last {} are kept]\n",
         head.len(),
         tail.len()
     );
@@ -320,6 +323,7 @@ fn spawn_copies(
     upout: &File,
     upout_path: &Path,
     group: &TestGroup,
+    tool: &str,
 ) -> Result<Vec<Child>, RunError> {
     let mut children = Vec::new();
     for _ in 0..copies.max(1) {
@@ -338,7 +342,7 @@ fn spawn_copies(
         match spawned {
             Ok(c) => children.push(c),
             Err(e) => {
-                let _ = writeln!(&*upout, "uprun: cannot start {}: {e}", t.argv[0]);
+                let _ = writeln!(&*upout, "{tool}: cannot start {}: {e}", t.argv[0]);
                 break;
             }
         }
@@ -559,7 +563,7 @@ pub fn run_test(
     // machine) is sampled too, so it must be inside Elapsed, or Idle goes negative.
     let t0 = Instant::now();
     samplers.enable().map_err(io_at(Path::new("perf_event")))?;
-    let children = spawn_copies(t, ctx.copies, &upout, &upout_path, &group)?;
+    let children = spawn_copies(t, ctx.copies, &upout, &upout_path, &group, ctx.tool)?;
     let ended = sample_until_done(t0, children, ctx.copies, &t.dir, &group, &mut rec, samplers);
     let after = read_proc_stat()?;
     if let Some(c) = counting {
@@ -568,7 +572,7 @@ pub fn run_test(
     let mut warnings = check.warnings();
     let survivors = group.end();
     // Everything of the test has ended: nothing writes its output any more.
-    warnings.extend(bound_output(&upout_path, ctx.max_output)?);
+    warnings.extend(bound_output(&upout_path, ctx.max_output, ctx.tool)?);
     if !survivors.is_empty() {
         let list: Vec<String> = survivors.iter().map(ToString::to_string).collect();
         warnings.push(format!(
