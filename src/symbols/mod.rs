@@ -4,6 +4,7 @@
 
 mod elf;
 mod kernel;
+pub mod lines;
 mod ranges;
 mod user;
 
