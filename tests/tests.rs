@@ -1,5 +1,6 @@
 //! The integration tests: one binary, modules by topic.
 
+mod annotate;
 mod architecture;
 mod bpf;
 mod clones;

@@ -5,6 +5,7 @@
 mod cfi;
 mod elf;
 mod kernel;
+pub mod lines;
 mod ranges;
 mod user;
 mod vdso;
