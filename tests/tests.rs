@@ -4,6 +4,7 @@ mod architecture;
 mod bpf;
 mod clones;
 mod counters;
+mod dataset;
 mod events;
 mod everyday;
 mod fuzz;
