@@ -123,7 +123,7 @@ fn busy_weight(p: &Profile) -> f64 {
     let idle: f64 = p
         .functions
         .iter()
-        .filter(|f| p.idle_set.iter().any(|i| *i == f.name))
+        .filter(|f| p.idle_set.contains(&f.name))
         .map(|f| f.weight() as f64)
         .sum();
     total - idle
@@ -202,7 +202,7 @@ fn each<'t, T>(test: &'t StoredTest, rows: impl Fn(&'t StoredRepetition) -> Vec<
     let mut out = Vec::new();
     for (k, r) in test.repetitions.iter().enumerate() {
         let rs = rows(r);
-        rep.extend(std::iter::repeat_n(k as i64 + 1, rs.len()));
+        rep.extend(std::iter::repeat(k as i64 + 1).take(rs.len()));
         out.extend(rs);
     }
     (rep, out)
@@ -286,11 +286,7 @@ fn counters_table(test: &StoredTest, facts: &RunFacts) -> PolarsResult<DataFrame
     let (rep, rows) = each(test, |r| {
         r.counters
             .iter()
-            .flat_map(|c| {
-                c.counters
-                    .iter()
-                    .map(move |(k, v)| (k.clone(), v.clone(), c.window_sec))
-            })
+            .flat_map(|c| c.counters.iter().map(move |(k, v)| (k.clone(), *v, c.window_sec)))
             .collect()
     });
     let pick = |f: &dyn Fn(&CounterValue) -> Option<i64>| rows.iter().map(|r| f(&r.1)).collect::<Vec<_>>();
