@@ -44,6 +44,8 @@ pub mod analyse;
 pub mod app;
 pub mod collect;
 pub mod compare;
+#[cfg(feature = "parquet")]
+pub mod dataset;
 pub mod exit;
 pub mod fsio;
 pub mod helpers;
@@ -64,7 +66,7 @@ pub use upcmp_parsers::ParseError;
 pub const LAYERS: &[&[&str]] = &[
     &["model", "fsio"],
     &["symbols", "host", "store"],
-    &["collect", "import", "compare"],
+    &["collect", "import", "compare", "dataset"],
     &["report"],
     &["analyse"],
     &["app"],

@@ -6,6 +6,7 @@ mod bpf;
 mod clones;
 mod counters;
 mod dwarf;
+mod dataset;
 mod events;
 mod everyday;
 mod fuzz;

@@ -1,6 +1,8 @@
 //! What each command does, in order: the orchestration the binaries in `src/bin` call
 //! after parsing their command line.
 
+#[cfg(feature = "parquet")]
+pub mod dataset;
 pub mod inputs;
 pub mod prfcmp;
 pub mod upcmp;

@@ -2,6 +2,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/dataset_cli.rs"]
+mod dataset_cli;
 #[path = "common/generate.rs"]
 mod generate;
 
@@ -174,6 +176,9 @@ fn print_report(out: &UpcmpOutput, format: cli::FormatArg) -> anyhow::Result<()>
 
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
+        if let Some(args) = dataset_cli::dataset_command(&std::env::args_os().collect::<Vec<_>>()) {
+            return dataset_cli::export(args);
+        }
         let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);
         };

@@ -1,0 +1,322 @@
+//! `upcmp export RUN... --to DATASET`: each test of each run becomes one file per table,
+//! named after the run's id, written to a unique temporary file and renamed into place.
+//! Exporting a run again replaces its files; two exporters never write the same temporary
+//! file, so concurrent exports into one dataset lose and corrupt nothing.
+
+use super::layout::{make_dirs, partition_dir, run_id};
+use super::{io_err, DatasetError, SCHEMA_VERSION};
+use crate::model::naming::base_name;
+use crate::model::profile::Unit;
+use crate::model::Profile;
+use crate::store::run::{StoredRepetition, StoredRun, StoredTest};
+use polars::prelude::*;
+use polars_io::parquet::write::ParquetWriter;
+use std::collections::BTreeMap;
+use std::path::Path;
+use upcmp_parsers::counters::CounterValue;
+use upcmp_parsers::upout::Direction;
+
+/// What to add to each exported run.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ExportOptions {
+    /// `KEY=VALUE` labels (commit, patch, ...), in order.
+    pub labels: Vec<(String, String)>,
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default)]
+pub struct ExportSummary {
+    /// The run's id.
+    pub run_id: String,
+    /// Tests exported (those with a profile).
+    pub tests: usize,
+    /// Files written.
+    pub files: usize,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Parses `KEY=VALUE`.
+pub fn parse_label(s: &str) -> Result<(String, String), DatasetError> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !k.contains(['\n', '\0']) && !v.contains('\0') => Ok((k.into(), v.into())),
+        _ => Err(DatasetError::Usage(format!(
+            "label {s:?}: expected KEY=VALUE with a non-empty KEY (e.g. commit=3f2a1b)"
+        ))),
+    }
+}
+
+/// The facts of a run that every table's rows share.
+struct RunFacts<'a> {
+    id: String,
+    host: &'a str,
+    kernel: &'a str,
+}
+
+/// Exports every test of `run` into `dataset` (created if missing).
+pub fn export_run(run: &StoredRun, dataset: &Path, opts: &ExportOptions) -> Result<ExportSummary, DatasetError> {
+    let host = run.system.get("host").unwrap_or("unknown");
+    let kernel = run.system.get("kernel-release").unwrap_or("unknown");
+    let m = &run.marker;
+    let runs = m.runs.to_string();
+    let facts = RunFacts {
+        id: run_id(&[host, kernel, &m.started, &m.command, &runs]),
+        host,
+        kernel,
+    };
+    if !crate::fsio::is_real_dir(dataset) {
+        match crate::fsio::create_dir(dataset, 0o755) {
+            Err(e) if !(e.kind() == std::io::ErrorKind::AlreadyExists && crate::fsio::is_real_dir(dataset)) => {
+                return Err(io_err(dataset)(e))
+            }
+            _ => {}
+        }
+    }
+    let mut sum = ExportSummary {
+        run_id: facts.id.clone(),
+        ..Default::default()
+    };
+    for test in run.tests.iter().filter(|t| !t.repetitions.is_empty()) {
+        let tables = [
+            ("runs", runs_table(run, test, &facts)?),
+            ("labels", labels_table(&facts, &opts.labels)?),
+            ("system", system_table(run, &facts)?),
+            ("benchmarks", benchmarks_table(test, &facts)?),
+            ("functions", functions_table(test, &facts)?),
+            ("counters", counters_table(test, &facts)?),
+        ];
+        for (name, mut df) in tables {
+            let dir = partition_dir(dataset, name, &test.name, kernel, host);
+            make_dirs(dataset, &dir)?;
+            let mut bytes = Vec::new();
+            ParquetWriter::new(&mut bytes).finish(&mut df)?;
+            let path = dir.join(format!("{}.parquet", facts.id));
+            crate::fsio::write_atomic(&path, &bytes, 0o644).map_err(io_err(&path))?;
+            sum.files += 1;
+            sum.bytes += bytes.len() as u64;
+        }
+        sum.tests += 1;
+    }
+    Ok(sum)
+}
+
+fn str_col(name: &str, v: Vec<String>) -> Column {
+    Column::new(name.into(), v)
+}
+
+fn id_cols(facts: &RunFacts, n: usize) -> Vec<Column> {
+    vec![
+        str_col("run_id", vec![facts.id.clone(); n]),
+        Column::new("schema_version".into(), vec![SCHEMA_VERSION; n]),
+    ]
+}
+
+/// Seconds of a weight, for a time event.
+fn seconds(p: &Profile, weight: f64) -> Option<f64> {
+    (p.unit == Unit::Nanoseconds).then_some(weight * 1e-9)
+}
+
+/// CPU time outside the idle functions, in the profile's unit.
+fn busy_weight(p: &Profile) -> f64 {
+    let total: f64 = p.cpus.iter().map(|c| c.weight as f64).sum();
+    let idle: f64 = p
+        .functions
+        .iter()
+        .filter(|f| p.idle_set.contains(&f.name))
+        .map(|f| f.weight() as f64)
+        .sum();
+    total - idle
+}
+
+fn runs_table(run: &StoredRun, test: &StoredTest, facts: &RunFacts) -> PolarsResult<DataFrame> {
+    let reps = &test.repetitions;
+    let n = reps.len();
+    let m = &run.marker;
+    let sys = |k: &str| vec![run.system.get(k).map(str::to_string); n];
+    let mut cols = id_cols(facts, n);
+    cols.extend([
+        Column::new("repetition".into(), (1..=n as i64).collect::<Vec<_>>()),
+        str_col("test_name", vec![test.name.clone(); n]),
+        str_col("host_name", vec![facts.host.to_string(); n]),
+        str_col("kernel_release", vec![facts.kernel.to_string(); n]),
+        Column::new("kernel_build_id".into(), sys("kernel-build-id")),
+        str_col("started", vec![m.started.clone(); n]),
+        Column::new("ended".into(), vec![m.ended.clone(); n]),
+        str_col("tool_version", vec![m.tool_version.clone(); n]),
+        str_col("command", vec![m.command.clone(); n]),
+        str_col("event", reps.iter().map(|r| r.profile.event.clone()).collect()),
+        str_col(
+            "unit",
+            reps.iter().map(|r| r.profile.unit.as_str().to_string()).collect(),
+        ),
+        Column::new(
+            "period".into(),
+            reps.iter().map(|r| r.profile.period).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "wall_sec".into(),
+            reps.iter().map(|r| r.profile.wall_sec).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "cpus".into(),
+            reps.iter().map(|r| r.profile.cpus.len() as i64).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "cpu_seconds".into(),
+            reps.iter()
+                .map(|r| seconds(&r.profile, busy_weight(&r.profile)))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "cpu_weight".into(),
+            reps.iter().map(|r| busy_weight(&r.profile)).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "operations".into(),
+            reps.iter().map(|r| r.operations.map(|o| o as i64)).collect::<Vec<_>>(),
+        ),
+    ]);
+    DataFrame::new(n, cols)
+}
+
+fn labels_table(facts: &RunFacts, labels: &[(String, String)]) -> PolarsResult<DataFrame> {
+    let n = labels.len();
+    let mut cols = id_cols(facts, n);
+    cols.push(str_col("key", labels.iter().map(|l| l.0.clone()).collect()));
+    cols.push(str_col("value", labels.iter().map(|l| l.1.clone()).collect()));
+    DataFrame::new(n, cols)
+}
+
+fn system_table(run: &StoredRun, facts: &RunFacts) -> PolarsResult<DataFrame> {
+    let e = &run.system.entries;
+    let mut cols = id_cols(facts, e.len());
+    cols.push(str_col("key", e.iter().map(|x| x.0.clone()).collect()));
+    cols.push(str_col("value", e.iter().map(|x| x.1.clone()).collect()));
+    DataFrame::new(e.len(), cols)
+}
+
+/// Rows of every repetition: `(repetition, row)`.
+fn each<'t, T>(test: &'t StoredTest, rows: impl Fn(&'t StoredRepetition) -> Vec<T>) -> (Vec<i64>, Vec<T>) {
+    let mut rep = Vec::new();
+    let mut out = Vec::new();
+    for (k, r) in test.repetitions.iter().enumerate() {
+        let rs = rows(r);
+        rep.extend(std::iter::repeat(k as i64 + 1).take(rs.len()));
+        out.extend(rs);
+    }
+    (rep, out)
+}
+
+fn benchmarks_table(test: &StoredTest, facts: &RunFacts) -> PolarsResult<DataFrame> {
+    let (rep, rows) = each(test, |r| r.bench.iter().collect());
+    let mut cols = id_cols(facts, rows.len());
+    cols.extend([
+        Column::new("repetition".into(), rep),
+        str_col("benchmark", rows.iter().map(|b| b.description.clone()).collect()),
+        Column::new(
+            "copy".into(),
+            rows.iter().map(|b| b.copy.map(i64::from)).collect::<Vec<_>>(),
+        ),
+        Column::new("value".into(), rows.iter().map(|b| b.value).collect::<Vec<_>>()),
+        str_col("unit", rows.iter().map(|b| b.unit.clone()).collect()),
+        Column::new(
+            "higher_is_better".into(),
+            rows.iter()
+                .map(|b| b.direction == Direction::HigherIsBetter)
+                .collect::<Vec<_>>(),
+        ),
+    ]);
+    DataFrame::new(rows.len(), cols)
+}
+
+/// One function row: clones of one function (`f.isra.0`, `f.constprop.0`) folded into one,
+/// as the comparison shows them.
+struct FunctionRow {
+    function: String,
+    module: String,
+    samples: u64,
+    weight: f64,
+    seconds: Option<f64>,
+    clones: Option<String>,
+}
+
+fn function_rows(p: &Profile) -> Vec<FunctionRow> {
+    let mut by: BTreeMap<(&str, &str), (u64, f64, Vec<&str>)> = BTreeMap::new();
+    for f in &p.functions {
+        let e = by.entry((base_name(&f.name), &f.module)).or_default();
+        e.0 += f.total();
+        e.1 += f.weight() as f64;
+        e.2.push(&f.name);
+    }
+    by.into_iter()
+        .map(|((function, module), (samples, weight, names))| FunctionRow {
+            function: function.to_string(),
+            module: module.to_string(),
+            samples,
+            weight,
+            seconds: seconds(p, weight),
+            clones: names.iter().any(|n| *n != function).then(|| names.join(" ")),
+        })
+        .collect()
+}
+
+fn functions_table(test: &StoredTest, facts: &RunFacts) -> PolarsResult<DataFrame> {
+    let (rep, rows) = each(test, |r| function_rows(&r.profile));
+    let mut cols = id_cols(facts, rows.len());
+    cols.extend([
+        Column::new("repetition".into(), rep),
+        str_col("function", rows.iter().map(|f| f.function.clone()).collect()),
+        str_col("module", rows.iter().map(|f| f.module.clone()).collect()),
+        Column::new(
+            "samples".into(),
+            rows.iter().map(|f| f.samples as i64).collect::<Vec<_>>(),
+        ),
+        Column::new("weight".into(), rows.iter().map(|f| f.weight).collect::<Vec<_>>()),
+        Column::new("seconds".into(), rows.iter().map(|f| f.seconds).collect::<Vec<_>>()),
+        Column::new(
+            "clones".into(),
+            rows.iter().map(|f| f.clones.clone()).collect::<Vec<_>>(),
+        ),
+    ]);
+    DataFrame::new(rows.len(), cols)
+}
+
+fn counters_table(test: &StoredTest, facts: &RunFacts) -> PolarsResult<DataFrame> {
+    let (rep, rows) = each(test, |r| {
+        r.counters
+            .iter()
+            .flat_map(|c| c.counters.iter().map(move |(k, v)| (k.clone(), *v, c.window_sec)))
+            .collect()
+    });
+    let pick = |f: &dyn Fn(&CounterValue) -> Option<i64>| rows.iter().map(|r| f(&r.1)).collect::<Vec<_>>();
+    let mut cols = id_cols(facts, rows.len());
+    cols.extend([
+        Column::new("repetition".into(), rep),
+        str_col("counter", rows.iter().map(|r| r.0.clone()).collect()),
+        Column::new(
+            "delta".into(),
+            pick(&|v| match v {
+                CounterValue::Delta(d) => Some(*d),
+                CounterValue::Level { start, end } => Some(*end as i64 - *start as i64),
+                CounterValue::Absent => None,
+            }),
+        ),
+        Column::new(
+            "level_start".into(),
+            pick(&|v| match v {
+                CounterValue::Level { start, .. } => Some(*start as i64),
+                _ => None,
+            }),
+        ),
+        Column::new(
+            "level_end".into(),
+            pick(&|v| match v {
+                CounterValue::Level { end, .. } => Some(*end as i64),
+                _ => None,
+            }),
+        ),
+        Column::new("window_sec".into(), rows.iter().map(|r| r.2).collect::<Vec<_>>()),
+    ]);
+    DataFrame::new(rows.len(), cols)
+}
