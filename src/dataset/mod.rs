@@ -4,6 +4,7 @@
 
 pub mod export;
 pub mod layout;
+pub mod scan;
 
 pub use export::{export_run, ExportOptions, ExportSummary};
 
