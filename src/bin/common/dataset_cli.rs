@@ -1,4 +1,4 @@
-//! upcmp's dataset commands (`upcmp export`), parsed apart from the two-run comparison.
+//! upcmp's dataset commands (`upcmp export`, `upcmp history`), parsed apart from the two-run comparison.
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -51,10 +51,12 @@ pub fn export(_: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
     anyhow::bail!("this upcmp was built without the parquet feature: rebuild with cargo install --features parquet")
 }
 
-/// The dataset command `argv` names, if any: its arguments, the command name first.
+/// The dataset command `argv` names, if any (`export`, `history`): its arguments, the
+/// command name first.
 pub fn dataset_command(argv: &[std::ffi::OsString]) -> Option<Vec<std::ffi::OsString>> {
-    (argv.get(1).map(|a| a == "export") == Some(true)).then(|| {
-        let mut v = vec![std::ffi::OsString::from("upcmp export")];
+    let cmd = argv.get(1)?.to_str()?;
+    ["export", "history"].contains(&cmd).then(|| {
+        let mut v = vec![std::ffi::OsString::from(format!("upcmp {cmd}"))];
         v.extend(argv[2..].iter().cloned());
         v
     })
