@@ -11,6 +11,7 @@ mod events;
 mod everyday;
 mod fuzz;
 mod hackbench_helpers;
+mod history;
 mod hostile;
 mod hostile_names;
 mod html;

@@ -207,7 +207,7 @@ fn mean(xs: &[f64]) -> f64 {
 /// Whether the newest run departs from the runs since the last change point: one run's
 /// mean against the k run means before it, t = d / (s·√(1 + 1/k)) with ν = k − 1 (a
 /// prediction interval), two-sided. None when it cannot tell: fewer than 3 runs before
-/// it in the segment, or no spread among them.
+/// it in the segment, or no spread among them and another value in the newest run.
 pub fn newest_departs(runs: &[Vec<f64>], cps: &[ChangePoint]) -> Option<NewestRun> {
     let (newest, before) = runs.split_last()?;
     if newest.is_empty() {
@@ -221,12 +221,13 @@ pub fn newest_departs(runs: &[Vec<f64>], cps: &[ChangePoint]) -> Option<NewestRu
     }
     let m = mean(&means);
     let s2 = means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1.0);
-    if s2 <= 0.0 {
-        return None;
-    }
     let d = mean(newest) - m;
-    let t = d / (s2 * (1.0 + 1.0 / k)).sqrt();
-    let p = 2.0 * (1.0 - t_cdf(t.abs(), k - 1.0));
+    // A constant segment: the same value again is no change; another is not measurable.
+    let p = match (s2 > 0.0, d == 0.0) {
+        (true, _) => 2.0 * (1.0 - t_cdf((d / (s2 * (1.0 + 1.0 / k)).sqrt()).abs(), k - 1.0)),
+        (false, true) => 1.0,
+        (false, false) => return None,
+    };
     Some(NewestRun {
         delta: d,
         baseline: m,
