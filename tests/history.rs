@@ -127,13 +127,20 @@ fn history_finds_the_step_at_run_40() {
     for name in ["getpid system call", "do_syscall_64"] {
         let s = series(&h, name);
         let at = change_indices(s);
-        assert_eq!(at.len(), 1, "{name}: {at:?}");
-        assert!(at[0].abs_diff(40) <= 1, "{name}: change at {at:?}");
-        let c = &s["change_points"][0];
+        let near: Vec<usize> = (0..at.len()).filter(|&k| at[k].abs_diff(40) <= 1).collect();
+        assert_eq!(near.len(), 1, "{name}: change points at {at:?}");
+        let c = &s["change_points"][near[0]];
         let pct = c["change_pct"].as_f64().unwrap();
         let want = if name == "do_syscall_64" { 5.0 } else { -5.0 };
         assert!((pct - want).abs() < 1.5, "{name}: {pct}%");
         assert!(c["p_value"].as_f64().unwrap() <= 0.01);
+        // Any other is the noise's own drift, far smaller than the step (this seed's rate
+        // drifts by 1.0% at run 17, found at p = 0.005: the false-positive rate at work).
+        for (k, o) in s["change_points"].as_array().unwrap().iter().enumerate() {
+            if k != near[0] {
+                assert!(o["change_pct"].as_f64().unwrap().abs() < 2.0, "{name}: {o}");
+            }
+        }
     }
     // Samples moved between functions leave the CPU total alone: no change point there.
     assert!(change_indices(series(&h, "CPU time")).is_empty());

@@ -24,6 +24,15 @@ fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |v| format!("{v:+.2}%"))
 }
 
+/// Six significant digits, in scientific notation for a value per operation.
+fn num(x: f64) -> String {
+    if x != 0.0 && (x.abs() < 0.01 || x.abs() >= 1e9) {
+        format!("{x:.5e}")
+    } else {
+        format!("{x:.6}")
+    }
+}
+
 fn label_of<'a>(h: &'a History, c: &ChangePoint) -> &'a str {
     h.points.get(c.index).map_or("", |p| p.label.as_str())
 }
@@ -58,11 +67,11 @@ pub fn write_text(h: &History, mut out: impl Write) -> io::Result<()> {
         for c in &s.change_points {
             writeln!(
                 out,
-                "  change at point {} ({}): {:.6} -> {:.6} ({}), confidence {:.1}%",
+                "  change at point {} ({}): {} -> {} ({}), confidence {:.1}%",
                 c.index + 1,
                 escaped(label_of(h, c)),
-                c.before,
-                c.after,
+                num(c.before),
+                num(c.after),
                 pct(c.change_pct),
                 c.confidence() * 100.0
             )?;
@@ -166,8 +175,8 @@ pub fn write_html(h: &History, mut out: impl Write) -> io::Result<()> {
                                     td { (s.series.name) }
                                     td { (c.index + 1) }
                                     td { (label_of(h, c)) }
-                                    td { (format!("{:.6}", c.before)) }
-                                    td { (format!("{:.6}", c.after)) }
+                                    td { (num(c.before)) }
+                                    td { (num(c.after)) }
                                     td class=(if worse(s, c) { "worse" } else { "better" }) { (pct(c.change_pct)) }
                                     td { (format!("{:.1}%", c.confidence() * 100.0)) }
                                 }
@@ -240,8 +249,8 @@ fn plot(h: &History, s: &SeriesHistory) -> Markup {
     html! {
         svg width=(w) height=(ht) viewBox=(format!("0 0 {w} {ht}")) role="img" {
             title { (s.series.name) }
-            text x="4" y=(y(hi) + 10.0) font-size="10" { (format!("{hi:.4}")) }
-            text x="4" y=(y(lo) - 2.0) font-size="10" { (format!("{lo:.4}")) }
+            text x="4" y=(y(hi) + 10.0) font-size="10" { (num(hi)) }
+            text x="4" y=(y(lo) - 2.0) font-size="10" { (num(lo)) }
             polyline points=(path) fill="none" stroke="#89a" stroke-width="1" {}
             @for (i, v) in s.series.values.iter().enumerate() {
                 @if let (_, Some(a), Some(b)) = stats(v) {
