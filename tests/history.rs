@@ -147,7 +147,11 @@ fn history_finds_the_step_at_run_40() {
     // The files: text escaped and naming the change, CSV with one row per series and point.
     let text = fs::read_to_string(tmp.path().join("hist/history.txt")).unwrap();
     assert!(text.contains("getpid system call (/sec, higher is better)"), "{text}");
-    assert!(text.contains("change at point 41") || text.contains("change at point 40") || text.contains("change at point 42"));
+    assert!(
+        text.contains("change at point 41")
+            || text.contains("change at point 40")
+            || text.contains("change at point 42")
+    );
     let csv = fs::read_to_string(tmp.path().join("hist/history.csv")).unwrap();
     let rows = csv.lines().filter(|l| l.contains(",getpid system call,")).count();
     assert_eq!(rows, 60);
@@ -205,10 +209,23 @@ fn fail_if_changed_sees_a_worse_newest_run_and_cannot_tell_from_three() {
         assert!(out.status.success(), "{}", stderr(&out));
     };
     export(&paths, "ds");
-    let args = ["history", "ds", "--test", "getpid", "--fail-if-changed", "-q", "--top", "2"];
+    let args = [
+        "history",
+        "ds",
+        "--test",
+        "getpid",
+        "--fail-if-changed",
+        "-q",
+        "--top",
+        "2",
+    ];
     let out = run_in(tmp.path(), UPCMP, &args);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("worse in: getpid system call"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("worse in: getpid system call"),
+        "{}",
+        stderr(&out)
+    );
     // Three runs: two before the newest are too few to know the noise.
     export(&paths[..3], "small");
     let args = ["history", "small", "--test", "getpid", "--fail-if-changed", "-q"];
@@ -219,12 +236,24 @@ fn fail_if_changed_sees_a_worse_newest_run_and_cannot_tell_from_three() {
     let out = run_in(tmp.path(), UPCMP, &["history", "ds", "--test", "nosuch"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no run of test \"nosuch\""), "{}", stderr(&out));
-    let out = run_in(tmp.path(), UPCMP, &["history", "ds", "--test", "getpid", "--where", "host"]);
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &["history", "ds", "--test", "getpid", "--where", "host"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("expected KEY=VALUE"), "{}", stderr(&out));
     // A --where on a partition and on a missing label.
-    let out = run_in(tmp.path(), UPCMP, &["history", "ds", "--test", "getpid", "--where", "host=vm", "-q"]);
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &["history", "ds", "--test", "getpid", "--where", "host=vm", "-q"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = run_in(tmp.path(), UPCMP, &["history", "ds", "--test", "getpid", "--where", "commit=x"]);
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &["history", "ds", "--test", "getpid", "--where", "commit=x"],
+    );
     assert_eq!(out.status.code(), Some(2));
 }

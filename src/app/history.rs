@@ -57,7 +57,11 @@ pub fn history(opts: &HistoryOptions) -> Result<History, DatasetError> {
             "{}: no run of test {:?} matches{}",
             opts.dataset.display(),
             opts.test,
-            if opts.conditions.is_empty() { "" } else { " the --where conditions" }
+            if opts.conditions.is_empty() {
+                ""
+            } else {
+                " the --where conditions"
+            }
         )));
     }
     let (points, point_of) = group(&runs, opts.by)?;
@@ -66,7 +70,11 @@ pub fn history(opts: &HistoryOptions) -> Result<History, DatasetError> {
     // Per operation where the benchmark counts them.
     let ops: HashMap<(String, i64), i64> = runs
         .iter()
-        .flat_map(|r| r.repetitions.iter().filter_map(|p| Some(((r.run_id.clone(), p.repetition), p.operations?))))
+        .flat_map(|r| {
+            r.repetitions
+                .iter()
+                .filter_map(|p| Some(((r.run_id.clone(), p.repetition), p.operations?)))
+        })
         .filter(|(_, o)| *o > 0)
         .collect();
     let per_op = !ops.is_empty();
@@ -78,7 +86,10 @@ pub fn history(opts: &HistoryOptions) -> Result<History, DatasetError> {
     let mut series = Vec::new();
     // Benchmarks: the whole run's values (a copy's values are spread, not history).
     let mut benches: BTreeMap<String, Series> = BTreeMap::new();
-    for b in scan_benchmarks(&opts.dataset, &sel, &runs)?.into_iter().filter(|b| b.copy.is_none()) {
+    for b in scan_benchmarks(&opts.dataset, &sel, &runs)?
+        .into_iter()
+        .filter(|b| b.copy.is_none())
+    {
         let Some(i) = at(&b.run_id, b.repetition) else { continue };
         let s = benches.entry(b.benchmark.clone()).or_insert_with(|| Series {
             kind: SeriesKind::Benchmark,

@@ -213,8 +213,17 @@ pub fn newest_departs(runs: &[Vec<f64>], cps: &[ChangePoint]) -> Option<NewestRu
     if newest.is_empty() {
         return None;
     }
-    let start = cps.iter().map(|c| c.index).filter(|&i| i < runs.len() - 1).max().unwrap_or(0);
-    let means: Vec<f64> = before[start..].iter().filter(|r| !r.is_empty()).map(|r| mean(r)).collect();
+    let start = cps
+        .iter()
+        .map(|c| c.index)
+        .filter(|&i| i < runs.len() - 1)
+        .max()
+        .unwrap_or(0);
+    let means: Vec<f64> = before[start..]
+        .iter()
+        .filter(|r| !r.is_empty())
+        .map(|r| mean(r))
+        .collect();
     let k = means.len() as f64;
     if means.len() < 3 {
         return None;

@@ -58,7 +58,11 @@ pub fn write_text(h: &History, mut out: impl Write) -> io::Result<()> {
             "{} ({}, {}): newest run {}",
             escaped(&s.series.name),
             escaped(&s.series.unit),
-            if s.series.higher_is_better { "higher is better" } else { "lower is better" },
+            if s.series.higher_is_better {
+                "higher is better"
+            } else {
+                "lower is better"
+            },
             newest_word(s.newest)
         )?;
         if s.change_points.is_empty() {
@@ -102,7 +106,9 @@ pub fn write_csv(h: &History, mut out: impl Write) -> io::Result<()> {
         "test,kind,series,unit,point,label,started,repetitions,mean,min,max,change_point,change_pct,p_value"
     )?;
     for s in &h.series {
-        let kind = serde_json::to_value(s.series.kind).ok().and_then(|v| v.as_str().map(String::from));
+        let kind = serde_json::to_value(s.series.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from));
         for (i, (p, vals)) in h.points.iter().zip(&s.series.values).enumerate() {
             let cp = s.change_points.iter().find(|c| c.index == i);
             let (mean, lo, hi) = stats(vals);
@@ -215,7 +221,14 @@ td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}.worse{color:
 /// One series as an SVG: x the point, y the value.
 fn plot(h: &History, s: &SeriesHistory) -> Markup {
     let (w, ht, pad) = (900.0, 220.0, 50.0);
-    let all: Vec<f64> = s.series.values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
+    let all: Vec<f64> = s
+        .series
+        .values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
     let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let (lo, hi) = if !lo.is_finite() {
@@ -275,5 +288,57 @@ fn plot(h: &History, s: &SeriesHistory) -> Markup {
             text x=(pad) y=(ht - 5.0) font-size="10" { (h.points.first().map_or("", |p| p.label.as_str())) }
             text x=(w - pad) y=(ht - 5.0) font-size="10" text-anchor="end" { (h.points.last().map_or("", |p| p.label.as_str())) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::history::{analyse, HistoryPoint, Series, SeriesKind};
+
+    fn hostile() -> History {
+        let points = (0..4)
+            .map(|i| HistoryPoint {
+                label: format!("c{i}\x1b[2J"),
+                started: format!("2026-12-0{}T00:00:00Z", i + 1),
+                run_ids: vec![format!("{i}")],
+                hosts: vec!["h".into()],
+                kernels: vec!["k".into()],
+            })
+            .collect();
+        let series = vec![Series {
+            kind: SeriesKind::Function,
+            name: "evil\n<script>alert(1)</script>".into(),
+            unit: "s".into(),
+            higher_is_better: false,
+            values: vec![vec![1.0], vec![1.1], vec![0.9], vec![1.0]],
+        }];
+        analyse("t\x07", "time", points, series)
+    }
+
+    #[test]
+    fn foreign_names_are_escaped_in_text_csv_and_page() {
+        let h = hostile();
+        let mut text = Vec::new();
+        write_text(&h, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("evil\\n<script>") && text.contains("History of t\\a"),
+            "{text}"
+        );
+        assert!(!text.contains('\x1b') && !text.contains('\x07'));
+        let mut csv = Vec::new();
+        write_csv(&h, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        // Data for programs keeps the exact bytes, RFC 4180 quoted (docs/security.md).
+        assert_eq!(csv.matches("t\x07,function,").count(), 4);
+        assert!(csv.contains("\"evil\n<script>alert(1)</script>\""), "{csv}");
+        let mut page = Vec::new();
+        write_html(&h, &mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(page.contains("evil\n&lt;script&gt;"));
+        // Four points, one value each: four dots.
+        assert_eq!(page.matches("<circle").count(), 4);
     }
 }
