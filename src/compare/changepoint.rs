@@ -117,7 +117,7 @@ fn best_split(runs: &[&[f64]], min_runs: usize) -> Option<(f64, usize)> {
             let within_x = if at >= 2 { left[at] / pairs(m) } else { 0.0 };
             let within_y = if n - at >= 2 { right[at] / pairs(o) } else { 0.0 };
             let q = m * o / (m + o) * (2.0 * between / (m * o) - within_x - within_y);
-            if best.is_none_or(|b| q > b.0) {
+            if best.map_or(true, |b| q > b.0) {
                 best = Some((q, k));
             }
         }

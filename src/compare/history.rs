@@ -118,8 +118,10 @@ pub fn analyse(test: &str, by: &str, points: Vec<HistoryPoint>, series: Vec<Seri
     let series = series
         .into_iter()
         .map(|s| {
-            let mut opts = ChangeOptions::default();
-            opts.seed = seed_of(&s.name);
+            let opts = ChangeOptions {
+                seed: seed_of(&s.name),
+                ..Default::default()
+            };
             let change_points = change_points(&s.values, &opts);
             let newest_test = newest_departs(&s.values, &change_points);
             let newest = match &newest_test {
