@@ -1562,9 +1562,9 @@ fn stack_self_shares(stacks: &upcmp::model::StackProfile) -> [HashMap<String, f6
         own[d.nodes[n].parent] -= d.change(n).pct1;
     }
     let mut tree = HashMap::new();
-    for n in 1..d.nodes.len() {
-        if own[n].abs() > 1e-9 {
-            *tree.entry(d.node_name(n).to_string()).or_insert(0.0) += own[n];
+    for (n, &share) in own.iter().enumerate().skip(1) {
+        if share.abs() > 1e-9 {
+            *tree.entry(d.node_name(n).to_string()).or_insert(0.0) += share;
         }
     }
     [graph, tree]
@@ -1641,7 +1641,10 @@ fn flamegraph_java_faults_stack_shares_equal_the_flat_profile() {
         names.sort();
         names.dedup();
         for n in names {
-            let (a, b) = (flat.get(n).copied().unwrap_or(0.0), shares.get(n).copied().unwrap_or(0.0));
+            let (a, b) = (
+                flat.get(n).copied().unwrap_or(0.0),
+                shares.get(n).copied().unwrap_or(0.0),
+            );
             assert!((a - b).abs() < 0.01, "{what}: {n}: flat {a:.4}%, stacks {b:.4}%");
         }
     }

@@ -319,7 +319,8 @@ impl StackDiff {
         });
         let k = self.repetition_samples[0].len() + self.repetition_samples[1].len();
         self.per_repetition.resize(self.per_repetition.len() + k, 0);
-        self.per_repetition_weight.resize(self.per_repetition_weight.len() + k, 0);
+        self.per_repetition_weight
+            .resize(self.per_repetition_weight.len() + k, 0);
         let n = self.nodes.len() - 1;
         self.children.insert((parent, frame), n);
         n

@@ -218,7 +218,11 @@ impl StackProfile {
         let scale = self.per_weight();
         let exact = scale == 1.0;
         self.stacks.iter().map(move |(s, &t)| {
-            let value = if exact { t.weight } else { (t.weight as f64 * scale).round() as u64 };
+            let value = if exact {
+                t.weight
+            } else {
+                (t.weight as f64 * scale).round() as u64
+            };
             (&s[..], t, value)
         })
     }
@@ -869,7 +873,11 @@ mod tests {
         assert_eq!(sorted(&given_up), sorted(&copy));
         assert_eq!(
             sorted(&given_up),
-            [(vec![cmd, work], 2000), (vec![cmd, trunc, work], 500), (vec![rare], 100)]
+            [
+                (vec![cmd, work], 2000),
+                (vec![cmd, trunc, work], 500),
+                (vec![rare], 100)
+            ]
         );
         assert_eq!(given_up.folded_lines(), copy.folded_lines());
         assert_eq!(

@@ -312,10 +312,7 @@ mod tests {
         let t = *t.tested().unwrap();
         close(t.delta, 0.1, 1e-12);
         assert!(t.p_value < 0.01, "{}", t.p_value);
-        let s = share_test(
-            &[ShareCount::of(500, 10_000)],
-            &[ShareCount::of(600, 12_000)],
-        );
+        let s = share_test(&[ShareCount::of(500, 10_000)], &[ShareCount::of(600, 12_000)]);
         assert_eq!(s.tested().unwrap().delta, 0.0);
         assert!(s.p_value().unwrap() > 0.9);
     }
