@@ -1541,3 +1541,111 @@ pub(crate) fn perf_report_row(l: &str) -> Option<(String, u64)> {
     };
     Some((name, period.parse().unwrap()))
 }
+
+/// Each function's self share in the stacks of `stacks` (idle ones left out): from the
+/// call graph (the gprof report's and the `.callers` tables' numbers) and from the frame
+/// tree (the flame graphs' tooltips: a node's inclusive share less its children's), by
+/// function name.
+fn stack_self_shares(stacks: &upcmp::model::StackProfile) -> [HashMap<String, f64>; 2] {
+    use upcmp::compare::stacks::StackDiff;
+    let busy = stacks.without_idle(&upcmp::model::IdleSet::new(vec![]));
+    let g = upcmp::model::CallGraph::of_command_rooted(&busy);
+    let mut graph = HashMap::new();
+    for (f, &w) in g.self_weight.iter().enumerate() {
+        if w > 0 {
+            *graph.entry(g.names[f].clone()).or_insert(0.0) += g.pct(w);
+        }
+    }
+    let d = StackDiff::new(std::slice::from_ref(&busy), std::slice::from_ref(&busy));
+    let mut own: Vec<f64> = (0..d.nodes.len()).map(|n| d.change(n).pct1).collect();
+    for n in 1..d.nodes.len() {
+        own[d.nodes[n].parent] -= d.change(n).pct1;
+    }
+    let mut tree = HashMap::new();
+    for (n, &share) in own.iter().enumerate().skip(1) {
+        if share.abs() > 1e-9 {
+            *tree.entry(d.node_name(n).to_string()).or_insert(0.0) += share;
+        }
+    }
+    [graph, tree]
+}
+
+/// The flat profile's share of each function (of all its weight), by function name.
+fn flat_shares(p: &upcmp::model::Profile) -> HashMap<String, f64> {
+    let total: u64 = p.functions.iter().map(|f| f.weight()).sum();
+    let mut out = HashMap::new();
+    for f in &p.functions {
+        *out.entry(f.name.clone()).or_insert(0.0) += 100.0 * f.weight() as f64 / total as f64;
+    }
+    out
+}
+
+#[test]
+fn stacks_carry_exact_period_weights_as_the_flat_profile_does() {
+    let d = tempdir();
+    // Two stacks into f, of periods 5 and 3, and one into g of period 2: the mean period
+    // is 10/3, so stacks rounded to whole mean-period samples would give f 75% (2 + 1 of
+    // 4) and its callers 50/25, where the periods give 80% and 50/30.
+    let sample = |period: u64, frames: &[&str]| {
+        let mut s = format!("prog 100 [000] 1.{period:06}: {period:10} page-faults: \n");
+        for (i, f) in frames.iter().enumerate() {
+            s.push_str(&format!("\t{:16x} {f} (/usr/bin/prog)\n", 0x1000 * (i + 1)));
+        }
+        s + "\n"
+    };
+    let text = [
+        sample(5, &["f", "a", "main"]),
+        sample(3, &["f", "b", "main"]),
+        sample(2, &["g", "main"]),
+    ]
+    .concat();
+    let path = d.path().join("periods.perf-script");
+    std::fs::write(&path, text).unwrap();
+    let opts = upcmp::import::ImportOptions::new(None, None, None, None).with_stacks(true);
+    let imported = upcmp::import::import(&path, &opts).unwrap();
+    let stacks = imported.stacks.expect("call chains");
+    let busy = stacks.without_idle(&upcmp::model::IdleSet::new(vec![]));
+    let g = upcmp::model::CallGraph::of_command_rooted(&busy);
+    let id = |n: &str| g.id(n).unwrap_or_else(|| panic!("{n} in {:?}", g.names));
+    let caller = |c: &str| g.pct(g.arcs[&(id(c), id("f"))].weight);
+    assert!((caller("a") - 50.0).abs() < 0.01, "a: {}", caller("a"));
+    assert!((caller("b") - 30.0).abs() < 0.01, "b: {}", caller("b"));
+    // Of f's own time, the callers' shares are 62.5 and 37.5.
+    let f_total = g.total_weight[id("f") as usize];
+    let of_f = |c: &str| 100.0 * g.arcs[&(id(c), id("f"))].weight as f64 / f_total as f64;
+    assert!((of_f("a") - 62.5).abs() < 0.01 && (of_f("b") - 37.5).abs() < 0.01);
+    // One sample each: the sampling error is counted in samples.
+    assert_eq!(g.arcs[&(id("a"), id("f"))].samples, 1);
+    let flat = flat_shares(&imported.profile);
+    assert!((flat["f"] - 80.0).abs() < 0.01, "{flat:?}");
+    for shares in stack_self_shares(&stacks) {
+        assert!((shares["f"] - flat["f"]).abs() < 0.01, "{shares:?} against {flat:?}");
+        assert!((shares["g"] - flat["g"]).abs() < 0.01, "{shares:?} against {flat:?}");
+    }
+    // The stack comparison's `.callers` numbers: f's callers in run 1 as shares of CPU.
+    let diff = upcmp::compare::stacks::StackDiff::new(std::slice::from_ref(&busy), std::slice::from_ref(&busy));
+    let node = diff.find("prog;main;a").expect("prog;main;a");
+    assert!((diff.change(node).pct1 - 50.0).abs() < 0.01);
+}
+
+#[test]
+fn flamegraph_java_faults_stack_shares_equal_the_flat_profile() {
+    // Page faults of a JVM, sampled at varying periods (1 to 72 faults a sample).
+    let opts = upcmp::import::ImportOptions::new(None, None, None, None).with_stacks(true);
+    let imported = upcmp::import::import(&testdata("import/java-faults.perf-script"), &opts).unwrap();
+    let stacks = imported.stacks.expect("call chains");
+    let flat = flat_shares(&imported.profile);
+    assert!(flat.len() >= 10, "{flat:?}");
+    for (what, shares) in ["call graph", "frame tree"].iter().zip(stack_self_shares(&stacks)) {
+        let mut names: Vec<&String> = flat.keys().chain(shares.keys()).collect();
+        names.sort();
+        names.dedup();
+        for n in names {
+            let (a, b) = (
+                flat.get(n).copied().unwrap_or(0.0),
+                shares.get(n).copied().unwrap_or(0.0),
+            );
+            assert!((a - b).abs() < 0.01, "{what}: {n}: flat {a:.4}%, stacks {b:.4}%");
+        }
+    }
+}

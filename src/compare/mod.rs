@@ -825,10 +825,7 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
     let absent_times = |v: &[value::Valued]| v.iter().map(|v| sampled(v, 0, 0.0, 0.0)).collect::<Vec<_>>();
     /// A function's samples in each repetition, of that repetition's busy samples.
     fn shares<'a>(t: &'a [SampledTime], v: &'a [value::Valued]) -> impl ExactSizeIterator<Item = ShareCount> + 'a {
-        t.iter().zip(v).map(|(t, v)| ShareCount {
-            count: t.samples,
-            total: v.busy_samples,
-        })
+        t.iter().zip(v).map(|(t, v)| ShareCount::of(t.samples, v.busy_samples))
     }
     let (none_t1, none_t2) = (absent_times(v1), absent_times(v2));
     let times_of = |j: &Joined| {

@@ -77,21 +77,21 @@ impl CostShift {
     }
 }
 
-/// The mean over `graphs` of `count(graph, id of name)` as % of the graph's samples.
-fn mean_pct(graphs: &[CallGraph], name: &str, count: impl Fn(&CallGraph, u32) -> u64) -> f64 {
-    let pcts = graphs.iter().map(|g| match (g.id(name), g.samples) {
-        (Some(i), n) if n > 0 => 100.0 * count(g, i) as f64 / n as f64,
-        _ => 0.0,
+/// The mean over `graphs` of `weight(graph, id of name)` as % of the graph's weight.
+fn mean_pct(graphs: &[CallGraph], name: &str, weight: impl Fn(&CallGraph, u32) -> u64) -> f64 {
+    let pcts = graphs.iter().map(|g| match g.id(name) {
+        Some(i) => g.pct(weight(g, i)),
+        None => 0.0,
     });
     pcts.sum::<f64>() / graphs.len().max(1) as f64
 }
 
 fn self_pct(graphs: &[CallGraph], name: &str) -> f64 {
-    mean_pct(graphs, name, |g, i| g.self_samples[i as usize])
+    mean_pct(graphs, name, |g, i| g.self_weight[i as usize])
 }
 
 fn total_pct(graphs: &[CallGraph], name: &str) -> f64 {
-    mean_pct(graphs, name, |g, i| g.total_samples[i as usize])
+    mean_pct(graphs, name, |g, i| g.total_weight[i as usize])
 }
 
 /// The names of `graphs`' functions, each once, in order.
@@ -105,18 +105,15 @@ fn callers_of<'g>(graphs: &'g [CallGraph], name: &str) -> Vec<(&'g str, f64, f64
     let mut out: Vec<(&str, f64, f64)> = Vec::new();
     let reps = graphs.len().max(1) as f64;
     for g in graphs {
-        let (Some(f), n) = (g.id(name), g.samples) else {
+        let Some(f) = g.id(name) else {
             continue;
         };
-        if n == 0 {
+        if g.weight == 0 {
             continue;
         }
         for (c, arc) in g.callers(f).filter(|(c, _)| *c != f) {
             let caller = g.names[c as usize].as_str();
-            let (x, y) = (
-                100.0 * arc.samples as f64 / n as f64,
-                100.0 * arc.leaf as f64 / n as f64,
-            );
+            let (x, y) = (g.pct(arc.weight), g.pct(arc.leaf_weight));
             match out.iter_mut().find(|o| o.0 == caller) {
                 Some(o) => {
                     o.1 += x / reps;

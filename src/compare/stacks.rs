@@ -78,10 +78,7 @@ impl ShareChange {
 
     /// Counts `a1` of `n1` and `a2` of `n2` (one run a side), as [`test`](Self::test).
     pub fn of(a1: u64, n1: u64, a2: u64, n2: u64) -> Self {
-        Self::test(
-            &[ShareCount { count: a1, total: n1 }],
-            &[ShareCount { count: a2, total: n2 }],
-        )
+        Self::test(&[ShareCount::of(a1, n1)], &[ShareCount::of(a2, n2)])
     }
 
     /// At or above [`FRAME_CUTOFF_PCT`] in either run: tested in a family.
@@ -98,16 +95,7 @@ impl ShareChange {
 
 /// The mean of the repetitions' shares, in percent.
 fn mean_share_pct(s: &[ShareCount]) -> f64 {
-    let shares: Vec<f64> = s
-        .iter()
-        .map(|c| {
-            if c.total == 0 {
-                0.0
-            } else {
-                c.count as f64 / c.total as f64
-            }
-        })
-        .collect();
+    let shares: Vec<f64> = s.iter().map(ShareCount::share).collect();
     100.0 * stats::mean(&shares)
 }
 
@@ -139,9 +127,13 @@ pub struct StackDiff {
     pub samples: [u64; 2],
     /// Each repetition's CPU samples, run 1's and run 2's.
     repetition_samples: [Vec<u64>; 2],
+    /// Each repetition's CPU samples' summed weight, run 1's and run 2's.
+    repetition_weight: [Vec<u64>; 2],
     /// Each node's inclusive samples per repetition: node n's are
     /// `per_repetition[n * k ..][..k]`, run 1's repetitions first (k of them in all).
     per_repetition: Vec<u64>,
+    /// Their summed weight, laid out as `per_repetition`: the shares shown.
+    per_repetition_weight: Vec<u64>,
     /// The change of each node in the tested family, adjusted as one.
     changes: HashMap<usize, ShareChange, foldhash::fast::RandomState>,
     /// With repetitions, the variance model of the family's frames (docs/formulas.md,
@@ -170,7 +162,9 @@ impl StackTree {
             children: HashMap::default(),
             samples: [0; 2],
             repetition_samples: [vec![0; repetitions[0]], vec![0; repetitions[1]]],
+            repetition_weight: [vec![0; repetitions[0]], vec![0; repetitions[1]]],
             per_repetition: vec![0; repetitions[0] + repetitions[1]],
+            per_repetition_weight: vec![0; repetitions[0] + repetitions[1]],
             changes: HashMap::default(),
             prior: Prior::Unfitted,
         })
@@ -188,18 +182,20 @@ impl StackTree {
         let k = k1 + d.repetition_samples[1].len();
         d.samples[run] = profiles.iter().map(|p| p.samples).sum();
         d.repetition_samples[run] = profiles.iter().map(|p| p.samples).collect();
+        d.repetition_weight[run] = profiles.iter().map(StackProfile::weight).collect();
         for (i, p) in profiles.iter().enumerate() {
             let column = if run == 0 { i } else { k1 + i };
             // Each name is interned once, not once per frame of every stack.
             let ids: Vec<u32> = p.names().iter().map(|n| d.intern(n)).collect();
             // In order, a stack shares its first frames with the one before it: only the
             // rest are looked up, and the nodes of one subtree are made side by side.
-            let mut stacks: Vec<(&[u32], u64)> = p.stacks().collect();
+            // Widths are values (sample equivalents); shares are of counts and weights.
+            let mut stacks: Vec<_> = p.tallies_and_values().collect();
             stacks.sort_unstable_by(|a, b| a.0.cmp(b.0));
             // The nodes of the previous stack's frames, root first.
             let mut path: Vec<usize> = Vec::new();
             let mut previous: &[u32] = &[];
-            for (s, c) in stacks {
+            for (s, t, c) in stacks {
                 let common = s.iter().zip(previous).take_while(|(a, b)| a == b).count();
                 path.truncate(common);
                 for &f in &s[common..] {
@@ -210,7 +206,8 @@ impl StackTree {
                 // Only where the stack ends: `finish` sums each node's subtree once.
                 let leaf = path.last().copied().unwrap_or(0);
                 d.nodes[leaf].leaf[run] += c;
-                d.per_repetition[leaf * k + column] += c;
+                d.per_repetition[leaf * k + column] += t.count;
+                d.per_repetition_weight[leaf * k + column] += t.weight;
             }
         }
     }
@@ -234,6 +231,7 @@ impl StackTree {
             }
             for c in 0..k {
                 d.per_repetition[parent * k + c] += d.per_repetition[n * k + c];
+                d.per_repetition_weight[parent * k + c] += d.per_repetition_weight[n * k + c];
             }
         }
         let members: Vec<usize> = (1..d.nodes.len()).filter(|&n| d.in_family(n)).collect();
@@ -276,17 +274,14 @@ impl StackDiff {
         let k1 = self.repetition_samples[0].len();
         let k = k1 + self.repetition_samples[1].len();
         let counts = &self.per_repetition[n * k..(n + 1) * k];
-        let side = |counts: &[u64], totals: &[u64]| {
-            counts
-                .iter()
-                .zip(totals)
-                .map(|(&count, &total)| ShareCount { count, total })
+        let weights = &self.per_repetition_weight[n * k..(n + 1) * k];
+        let side = |run: usize, from: usize, to: usize| {
+            (from..to)
+                .zip(self.repetition_samples[run].iter().zip(&self.repetition_weight[run]))
+                .map(|(c, (&total, &total_weight))| ShareCount::weighted(counts[c], total, weights[c], total_weight))
                 .collect::<Vec<_>>()
         };
-        [
-            side(&counts[..k1], &self.repetition_samples[0]),
-            side(&counts[k1..], &self.repetition_samples[1]),
-        ]
+        [side(0, 0, k1), side(1, k1, k)]
     }
 
     /// Node `n`'s share test, unadjusted.
@@ -324,6 +319,8 @@ impl StackDiff {
         });
         let k = self.repetition_samples[0].len() + self.repetition_samples[1].len();
         self.per_repetition.resize(self.per_repetition.len() + k, 0);
+        self.per_repetition_weight
+            .resize(self.per_repetition_weight.len() + k, 0);
         let n = self.nodes.len() - 1;
         self.children.insert((parent, frame), n);
         n
@@ -608,18 +605,18 @@ pub fn changed_functions(before: &[CallGraph], after: &[CallGraph], top_n: usize
         .collect();
     names.sort_unstable();
     names.dedup();
-    let side = |graphs: &[CallGraph], ids: &[GraphIndex<'_>], f: &str, v: fn(&CallGraph, usize) -> u64| {
+    let side = |graphs: &[CallGraph], ids: &[GraphIndex<'_>], f: &str, v: fn(&CallGraph, usize) -> (u64, u64)| {
         graphs
             .iter()
             .zip(ids)
-            .map(|(g, ids)| ShareCount {
-                count: ids.id(f).map_or(0, |i| v(g, i as usize)),
-                total: g.samples,
+            .map(|(g, ids)| {
+                let (count, weight) = ids.id(f).map_or((0, 0), |i| v(g, i as usize));
+                ShareCount::weighted(count, g.samples, weight, g.weight)
             })
             .collect::<Vec<_>>()
     };
-    let total = |g: &CallGraph, i: usize| g.total_samples[i];
-    let selfs = |g: &CallGraph, i: usize| g.self_samples[i];
+    let total = |g: &CallGraph, i: usize| (g.total_samples[i], g.total_weight[i]);
+    let selfs = |g: &CallGraph, i: usize| (g.self_samples[i], g.self_weight[i]);
     let mut inclusive: Vec<(&str, ShareChange)> = names
         .par_iter()
         .map(|&f| {
@@ -659,8 +656,8 @@ pub fn changed_functions(before: &[CallGraph], after: &[CallGraph], top_n: usize
 /// graph itself scans all its names or arcs, once per changed function.
 struct GraphIndex<'g> {
     ids: HashMap<&'g str, u32, foldhash::fast::RandomState>,
-    /// (callee, caller, samples), sorted.
-    by_callee: Vec<(u32, u32, u64)>,
+    /// (callee, caller, samples, weight), sorted.
+    by_callee: Vec<(u32, u32, u64, u64)>,
 }
 
 impl<'g> GraphIndex<'g> {
@@ -670,7 +667,8 @@ impl<'g> GraphIndex<'g> {
         for (i, n) in g.names.iter().enumerate().rev() {
             ids.insert(n.as_str(), i as u32);
         }
-        let mut by_callee: Vec<(u32, u32, u64)> = g.arcs.iter().map(|(&(p, c), a)| (c, p, a.samples)).collect();
+        let mut by_callee: Vec<(u32, u32, u64, u64)> =
+            g.arcs.iter().map(|(&(p, c), a)| (c, p, a.samples, a.weight)).collect();
         by_callee.sort_unstable();
         GraphIndex { ids, by_callee }
     }
@@ -679,13 +677,14 @@ impl<'g> GraphIndex<'g> {
         self.ids.get(name).copied()
     }
 
-    /// The callers of `f` and their arcs' samples, as [`CallGraph::callers`] lists them.
-    fn callers(&self, f: u32) -> impl Iterator<Item = (u32, u64)> + '_ {
-        let from = self.by_callee.partition_point(|&(c, _, _)| c < f);
+    /// The callers of `f` and their arcs' samples and weights, as [`CallGraph::callers`]
+    /// lists them.
+    fn callers(&self, f: u32) -> impl Iterator<Item = (u32, [u64; 2])> + '_ {
+        let from = self.by_callee.partition_point(|&(c, _, _, _)| c < f);
         self.by_callee[from..]
             .iter()
-            .take_while(move |&&(c, _, _)| c == f)
-            .map(|&(_, p, s)| (p, s))
+            .take_while(move |&&(c, _, _, _)| c == f)
+            .map(|&(_, p, s, w)| (p, [s, w]))
     }
 }
 
@@ -697,30 +696,31 @@ fn arc_changes(
     callers: bool,
 ) -> Vec<ArcChange> {
     let k1 = before.len();
-    let mut arcs: HashMap<String, Vec<u64>, foldhash::fast::RandomState> = HashMap::default();
+    // Per function at the other end: samples and weight per repetition.
+    let mut arcs: HashMap<String, Vec<[u64; 2]>, foldhash::fast::RandomState> = HashMap::default();
     for (column, (g, index)) in before.iter().zip(ids1).chain(after.iter().zip(ids2)).enumerate() {
         let Some(id) = index.id(f) else { continue };
-        let list: Vec<(u32, u64)> = if callers {
+        let list: Vec<(u32, [u64; 2])> = if callers {
             index.callers(id).collect()
         } else {
-            g.callees(id).map(|(o, a)| (o, a.samples)).collect()
+            g.callees(id).map(|(o, a)| (o, [a.samples, a.weight])).collect()
         };
-        for (other, samples) in list {
-            arcs.entry(g.names[other as usize].clone())
-                .or_insert_with(|| vec![0; k1 + after.len()])[column] += samples;
+        for (other, [samples, weight]) in list {
+            let cell = &mut arcs
+                .entry(g.names[other as usize].clone())
+                .or_insert_with(|| vec![[0, 0]; k1 + after.len()])[column];
+            cell[0] += samples;
+            cell[1] += weight;
         }
     }
     let mut out: Vec<ArcChange> = arcs
         .into_iter()
         .map(|(function, counts)| {
-            let side = |graphs: &[CallGraph], counts: &[u64]| {
+            let side = |graphs: &[CallGraph], counts: &[[u64; 2]]| {
                 graphs
                     .iter()
                     .zip(counts)
-                    .map(|(g, &count)| ShareCount {
-                        count,
-                        total: g.samples,
-                    })
+                    .map(|(g, &[count, weight])| ShareCount::weighted(count, g.samples, weight, g.weight))
                     .collect::<Vec<_>>()
             };
             ArcChange {

@@ -1,4 +1,6 @@
-//! gprof's call graph from exact stacks: self, total and per-arc samples.
+//! gprof's call graph from exact stacks: self, total and per-arc samples, each with the
+//! samples' exact summed weight (periods). Shares are of weight, as perf report weighs
+//! samples; counts are what the sampling error of a share is counted in.
 
 use super::stacks::StackProfile;
 use std::collections::{BTreeMap, HashMap};
@@ -10,12 +12,21 @@ pub struct Arc {
     pub samples: u64,
     /// Of those, the samples whose stack ends in it (the callee's self time via this caller).
     pub leaf: u64,
+    /// The summed weight of `samples`.
+    pub weight: u64,
+    /// The summed weight of `leaf`.
+    pub leaf_weight: u64,
 }
 
 impl Arc {
     /// The samples spent below the callee when reached through this arc.
     pub fn children(&self) -> u64 {
         self.samples - self.leaf
+    }
+
+    /// The weight spent below the callee when reached through this arc.
+    pub fn children_weight(&self) -> u64 {
+        self.weight - self.leaf_weight
     }
 }
 
@@ -33,10 +44,16 @@ pub struct CallGraph {
     /// For stacks rooted at their command ([`CallGraph::of_command_rooted`]): samples by
     /// (outermost function, command); they sum to `root_samples` per function.
     pub commands: BTreeMap<(u32, u32), u64>,
+    /// The summed weight of `self_samples`, by function.
+    pub self_weight: Vec<u64>,
+    /// The summed weight of `total_samples`, by function.
+    pub total_weight: Vec<u64>,
     /// Arcs (caller, callee).
     pub arcs: BTreeMap<(u32, u32), Arc>,
     /// All samples.
     pub samples: u64,
+    /// Their summed weight: the denominator of every share.
+    pub weight: u64,
 }
 
 impl CallGraph {
@@ -61,15 +78,19 @@ impl CallGraph {
             total_samples: vec![0; n],
             root_samples: vec![0; n],
             commands: BTreeMap::new(),
+            self_weight: vec![0; n],
+            total_weight: vec![0; n],
             arcs: BTreeMap::new(),
             samples: p.samples,
+            weight: p.weight(),
         };
         let mut seen: Vec<u32> = Vec::new();
         let mut seen_arcs: Vec<(u32, u32)> = Vec::new();
         // Summed in a hash map, then sorted into the tree once: one tree insertion per
         // arc and stack is most of the time of a profile of many stacks.
         let mut arcs: HashMap<(u32, u32), Arc, foldhash::fast::RandomState> = HashMap::default();
-        for (s, c) in p.stacks() {
+        for (s, t) in p.tallies() {
+            let (c, w) = (t.count, t.weight);
             // A stack that is its command alone has no function: it stays one (as written).
             let s = match s {
                 [command, rest @ ..] if rooted && !rest.is_empty() => {
@@ -78,7 +99,9 @@ impl CallGraph {
                 }
                 _ => s,
             };
-            g.self_samples[*s.last().expect("not empty") as usize] += c;
+            let leaf = *s.last().expect("not empty") as usize;
+            g.self_samples[leaf] += c;
+            g.self_weight[leaf] += w;
             g.root_samples[s[0] as usize] += c;
             seen.clear();
             seen.extend_from_slice(s);
@@ -86,20 +109,44 @@ impl CallGraph {
             seen.dedup();
             for &f in &seen {
                 g.total_samples[f as usize] += c;
+                g.total_weight[f as usize] += w;
             }
             seen_arcs.clear();
             seen_arcs.extend(s.windows(2).map(|w| (w[0], w[1])));
             seen_arcs.sort_unstable();
             seen_arcs.dedup();
             for a in &seen_arcs {
-                arcs.entry(*a).or_default().samples += c;
+                let arc = arcs.entry(*a).or_default();
+                arc.samples += c;
+                arc.weight += w;
             }
             if let [.., caller, callee] = s {
-                arcs.entry((*caller, *callee)).or_default().leaf += c;
+                let arc = arcs.entry((*caller, *callee)).or_default();
+                arc.leaf += c;
+                arc.leaf_weight += w;
             }
         }
         g.arcs = arcs.into_iter().collect();
         g
+    }
+
+    /// `weight` as a percent of all the graph's weight.
+    pub fn pct(&self, weight: u64) -> f64 {
+        if self.weight == 0 {
+            0.0
+        } else {
+            100.0 * weight as f64 / self.weight as f64
+        }
+    }
+
+    /// `weight` in samples of the graph's mean period (exactly samples when the period is
+    /// fixed).
+    pub fn equivalents(&self, weight: u64) -> f64 {
+        if self.weight == 0 {
+            0.0
+        } else {
+            weight as f64 * self.samples as f64 / self.weight as f64
+        }
     }
 
     /// The commands in which `f` is the outermost function, with their samples.
@@ -152,15 +199,38 @@ mod tests {
         assert_eq!(g.self_samples[id("f") as usize], 1);
         assert_eq!(g.total_samples[id("g") as usize], 5);
         assert_eq!(g.root_samples[id("main") as usize], 6);
-        assert_eq!(g.arcs[&(id("f"), id("f"))], Arc { samples: 2, leaf: 0 });
-        assert_eq!(g.arcs[&(id("f"), id("g"))], Arc { samples: 2, leaf: 2 });
-        assert_eq!(g.arcs[&(id("main"), id("f"))], Arc { samples: 3, leaf: 1 });
+        let arc = |samples, leaf| Arc {
+            samples,
+            leaf,
+            weight: samples,
+            leaf_weight: leaf,
+        };
+        assert_eq!(g.arcs[&(id("f"), id("f"))], arc(2, 0));
+        assert_eq!(g.arcs[&(id("f"), id("g"))], arc(2, 2));
+        assert_eq!(g.arcs[&(id("main"), id("f"))], arc(3, 1));
         let callers_of_g: Vec<_> = g
             .callers(id("g"))
             .map(|(c, a)| (g.names[c as usize].clone(), a.samples))
             .collect();
         assert_eq!(callers_of_g, [("f".to_string(), 2), ("h".to_string(), 3)]);
         assert_eq!(g.by_total()[0], id("main"));
+    }
+
+    #[test]
+    fn shares_are_of_exact_weights_not_of_rounded_stacks() {
+        // Two samples of periods 5 and 3 into one function, one under each caller: the
+        // mean period is 4, so each stack is one sample, and its share is 5/8 or 3/8.
+        let mut p = StackProfile::default();
+        let [a, b, f] = ["a", "b", "f"].map(|n| p.intern(n));
+        p.add_weighted(&[a, f], 1, 5);
+        p.add_weighted(&[b, f], 1, 3);
+        let g = CallGraph::of(&p);
+        let arc = |caller| g.arcs[&(caller, f)];
+        assert_eq!((arc(a).samples, arc(b).samples), (1, 1));
+        assert!((g.pct(arc(a).weight) - 62.5).abs() < 1e-9);
+        assert!((g.pct(arc(b).weight) - 37.5).abs() < 1e-9);
+        assert_eq!(g.total_weight[f as usize], 8);
+        assert!((g.equivalents(arc(a).weight) - 1.25).abs() < 1e-9);
     }
 
     #[test]

@@ -49,18 +49,19 @@ impl FrameKind {
     }
 }
 
-/// Weight per distinct stack, frames interned.
+/// Samples and weight per distinct stack, frames interned.
 ///
-/// Every sample weighs its period; a stack's value, as folded lines and call graphs show
-/// it, is its weight in samples of the profile's mean period ("sample equivalents"):
-/// exactly its samples when the period is fixed, and weighted as perf weighs them when
-/// the period varies.
+/// Every sample weighs its period. A stack keeps both its samples (what the sampling
+/// error of a share is counted in) and their exact summed weight (what its share is, as
+/// perf report weighs it: [`tallies`](Self::tallies), and the call graph's shares). Its
+/// value in a folded line is its weight in samples of the profile's mean period ("sample
+/// equivalents") rounded to a whole number: exactly its samples when the period is fixed.
 #[derive(Debug, Clone, Default)]
 pub struct StackProfile {
     names: Vec<String>,
     // Looked up per frame and per sample: foldhash, not SipHash (no untrusted keys).
     ids: HashMap<String, u32, foldhash::fast::RandomState>,
-    stacks: HashMap<Box<[u32]>, u64, foldhash::fast::RandomState>,
+    stacks: HashMap<Box<[u32]>, Tally, foldhash::fast::RandomState>,
     /// The stacks' summed weight.
     weight: u64,
     /// Samples per unit of weight, when fixed by the profile this one was taken from.
@@ -71,6 +72,38 @@ pub struct StackProfile {
     pub truncated: u64,
     /// Samples the kernel reported lost.
     pub lost: u64,
+}
+
+/// The samples of one stack and their summed weight (the sampled event's unit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Tally {
+    /// Samples.
+    pub count: u64,
+    /// Their summed periods.
+    pub weight: u64,
+}
+
+impl Tally {
+    /// `count` samples weighing `weight` in all.
+    pub fn new(count: u64, weight: u64) -> Self {
+        Tally { count, weight }
+    }
+
+    /// Adds `other` to this one.
+    pub fn add(&mut self, other: Tally) {
+        self.count = self.count.saturating_add(other.count);
+        self.weight = self.weight.saturating_add(other.weight);
+    }
+}
+
+/// Adds `t` to the stack `frames` of `stacks`.
+fn add_to(stacks: &mut HashMap<Box<[u32]>, Tally, foldhash::fast::RandomState>, frames: &[u32], t: Tally) {
+    match stacks.get_mut(frames) {
+        Some(x) => x.add(t),
+        None => {
+            stacks.insert(frames.into(), t);
+        }
+    }
 }
 
 /// Whether a stack (root first) reached the depth limit: `[truncated]` is its root, or
@@ -91,16 +124,14 @@ struct BusyStacks {
 }
 
 impl BusyStacks {
-    /// The samples of the stack `s` weighing `w` and whether it was truncated (as
-    /// [`is_truncated`]), if kept: its leaf is not idle and it weighs a sample or more
-    /// (as [`StackProfile::add_weighted`] keeps only those).
-    fn kept(&self, s: &[u32], w: u64) -> Option<(u64, bool)> {
+    /// Whether the stack `s` is kept (its leaf is not idle), and whether it was truncated
+    /// (as [`is_truncated`]).
+    fn kept(&self, s: &[u32]) -> Option<bool> {
         let leaf = *s.last().expect("stacks are not empty");
         if self.idle[leaf as usize] {
             return None;
         }
-        let c = (w as f64 * self.scale).round() as u64;
-        (c > 0).then(|| (c, s.iter().take(2).any(|&f| self.truncated[f as usize])))
+        Some(s.iter().take(2).any(|&f| self.truncated[f as usize]))
     }
 }
 
@@ -147,12 +178,7 @@ impl StackProfile {
         }
         self.samples = self.samples.saturating_add(count);
         self.weight = self.weight.saturating_add(weight);
-        match self.stacks.get_mut(frames) {
-            Some(w) => *w = w.saturating_add(weight),
-            None => {
-                self.stacks.insert(frames.into(), weight);
-            }
-        }
+        add_to(&mut self.stacks, frames, Tally::new(count, weight));
     }
 
     /// Adds every stack of `other` (a piece of the same input read apart).
@@ -160,15 +186,10 @@ impl StackProfile {
         // Each of its names interned once, not once per frame of every stack.
         let ids: Vec<u32> = other.names.iter().map(|n| self.intern(n)).collect();
         let mut frames = Vec::new();
-        for (stack, w) in other.weighted_stacks() {
+        for (stack, t) in other.tallies() {
             frames.clear();
             frames.extend(stack.iter().map(|&f| ids[f as usize]));
-            match self.stacks.get_mut(&frames[..]) {
-                Some(x) => *x = x.saturating_add(w),
-                None => {
-                    self.stacks.insert(frames.as_slice().into(), w);
-                }
-            }
+            add_to(&mut self.stacks, &frames, t);
         }
         self.samples = self.samples.saturating_add(other.samples);
         self.weight = self.weight.saturating_add(other.weight);
@@ -187,18 +208,38 @@ impl StackProfile {
 
     /// The distinct stacks and their values (sample equivalents), in no particular order.
     pub fn stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
-        let scale = self.per_weight();
         // Where every sample weighs one, weights are values: no rounding at all.
+        self.tallies_and_values().map(|(s, _, v)| (s, v))
+    }
+
+    /// The distinct stacks, each with its samples and exact weight, and its value as
+    /// [`stacks`](Self::stacks) gives it.
+    pub fn tallies_and_values(&self) -> impl Iterator<Item = (&[u32], Tally, u64)> {
+        let scale = self.per_weight();
         let exact = scale == 1.0;
-        self.stacks.iter().map(move |(s, &w)| {
-            let value = if exact { w } else { (w as f64 * scale).round() as u64 };
-            (&s[..], value)
+        self.stacks.iter().map(move |(s, &t)| {
+            let value = if exact {
+                t.weight
+            } else {
+                (t.weight as f64 * scale).round() as u64
+            };
+            (&s[..], t, value)
         })
     }
 
     /// The distinct stacks and their raw weights (the sampled event's unit).
     pub fn weighted_stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
-        self.stacks.iter().map(|(s, &w)| (&s[..], w))
+        self.stacks.iter().map(|(s, t)| (&s[..], t.weight))
+    }
+
+    /// The distinct stacks, each with its samples and their exact weight.
+    pub fn tallies(&self) -> impl Iterator<Item = (&[u32], Tally)> {
+        self.stacks.iter().map(|(s, &t)| (&s[..], t))
+    }
+
+    /// The summed weight of all stacks.
+    pub fn weight(&self) -> u64 {
+        self.weight
     }
 
     /// The folded line of a stack without its count: `root;...;leaf`.
@@ -326,10 +367,10 @@ impl StackProfile {
             scale: Some(busy.scale),
             ..Default::default()
         };
-        for (s, w) in self.weighted_stacks() {
-            if let Some((c, truncated)) = busy.kept(s, w) {
-                p.add_weighted(s, c, w);
-                p.truncated += c * u64::from(truncated);
+        for (s, t) in self.tallies() {
+            if let Some(truncated) = busy.kept(s) {
+                p.add_weighted(s, t.count, t.weight);
+                p.truncated += t.count * u64::from(truncated);
             }
         }
         p
@@ -341,14 +382,14 @@ impl StackProfile {
     pub fn into_without_idle(mut self, idle: &IdleSet) -> StackProfile {
         let busy = self.busy_stacks(idle);
         let (mut samples, mut weight, mut truncated) = (0u64, 0u64, 0u64);
-        self.stacks.retain(|s, w| match busy.kept(s, *w) {
-            Some((c, t)) => {
-                samples = samples.saturating_add(c);
-                weight = weight.saturating_add(*w);
-                truncated += c * u64::from(t);
+        self.stacks.retain(|s, t| match busy.kept(s) {
+            Some(cut) if t.count > 0 => {
+                samples = samples.saturating_add(t.count);
+                weight = weight.saturating_add(t.weight);
+                truncated += t.count * u64::from(cut);
                 true
             }
-            None => false,
+            _ => false,
         });
         self.stacks.shrink_to_fit();
         StackProfile {
@@ -378,15 +419,10 @@ impl StackProfile {
         };
         let ids: Vec<u32> = new.iter().map(|n| p.intern(n)).collect();
         let mut frames = Vec::new();
-        for (stack, w) in self.weighted_stacks() {
+        for (stack, t) in self.tallies() {
             frames.clear();
             frames.extend(stack.iter().map(|&f| ids[f as usize]));
-            match p.stacks.get_mut(&frames[..]) {
-                Some(x) => *x = x.saturating_add(w),
-                None => {
-                    p.stacks.insert(frames.as_slice().into(), w);
-                }
-            }
+            add_to(&mut p.stacks, &frames, t);
         }
         p
     }
@@ -411,20 +447,14 @@ impl StackProfile {
             ..Default::default()
         };
         let mut frames = Vec::new();
-        for (s, w) in self.weighted_stacks() {
+        for (s, t) in self.tallies() {
             let rest = if s.len() > 1 { &s[1..] } else { s };
             frames.clear();
             frames.extend(rest.iter().map(|&f| p.intern(self.name(f))));
-            p.weight = p.weight.saturating_add(w);
-            match p.stacks.get_mut(&frames[..]) {
-                Some(x) => *x = x.saturating_add(w),
-                None => {
-                    p.stacks.insert(frames.as_slice().into(), w);
-                }
-            }
+            p.weight = p.weight.saturating_add(t.weight);
+            add_to(&mut p.stacks, &frames, t);
         }
-        // Samples per stack are not kept apart from weights; stripping a root neither
-        // adds nor removes one.
+        // Stripping a root neither adds nor removes a sample.
         p.samples = self.samples;
         p.truncated = self.truncated;
         p
@@ -824,8 +854,8 @@ mod tests {
     fn a_profile_given_up_loses_its_idle_stacks_as_a_copy_does() {
         let mut p = StackProfile::default();
         let [cmd, work, idle, trunc, rare] = ["cmd", "work", "idle", TRUNCATED_FRAME, "rare"].map(|n| p.intern(n));
-        // Weights are not samples: 5 samples over 3100 units, so a stack of 100 units
-        // rounds to no sample and is left out (one of no samples is not added at all).
+        // Weights are not samples: 5 samples over 3100 units. A stack keeps its samples
+        // and weight whatever it would round to (one of no samples is not added at all).
         p.add_weighted(&[cmd, work], 2, 2000);
         p.add_weighted(&[cmd, idle], 1, 500);
         p.add_weighted(&[cmd, trunc, work], 1, 500);
@@ -843,7 +873,11 @@ mod tests {
         assert_eq!(sorted(&given_up), sorted(&copy));
         assert_eq!(
             sorted(&given_up),
-            [(vec![cmd, work], 2000), (vec![cmd, trunc, work], 500)]
+            [
+                (vec![cmd, work], 2000),
+                (vec![cmd, trunc, work], 500),
+                (vec![rare], 100)
+            ]
         );
         assert_eq!(given_up.folded_lines(), copy.folded_lines());
         assert_eq!(

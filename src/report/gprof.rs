@@ -49,16 +49,14 @@ struct Report<'a> {
 }
 
 impl Report<'_> {
-    fn sec(&self, n: u64) -> f64 {
-        n as f64 * self.h.period_sec
+    /// Seconds of `weight`: its exact share of the samples, each `period_sec` (the mean).
+    fn sec(&self, weight: u64) -> f64 {
+        self.g.equivalents(weight) * self.h.period_sec
     }
 
-    fn pct(&self, n: u64) -> f64 {
-        if self.g.samples == 0 {
-            0.0
-        } else {
-            100.0 * n as f64 / self.g.samples as f64
-        }
+    /// `weight` as a percent of all samples' weight.
+    fn pct(&self, weight: u64) -> f64 {
+        self.g.pct(weight)
     }
 
     fn label(&self, f: u32) -> String {
@@ -96,14 +94,14 @@ impl Report<'_> {
             .filter(|&f| g.total_samples[f as usize] > 0)
             .collect();
         flat.sort_by(|&a, &b| {
-            g.self_samples[b as usize]
-                .cmp(&g.self_samples[a as usize])
-                .then_with(|| g.total_samples[b as usize].cmp(&g.total_samples[a as usize]))
+            g.self_weight[b as usize]
+                .cmp(&g.self_weight[a as usize])
+                .then_with(|| g.total_weight[b as usize].cmp(&g.total_weight[a as usize]))
                 .then_with(|| g.names[a as usize].cmp(&g.names[b as usize]))
         });
         let mut cumulative = 0;
         for &f in &flat {
-            let (s, t) = (g.self_samples[f as usize], g.total_samples[f as usize]);
+            let (s, t) = (g.self_weight[f as usize], g.total_weight[f as usize]);
             cumulative += s;
             writeln!(
                 w,
@@ -111,7 +109,7 @@ impl Report<'_> {
                 self.pct(s),
                 self.sec(cumulative),
                 self.sec(s),
-                t,
+                g.total_samples[f as usize],
                 self.sec(t),
                 Shown(&g.names[f as usize])
             )?;
@@ -141,8 +139,8 @@ impl Report<'_> {
             w,
             "{:13}{:10.3}{:10.3}{:>12}       {}",
             "",
-            self.sec(arc.leaf),
-            self.sec(arc.children()),
+            self.sec(arc.leaf_weight),
+            self.sec(arc.children_weight()),
             format!("{}/{of}", arc.samples),
             self.label(other)
         )
@@ -213,9 +211,9 @@ impl Report<'_> {
             w,
             "{:<6}{:7.1}{:10.3}{:10.3}{:>12}   {}",
             format!("[{}]", index[fi]),
-            self.pct(total),
-            self.sec(g.self_samples[fi]),
-            self.sec(total - g.self_samples[fi]),
+            self.pct(g.total_weight[fi]),
+            self.sec(g.self_weight[fi]),
+            self.sec(g.total_weight[fi] - g.self_weight[fi]),
             total,
             self.label(f)
         )?;

@@ -76,16 +76,51 @@ impl SampledTime {
     }
 }
 
-/// A count out of a total: a frame's (or a function's) samples of a run's CPU samples.
+/// A count out of a total: a frame's (or a function's) samples of a run's CPU samples,
+/// with their weights (summed periods). The share shown is of weight, as perf report
+/// weighs samples ([`share`](Self::share)); its sampling error is counted in samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ShareCount {
     /// a: the frame's samples.
     pub count: u64,
     /// N: the run's samples (the share's denominator).
     pub total: u64,
+    /// The summed weight of the frame's samples.
+    pub weight: u64,
+    /// The summed weight of the run's samples.
+    pub total_weight: u64,
 }
 
 impl ShareCount {
+    /// `count` of `total` samples, each weighing one.
+    pub fn of(count: u64, total: u64) -> Self {
+        ShareCount {
+            count,
+            total,
+            weight: count,
+            total_weight: total,
+        }
+    }
+
+    /// `count` of `total` samples, weighing `weight` of `total_weight`.
+    pub fn weighted(count: u64, total: u64, weight: u64, total_weight: u64) -> Self {
+        ShareCount {
+            count,
+            total,
+            weight,
+            total_weight,
+        }
+    }
+
+    /// The share shown: weight of the total weight (0 of nothing).
+    pub fn share(&self) -> f64 {
+        if self.total_weight == 0 {
+            0.0
+        } else {
+            self.weight as f64 / self.total_weight as f64
+        }
+    }
+
     fn value(&self) -> f64 {
         if self.total == 0 {
             0.0

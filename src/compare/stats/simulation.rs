@@ -222,16 +222,7 @@ fn share_tests_keep_their_size() {
     for _ in 0..TRIALS {
         let (c1, c2) = (rng.multinomial(10_000, &cum), rng.multinomial(20_000, &cum));
         for f in 0..3 {
-            let v = share_test(
-                &[ShareCount {
-                    count: c1[f],
-                    total: 10_000,
-                }],
-                &[ShareCount {
-                    count: c2[f],
-                    total: 20_000,
-                }],
-            );
+            let v = share_test(&[ShareCount::of(c1[f], 10_000)], &[ShareCount::of(c2[f], 20_000)]);
             hits[f] += usize::from(significant(v));
         }
     }
@@ -258,7 +249,7 @@ fn share_tests_keep_their_size() {
                             let mean = total as f64 * s * (1.0 + 0.03 * rng.normal());
                             let sd = (mean * (1.0 - mean / total as f64)).sqrt();
                             let count = (mean + sd * rng.normal()).round() as u64;
-                            ShareCount { count, total }
+                            ShareCount::of(count, total)
                         })
                     })
                     .collect()
@@ -407,18 +398,7 @@ fn frame_families_keep_their_false_discovery_rate() {
         let (n1, n2) = (i1[0], i2[0]);
         let verdicts: Vec<Verdict> = (1..NODES)
             .filter(|&f| i1[f].max(i2[f]) as f64 >= 0.005 * n1.min(n2) as f64)
-            .map(|f| {
-                share_test(
-                    &[ShareCount {
-                        count: i1[f],
-                        total: n1,
-                    }],
-                    &[ShareCount {
-                        count: i2[f],
-                        total: n2,
-                    }],
-                )
-            })
+            .map(|f| share_test(&[ShareCount::of(i1[f], n1)], &[ShareCount::of(i2[f], n2)]))
             .collect();
         tested += verdicts.len();
         let any = |c| {

@@ -312,16 +312,7 @@ mod tests {
         let t = *t.tested().unwrap();
         close(t.delta, 0.1, 1e-12);
         assert!(t.p_value < 0.01, "{}", t.p_value);
-        let s = share_test(
-            &[ShareCount {
-                count: 500,
-                total: 10_000,
-            }],
-            &[ShareCount {
-                count: 600,
-                total: 12_000,
-            }],
-        );
+        let s = share_test(&[ShareCount::of(500, 10_000)], &[ShareCount::of(600, 12_000)]);
         assert_eq!(s.tested().unwrap().delta, 0.0);
         assert!(s.p_value().unwrap() > 0.9);
     }
@@ -330,7 +321,7 @@ mod tests {
     // top frame): the exact test, p ~ 0. 99% -> 98% and 1% -> 2% of 10,000: same z.
     #[test]
     fn share_test_edges_and_mirrors() {
-        let s = |a, n| ShareCount { count: a, total: n };
+        let s = |a, n| ShareCount::of(a, n);
         let v = *share_test(&[s(10_000, 10_000)], &[s(12_000, 12_000)]).tested().unwrap();
         assert_eq!((v.delta, v.se, v.p_value), (0.0, 0.0, 1.0));
         let gone = *share_test(&[s(10_000, 10_000)], &[s(0, 12_000)]).tested().unwrap();
