@@ -62,8 +62,8 @@ fn lump_plt(shares: HashMap<String, f64>) -> HashMap<String, f64> {
 
 /// perf report's share of each function of the group leader `cpu-clock` (`--no-group`
 /// prints `of events 'cpu-clock'` first), named as [`perf_report_shares`] names them.
-fn leader_shares(dir: &Path, data: &str) -> HashMap<String, f64> {
-    let args = [
+fn leader_shares(dir: &Path, data: &str, extra: &[&str]) -> HashMap<String, f64> {
+    let mut args = vec![
         "report",
         "--stdio",
         "--no-group",
@@ -76,6 +76,7 @@ fn leader_shares(dir: &Path, data: &str) -> HashMap<String, f64> {
         "-i",
         data,
     ];
+    args.extend_from_slice(extra);
     let o = run_in(dir, "perf", &args);
     assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
     let mut periods: HashMap<String, u64> = HashMap::new();
@@ -357,7 +358,7 @@ fn group_recordings_with_read_values_are_read_issue_30() {
     );
     // What perf report shows most of is here too (exact agreement:
     // group_leader_samples_weigh_their_read_values_as_perf_report_does_issue_30).
-    let perf = lump_plt(leader_shares(d.path(), "group.data"));
+    let perf = lump_plt(leader_shares(d.path(), "group.data", &[]));
     let ours = lump_plt(prfcmp_shares(d.path(), "group.data", &[]));
     for (n, p) in perf.iter().filter(|(_, &p)| p > 5.0) {
         let o = ours.get(n).copied().unwrap_or(0.0);
@@ -649,12 +650,15 @@ fn group_leader_samples_weigh_their_read_values_as_perf_report_does_issue_30() {
     // value since the previous sample of the same id, not by its period.
     let d = tempdir();
     let data = testdata("import/group-read.data");
-    let ours = lump_plt(prfcmp_shares(d.path(), data.to_str().unwrap(), &[]));
+    // The recording kernel's symbols, kept with the fixture: it reads alike on any kernel.
+    let ksyms = testdata("import/group-read.kallsyms");
+    let ksyms = ["--kallsyms", ksyms.to_str().unwrap()];
+    let ours = lump_plt(prfcmp_shares(d.path(), data.to_str().unwrap(), &ksyms));
     // The recorded values' deltas (perf report 6.1 --no-group, read once from the fixture).
-    let do_syscall_64 = 18_646_183.0 * 100.0 / ours_total_period(d.path(), &data);
+    let do_syscall_64 = 18_066_074.0 * 100.0 / ours_total_period(d.path(), &data, &ksyms);
     assert!((ours["do_syscall_64"] - do_syscall_64).abs() < 1e-6, "{ours:?}");
     if perf_usable(false) {
-        let perf = lump_plt(leader_shares(d.path(), data.to_str().unwrap()));
+        let perf = lump_plt(leader_shares(d.path(), data.to_str().unwrap(), &ksyms));
         assert!(assert_every_share_agrees(&perf, &ours, "group-read.data") >= 10);
     }
     // Live, with call chains: the same agreement, the stacks read too.
@@ -665,26 +669,15 @@ fn group_leader_samples_weigh_their_read_values_as_perf_report_does_issue_30() {
     let dd = ["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=512", "count=200000"];
     let events = ["-e", "{cpu-clock,task-clock}:S", "-g", "-o", "g.data"];
     perf_record_any(d.path(), &[&events[..], &dd[..]].concat());
-    let perf = lump_plt(leader_shares(d.path(), "g.data"));
+    let perf = lump_plt(leader_shares(d.path(), "g.data", &[]));
     let ours = lump_plt(prfcmp_shares(d.path(), "g.data", &[]));
     assert!(assert_every_share_agrees(&perf, &ours, "g.data") >= 5);
 }
 
 /// The sum of the periods prfcmp counts for `data` (its JSON `run1`, in seconds), in ns.
-fn ours_total_period(dir: &Path, data: &Path) -> f64 {
-    let o = prfcmp_alone(
-        dir,
-        data,
-        &[
-            "--keep-clones",
-            "--idle-symbols",
-            "",
-            "--cutoff",
-            "0",
-            "--format",
-            "json",
-        ],
-    );
+fn ours_total_period(dir: &Path, data: &Path, extra: &[&str]) -> f64 {
+    let args = ["--keep-clones", "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
+    let o = prfcmp_alone(dir, data, &[&args[..], extra].concat());
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = v["rows"].as_array().unwrap();
     rows.iter().map(|r| r["run1"].as_f64().unwrap()).sum::<f64>() * 1e9
@@ -702,26 +695,29 @@ fn pipe_mode_tracepoints_are_named_from_the_tracing_data_issue_30() {
     // here (sched:sched_switch, its EVENT_DESC and name updates taken out) and KDAB
     // perfparser's uprobe stream.
     let d = tempdir();
-    for (file, event) in [
-        ("import/tracepoint-pipe.data", "sched:sched_switch"),
-        ("import/probe-stream.data", "probe_untitled1:main"),
+    let ksyms = testdata("import/tracepoint-pipe.kallsyms");
+    let ksyms = ksyms.to_str().unwrap();
+    for (file, event, extra) in [
+        ("import/tracepoint-pipe.data", "sched:sched_switch", &["--kallsyms", ksyms][..]),
+        ("import/probe-stream.data", "probe_untitled1:main", &[][..]),
     ] {
         let data = testdata(file);
-        let o = prfcmp_alone(d.path(), &data, &ALL_ROWS);
+        let all_rows = [&ALL_ROWS[..], extra].concat();
+        let o = prfcmp_alone(d.path(), &data, &all_rows);
         assert_eq!(json_event(&o), event, "{file}");
         // Asked for by name, from standard input too.
-        let named = prfcmp_alone(d.path(), &data, &[&ALL_ROWS[..], &["--event", event]].concat());
+        let named = prfcmp_alone(d.path(), &data, &[&all_rows[..], &["--event", event]].concat());
         assert_eq!(json_shares(&named), json_shares(&o), "{file}");
         let o = Command::new(PRFCMP)
             .args(["-", data.to_str().unwrap()])
-            .args(ALL_ROWS)
+            .args(&all_rows)
             .args(["--event", event])
             .stdin(std::fs::File::open(&data).unwrap())
             .output()
             .unwrap();
         assert!(o.status.success(), "{file}: {}", stderr(&o));
         if perf_usable(false) {
-            let perf = perf_report_shares(d.path(), data.to_str().unwrap(), event, &[]);
+            let perf = perf_report_shares(d.path(), data.to_str().unwrap(), event, extra);
             assert_every_share_agrees(&perf, &json_shares(&named), file);
         }
     }
