@@ -3,6 +3,8 @@
 
 #[cfg(feature = "parquet")]
 pub mod dataset;
+#[cfg(feature = "parquet")]
+pub mod group;
 pub mod inputs;
 pub mod prfcmp;
 pub mod upcmp;

@@ -176,8 +176,8 @@ fn print_report(out: &UpcmpOutput, format: cli::FormatArg) -> anyhow::Result<()>
 
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
-        if let Some(args) = dataset_cli::dataset_command(&std::env::args_os().collect::<Vec<_>>()) {
-            return dataset_cli::export(args);
+        if let Some(done) = dataset_cli::dataset_command(&std::env::args_os().collect::<Vec<_>>()) {
+            return done;
         }
         let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);
