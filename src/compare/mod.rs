@@ -4,6 +4,7 @@
 //! formatted by the renderers of the report layer.
 
 pub mod bench;
+pub mod changepoint;
 pub mod counters;
 #[cfg(test)]
 mod frame_simulation;

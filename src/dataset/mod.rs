@@ -5,6 +5,7 @@
 pub mod export;
 pub mod group;
 pub mod layout;
+pub mod scan;
 
 pub use export::{export_run, ExportOptions, ExportSummary};
 
