@@ -157,3 +157,42 @@ fn group_comparison_refuses_an_empty_side() {
     assert!(stderr(&out).contains("no run matches side 2"), "{}", stderr(&out));
     assert!(!tmp.path().join("res").join("results").exists());
 }
+
+/// The group query of docs/dataset.md run by Spark SQL in local mode (scripts/spark_group.py)
+/// gives upcmp's per-function means to 1e-9. Takes about 3 minutes (a JVM and Spark's
+/// planning); skipped without Python's pyspark unless `UPCMP_REQUIRE_SPARK=1`.
+#[test]
+fn spark_means_agree_with_upcmp() {
+    let have = std::process::Command::new("python3")
+        .args(["-c", "import pyspark"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        assert!(
+            std::env::var("UPCMP_REQUIRE_SPARK").as_deref() != Ok("1"),
+            "python3 -c 'import pyspark' failed"
+        );
+        eprintln!("skipped: no pyspark for python3 (pip install pyspark; needs Java 17)");
+        return;
+    }
+    let tmp = tempdir();
+    let (r1, r2) = (crate::util::testdata("demo/run1"), crate::util::testdata("demo/run2"));
+    for (r, side) in [(&r1, "side=a"), (&r2, "side=b")] {
+        let out = run_in(tmp.path(), UPCMP, &["export", r.to_str().unwrap(), "--to", "ds", "--label", side]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = run_in(tmp.path(), UPCMP, &[r1.to_str().unwrap(), r2.to_str().unwrap(), "res", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = crate::util::repo().join("scripts/spark_group.py");
+    let out = run_in(tmp.path(), "python3", &[script.to_str().unwrap(), "ds", "res"]);
+    let said = crate::util::stdout(&out);
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    // At least the functions of the demo's nine tests were compared.
+    let compared: usize = said
+        .split(" compared")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(compared > 500, "{said}");
+}

@@ -50,29 +50,11 @@ struct RepRow {
     operations: Option<i64>,
 }
 
-/// A table read through polars' lazy scan: hive partitions as strings (a kernel `6.1` is
-/// no number), only `columns`.
+/// Only `columns` of a whole table, through the dataset's lazy scan (hive partitions as
+/// strings, projection pushed down).
 fn scan_table(dataset: &Path, table: &str, columns: &[&str]) -> Result<DataFrame, DatasetError> {
-    let dir = dataset.join(table);
-    if !crate::fsio::is_real_dir(&dir) {
-        return Err(DatasetError::Usage(format!(
-            "{}: no {table} table: not a dataset written by upcmp export (docs/dataset.md)",
-            dataset.display()
-        )));
-    }
-    let glob = format!("{}/**/*.parquet", dir.display());
-    let args = ScanArgsParquet {
-        hive_options: HiveOptions {
-            schema: Some(Arc::new(Schema::from_iter(
-                ["test", "kernel", "host"].map(|k| Field::new(k.into(), DataType::String)),
-            ))),
-            try_parse_dates: false,
-            ..HiveOptions::new_enabled()
-        },
-        ..Default::default()
-    };
     let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
-    Ok(LazyFrame::scan_parquet(PlRefPath::new(glob.as_str()), args)?
+    Ok(super::scan::scan_table(dataset, table, &super::scan::Selection::default())?
         .select(cols)
         .collect()?)
 }
