@@ -66,7 +66,9 @@ fn write_run(dir: &Path, host: &str, speed: f64, change: f64, started: &str, rng
     .unwrap();
     fs::write(
         dir.join("upcmp-run"),
-        format!("format: 2\ntool-version: 0\ncommand: uprun x {started}\nstarted: {started}\nstatus: completed\nruns: 1\n"),
+        format!(
+            "format: 2\ntool-version: 0\ncommand: uprun x {started}\nstarted: {started}\nstatus: completed\nruns: 1\n"
+        ),
     )
     .unwrap();
 }
@@ -111,7 +113,11 @@ fn rows(res: &Path) -> Vec<(String, f64, f64, bool)> {
 }
 
 fn compare(root: &Path) -> std::process::Output {
-    run_in(root, UPCMP, &["ds", "--side", "side=a", "--side", "side=b", "res", "-q"])
+    run_in(
+        root,
+        UPCMP,
+        &["ds", "--side", "side=a", "--side", "side=b", "res", "-q"],
+    )
 }
 
 #[test]
@@ -178,10 +184,18 @@ fn spark_means_agree_with_upcmp() {
     let tmp = tempdir();
     let (r1, r2) = (crate::util::testdata("demo/run1"), crate::util::testdata("demo/run2"));
     for (r, side) in [(&r1, "side=a"), (&r2, "side=b")] {
-        let out = run_in(tmp.path(), UPCMP, &["export", r.to_str().unwrap(), "--to", "ds", "--label", side]);
+        let out = run_in(
+            tmp.path(),
+            UPCMP,
+            &["export", r.to_str().unwrap(), "--to", "ds", "--label", side],
+        );
         assert!(out.status.success(), "{}", stderr(&out));
     }
-    let out = run_in(tmp.path(), UPCMP, &[r1.to_str().unwrap(), r2.to_str().unwrap(), "res", "-q"]);
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &[r1.to_str().unwrap(), r2.to_str().unwrap(), "res", "-q"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let script = crate::util::repo().join("scripts/spark_group.py");
     let out = run_in(tmp.path(), "python3", &[script.to_str().unwrap(), "ds", "res"]);

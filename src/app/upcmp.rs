@@ -399,7 +399,14 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             (cmp, stacks, stack_files)
         }
     };
-    publish_results(results_dir, cmp, stacks, stack_files, opts.html, opts.compare.hide_noise)
+    publish_results(
+        results_dir,
+        cmp,
+        stacks,
+        stack_files,
+        opts.html,
+        opts.compare.hide_noise,
+    )
 }
 
 /// Claims `results_dir` for upcmp (its lock, held until dropped), refusing one owned by

@@ -507,7 +507,11 @@ fn export_run(opts: &UprunOptions, outdir: &Path, outcome: &RunOutcome, out: &mu
         return Ok(());
     };
     if outcome.status != Status::Completed {
-        let _ = writeln!(out, "uprun: the run is not complete: not exported to {}", dataset.display());
+        let _ = writeln!(
+            out,
+            "uprun: the run is not complete: not exported to {}",
+            dataset.display()
+        );
         return Ok(());
     }
     let mut o = crate::dataset::ExportOptions::default();

@@ -54,9 +54,11 @@ struct RepRow {
 /// strings, projection pushed down).
 fn scan_table(dataset: &Path, table: &str, columns: &[&str]) -> Result<DataFrame, DatasetError> {
     let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
-    Ok(super::scan::scan_table(dataset, table, &super::scan::Selection::default())?
-        .select(cols)
-        .collect()?)
+    Ok(
+        super::scan::scan_table(dataset, table, &super::scan::Selection::default())?
+            .select(cols)
+            .collect()?,
+    )
 }
 
 /// The files of one table for some runs of one test, read in one scan (no hive columns:
@@ -67,7 +69,10 @@ fn read_files(paths: &[PathBuf]) -> Result<DataFrame, DatasetError> {
         glob: false,
         ..Default::default()
     };
-    let paths: Vec<PlRefPath> = paths.iter().map(|p| PlRefPath::new(p.to_string_lossy().as_ref())).collect();
+    let paths: Vec<PlRefPath> = paths
+        .iter()
+        .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
+        .collect();
     Ok(LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)?.collect()?)
 }
 
@@ -177,7 +182,10 @@ fn pairs(dataset: &Path, table: &str) -> Result<HashMap<(String, String), Vec<(S
 
 /// The selectors as one says them: `kernel=6.1,commit=abc`.
 pub fn describe(sel: &Selectors) -> String {
-    sel.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    sel.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The runs of `dataset` each side selects, as two runs for the comparison.
@@ -315,7 +323,13 @@ fn build_tests(
     mut rows: Vec<RepRow>,
 ) -> Result<BTreeMap<String, Vec<(String, StoredRepetition)>>, DatasetError> {
     rows.sort_by(|a, b| {
-        (&a.test, &a.host, &a.started, &a.run_id, a.repetition).cmp(&(&b.test, &b.host, &b.started, &b.run_id, b.repetition))
+        (&a.test, &a.host, &a.started, &a.run_id, a.repetition).cmp(&(
+            &b.test,
+            &b.host,
+            &b.started,
+            &b.run_id,
+            b.repetition,
+        ))
     });
     let mut by_test: BTreeMap<String, Vec<RepRow>> = BTreeMap::new();
     for r in rows {
@@ -327,10 +341,16 @@ fn build_tests(
             let mut seen = BTreeSet::new();
             rows.iter()
                 .filter(|r| seen.insert(r.run_id.clone()))
-                .map(|r| partition_dir(dataset, table, &r.test, &r.kernel, &r.host).join(format!("{}.parquet", r.run_id)))
+                .map(|r| {
+                    partition_dir(dataset, table, &r.test, &r.kernel, &r.host).join(format!("{}.parquet", r.run_id))
+                })
                 .collect()
         };
-        for p in files("functions").iter().chain(&files("benchmarks")).chain(&files("counters")) {
+        for p in files("functions")
+            .iter()
+            .chain(&files("benchmarks"))
+            .chain(&files("counters"))
+        {
             std::fs::symlink_metadata(p).map_err(io_err(p))?;
         }
         let functions = read_files(&files("functions"))?;
@@ -406,7 +426,11 @@ fn build_tests(
         let mut reps = Vec::with_capacity(rows.len());
         for r in &rows {
             let key = (r.run_id.clone(), r.repetition);
-            let unit = if r.unit == "ns" { Unit::Nanoseconds } else { Unit::Events };
+            let unit = if r.unit == "ns" {
+                Unit::Nanoseconds
+            } else {
+                Unit::Events
+            };
             let functions: Vec<FunctionSamples> = fns
                 .remove(&key)
                 .unwrap_or_default()
@@ -521,7 +545,11 @@ pub fn block_adjust(x: [&[(usize, Option<f64>)]; 2], hosts: usize, c: f64) -> [V
 /// Pairs one test's two sides by host: repetitions of hosts that ran one side only are
 /// left out when some host ran both; every quantity is adjusted by [`block_adjust`].
 /// Returns the notes for the report.
-fn block_by_host(test: &str, a: &mut Vec<(String, StoredRepetition)>, b: &mut Vec<(String, StoredRepetition)>) -> Vec<String> {
+fn block_by_host(
+    test: &str,
+    a: &mut Vec<(String, StoredRepetition)>,
+    b: &mut Vec<(String, StoredRepetition)>,
+) -> Vec<String> {
     let set = |v: &[(String, StoredRepetition)]| v.iter().map(|r| host_of(&r.0).to_string()).collect::<BTreeSet<_>>();
     let (h1, h2) = (set(a), set(b));
     let paired: Vec<String> = h1.intersection(&h2).cloned().collect();

@@ -118,7 +118,9 @@ pub struct RunArgs {
 fn label(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() && !k.contains(['\n', '\0']) && !v.contains('\0') => Ok((k.into(), v.into())),
-        _ => Err(format!("expected KEY=VALUE with a non-empty KEY (e.g. commit=3f2a1b), got {s:?}")),
+        _ => Err(format!(
+            "expected KEY=VALUE with a non-empty KEY (e.g. commit=3f2a1b), got {s:?}"
+        )),
     }
 }
 
