@@ -40,8 +40,8 @@ for n in $sizes; do
   echo "n=$n export: $(echo "$total $n" | awk '{printf "%.1f ms", 1000 * $1 / $2}') per run, peak ${peak} MiB; dataset $(echo "$bytes $n" | awk '{printf "%.1f kB", $1 / $2 / 1000}') per run ($(echo "$bytes" | awk '{printf "%.0f MB", $1 / 1e6}') in all)"
 
   ds="$d/ds"
-  if "$bin/upcmp" history --help >/dev/null 2>&1; then
-    r=$(measure "$bin/upcmp" history "$ds" --test big "$d/hist")
+  if "$bin/upcmp" history --help 2>/dev/null | grep -q "Usage: upcmp history"; then
+    r=$(measure "$bin/upcmp" history "$ds" --test big)
     echo "n=$n history (upcmp history, test big): ${r% *} s, peak ${r#* } MiB"
   fi
   q="WITH f AS (SELECT * FROM read_parquet('$ds/functions/**/*.parquet', hive_partitioning = true) WHERE test = 'big'),

@@ -514,8 +514,9 @@ fn export_run(opts: &UprunOptions, outdir: &Path, outcome: &RunOutcome, out: &mu
         );
         return Ok(());
     }
-    let mut o = crate::dataset::ExportOptions::default();
-    o.labels = opts.export_labels.clone();
+    let o = crate::dataset::ExportOptions {
+        labels: opts.export_labels.clone(),
+    };
     let done = super::dataset::export_runs(&[outdir.to_path_buf()], dataset, &o).map_err(|e| {
         UprunError::Export(format!(
             "the run is complete in {}, but exporting it to {} failed: {e}",

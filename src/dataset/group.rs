@@ -164,8 +164,11 @@ fn rep_rows(dataset: &Path) -> Result<Vec<RepRow>, DatasetError> {
     Ok(out)
 }
 
+/// Each `(run_id, test)`'s `(key, value)` pairs.
+type Pairs = HashMap<(String, String), Vec<(String, String)>>;
+
 /// `(run_id, test)` -> its `(key, value)` pairs of a key-value table (labels, system).
-fn pairs(dataset: &Path, table: &str) -> Result<HashMap<(String, String), Vec<(String, String)>>, DatasetError> {
+fn pairs(dataset: &Path, table: &str) -> Result<Pairs, DatasetError> {
     let df = scan_table(dataset, table, &["run_id", "schema_version", "test", "key", "value"])?;
     check_version(dataset, &df)?;
     let mut out: HashMap<_, Vec<_>> = HashMap::new();
@@ -356,7 +359,7 @@ fn build_tests(
         let functions = read_files(&files("functions"))?;
         let benchmarks = read_files(&files("benchmarks"))?;
         let counters = read_files(&files("counters"))?;
-        let mut fns: HashMap<(String, i64), Vec<(String, String, i64, f64)>> = HashMap::new();
+        let mut fns: HashMap<(String, i64), Vec<FunctionRow>> = HashMap::new();
         for (((((id, rep), f), m), n), w) in strs(&functions, "run_id")?
             .zip(i64s(&functions, "repetition")?)
             .zip(strs(&functions, "function")?)
@@ -481,6 +484,9 @@ fn build_tests(
     }
     Ok(out)
 }
+
+/// A function's row: name, module, samples, weight.
+type FunctionRow = (String, String, i64, f64);
 
 /// The profile's one CPU holding the sums of its functions.
 fn with_totals(mut p: Profile) -> Profile {
