@@ -13,6 +13,7 @@ mod everyday;
 mod fuzz;
 mod group;
 mod hackbench_helpers;
+mod history;
 mod hostile;
 mod hostile_names;
 mod html;

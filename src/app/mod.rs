@@ -5,6 +5,8 @@
 pub mod dataset;
 #[cfg(feature = "parquet")]
 pub mod group;
+#[cfg(feature = "parquet")]
+pub mod history;
 pub mod inputs;
 pub mod prfcmp;
 pub mod upcmp;

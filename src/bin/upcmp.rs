@@ -6,6 +6,8 @@ mod cli;
 mod dataset_cli;
 #[path = "common/generate.rs"]
 mod generate;
+#[path = "common/history_cli.rs"]
+mod history_cli;
 
 use clap::Parser;
 use std::io::Write;
@@ -176,8 +178,15 @@ fn print_report(out: &UpcmpOutput, format: cli::FormatArg) -> anyhow::Result<()>
 
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
-        if let Some(done) = dataset_cli::dataset_command(&std::env::args_os().collect::<Vec<_>>()) {
-            return done;
+        let argv = std::env::args_os().collect::<Vec<_>>();
+        if let Some(args) = dataset_cli::dataset_command(&argv) {
+            return match args[0].to_str() {
+                Some("upcmp history") => history_cli::history(args),
+                _ => dataset_cli::export(args),
+            };
+        }
+        if dataset_cli::is_group(&argv) {
+            return dataset_cli::group(argv);
         }
         let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);

@@ -117,7 +117,7 @@ fn best_split(runs: &[&[f64]], min_runs: usize) -> Option<(f64, usize)> {
             let within_x = if at >= 2 { left[at] / pairs(m) } else { 0.0 };
             let within_y = if n - at >= 2 { right[at] / pairs(o) } else { 0.0 };
             let q = m * o / (m + o) * (2.0 * between / (m * o) - within_x - within_y);
-            if best.is_none_or(|b| q > b.0) {
+            if best.map_or(true, |b| q > b.0) {
                 best = Some((q, k));
             }
         }
@@ -207,26 +207,36 @@ fn mean(xs: &[f64]) -> f64 {
 /// Whether the newest run departs from the runs since the last change point: one run's
 /// mean against the k run means before it, t = d / (s·√(1 + 1/k)) with ν = k − 1 (a
 /// prediction interval), two-sided. None when it cannot tell: fewer than 3 runs before
-/// it in the segment, or no spread among them.
+/// it in the segment, or no spread among them and another value in the newest run.
 pub fn newest_departs(runs: &[Vec<f64>], cps: &[ChangePoint]) -> Option<NewestRun> {
     let (newest, before) = runs.split_last()?;
     if newest.is_empty() {
         return None;
     }
-    let start = cps.iter().map(|c| c.index).filter(|&i| i < runs.len() - 1).max().unwrap_or(0);
-    let means: Vec<f64> = before[start..].iter().filter(|r| !r.is_empty()).map(|r| mean(r)).collect();
+    let start = cps
+        .iter()
+        .map(|c| c.index)
+        .filter(|&i| i < runs.len() - 1)
+        .max()
+        .unwrap_or(0);
+    let means: Vec<f64> = before[start..]
+        .iter()
+        .filter(|r| !r.is_empty())
+        .map(|r| mean(r))
+        .collect();
     let k = means.len() as f64;
     if means.len() < 3 {
         return None;
     }
     let m = mean(&means);
     let s2 = means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1.0);
-    if s2 <= 0.0 {
-        return None;
-    }
     let d = mean(newest) - m;
-    let t = d / (s2 * (1.0 + 1.0 / k)).sqrt();
-    let p = 2.0 * (1.0 - t_cdf(t.abs(), k - 1.0));
+    // A constant segment: the same value again is no change; another is not measurable.
+    let p = match (s2 > 0.0, d == 0.0) {
+        (true, _) => 2.0 * (1.0 - t_cdf((d / (s2 * (1.0 + 1.0 / k)).sqrt()).abs(), k - 1.0)),
+        (false, true) => 1.0,
+        (false, false) => return None,
+    };
     Some(NewestRun {
         delta: d,
         baseline: m,

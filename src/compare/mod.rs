@@ -8,6 +8,7 @@ pub mod changepoint;
 pub mod counters;
 #[cfg(test)]
 mod frame_simulation;
+pub mod history;
 pub mod imported;
 pub mod moves;
 pub mod runs;

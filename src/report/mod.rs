@@ -7,6 +7,7 @@ pub mod flame;
 mod flat;
 pub mod format;
 pub mod gprof;
+pub mod history;
 pub mod html;
 pub mod mail;
 pub mod markdown;

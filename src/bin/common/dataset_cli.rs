@@ -1,5 +1,5 @@
-//! upcmp's dataset commands (`upcmp export`, `upcmp DATASET --side ...`), parsed apart from
-//! the two-run comparison.
+//! upcmp's dataset commands (`upcmp export`, `upcmp history`, `upcmp DATASET --side ...`),
+//! parsed apart from the two-run comparison.
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -142,14 +142,19 @@ pub fn group(_: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
     anyhow::bail!("this upcmp was built without the parquet feature: rebuild with cargo install --features parquet")
 }
 
-/// Runs the dataset command `argv` names (`upcmp export ...`, or a comparison with
-/// `--side`), if any.
-pub fn dataset_command(argv: &[std::ffi::OsString]) -> Option<anyhow::Result<ExitCode>> {
-    if argv.get(1).map(|a| a == "export") == Some(true) {
-        let mut v = vec![std::ffi::OsString::from("upcmp export")];
-        v.extend(argv[2..].iter().cloned());
-        return Some(export(v));
-    }
+/// Whether `argv` is a group comparison (`upcmp DATASET --side ...`).
+pub fn is_group(argv: &[std::ffi::OsString]) -> bool {
     let side = |a: &std::ffi::OsString| a.to_str().is_some_and(|a| a == "--side" || a.starts_with("--side="));
-    argv.iter().skip(1).any(side).then(|| group(argv.to_vec()))
+    argv.iter().skip(1).any(side)
+}
+
+/// The dataset command `argv` names, if any (`export`, `history`): its arguments, the
+/// command name first.
+pub fn dataset_command(argv: &[std::ffi::OsString]) -> Option<Vec<std::ffi::OsString>> {
+    let cmd = argv.get(1)?.to_str()?;
+    ["export", "history"].contains(&cmd).then(|| {
+        let mut v = vec![std::ffi::OsString::from(format!("upcmp {cmd}"))];
+        v.extend(argv[2..].iter().cloned());
+        v
+    })
 }
