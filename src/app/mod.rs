@@ -4,6 +4,8 @@
 #[cfg(feature = "parquet")]
 pub mod dataset;
 #[cfg(feature = "parquet")]
+pub mod group;
+#[cfg(feature = "parquet")]
 pub mod history;
 pub mod inputs;
 pub mod prfcmp;

@@ -337,15 +337,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         Inputs::Recordings { .. } => {}
     }
     // First, so that a second upcmp writing the same directory stops at once.
-    let claim =
-        claim_dir(&opts.results_dir, "upcmp", opts.allow_shared_parent).map_err(|source| UpcmpError::Publish {
-            path: opts.results_dir.clone(),
-            source,
-        })?;
-    check_not_foreign(&claim.path, opts.allow_foreign_run).map_err(|source| UpcmpError::Publish {
-        path: opts.results_dir.clone(),
-        source,
-    })?;
+    let claim = claim_results(&opts.results_dir, opts.allow_shared_parent, opts.allow_foreign_run)?;
     let results_dir = claim.path.as_path();
     let (cmp, stacks, stack_files) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
@@ -407,6 +399,43 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             (cmp, stacks, stack_files)
         }
     };
+    publish_results(
+        results_dir,
+        cmp,
+        stacks,
+        stack_files,
+        opts.html,
+        opts.compare.hide_noise,
+    )
+}
+
+/// Claims `results_dir` for upcmp (its lock, held until dropped), refusing one owned by
+/// another user unless `allow_foreign`.
+pub(crate) fn claim_results(
+    results_dir: &Path,
+    allow_shared_parent: bool,
+    allow_foreign: bool,
+) -> Result<crate::store::outdir::Claim, UpcmpError> {
+    let claim = claim_dir(results_dir, "upcmp", allow_shared_parent).map_err(|source| UpcmpError::Publish {
+        path: results_dir.to_path_buf(),
+        source,
+    })?;
+    check_not_foreign(&claim.path, allow_foreign).map_err(|source| UpcmpError::Publish {
+        path: results_dir.to_path_buf(),
+        source,
+    })?;
+    Ok(claim)
+}
+
+/// Renders the comparison and publishes the claimed `results_dir` whole.
+pub(crate) fn publish_results(
+    results_dir: &Path,
+    cmp: RunComparison,
+    stacks: Option<RunStacks>,
+    stack_files: Vec<(String, Vec<u8>)>,
+    html: bool,
+    hide_noise: bool,
+) -> Result<UpcmpOutput, UpcmpError> {
     let mut report = Vec::new();
     text::render_runs(&cmp, &mut report)?;
     if let Some(s) = &stacks {
@@ -419,9 +448,9 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         let dir = &*dir;
         std::thread::scope(|s| {
             let json = s.spawn(|| dir.write("results.json", |w| export::write_json(&cmp, w)));
-            let page = opts.html.then(|| {
+            let page = html.then(|| {
                 s.spawn(|| {
-                    let html_opts = HtmlOptions::new(opts.compare.hide_noise);
+                    let html_opts = HtmlOptions::new(hide_noise);
                     dir.write("results.html", |w| {
                         html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, w)
                     })

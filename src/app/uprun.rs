@@ -81,6 +81,11 @@ pub struct UprunOptions {
     /// Record what the kernel counted over each test (`TEST/counters`: /proc counters and
     /// counting perf events on every CPU).
     pub counters: bool,
+    /// Add the completed run to this dataset (`--export DATASET`, docs/dataset.md); needs
+    /// the `parquet` feature.
+    pub export_to: Option<PathBuf>,
+    /// `KEY=VALUE` labels of the exported run (`--label`).
+    pub export_labels: Vec<(String, String)>,
 }
 
 impl UprunOptions {
@@ -109,6 +114,8 @@ impl UprunOptions {
             allow_foreign_run: false,
             max_output: crate::collect::run::DEFAULT_MAX_OUTPUT,
             counters: true,
+            export_to: None,
+            export_labels: Vec::new(),
         }
     }
 }
@@ -147,6 +154,9 @@ pub enum UprunError {
     /// The counting events could not be opened.
     #[error("opening the counting perf events: {0}")]
     Counting(io::Error),
+    /// The run is complete, but adding it to the dataset failed.
+    #[error("{0}")]
+    Export(String),
     /// A count that must be at least one.
     #[error("{what} must be at least 1")]
     Zero {
@@ -435,6 +445,13 @@ fn run_in_voice(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, 
     // The look at the machine before the first test begins now: its wait (it measures
     // what else runs) passes while uprun prepares, which it does not count.
     let machine_check = CheckWindow::begin();
+    if opts.export_to.is_some() && !cfg!(feature = "parquet") {
+        return Err(UprunError::Arguments(
+            "--export: this build has no dataset (built without the parquet feature): rebuild with \
+             cargo install --features parquet"
+                .into(),
+        ));
+    }
     let mut p = prepare(opts, out)?;
     for line in reap_orphans() {
         let _ = writeln!(out, "uprun: {line}");
@@ -479,7 +496,51 @@ fn run_in_voice(opts: &UprunOptions, out: &mut dyn Write) -> Result<RunOutcome, 
     marker.ended = Some(now_utc());
     marker.status = outcome.status;
     marker.write(&outdir)?;
+    export_run(opts, &outdir, &outcome, out)?;
     Ok(outcome)
+}
+
+/// `--export DATASET`: adds the completed run to the dataset (an interrupted one is not).
+#[cfg(feature = "parquet")]
+fn export_run(opts: &UprunOptions, outdir: &Path, outcome: &RunOutcome, out: &mut dyn Write) -> Result<(), UprunError> {
+    let Some(dataset) = &opts.export_to else {
+        return Ok(());
+    };
+    if outcome.status != Status::Completed {
+        let _ = writeln!(
+            out,
+            "uprun: the run is not complete: not exported to {}",
+            dataset.display()
+        );
+        return Ok(());
+    }
+    let o = crate::dataset::ExportOptions {
+        labels: opts.export_labels.clone(),
+    };
+    let done = super::dataset::export_runs(&[outdir.to_path_buf()], dataset, &o).map_err(|e| {
+        UprunError::Export(format!(
+            "the run is complete in {}, but exporting it to {} failed: {e}",
+            outdir.display(),
+            dataset.display()
+        ))
+    })?;
+    for s in done {
+        let _ = writeln!(
+            out,
+            "uprun: exported to {} as run {} ({} tests, {} bytes)",
+            dataset.display(),
+            s.run_id,
+            s.tests,
+            s.bytes
+        );
+    }
+    Ok(())
+}
+
+/// Without the `parquet` feature, `--export` is refused before the run begins.
+#[cfg(not(feature = "parquet"))]
+fn export_run(_: &UprunOptions, _: &Path, _: &RunOutcome, _: &mut dyn Write) -> Result<(), UprunError> {
+    Ok(())
 }
 
 /// Describes the run and runs every test of the list (each repetition), until the end or

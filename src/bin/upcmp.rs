@@ -178,11 +178,15 @@ fn print_report(out: &UpcmpOutput, format: cli::FormatArg) -> anyhow::Result<()>
 
 fn main() -> ExitCode {
     run("upcmp", EXIT_BAD_INPUT, || {
-        if let Some(args) = dataset_cli::dataset_command(&std::env::args_os().collect::<Vec<_>>()) {
+        let argv = std::env::args_os().collect::<Vec<_>>();
+        if let Some(args) = dataset_cli::dataset_command(&argv) {
             return match args[0].to_str() {
                 Some("upcmp history") => history_cli::history(args),
                 _ => dataset_cli::export(args),
             };
+        }
+        if dataset_cli::is_group(&argv) {
+            return dataset_cli::group(argv);
         }
         let Some(a) = generate::parse_or_generate::<Args>(|a| a.generate)? else {
             return Ok(ExitCode::SUCCESS);

@@ -3,6 +3,7 @@
 //! Spark) reads unchanged. Built only with the `parquet` cargo feature.
 
 pub mod export;
+pub mod group;
 pub mod layout;
 pub mod scan;
 

@@ -105,6 +105,23 @@ pub struct RunArgs {
     /// to measure what recording them costs.
     #[arg(long)]
     pub no_counters: bool,
+    /// Add the completed run to a dataset of Parquet files (docs/dataset.md), as
+    /// `upcmp export OUTDIR --to DATASET` does, e.g. --export /shared/ds --label commit=3f2a1b.
+    #[arg(long, value_name = "DATASET")]
+    pub export: Option<PathBuf>,
+    /// A KEY=VALUE label of the exported run (commit, patch, ...); repeatable; needs --export.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label, requires = "export")]
+    pub labels: Vec<(String, String)>,
+}
+
+/// `KEY=VALUE` with a non-empty key.
+fn label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !k.contains(['\n', '\0']) && !v.contains('\0') => Ok((k.into(), v.into())),
+        _ => Err(format!(
+            "expected KEY=VALUE with a non-empty KEY (e.g. commit=3f2a1b), got {s:?}"
+        )),
+    }
 }
 
 /// `auto` and every event name uprun knows, for clap's check and completions.
@@ -138,6 +155,8 @@ impl RunArgs {
         o.allow_foreign_run = self.allow_foreign_run;
         o.max_output = self.max_output_mib << 20;
         o.counters = !self.no_counters;
+        o.export_to = self.export.clone();
+        o.export_labels = self.labels.clone();
         o.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         o
     }
