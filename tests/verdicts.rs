@@ -248,9 +248,7 @@ fn issue_31_a_test_list_key_declares_the_same_benchmark() {
     let tmp = verdict_runs(&["base", "worse"]);
     let d = tmp.path();
     set_command(d, "worse", "unixperf -forkwait -loop 100000 -repeat 2");
-    let keyed = |run: &str, key: &str| {
-        edit(&d.join(run).join("test_list"), |t| format!("key={key} {t}"))
-    };
+    let keyed = |run: &str, key: &str| edit(&d.join(run).join("test_list"), |t| format!("key={key} {t}"));
     keyed("worse", "fw");
     let (code, reason) = verdict(d, &["base", "worse", "r1"]);
     assert_eq!(code, Some(125), "a key on one side only: {reason}");
@@ -458,7 +456,10 @@ fn issue_31_kernel_settings_are_diffed() {
 fn section(text: &str, from: &str, to: &str) -> String {
     let lines: Vec<&str> = text.lines().skip_while(|l| !l.starts_with(from)).collect();
     let at = lines.iter().position(|l| l.starts_with(to)).unwrap_or(lines.len());
-    let end = lines[at..].iter().position(|l| l.is_empty()).map_or(lines.len(), |k| at + k);
+    let end = lines[at..]
+        .iter()
+        .position(|l| l.is_empty())
+        .map_or(lines.len(), |k| at + k);
     lines[..end].join("\n") + "\n"
 }
 
@@ -469,7 +470,10 @@ fn section(text: &str, from: &str, to: &str) -> String {
 fn issue_31_kernel_settings_in_mail_and_markdown() {
     let s1 = fs::read_to_string(testdata("settings/run1")).unwrap();
     let s2 = fs::read_to_string(testdata("settings/run2")).unwrap();
-    let s2 = s2.replace("sysctl.kernel.numa_balancing 0", "sysctl.kernel.numa_balancing 0|\x1b[31mred");
+    let s2 = s2.replace(
+        "sysctl.kernel.numa_balancing 0",
+        "sysctl.kernel.numa_balancing 0|\x1b[31mred",
+    );
     let tmp = runs_with_settings(Some(&s1), Some(&s2));
     let o = run_in(tmp.path(), UPCMP, &["base", "better", "r1", "--format", "mail"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -513,12 +517,20 @@ fn issue_31_many_config_differences_and_old_runs() {
     // The mail counts them as the text does; markdown folds all of them into a block.
     let o = run_in(tmp.path(), UPCMP, &["base", "better", "m", "--format", "mail"]);
     let mail = crate::util::stdout(&o);
-    assert!(mail.contains("    kernel config: 300 options differ, the first: CONFIG_OPT000"), "{mail}");
-    assert!(!mail.contains("CONFIG_OPT299") && mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
+    assert!(
+        mail.contains("    kernel config: 300 options differ, the first: CONFIG_OPT000"),
+        "{mail}"
+    );
+    assert!(
+        !mail.contains("CONFIG_OPT299") && mail.lines().all(|l| l.chars().count() <= 80),
+        "{mail}"
+    );
     let o = run_in(tmp.path(), UPCMP, &["base", "better", "md", "--format", "markdown"]);
     let md = crate::util::stdout(&o);
     assert!(
-        md.contains("<details><summary>Kernel configuration: 300 options differ</summary>\n\n| Option | Run 1 | Run 2 |"),
+        md.contains(
+            "<details><summary>Kernel configuration: 300 options differ</summary>\n\n| Option | Run 1 | Run 2 |"
+        ),
         "{md}"
     );
     assert!(md.contains("| CONFIG\\_OPT299 | y | m |\n\n</details>"), "{md}");

@@ -775,7 +775,11 @@ mod tests {
         let u = unlike_commands("unixperf -getpid -loop 5", "unixperf -getpid -loop 9", None);
         assert_eq!(u.len(), 1);
         assert!(u[0].no_speed_ratio && u[0].no_summary_ratio, "{u:?}");
-        let u = unlike_commands("unixperf -getpid -loop 5", "unixperf -getpid -loop 9", Some("--same-test"));
+        let u = unlike_commands(
+            "unixperf -getpid -loop 5",
+            "unixperf -getpid -loop 9",
+            Some("--same-test"),
+        );
         assert!(!u[0].no_speed_ratio && u[0].no_summary_ratio, "{u:?}");
         let u = unlike_commands("unixperf -getpid", "unixperf -getppid", Some("--same-test"));
         assert!(!u[0].no_speed_ratio && !u[0].no_summary_ratio, "{u:?}");

@@ -189,7 +189,11 @@ fn render_settings(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(out)
     };
-    writeln!(out, "Kernel settings that differ ({}; each file `settings` of the runs):\n", d.len())?;
+    writeln!(
+        out,
+        "Kernel settings that differ ({}; each file `settings` of the runs):\n",
+        d.len()
+    )?;
     let (config, other): (Vec<&SystemDifference>, Vec<&SystemDifference>) = d.iter().partition(|x| is_config(x));
     // The text report's order: the other settings, then the configuration's options.
     if config.len() <= super::text::CONFIG_LINES {
