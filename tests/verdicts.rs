@@ -231,12 +231,45 @@ fn issue_31_wrappers_are_compared_other_benchmarks_refused() {
     assert!(
         reason.contains(
             "cannot test: forkwait: the sides ran different benchmarks ('unixperf -forkwait -loop 200000 -repeat 2' \
-             vs 'unixperf -forkwait -loop 100000 -repeat 2'; --same-test forkwait compares them)"
+             vs 'unixperf -forkwait -loop 100000 -repeat 2'; --same-test forkwait, or one key=KEY before the test \
+             on both test_list lines, compares them)"
         ),
         "{reason}"
     );
     let (code, reason) = verdict(d, &["base", "worse", "r5", "--same-test", "forkwait"]);
     assert_eq!(code, Some(1), "{reason}");
+}
+
+// Issue 31: the test_list says two lines are one benchmark (`key=KEY` before the test, in
+// both lists, so in both runs' copies): compared as with --same-test; a key on one side
+// only, or two keys, is no declaration, and the sides stay refused.
+#[test]
+fn issue_31_a_test_list_key_declares_the_same_benchmark() {
+    let tmp = verdict_runs(&["base", "worse"]);
+    let d = tmp.path();
+    set_command(d, "worse", "unixperf -forkwait -loop 100000 -repeat 2");
+    let keyed = |run: &str, key: &str| edit(&d.join(run).join("test_list"), |t| format!("key={key} {t}"));
+    keyed("worse", "fw");
+    let (code, reason) = verdict(d, &["base", "worse", "r1"]);
+    assert_eq!(code, Some(125), "a key on one side only: {reason}");
+    keyed("base", "other");
+    let (code, reason) = verdict(d, &["base", "worse", "r2"]);
+    assert_eq!(code, Some(125), "two keys: {reason}");
+    edit(&d.join("base/test_list"), |t| t.replace("key=other", "key=fw"));
+    let (code, reason) = verdict(d, &["base", "worse", "r3"]);
+    assert_eq!(code, Some(1), "one key: {reason}");
+    let (text, _, _) = compared(d, &["base", "worse", "r4"]);
+    let json = fs::read_to_string(d.join("r4/results.json")).unwrap();
+    assert!(
+        text.contains(
+            "WARNING: forkwait: the runs differ in command: 'unixperf -forkwait -loop 200000 -repeat 2' vs \
+             'unixperf -forkwait -loop 100000 -repeat 2'; declared the same test (key=fw in both test lists): \
+             compared; they did different amounts of work"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("-5.9% ops/s (significant)"), "{text}");
+    assert!(json.contains("key=fw in both test lists"), "{json}");
 }
 
 const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
@@ -418,6 +451,43 @@ fn issue_31_kernel_settings_are_diffed() {
     assert_eq!(d[0]["key"], "cmdline");
 }
 
+/// The lines of `text` from the one that starts with `from` to the first blank line
+/// after a line that starts with `to` (both kept).
+fn section(text: &str, from: &str, to: &str) -> String {
+    let lines: Vec<&str> = text.lines().skip_while(|l| !l.starts_with(from)).collect();
+    let at = lines.iter().position(|l| l.starts_with(to)).unwrap_or(lines.len());
+    let end = lines[at..]
+        .iter()
+        .position(|l| l.is_empty())
+        .map_or(lines.len(), |k| at + k);
+    lines[..end].join("\n") + "\n"
+}
+
+// Issue 31: the mail and markdown reports show the kernel settings that differ too,
+// their names and values escaped (no control character of a run's file reaches them; in
+// markdown `|` and `_` cannot break the table); golden files.
+#[test]
+fn issue_31_kernel_settings_in_mail_and_markdown() {
+    let s1 = fs::read_to_string(testdata("settings/run1")).unwrap();
+    let s2 = fs::read_to_string(testdata("settings/run2")).unwrap();
+    let s2 = s2.replace(
+        "sysctl.kernel.numa_balancing 0",
+        "sysctl.kernel.numa_balancing 0|\x1b[31mred",
+    );
+    let tmp = runs_with_settings(Some(&s1), Some(&s2));
+    let o = run_in(tmp.path(), UPCMP, &["base", "better", "r1", "--format", "mail"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mail = crate::util::stdout(&o);
+    assert!(mail.lines().all(|l| l.chars().count() <= 80), "{mail}");
+    assert!(!mail.contains('\x1b'), "{mail}");
+    crate::util::assert_golden(&section(&mail, "System", "  Kernel settings"), "settings/expected_mail");
+    let o = run_in(tmp.path(), UPCMP, &["base", "better", "r2", "--format", "markdown"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = crate::util::stdout(&o);
+    assert!(!md.contains('\x1b'), "{md}");
+    crate::util::assert_golden(&section(&md, "System:", "| Setting"), "settings/expected_markdown");
+}
+
 // Issue 31: hundreds of configuration differences are counted in the text, all of them
 // in the page and the JSON; a run without a settings file still compares, with a note.
 #[test]
@@ -444,6 +514,26 @@ fn issue_31_many_config_differences_and_old_runs() {
     assert!(page.contains("CONFIG_OPT299"));
     let json = fs::read_to_string(tmp.path().join("r/results.json")).unwrap();
     assert!(json.contains("config.CONFIG_OPT299"));
+    // The mail counts them as the text does; markdown folds all of them into a block.
+    let o = run_in(tmp.path(), UPCMP, &["base", "better", "m", "--format", "mail"]);
+    let mail = crate::util::stdout(&o);
+    assert!(
+        mail.contains("    kernel config: 300 options differ, the first: CONFIG_OPT000"),
+        "{mail}"
+    );
+    assert!(
+        !mail.contains("CONFIG_OPT299") && mail.lines().all(|l| l.chars().count() <= 80),
+        "{mail}"
+    );
+    let o = run_in(tmp.path(), UPCMP, &["base", "better", "md", "--format", "markdown"]);
+    let md = crate::util::stdout(&o);
+    assert!(
+        md.contains(
+            "<details><summary>Kernel configuration: 300 options differ</summary>\n\n| Option | Run 1 | Run 2 |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| CONFIG\\_OPT299 | y | m |\n\n</details>"), "{md}");
 
     let tmp = runs_with_settings(None, Some(&config("m")));
     let (text, _, _) = compared(tmp.path(), &["base", "better", "r"]);

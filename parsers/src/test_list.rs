@@ -5,6 +5,7 @@
 //! forkwait                      unixperf test, default options
 //! pipeping1 -loop 50000         unixperf test with its options
 //! hackbench: hackbench 4 process 1000    external command (run by /bin/sh)
+//! key=fw forkwait -loop 5000    the benchmark's key: upcmp takes two sides of one key for one benchmark
 //! ```
 //!
 //! A test's name is the name of its directory in the run, so it is at most
@@ -57,7 +58,13 @@ pub struct TestLine {
     pub line: usize,
     /// What it asks for.
     pub spec: TestSpec,
+    /// The benchmark's key (`key=KEY` before the test): two runs' tests of one name and
+    /// one key are the same benchmark, whatever their options or loop counts.
+    pub key: Option<String>,
 }
+
+/// The word that gives a line its benchmark key.
+pub const KEY_PREFIX: &str = "key=";
 
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'
@@ -81,7 +88,28 @@ pub fn parse_test_list(text: &str, file: &str) -> Result<Vec<TestLine>, ParseErr
             number: n,
             text: raw,
         };
-        let start = &raw[raw.len() - raw.trim_start().len()..];
+        let mut start = &raw[raw.len() - raw.trim_start().len()..];
+        let mut line = line;
+        // "key=fw forkwait -loop 5000": the key comes first, so neither unixperf's options
+        // nor a command's words can be taken for it.
+        let mut key = None;
+        if let Some(after) = line.strip_prefix(KEY_PREFIX) {
+            let word = &after[..after.find(char::is_whitespace).unwrap_or(after.len())];
+            if word.is_empty() || !word.chars().all(is_name_char) {
+                return Err(l.error(
+                    start,
+                    "'key=KEY' with KEY of letters, digits, '_', '-', '.', then the test (e.g. 'key=fw forkwait')",
+                ));
+            }
+            let rest = after[word.len()..].trim_start();
+            if rest.is_empty() {
+                return Err(l.error("", format!("a test after 'key={word}'")));
+            }
+            key = Some(word.to_string());
+            line = rest;
+            // `rest` ends where the trimmed line ends: it starts this far into the line.
+            start = &raw[raw.trim_end().len() - rest.len()..];
+        }
         let first = line.split_whitespace().next().unwrap_or_default();
         let spec = if first.contains(':') {
             let (name, command) = l.parse_all(
@@ -129,7 +157,7 @@ pub fn parse_test_list(text: &str, file: &str) -> Result<Vec<TestLine>, ParseErr
                 format!("a test name of at most {MAX_TEST_NAME_BYTES} bytes (it names a directory)"),
             ));
         }
-        out.push(TestLine { line: n, spec });
+        out.push(TestLine { line: n, spec, key });
     }
     if out.is_empty() {
         return Err(ParseError::whole(
@@ -210,6 +238,42 @@ mod tests {
         assert_eq!((e.line, e.column), (2, 3));
         assert!(e.expected.contains("at most 200 bytes"), "{e}");
         assert!(parse_test_list(&format!("{name}x -loop 1\n"), "tl").is_err());
+    }
+
+    #[test]
+    fn a_key_names_the_benchmark() {
+        let text = "forkwait\n  key=fw   forkwait -loop 5000\nkey=hb.1 hb: hackbench 2\n";
+        let t = parse_test_list(text, "t").unwrap();
+        assert_eq!(t[0].key, None);
+        assert_eq!(t[1].key.as_deref(), Some("fw"));
+        assert_eq!(
+            t[1].spec,
+            TestSpec::Unixperf {
+                test: "forkwait".into(),
+                args: vec!["-loop".into(), "5000".into()]
+            }
+        );
+        assert_eq!(t[2].key.as_deref(), Some("hb.1"));
+        assert_eq!(t[2].spec.name(), "hb");
+        // Only the first word is a key: a command's own 'key=' is the command's.
+        let t = parse_test_list("x: env key=1 true\n", "t").unwrap();
+        assert_eq!(t[0].key, None);
+    }
+
+    #[test]
+    fn bad_keys_are_located() {
+        let e = parse_test_list("forkwait\n key=a/b forkwait\n", "tl").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 2));
+        assert!(e.expected.contains("'key=KEY'"), "{e}");
+        let e = parse_test_list("key= forkwait\n", "tl").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 1));
+        let e = parse_test_list("key=fw   \n", "tl").unwrap_err();
+        assert!(e.expected.contains("a test after 'key=fw'"), "{e}");
+        // Errors in the test after a key point into the test, not the key.
+        let e = parse_test_list("key=fw  fork$wait\n", "tl").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 9));
+        let e = parse_test_list("key=fw a/b: ls\n", "tl").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 9));
     }
 
     #[test]

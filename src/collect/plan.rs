@@ -166,7 +166,7 @@ fn plan_lines(list: &TestList, unixperf: Option<&Path>) -> Result<Vec<PlannedTes
     for (line, dir) in lines.into_iter().zip(dirs) {
         let (argv, shown_args) = match &line.spec {
             TestSpec::Unixperf { test, args } => {
-                check_unixperf_line(&list.text, name, line.line, test, args)?;
+                check_unixperf_line(&list.text, name, line.line, usize::from(line.key.is_some()), test, args)?;
                 let exe = unixperf.ok_or_else(|| PlanError::NoUnixperf {
                     list: name.to_string(),
                     line: line.line,
@@ -213,13 +213,21 @@ fn word_columns(line: &str) -> Vec<usize> {
 /// Checks a unixperf line with unixperf's own parser: an unknown test, an unknown or
 /// misspelt option, a missing or malformed value are errors naming the line and column,
 /// with the nearest valid spelling.
-fn check_unixperf_line(text: &str, file: &str, line_no: usize, test: &str, args: &[String]) -> Result<(), ParseError> {
+/// `first` is the test's word on the line: 1 after a `key=KEY`, else 0.
+fn check_unixperf_line(
+    text: &str,
+    file: &str,
+    line_no: usize,
+    first: usize,
+    test: &str,
+    args: &[String],
+) -> Result<(), ParseError> {
     let Err(problem) = unixperf::options::check_test_args(test, args) else {
         return Ok(());
     };
     let columns = text.lines().nth(line_no - 1).map(word_columns).unwrap_or_default();
-    // Word 0 is the test, word k + 1 the k-th argument.
-    let word = problem.arg.map_or(0, |k| k + 1);
+    // Word `first` is the test, word first + k + 1 the k-th argument.
+    let word = first + problem.arg.map_or(0, |k| k + 1);
     let column = columns.get(word).or(columns.last()).copied().unwrap_or(1);
     let hint = problem
         .suggestion
@@ -354,6 +362,13 @@ mod tests {
         let e = plan(&list("forkwait -loop\n"), exe).unwrap_err().to_string();
         assert!(e.starts_with("tl:1:"), "{e}");
         assert!(plan(&list("forkwait -loop 10 -repeat 2\nhackbench -groups 2\n"), exe).is_ok());
+        // After a key the columns still point at the word at fault.
+        let e = plan(&list("key=fw forkwait -loop x\n"), exe).unwrap_err().to_string();
+        assert!(e.starts_with("tl:1:23: expected "), "{e}");
+        let e = plan(&list("key=fw forkwiat\n"), exe).unwrap_err().to_string();
+        assert!(e.starts_with("tl:1:8: expected a unixperf test name"), "{e}");
+        let t = plan(&list("key=fw forkwait -loop 10\n"), exe).unwrap();
+        assert_eq!(t[0].argv[1..], ["-forkwait", "-loop", "10"]);
     }
 
     #[test]

@@ -267,12 +267,12 @@ fn split_wrappers<'a>(c1: &'a str, c2: &'a str) -> (Wrapped<'a>, Wrapped<'a>) {
 
 /// How the sides of a test were not run alike (docs/upcmp.md, "Like with like"). A
 /// changed benchmark (another test, other options, another loop count) is refused: no
-/// speed ratio, no R2/R1 and no verdict, unless `same_test` (`--same-test NAME`) says
-/// the sides are the same test. A changed way of running the same benchmark (a wrapper
+/// speed ratio, no R2/R1 and no verdict, unless `declared` says how the user declared the
+/// sides the same test (`--same-test NAME`, or one `key=KEY` on both test_list lines). A changed way of running the same benchmark (a wrapper
 /// before its command: taskset, numactl, chrt, env, a seccomp setter) is warned and
 /// compared. Copies are refused. Events are warned about by the comparison of the
 /// profiles.
-pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest, same_test: bool) -> Vec<Unlike> {
+pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest, declared: Option<&str>) -> Vec<Unlike> {
     let (r1, r2) = (&t1.repetitions[0], &t2.repetitions[0]);
     let command = |r: &StoredRepetition| {
         r.status
@@ -282,7 +282,7 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest, same_test: bool) -> Vec<Un
     };
     let mut out = Vec::new();
     if let (Some(c1), Some(c2)) = (command(r1), command(r2)) {
-        out.extend(unlike_commands(&c1, &c2, same_test));
+        out.extend(unlike_commands(&c1, &c2, declared));
     }
     let copies = |r: &StoredRepetition| r.status.as_ref().map(|s| s.copies);
     if let (Some(k1), Some(k2)) = (copies(r1), copies(r2)) {
@@ -335,8 +335,8 @@ pub fn unlike_sides(t1: &StoredTest, t2: &StoredTest, same_test: bool) -> Vec<Un
 }
 
 /// What differs between the commands `c1` and `c2` of a test's sides: their wrappers
-/// (warned), their benchmarks (refused unless `same_test`), or both.
-fn unlike_commands(c1: &str, c2: &str, same_test: bool) -> Vec<Unlike> {
+/// (warned), their benchmarks (refused unless `declared` the same test), or both.
+fn unlike_commands(c1: &str, c2: &str, declared: Option<&str>) -> Vec<Unlike> {
     let (w1, w2) = split_wrappers(c1, c2);
     let mut out = Vec::new();
     let shown = |w: &[&str]| match w.is_empty() {
@@ -358,28 +358,43 @@ fn unlike_commands(c1: &str, c2: &str, same_test: bool) -> Vec<Unlike> {
     }
     let (b1, b2) = (w1.benchmark.join(" "), w2.benchmark.join(" "));
     let same_work = operation_of(&b1) == operation_of(&b2);
-    let (effect, refused) = match (same_test, same_work) {
-        (false, _) => (
-            "they ran different benchmarks: no speed ratio, no R2/R1 and no verdict (--same-test NAME compares \
-             them as one test)",
+    let (effect, refused) = match (declared, same_work) {
+        (None, _) => (
+            "they ran different benchmarks: no speed ratio, no R2/R1 and no verdict (--same-test NAME, or one \
+             key=KEY before the test on both test_list lines, compares them as one test)"
+                .to_string(),
             true,
         ),
-        (true, true) => (
-            "declared the same test (--same-test): compared; they did different amounts of work, so the \
-             Profiling Summary's R2/R1 is not given",
+        (Some(how), true) => (
+            format!(
+                "declared the same test ({how}): compared; they did different amounts of work, so the Profiling \
+                 Summary's R2/R1 is not given"
+            ),
             false,
         ),
-        (true, false) => ("declared the same test (--same-test): compared", false),
+        (Some(how), false) => (format!("declared the same test ({how}): compared"), false),
     };
     out.push(Unlike {
         item: "command".into(),
         run1: b1,
         run2: b2,
-        effect: effect.into(),
+        effect,
         no_summary_ratio: refused || same_work,
         no_speed_ratio: refused,
     });
     out
+}
+
+/// How the user declared the two sides of a test the same benchmark, if they did: by
+/// `--same-test NAME`, or by one `key=KEY` on the test's line in both runs' test lists.
+fn declared_same(t1: &StoredTest, t2: &StoredTest, opts: &CompareOptions) -> Option<String> {
+    if opts.same_tests.contains(&t1.name) {
+        return Some("--same-test".into());
+    }
+    match (&t1.key, &t2.key) {
+        (Some(k1), Some(k2)) if k1 == k2 => Some(format!("key={k1} in both test lists")),
+        _ => None,
+    }
 }
 
 /// Compares the test `name`, present (with a profile) in both runs. The profiles'
@@ -400,8 +415,7 @@ fn compare_test(t1: &mut StoredTest, t2: &mut StoredTest, opts: &CompareOptions)
     if c1 != c2 {
         notes.push(format!("the runs sampled {c1} and {c2} CPUs"));
     }
-    let same_test = opts.same_tests.contains(&t1.name);
-    let unlike = unlike_sides(t1, t2, same_test);
+    let unlike = unlike_sides(t1, t2, declared_same(t1, t2, opts).as_deref());
     let no_summary_ratio = unlike.iter().any(|u| u.no_summary_ratio);
     let no_speed_ratio = unlike.iter().any(|u| u.no_speed_ratio);
     let mut bench = compare_bench(&s1.bench, &s2.bench);
@@ -754,18 +768,22 @@ mod tests {
     // A changed wrapper is compared, a changed benchmark refused unless declared the same.
     #[test]
     fn changed_benchmarks_are_refused_unless_declared_the_same() {
-        let u = unlike_commands("unixperf -getpid", "env X=1 unixperf -getpid", false);
+        let u = unlike_commands("unixperf -getpid", "env X=1 unixperf -getpid", None);
         assert_eq!(u.len(), 1);
         assert_eq!((u[0].item.as_str(), u[0].run1.as_str()), ("wrapper", "none"));
         assert!(!u[0].no_speed_ratio && !u[0].no_summary_ratio);
-        let u = unlike_commands("unixperf -getpid -loop 5", "unixperf -getpid -loop 9", false);
+        let u = unlike_commands("unixperf -getpid -loop 5", "unixperf -getpid -loop 9", None);
         assert_eq!(u.len(), 1);
         assert!(u[0].no_speed_ratio && u[0].no_summary_ratio, "{u:?}");
-        let u = unlike_commands("unixperf -getpid -loop 5", "unixperf -getpid -loop 9", true);
+        let u = unlike_commands(
+            "unixperf -getpid -loop 5",
+            "unixperf -getpid -loop 9",
+            Some("--same-test"),
+        );
         assert!(!u[0].no_speed_ratio && u[0].no_summary_ratio, "{u:?}");
-        let u = unlike_commands("unixperf -getpid", "unixperf -getppid", true);
+        let u = unlike_commands("unixperf -getpid", "unixperf -getppid", Some("--same-test"));
         assert!(!u[0].no_speed_ratio && !u[0].no_summary_ratio, "{u:?}");
-        assert!(unlike_commands("/a/unixperf -getpid", "/b/unixperf -getpid", false).is_empty());
+        assert!(unlike_commands("/a/unixperf -getpid", "/b/unixperf -getpid", None).is_empty());
     }
 
     // Only unixperf's -loop and -repeat values leave the operation the same.

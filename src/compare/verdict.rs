@@ -184,7 +184,8 @@ pub fn fail_if_worse(r: &RunComparison, limit_pct: f64) -> FailVerdict {
         if let Some(u) = unlike.iter().find(|u| u.no_speed_ratio) {
             v.untested.push(match u.item.as_str() {
                 "command" => format!(
-                    "{0}: the sides ran different benchmarks ('{1}' vs '{2}'; --same-test {0} compares them)",
+                    "{0}: the sides ran different benchmarks ('{1}' vs '{2}'; --same-test {0}, or one key=KEY before \
+                     the test on both test_list lines, compares them)",
                     t.name, u.run1, u.run2
                 ),
                 item => format!("{}: the sides differ in {item} ('{}' vs '{}')", t.name, u.run1, u.run2),

@@ -267,6 +267,12 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
             para(out, &n, "  ", "  ")?;
         }
     }
+    // The text report's lines, the options counted beyond a screenful: a mail is read
+    // whole, and the page and the JSON list them all.
+    for line in super::text::settings_lines(r) {
+        let indent = " ".repeat(2 + line.len() - line.trim_start().len());
+        para(out, &line, &indent, &format!("{indent}  "))?;
+    }
     writeln!(out)?;
     for t in &r.tests {
         let name = format!(" {} ", Shown(&t.name));

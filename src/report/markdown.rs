@@ -120,6 +120,7 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
     } else {
         writeln!(out, "System: {}\n", cell(&super::text::system_summary(r)))?;
     }
+    render_settings(r, out)?;
     for t in &r.tests {
         writeln!(out, "### {}\n", cell(&t.name))?;
         match &t.outcome {
@@ -169,6 +170,45 @@ pub fn render_runs(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The kernel settings that differ, every one of them: the configuration's options in a
+/// folded block of their own when there are more than the text report lists.
+fn render_settings(r: &RunComparison, out: &mut dyn Write) -> io::Result<()> {
+    use crate::compare::runs::SystemDifference;
+    use crate::compare::settings::is_config;
+    let d = &r.setting_differences;
+    if d.is_empty() {
+        return Ok(());
+    }
+    let table = |out: &mut dyn Write, head: &str, rows: &[&SystemDifference]| -> io::Result<()> {
+        writeln!(out, "| {head} | Run 1 | Run 2 |\n|:--|:--|:--|")?;
+        for x in rows {
+            let key = x.key.strip_prefix("config.").unwrap_or(&x.key);
+            writeln!(out, "| {} | {} | {} |", cell(key), cell(&x.run1), cell(&x.run2))?;
+        }
+        writeln!(out)
+    };
+    writeln!(
+        out,
+        "Kernel settings that differ ({}; each file `settings` of the runs):\n",
+        d.len()
+    )?;
+    let (config, other): (Vec<&SystemDifference>, Vec<&SystemDifference>) = d.iter().partition(|x| is_config(x));
+    // The text report's order: the other settings, then the configuration's options.
+    if config.len() <= super::text::CONFIG_LINES {
+        return table(out, "Setting", &[other, config].concat());
+    }
+    if !other.is_empty() {
+        table(out, "Setting", &other)?;
+    }
+    writeln!(
+        out,
+        "<details><summary>Kernel configuration: {} options differ</summary>\n",
+        config.len()
+    )?;
+    table(out, "Option", &config)?;
+    writeln!(out, "</details>\n")
 }
 
 /// System Activity: the counters the text report lists.

@@ -604,9 +604,14 @@ pub(crate) fn settings_lines(r: &RunComparison) -> Vec<String> {
     lines.extend(
         d.iter()
             .filter(|x| !is_config(x))
-            .map(|x| format!("  {}", difference_line(x))),
+            .map(|x| format!("  {}", escaped(&difference_line(x)))),
     );
-    let config: Vec<String> = d.iter().filter(|x| is_config(x)).map(difference_line).collect();
+    // A run's files are foreign input: their values are escaped like any name.
+    let config: Vec<String> = d
+        .iter()
+        .filter(|x| is_config(x))
+        .map(|x| escaped(&difference_line(x)).into_owned())
+        .collect();
     if config.len() <= CONFIG_LINES {
         lines.extend(config.iter().map(|l| format!("  {l}")));
     } else {

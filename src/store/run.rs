@@ -38,6 +38,8 @@ pub struct StoredRepetition {
 pub struct StoredTest {
     /// Its directory name.
     pub name: String,
+    /// The benchmark's key its test_list line gives it (`key=KEY`), if any.
+    pub key: Option<String>,
     /// Its repetitions with a profile, in order; empty when the test has no profile (it
     /// did not run, or was interrupted before its profile was written).
     pub repetitions: Vec<StoredRepetition>,
@@ -175,7 +177,7 @@ pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
     let run = Run::open(dir)?;
     let system = system::read(dir)?;
     let mut tests = Vec::new();
-    for name in &run.test_dirs {
+    for (name, line) in run.test_dirs.iter().zip(&run.tests) {
         // Each name is one of the run's own: no search of the list per test.
         let reps = repetition_dirs(&run.dir.join(name))?;
         let stacks = if run.marker.kind == RunKind::Upsrun && has_stacks(&reps) {
@@ -191,6 +193,7 @@ pub fn load_run(dir: &Path) -> Result<StoredRun, StoreError> {
         check_same_cpus(&repetitions)?;
         tests.push(StoredTest {
             name: name.clone(),
+            key: line.key.clone(),
             repetitions,
             stacks,
         });
