@@ -427,7 +427,10 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
     pub fn add(&mut self, r: &Record) {
         match r {
             Record::Sample(s) => {
-                if !self.filter.is_empty() && !self.filter.keeps(s.cpu, s.pid, s.tid, s.mode, self.threads.get(s.tid)) {
+                if !self.filter.is_empty()
+                    && !(self.filter.keeps(s.cpu, s.pid, s.tid, s.mode, self.threads.get(s.tid))
+                        && self.filter.keeps_owner(s.owner))
+                {
                     return;
                 }
                 if s.mode == Mode::User && self.user_by == UserBy::Comm {
@@ -504,6 +507,7 @@ mod tests {
             period: None,
             pc,
             callchain: vec![],
+            owner: None,
         })
     }
 

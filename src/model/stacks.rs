@@ -649,6 +649,7 @@ mod tests {
             period: None,
             pc,
             callchain,
+            owner: None,
         })
     }
 

@@ -77,7 +77,7 @@ impl SamplesWriter {
     }
 
     // k 0 -80 = -7eef5b80 +af5c7c
-    // s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0
+    // s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0 %t
     fn write_sample(&mut self, s: &Sample) -> Result<(), StoreError> {
         let chain = if s.callchain.is_empty() {
             None
@@ -95,6 +95,9 @@ impl SamplesWriter {
         res = res.and_then(|_| write!(o, " {:x}", s.pc));
         if let Some(id) = chain {
             res = res.and_then(|_| write!(o, " *{id}"));
+        }
+        if let Some(w) = s.owner {
+            res = res.and_then(|_| write!(o, " %{}", w.code()));
         }
         res.and_then(|_| writeln!(o)).map_err(io_err(&self.path))
     }
@@ -235,6 +238,7 @@ mod tests {
             period: Some(1_000_000),
             pc,
             callchain: callchain.to_vec(),
+            owner: None,
         })
     }
 
@@ -273,6 +277,8 @@ mod tests {
                 period: None,
                 pc: 0xffffffff81000000,
                 callchain: vec![0xfffffffffffffe00, 0x10],
+                // Issue 31: whose the sample is comes back.
+                owner: Some(upcmp_parsers::samples::Owner::Other),
             }),
             Record::Lost { cpu: 1, count: 3 },
             Record::Fork {
@@ -414,6 +420,7 @@ mod tests {
                 period,
                 pc: 0x401000,
                 callchain: vec![0xfffffffffffffe00, 0x401000, 0x402000],
+                owner: None,
             };
             assert_eq!(back[1], Record::Sample(want), "version {version}");
         }
