@@ -394,7 +394,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             };
             let mut run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
-            crate::compare::owners::attach(&mut cmp, &run1, &run2)?;
+            crate::compare::owners::attach(&mut cmp, &run1, &run2, opts.filter.only_test)?;
             cmp.warnings.extend(super::inputs::same_run(dir1, dir2));
             compare_settings(&mut cmp, dir1, dir2)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));

@@ -215,11 +215,13 @@ mod tests {
 
 /// Adds to every compared test of `cmp` whose time each side's processes held (the mean
 /// of its repetitions, from their `samples.gz`), and the note on busy other processes; a
-/// note at the top when a side's samples do not say whose they are.
+/// note at the top when a side's samples do not say whose they are. With `only_test`
+/// (the profiles hold the test's samples alone), the others' time is none.
 pub fn attach(
     cmp: &mut super::runs::RunComparison,
     run1: &crate::store::run::StoredRun,
     run2: &crate::store::run::StoredRun,
+    only_test: bool,
 ) -> Result<(), StoreError> {
     use super::runs::TestOutcome;
     let side = |run: &crate::store::run::StoredRun, name: &str| -> Result<Option<OwnerTime>, StoreError> {
@@ -231,7 +233,17 @@ pub fn attach(
                 None => return Ok(None),
             }
         }
-        Ok((!all.is_empty()).then(|| OwnerTime::mean(&all)))
+        Ok((!all.is_empty()).then(|| {
+            let mean = OwnerTime::mean(&all);
+            if only_test {
+                OwnerTime {
+                    test: mean.test,
+                    ..OwnerTime::default()
+                }
+            } else {
+                mean
+            }
+        }))
     };
     let mut unattributed = [false; 2];
     for t in &mut cmp.tests {
