@@ -59,7 +59,10 @@ fn owners(results: &Path, test: &str) -> (serde_json::Value, serde_json::Value) 
 
 /// The values of the Profiling Summary line `name` of the probe's section: (run 1, run 2).
 fn summary_line(report: &str, name: &str) -> (f64, f64) {
-    let section = report.split("probe results").nth(1).unwrap_or_else(|| panic!("{report}"));
+    let section = report
+        .split("probe results")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{report}"));
     let line = section
         .lines()
         .find(|l| l.trim_start().starts_with(name))
@@ -135,14 +138,23 @@ fn a_busy_process_beside_the_test_is_other_processes_time() {
     let (test1, test2) = summary_line(&report, "the test's processes");
     assert!(test1 < 0.5 && test2 < 0.5, "the probe sleeps: {test1} {test2}");
     // Over 5% of the CPU time: the note names it.
-    assert!(report.contains("upcmp --only-test") && report.contains("upcmpbusy "), "{report}");
+    assert!(
+        report.contains("upcmp --only-test") && report.contains("upcmpbusy "),
+        "{report}"
+    );
 
     // --only-test: the spinner (and every other process) is gone.
     let out = upcmp(dir, &["quiet", "busy", "only", "--only-test"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let only = stdout(&out);
     assert_eq!(summary_line(&only, "other processes"), (0.0, 0.0), "{only}");
-    assert!(!only.contains("user:upcmpbusy") && only.contains("--only-test"), "{only}");
+    let cpu = |report: &str| summary_line(report, "CPU time");
+    assert_eq!(cpu(&only), summary_line(&only, "the test's processes"), "{only}");
+    assert!(cpu(&only).1 < cpu(&report).1, "{only}");
+    assert!(
+        !only.contains("user:upcmpbusy") && only.contains("--only-test"),
+        "{only}"
+    );
 
     // The benchmark's verdict is the same beside the spinner as without it.
     let verdict = |run: &str| {

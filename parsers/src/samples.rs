@@ -911,7 +911,9 @@ mod tests {
 
     #[test]
     fn issue_31_owners_are_read_from_version_5_on() {
-        let v5 = format!("{HEADER}\ns 5 0 7 7 u 401000 %t\ns 1 1 0 0 k ffffffff81000000 %k\ns 1 0 9 9 u 1 %o\ns 1 0 9 9 u 1\n");
+        let v5 = format!(
+            "{HEADER}\ns 5 0 7 7 u 401000 %t\ns 1 1 0 0 k ffffffff81000000 %k\ns 1 0 9 9 u 1 %o\ns 1 0 9 9 u 1\n"
+        );
         let owners: Vec<Option<Owner>> = read(&v5)
             .unwrap()
             .iter()
@@ -920,7 +922,10 @@ mod tests {
                 _ => panic!("{r:?}"),
             })
             .collect();
-        assert_eq!(owners, [Some(Owner::Test), Some(Owner::Kernel), Some(Owner::Other), None]);
+        assert_eq!(
+            owners,
+            [Some(Owner::Test), Some(Owner::Kernel), Some(Owner::Other), None]
+        );
         let e = read(&format!("{HEADER_V4}\ns 5 0 7 7 u 401000 %t\n")).unwrap_err();
         assert!(e.to_string().contains("version 5"), "{e}");
         assert!(read(&format!("{HEADER}\ns 5 0 7 7 u 401000 %x\n")).is_err());

@@ -65,7 +65,11 @@ impl Attribution {
             Owner::Kernel
         } else if test {
             Owner::Test
-        } else if *self.kernel_threads.entry(s.pid).or_insert_with(|| is_kernel_thread(s.pid)) {
+        } else if *self
+            .kernel_threads
+            .entry(s.pid)
+            .or_insert_with(|| is_kernel_thread(s.pid))
+        {
             Owner::Kernel
         } else {
             Owner::Other

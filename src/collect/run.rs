@@ -2,8 +2,8 @@
 //! store: `upout`, `checks`, `samples.gz`, `prfout`, `procstat`, `status` (and
 //! `profile.folded` when asked for). The run as a whole is the application's (uprun, upsrun).
 
-use super::counting::CpuCounters;
 use super::attribution::Attribution;
+use super::counting::CpuCounters;
 use super::group::TestGroup;
 use super::plan::PlannedTest;
 use super::prepare::{run_pre, PreError};

@@ -247,7 +247,9 @@ pub fn attach(
     };
     let mut unattributed = [false; 2];
     for t in &mut cmp.tests {
-        let TestOutcome::Compared { profile, .. } = &mut t.outcome else { continue };
+        let TestOutcome::Compared { profile, .. } = &mut t.outcome else {
+            continue;
+        };
         let (o1, o2) = (side(run1, &t.name)?, side(run2, &t.name)?);
         unattributed[0] |= o1.is_none();
         unattributed[1] |= o2.is_none();

@@ -130,7 +130,9 @@ mod tests {
             ..SampleFilter::default()
         };
         assert!(!test.is_empty() && test.keeps_owner(Some(Owner::Test)));
-        assert!(!test.keeps_owner(Some(Owner::Other)) && !test.keeps_owner(Some(Owner::Kernel)) && !test.keeps_owner(None));
+        assert!(
+            !test.keeps_owner(Some(Owner::Other)) && !test.keeps_owner(Some(Owner::Kernel)) && !test.keeps_owner(None)
+        );
         assert!(all.keeps_owner(None) && all.keeps_owner(Some(Owner::Other)));
         assert_eq!(test.describe(), "--only-test");
     }
