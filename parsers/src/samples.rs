@@ -873,7 +873,7 @@ mod tests {
         assert!(e.expected.contains("at most 4194304 bytes"), "{e}");
         let e = for_each_record(&b""[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
-        let e = for_each_record(&b"upcmp-samples 5\n"[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
+        let e = for_each_record(&b"upcmp-samples 6\n"[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
         assert_eq!(e.line, 1);
     }
 
@@ -937,8 +937,9 @@ mod tests {
         assert_eq!((e.line, e.column), (9, 15));
         assert!(parse_record("x", "f", 1).is_err());
         assert!(parse_record("s 5 1 10", "f", 1).is_err());
-        assert!(check_header("upcmp-samples 5", "f").is_err());
-        assert_eq!(check_header(HEADER, "f"), Ok(Version::V4));
+        assert!(check_header("upcmp-samples 6", "f").is_err());
+        assert_eq!(check_header(HEADER, "f"), Ok(Version::V5));
+        assert_eq!(check_header(HEADER_V4, "f"), Ok(Version::V4));
         assert_eq!(check_header(HEADER_V3, "f"), Ok(Version::V3));
         assert_eq!(check_header(HEADER_V2, "f"), Ok(Version::V2));
         assert_eq!(check_header(HEADER_V1, "f"), Ok(Version::V1));

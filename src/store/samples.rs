@@ -238,7 +238,7 @@ mod tests {
             period: Some(1_000_000),
             pc,
             callchain: callchain.to_vec(),
-            owner: None,
+            owner: Some(upcmp_parsers::samples::Owner::Test),
         })
     }
 
@@ -329,10 +329,10 @@ mod tests {
         // The example of the parser's documentation and docs/format.md.
         assert_eq!(
             text,
-            "upcmp-samples 4\n\
+            "upcmp-samples 5\n\
              k 0 -80 = -7eef5b80 +af5c7c\n\
-             s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0\n\
-             s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0\n"
+             s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0 %t\n\
+             s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0 %t\n"
         );
         // 1000 samples over 10 chains of 40 frames (and the PC twice, in recursion): ten
         // `k` lines, in the order the chains first come.
