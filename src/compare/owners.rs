@@ -173,46 +173,6 @@ pub fn unattributed_note(sides: &[u8]) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn side(test: f64, other: f64, by: &[(&str, f64)]) -> OwnerTime {
-        OwnerTime {
-            test,
-            kernel: 0.0,
-            other,
-            other_by_command: by.iter().map(|(c, t)| (c.to_string(), *t)).collect(),
-            user_by_command: vec![],
-        }
-    }
-
-    #[test]
-    fn busy_others_are_named_above_five_percent() {
-        let quiet = side(10.0, 0.4, &[("cron", 0.4)]);
-        let busy = side(10.0, 2.0, &[("make", 1.5), ("cc1", 0.5)]);
-        let c = OwnerComparison {
-            run1: quiet.clone(),
-            run2: quiet.clone(),
-        };
-        assert_eq!(c.busy_others_note(10.4, 10.4), None, "3.8% is not busy");
-        let c = OwnerComparison {
-            run1: quiet,
-            run2: busy,
-        };
-        let note = c.busy_others_note(10.4, 12.0).unwrap();
-        assert!(note.contains("run 2 16.7%: make 12.5%, cc1 4.2%"), "{note}");
-        assert!(note.contains("run 1 3.8%: cron 3.8%"), "{note}");
-    }
-
-    #[test]
-    fn repetitions_are_averaged() {
-        let m = OwnerTime::mean(&[side(1.0, 2.0, &[("a", 2.0)]), side(3.0, 0.0, &[])]);
-        assert_eq!((m.test, m.other), (2.0, 1.0));
-        assert_eq!(m.other_by_command, vec![("a".to_string(), 1.0)]);
-    }
-}
-
 /// Adds to every compared test of `cmp` whose time each side's processes held (the mean
 /// of its repetitions, from their `samples.gz`), and the note on busy other processes; a
 /// note at the top when a side's samples do not say whose they are. With `only_test`
@@ -267,4 +227,44 @@ pub fn attach(
         cmp.warnings.push(unattributed_note(&sides));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(test: f64, other: f64, by: &[(&str, f64)]) -> OwnerTime {
+        OwnerTime {
+            test,
+            kernel: 0.0,
+            other,
+            other_by_command: by.iter().map(|(c, t)| (c.to_string(), *t)).collect(),
+            user_by_command: vec![],
+        }
+    }
+
+    #[test]
+    fn busy_others_are_named_above_five_percent() {
+        let quiet = side(10.0, 0.4, &[("cron", 0.4)]);
+        let busy = side(10.0, 2.0, &[("make", 1.5), ("cc1", 0.5)]);
+        let c = OwnerComparison {
+            run1: quiet.clone(),
+            run2: quiet.clone(),
+        };
+        assert_eq!(c.busy_others_note(10.4, 10.4), None, "3.8% is not busy");
+        let c = OwnerComparison {
+            run1: quiet,
+            run2: busy,
+        };
+        let note = c.busy_others_note(10.4, 12.0).unwrap();
+        assert!(note.contains("run 2 16.7%: make 12.5%, cc1 4.2%"), "{note}");
+        assert!(note.contains("run 1 3.8%: cron 3.8%"), "{note}");
+    }
+
+    #[test]
+    fn repetitions_are_averaged() {
+        let m = OwnerTime::mean(&[side(1.0, 2.0, &[("a", 2.0)]), side(3.0, 0.0, &[])]);
+        assert_eq!((m.test, m.other), (2.0, 1.0));
+        assert_eq!(m.other_by_command, vec![("a".to_string(), 1.0)]);
+    }
 }
