@@ -36,6 +36,9 @@ impl OwnerTime {
     /// The time by owner of the test (or repetition) directory `dir`; `None` when its
     /// samples carry no owner (written before version 5) or are not in nanoseconds.
     pub fn of_test_dir(dir: &Path) -> Result<Option<Self>, StoreError> {
+        if !dir.join("samples.gz").is_file() {
+            return Ok(None);
+        }
         let mut names = ThreadNames::default();
         let mut time = [0u128; 3];
         let mut others: HashMap<String, u128> = HashMap::new();
@@ -223,7 +226,8 @@ pub fn attach(
         profile.owners = Some(owners);
     }
     let sides: Vec<u8> = (1..=2).filter(|&k| unattributed[k as usize - 1]).collect();
-    if !sides.is_empty() {
+    // Two runs of before attribution compare as they always did; one of each is noted.
+    if sides.len() == 1 {
         cmp.warnings.push(unattributed_note(&sides));
     }
     Ok(())
