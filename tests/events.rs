@@ -40,6 +40,7 @@ fn sample(cpu: u32, pc: u64, period: u64) -> Record {
         period: Some(period),
         pc,
         callchain: vec![],
+        owner: None,
     })
 }
 

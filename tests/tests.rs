@@ -2,6 +2,7 @@
 
 mod annotate;
 mod architecture;
+mod attribution;
 mod bpf;
 mod clones;
 mod counters;

@@ -43,11 +43,14 @@ use nom::multi::many0;
 use nom::sequence::preceded;
 use nom::Parser;
 
-/// The first line of a samples stream this version writes. Version 4 adds the kernel's
-/// code changes (`y`, `b`); version 3 writes each call chain once (`k`) and samples' times
+/// The first line of a samples stream this version writes. Version 5 says whose each
+/// sample is (`%t`, `%k`, `%o`); version 4 adds the kernel's code changes (`y`, `b`); version 3 writes each call chain once (`k`) and samples' times
 /// as differences; version 2 added each sample's period (`@N`, in the event's unit).
-/// Streams of versions 1 (no periods), 2 and 3 are read too.
-pub const HEADER: &str = "upcmp-samples 4";
+/// Streams of versions 1 (no periods), 2, 3 and 4 are read too.
+pub const HEADER: &str = "upcmp-samples 5";
+
+/// The first line of a version 4 stream.
+pub const HEADER_V4: &str = "upcmp-samples 4";
 
 /// The first line of a version 3 stream.
 pub const HEADER_V3: &str = "upcmp-samples 3";
@@ -69,6 +72,8 @@ pub enum Version {
     V3,
     /// `upcmp-samples 4`: version 3 and the kernel's code changes (`y`, `b`).
     V4,
+    /// `upcmp-samples 5`: version 4 and whose each sample is (`%t`, `%k`, `%o`).
+    V5,
 }
 
 /// The longest record line read, in bytes. A version 2 sample's line holds its whole call
@@ -133,6 +138,29 @@ impl Mode {
     }
 }
 
+/// Whose work a sample is: the test's processes, the kernel's own (no process: idle,
+/// interrupts and softirqs taken there, or a kernel thread), or another process's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Owner {
+    /// A process of the test (in its cgroup, or its process tree).
+    Test,
+    /// The kernel outside any process (pid 0), or a kernel thread (kworker, ksoftirqd).
+    Kernel,
+    /// Any other process.
+    Other,
+}
+
+impl Owner {
+    /// The code written to disk after `%`.
+    pub fn code(self) -> char {
+        match self {
+            Owner::Test => 't',
+            Owner::Kernel => 'k',
+            Owner::Other => 'o',
+        }
+    }
+}
+
 /// One sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {
@@ -154,6 +182,8 @@ pub struct Sample {
     /// Call chain, innermost first, with perf's context markers kept (empty when stacks
     /// were not taken).
     pub callchain: Vec<u64>,
+    /// Whose work it is; `None` where not recorded (streams before version 5, recordings).
+    pub owner: Option<Owner>,
 }
 
 /// One record of the stream.
@@ -268,6 +298,7 @@ fn sample_fields(i: &str) -> nom::IResult<&str, Sample, NomError<'_>> {
             period,
             pc,
             callchain: Vec::new(),
+            owner: None,
         },
     )
     .parse(i)
@@ -284,6 +315,7 @@ fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
             Record::Sample(Sample {
                 time_ns,
                 callchain,
+                owner: None,
                 ..sample
             })
         },
@@ -292,10 +324,19 @@ fn sample(i: &str) -> nom::IResult<&str, Record, NomError<'_>> {
 }
 
 /// A version 3 sample as written: its time's difference from the previous sample's, the
-/// sample without time or chain, and the `*ID` naming its chain.
-type SampleRef<'a> = (i64, Sample, Option<&'a str>);
+/// sample without time or chain, the `*ID` naming its chain, and (version 5) its owner.
+type SampleRef<'a> = (i64, Sample, Option<&'a str>, Option<Owner>);
 
-// s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0
+fn owner(i: &str) -> nom::IResult<&str, Owner, NomError<'_>> {
+    alt((
+        value(Owner::Test, tag("%t")),
+        value(Owner::Kernel, tag("%k")),
+        value(Owner::Other, tag("%o")),
+    ))
+    .parse(i)
+}
+
+// s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0 %t
 fn sample_v3(i: &str) -> nom::IResult<&str, SampleRef<'_>, NomError<'_>> {
     preceded(
         tag("s"),
@@ -303,6 +344,7 @@ fn sample_v3(i: &str) -> nom::IResult<&str, SampleRef<'_>, NomError<'_>> {
             preceded(space1, dec_i64),
             sample_fields,
             opt(preceded(space1, recognize((tag("*"), digit1)))),
+            opt(preceded(space1, owner)),
         ),
     )
     .parse(i)
@@ -608,17 +650,21 @@ impl Decoder {
     /// The record of a line, or None for a `k` line.
     fn line(&mut self, l: &LineRef<'_>) -> Result<Option<Record>, ParseError> {
         let record = match (self.version, l.text.as_bytes().first()) {
-            (Version::V3 | Version::V4, Some(b'k')) => {
+            (Version::V3 | Version::V4 | Version::V5, Some(b'k')) => {
                 self.table.define(l)?;
                 return Ok(None);
             }
-            (Version::V3 | Version::V4, Some(b's')) => {
-                let (delta, mut s, chain) = l.parse_all(
+            (Version::V3 | Version::V4 | Version::V5, Some(b's')) => {
+                let (delta, mut s, chain, owner) = l.parse_all(
                     l.text,
                     sample_v3,
-                    "'s DTIME CPU PID TID MODE [@PERIOD] PC [*CHAIN]' (DTIME the ns since the previous sample, \
-                     hex PC, MODE k/u/h/gk/gu/?)",
+                    "'s DTIME CPU PID TID MODE [@PERIOD] PC [*CHAIN] [%OWNER]' (DTIME the ns since the previous \
+                     sample, hex PC, MODE k/u/h/gk/gu/?, OWNER t/k/o from version 5 on)",
                 )?;
+                if owner.is_some() && self.version < Version::V5 {
+                    return Err(l.error(l.text, "no %OWNER before version 5 (upcmp-samples 5)"));
+                }
+                s.owner = owner;
                 // Two's complement: the writer's wrapping difference.
                 self.time_ns = self.time_ns.wrapping_add(delta as u64);
                 s.time_ns = self.time_ns;
@@ -671,7 +717,8 @@ fn take_frames(left: &mut u64, l: &LineRef<'_>, n: usize) -> Result<(), ParseErr
 /// Checks the first line of a samples stream and returns its version.
 pub fn check_header(line: &str, file: &str) -> Result<Version, ParseError> {
     match line.trim_end() {
-        HEADER => Ok(Version::V4),
+        HEADER => Ok(Version::V5),
+        HEADER_V4 => Ok(Version::V4),
         HEADER_V3 => Ok(Version::V3),
         HEADER_V2 => Ok(Version::V2),
         HEADER_V1 => Ok(Version::V1),
@@ -757,6 +804,7 @@ mod tests {
             period: None,
             pc: 0xffffffff81000010,
             callchain: vec![1, 2],
+            owner: None,
         };
         assert_eq!(s, Record::Sample(want.clone()));
         let s = parse_record("s 5 1 10 11 gk @250000 ffffffff81000010 1 2", "f", 2).unwrap();
@@ -825,7 +873,7 @@ mod tests {
         assert!(e.expected.contains("at most 4194304 bytes"), "{e}");
         let e = for_each_record(&b""[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
-        let e = for_each_record(&b"upcmp-samples 5\n"[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
+        let e = for_each_record(&b"upcmp-samples 6\n"[..], "s.gz", u64::MAX, |_| {}).unwrap_err();
         assert_eq!(e.line, 1);
     }
 
@@ -862,13 +910,36 @@ mod tests {
     }
 
     #[test]
+    fn issue_31_owners_are_read_from_version_5_on() {
+        let v5 = format!(
+            "{HEADER}\ns 5 0 7 7 u 401000 %t\ns 1 1 0 0 k ffffffff81000000 %k\ns 1 0 9 9 u 1 %o\ns 1 0 9 9 u 1\n"
+        );
+        let owners: Vec<Option<Owner>> = read(&v5)
+            .unwrap()
+            .iter()
+            .map(|r| match r {
+                Record::Sample(s) => s.owner,
+                _ => panic!("{r:?}"),
+            })
+            .collect();
+        assert_eq!(
+            owners,
+            [Some(Owner::Test), Some(Owner::Kernel), Some(Owner::Other), None]
+        );
+        let e = read(&format!("{HEADER_V4}\ns 5 0 7 7 u 401000 %t\n")).unwrap_err();
+        assert!(e.to_string().contains("version 5"), "{e}");
+        assert!(read(&format!("{HEADER}\ns 5 0 7 7 u 401000 %x\n")).is_err());
+    }
+
+    #[test]
     fn errors_are_located() {
         let e = parse_record("s 5 1 10 11 k zz", "f", 9).unwrap_err();
         assert_eq!((e.line, e.column), (9, 15));
         assert!(parse_record("x", "f", 1).is_err());
         assert!(parse_record("s 5 1 10", "f", 1).is_err());
-        assert!(check_header("upcmp-samples 5", "f").is_err());
-        assert_eq!(check_header(HEADER, "f"), Ok(Version::V4));
+        assert!(check_header("upcmp-samples 6", "f").is_err());
+        assert_eq!(check_header(HEADER, "f"), Ok(Version::V5));
+        assert_eq!(check_header(HEADER_V4, "f"), Ok(Version::V4));
         assert_eq!(check_header(HEADER_V3, "f"), Ok(Version::V3));
         assert_eq!(check_header(HEADER_V2, "f"), Ok(Version::V2));
         assert_eq!(check_header(HEADER_V1, "f"), Ok(Version::V1));

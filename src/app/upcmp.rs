@@ -238,6 +238,13 @@ fn filter_run(run: &mut StoredRun, filter: &SampleFilter) -> Result<(), UpcmpErr
     let symbols = super::run_symbols(&run.dir).map_err(UpcmpError::Arguments)?;
     for t in &mut run.tests {
         for r in &mut t.repetitions {
+            if filter.only_test && crate::compare::owners::OwnerTime::of_test_dir(&r.dir)?.is_none() {
+                return Err(UpcmpError::Arguments(format!(
+                    "--only-test: the samples of {} do not say whose each is (recorded before uprun \
+                     attributed samples to the test's processes): compare without --only-test",
+                    r.dir.display()
+                )));
+            }
             r.profile = super::filtered_profile(&r.dir, &r.profile, &symbols, filter).map_err(UpcmpError::Arguments)?;
         }
         t.stacks = None;
@@ -379,6 +386,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             };
             let mut run1 = pool_runs(run1, others)?;
             let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
+            crate::compare::owners::attach(&mut cmp, &run1, &run2, opts.filter.only_test)?;
             cmp.warnings.extend(super::inputs::same_run(dir1, dir2));
             compare_settings(&mut cmp, dir1, dir2)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));

@@ -78,6 +78,11 @@ struct Args {
     /// benchmark (taskset, env, ...) needs none: it is warned about and compared.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     same_test: Vec<String>,
+    /// Compare only the time of the test's processes (uprun records whose each sample
+    /// is): other processes and the kernel's own work (idle, kworkers, softirqs outside
+    /// the test) are left out. Runs recorded before uprun did so cannot be compared so.
+    #[arg(long, conflicts_with = "perf")]
+    only_test: bool,
     /// Another run of the base, pooled with OUTDIR1 as further repetitions; repeatable,
     /// e.g. --baseline base2 --baseline base3.
     #[arg(long, value_name = "DIR", conflicts_with = "perf")]
@@ -146,6 +151,8 @@ impl Args {
                 baselines: self.baseline,
             }
         };
+        let mut filter = self.filter.filter();
+        filter.only_test = self.only_test;
         let opts = UpcmpOptions {
             inputs,
             results_dir,
@@ -153,7 +160,7 @@ impl Args {
             allow_shared_parent: self.allow_world_writable_parent,
             allow_foreign_run: self.allow_foreign_run,
             html: !self.no_html,
-            filter: self.filter.filter(),
+            filter,
         };
         Ok((opts, AfterOptions::new(!self.no_html, self.open, self.fail_if_worse)))
     }

@@ -169,6 +169,14 @@ impl TestGroup {
         }
     }
 
+    /// The id of the group's cgroup (its directory's inode number, as the kernel gives it
+    /// in `PERF_SAMPLE_CGROUP`); `None` without a cgroup.
+    pub fn cgroup_id(&self) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        let (dir, _) = self.cgroup.as_ref()?;
+        std::fs::metadata(dir).ok().map(|m| m.ino())
+    }
+
     /// Whether the group is a cgroup (else the environment fallback).
     pub fn is_cgroup(&self) -> bool {
         self.cgroup.is_some()

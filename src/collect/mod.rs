@@ -1,6 +1,7 @@
 //! Collection: perf_event sampling on every CPU and the execution of each test, written
 //! into the store (`crate::store`). Nothing here renders or compares.
 
+pub mod attribution;
 pub mod counting;
 pub mod group;
 pub mod plan;

@@ -2,6 +2,7 @@
 //! store: `upout`, `checks`, `samples.gz`, `prfout`, `procstat`, `status` (and
 //! `profile.folded` when asked for). The run as a whole is the application's (uprun, upsrun).
 
+use super::attribution::Attribution;
 use super::counting::CpuCounters;
 use super::group::TestGroup;
 use super::plan::PlannedTest;
@@ -275,6 +276,8 @@ struct Recorder<'a> {
     /// The processes with user samples, and the user each ran as (`None` when it ended
     /// before it was asked): whose perf maps are kept.
     user_pids: HashMap<u32, Option<u32>>,
+    /// Whose each sample is.
+    attribution: Attribution,
 }
 
 /// The effective uid of process `pid` (the second field of `Uid:` in its status).
@@ -287,7 +290,11 @@ fn uid_of(pid: u32) -> Option<u32> {
 impl Recorder<'_> {
     fn take_batch(&mut self) {
         self.batch.sort_by_key(|(t, _)| *t);
-        for (_, r) in self.batch.drain(..) {
+        for (_, mut r) in self.batch.drain(..) {
+            match &mut r {
+                Record::Sample(s) => self.attribution.settle(s),
+                r => self.attribution.observe(r),
+            }
             if let Record::Sample(s) = &r {
                 if s.mode == Mode::User && s.pid != 0 && !self.user_pids.contains_key(&s.pid) {
                     self.user_pids.insert(s.pid, uid_of(s.pid));
@@ -547,6 +554,7 @@ pub fn run_test(
         batch: Vec::new(),
         write_error: None,
         user_pids: HashMap::new(),
+        attribution: Attribution::default(),
     };
     // The names of the threads already running go first, so samples.gz alone can name
     // user time by command when a profile is rebuilt.
@@ -562,8 +570,10 @@ pub fn run_test(
     // The wall time is the sampled window's: starting the copies (slow on a loaded
     // machine) is sampled too, so it must be inside Elapsed, or Idle goes negative.
     let t0 = Instant::now();
+    samplers.set_test_cgroup(group.cgroup_id());
     samplers.enable().map_err(io_at(Path::new("perf_event")))?;
     let children = spawn_copies(t, ctx.copies, &upout, &upout_path, &group, ctx.tool)?;
+    rec.attribution.add_roots(children.iter().map(Child::id));
     let ended = sample_until_done(t0, children, ctx.copies, &t.dir, &group, &mut rec, samplers);
     let after = read_proc_stat()?;
     if let Some(c) = counting {
@@ -584,6 +594,7 @@ pub fn run_test(
         ));
     }
     rec.drain(samplers);
+    samplers.set_test_cgroup(None);
     if let Some(e) = rec.write_error {
         return Err(e.into());
     }

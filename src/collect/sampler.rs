@@ -7,7 +7,7 @@ use perf_event::data::Record as PerfRecord;
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, SampleFlag, Sampler};
 use std::io;
-use upcmp_parsers::samples::{Ksymbol, Sample};
+use upcmp_parsers::samples::{Ksymbol, Owner, Sample};
 
 /// A perf event uprun can sample, by the name perf gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +165,9 @@ pub struct CpuSamplers {
     event: PerfEvent,
     /// The fixed period of a time event, in ns; `None` in frequency mode.
     period: Option<u64>,
+    /// The id of the running test's cgroup: a sample whose cgroup (`PERF_SAMPLE_CGROUP`)
+    /// it is is the test's, any other cgroup's is not (docs/uprun.md, "Whose time").
+    test_cgroup: Option<u64>,
 }
 
 fn permission_error(cpu: u32, source: io::Error) -> SamplerError {
@@ -176,7 +179,16 @@ fn permission_error(cpu: u32, source: io::Error) -> SamplerError {
     }
 }
 
+/// A sampler that also records each sample's cgroup where the kernel can (Linux 5.7 on);
+/// without it, a sample is attributed by its pid alone.
 fn open_one(cpu: u32, cfg: &SamplerConfig, event: PerfEvent) -> io::Result<Sampler> {
+    match open_with(cpu, cfg, event, true) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open_with(cpu, cfg, event, false),
+        r => r,
+    }
+}
+
+fn open_with(cpu: u32, cfg: &SamplerConfig, event: PerfEvent, cgroup: bool) -> io::Result<Sampler> {
     let mut b = match event {
         PerfEvent::Hardware(h) => Builder::new(h),
         PerfEvent::Software(s) => Builder::new(s),
@@ -184,6 +196,9 @@ fn open_one(cpu: u32, cfg: &SamplerConfig, event: PerfEvent) -> io::Result<Sampl
     let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::PERIOD;
     if cfg.callchain {
         flags |= SampleFlag::CALLCHAIN;
+    }
+    if cgroup {
+        flags |= SampleFlag::CGROUP;
     }
     b.one_cpu(cpu as usize)
         .any_pid()
@@ -265,7 +280,14 @@ impl CpuSamplers {
             samplers,
             event,
             period: time_period(event, cfg),
+            test_cgroup: None,
         })
+    }
+
+    /// Attributes the samples drained from now on to the test whose cgroup has id `id`
+    /// (`None`: no cgroup, or between tests).
+    pub fn set_test_cgroup(&mut self, id: Option<u64>) {
+        self.test_cgroup = id;
     }
 
     /// The event in use.
@@ -303,6 +325,11 @@ impl CpuSamplers {
     /// clock, ns); returns how many.
     pub fn drain(&mut self, sink: &mut dyn FnMut(u64, Record)) -> usize {
         let mut n = 0;
+        let test_cgroup = self.test_cgroup;
+        let owner = |cgroup: Option<u64>| {
+            let (c, t) = (cgroup?, test_cgroup?);
+            Some(if c == t { Owner::Test } else { Owner::Other })
+        };
         for (cpu, s) in &mut self.samplers {
             while let Some(rec) = s.next_record() {
                 let mode = mode_of_misc(rec.misc());
@@ -330,6 +357,9 @@ impl CpuSamplers {
                             mode,
                             pc: smp.ip().unwrap_or(0),
                             callchain: smp.callchain().map(<[u64]>::to_vec).unwrap_or_default(),
+                            // The kernel's own work is told apart as the records are taken
+                            // in order (collect::attribution).
+                            owner: owner(smp.cgroup()),
                         }),
                     ),
                     PerfRecord::Lost(l) => (

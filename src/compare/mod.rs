@@ -11,6 +11,7 @@ mod frame_simulation;
 pub mod history;
 pub mod imported;
 pub mod moves;
+pub mod owners;
 pub mod runs;
 pub mod settings;
 pub mod stacks;
@@ -313,6 +314,10 @@ pub struct ProfileComparison {
     /// of their totals means nothing and none is given (`runs::unlike_sides`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ratios_refused: bool,
+    /// Whose the time is on each side (the test's processes, the kernel's, others'), when
+    /// both sides' samples say (uprun runs of samples version 5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owners: Option<owners::OwnerComparison>,
     /// The profiles are of uprun runs, not recordings or lone profiles: repetitions can
     /// be asked for (`uprun --runs`), and the benchmark results come from upouts.
     #[serde(skip)]
@@ -334,6 +339,7 @@ impl ProfileComparison {
             families,
             noise_model,
             ratios_refused,
+            owners,
             of_runs,
         } = self;
         ProfileComparison {
@@ -347,6 +353,7 @@ impl ProfileComparison {
             families: *families,
             noise_model: *noise_model,
             ratios_refused: *ratios_refused,
+            owners: owners.clone(),
             of_runs: *of_runs,
         }
     }
@@ -936,6 +943,7 @@ fn compare_sides(s1: Vec<Repetition>, s2: Vec<Repetition>, opts: &CompareOptions
         families: Families::default(),
         noise_model,
         ratios_refused: false,
+        owners: None,
         of_runs: false,
     }
 }

@@ -544,6 +544,7 @@ mod tests {
             tids: tids.to_vec(),
             cpus: cpus.to_vec(),
             mode,
+            only_test: false,
         };
         let names = |i: &Imported| leaves(i).into_iter().map(|x| x.0).collect::<Vec<_>>();
         let sh = filtered(THREADS, f(&["sh"], &[], &[], &[], None)).unwrap();

@@ -427,8 +427,13 @@ impl<'a, K: KernelResolver + ?Sized> RecordProfiler<'a, K> {
     pub fn add(&mut self, r: &Record) {
         match r {
             Record::Sample(s) => {
-                if !self.filter.is_empty() && !self.filter.keeps(s.cpu, s.pid, s.tid, s.mode, self.threads.get(s.tid)) {
-                    return;
+                // Asked only with a filter: the thread's name is looked up per sample.
+                if !self.filter.is_empty() {
+                    let kept = self.filter.keeps(s.cpu, s.pid, s.tid, s.mode, self.threads.get(s.tid))
+                        && self.filter.keeps_owner(s.owner);
+                    if !kept {
+                        return;
+                    }
                 }
                 if s.mode == Mode::User && self.user_by == UserBy::Comm {
                     self.user_name = user_function_of(self.threads.get(s.tid).unwrap_or(UNKNOWN_FUNCTION));
@@ -504,6 +509,7 @@ mod tests {
             period: None,
             pc,
             callchain: vec![],
+            owner: None,
         })
     }
 

@@ -3,6 +3,7 @@
 //! process's functions in the test's table.
 
 use super::mode::Mode;
+use upcmp_parsers::samples::Owner;
 
 /// The processor modes a filter keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,9 @@ pub struct SampleFilter {
     pub cpus: Vec<u32>,
     /// Kernel or user samples only.
     pub mode: Option<ModeFilter>,
+    /// The samples of the test's processes only (`--only-test`): a sample that does not
+    /// say whose it is is not kept.
+    pub only_test: bool,
 }
 
 impl SampleFilter {
@@ -38,6 +42,12 @@ impl SampleFilter {
             && self.tids.is_empty()
             && self.cpus.is_empty()
             && self.mode.is_none()
+            && !self.only_test
+    }
+
+    /// Whether a sample of `owner` is kept.
+    pub fn keeps_owner(&self, owner: Option<Owner>) -> bool {
+        !self.only_test || owner == Some(Owner::Test)
     }
 
     /// Whether the filter needs each sample's command name.
@@ -82,6 +92,9 @@ impl SampleFilter {
             Some(ModeFilter::User) => parts.push("--user-only".into()),
             None => {}
         }
+        if self.only_test {
+            parts.push("--only-test".into());
+        }
         parts.join(" ")
     }
 }
@@ -112,5 +125,15 @@ mod tests {
             ..SampleFilter::default()
         };
         assert!(t.keeps(0, 10, 12, Mode::User, None) && !t.keeps(0, 10, 11, Mode::User, None));
+        let test = SampleFilter {
+            only_test: true,
+            ..SampleFilter::default()
+        };
+        assert!(!test.is_empty() && test.keeps_owner(Some(Owner::Test)));
+        assert!(
+            !test.keeps_owner(Some(Owner::Other)) && !test.keeps_owner(Some(Owner::Kernel)) && !test.keeps_owner(None)
+        );
+        assert!(all.keeps_owner(None) && all.keeps_owner(Some(Owner::Other)));
+        assert_eq!(test.describe(), "--only-test");
     }
 }

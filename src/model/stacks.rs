@@ -679,6 +679,7 @@ mod tests {
             period: None,
             pc,
             callchain,
+            owner: None,
         })
     }
 

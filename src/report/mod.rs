@@ -116,6 +116,17 @@ pub(crate) fn summary_lines(c: &crate::compare::ProfileComparison) -> Vec<[Strin
     if a.lost > 0.0 || b.lost > 0.0 {
         lines.push(line("Lost samples", a.lost, b.lost, m.scale));
     }
+    // Whose the CPU time is, where the samples say: seconds, and the change in seconds.
+    if let Some(o) = c.owners.as_ref().filter(|_| m.is_time()) {
+        for (name, x, y) in [
+            ("  the test's processes", o.run1.test, o.run2.test),
+            ("  other processes", o.run1.other, o.run2.other),
+        ] {
+            let [name, x_text, y_text, r] = line(name, x, y, 1.0);
+            let delta = no_negative_zero(format!("{:+.3}", y - x));
+            lines.push([name, x_text, y_text, format!("{r} ({delta} s)")]);
+        }
+    }
     lines
 }
 

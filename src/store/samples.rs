@@ -77,7 +77,7 @@ impl SamplesWriter {
     }
 
     // k 0 -80 = -7eef5b80 +af5c7c
-    // s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0
+    // s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0 %t
     fn write_sample(&mut self, s: &Sample) -> Result<(), StoreError> {
         let chain = if s.callchain.is_empty() {
             None
@@ -95,6 +95,9 @@ impl SamplesWriter {
         res = res.and_then(|_| write!(o, " {:x}", s.pc));
         if let Some(id) = chain {
             res = res.and_then(|_| write!(o, " *{id}"));
+        }
+        if let Some(w) = s.owner {
+            res = res.and_then(|_| write!(o, " %{}", w.code()));
         }
         res.and_then(|_| writeln!(o)).map_err(io_err(&self.path))
     }
@@ -235,6 +238,7 @@ mod tests {
             period: Some(1_000_000),
             pc,
             callchain: callchain.to_vec(),
+            owner: Some(upcmp_parsers::samples::Owner::Test),
         })
     }
 
@@ -273,6 +277,8 @@ mod tests {
                 period: None,
                 pc: 0xffffffff81000000,
                 callchain: vec![0xfffffffffffffe00, 0x10],
+                // Issue 31: whose the sample is comes back.
+                owner: Some(upcmp_parsers::samples::Owner::Other),
             }),
             Record::Lost { cpu: 1, count: 3 },
             Record::Fork {
@@ -323,10 +329,10 @@ mod tests {
         // The example of the parser's documentation and docs/format.md.
         assert_eq!(
             text,
-            "upcmp-samples 4\n\
+            "upcmp-samples 5\n\
              k 0 -80 = -7eef5b80 +af5c7c\n\
-             s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0\n\
-             s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0\n"
+             s 81234567890 1 4242 4242 k @1000000 ffffffff8110a2b0 *0 %t\n\
+             s 250112 1 4242 4242 k @1000000 ffffffff8110a2c4 *0 %t\n"
         );
         // 1000 samples over 10 chains of 40 frames (and the PC twice, in recursion): ten
         // `k` lines, in the order the chains first come.
@@ -414,6 +420,7 @@ mod tests {
                 period,
                 pc: 0x401000,
                 callchain: vec![0xfffffffffffffe00, 0x401000, 0x402000],
+                owner: None,
             };
             assert_eq!(back[1], Record::Sample(want), "version {version}");
         }
