@@ -451,7 +451,13 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             }
             let var = s1.model_var(phi) + s2.model_var(phi);
             let share = phi * (s1.disp_sq() + s2.disp_sq()) / var;
-            (NoiseTest::Dispersed, var, dispersion_df(df, share), true, growth(1.0, phi))
+            (
+                NoiseTest::Dispersed,
+                var,
+                dispersion_df(df, share),
+                true,
+                growth(1.0, phi),
+            )
         }
         Prior::Moderated {
             phi, d0, s0_sq, phi_df, ..
