@@ -179,9 +179,9 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// deviations out: a false failure about 1 run in 100 (against 1 in 1000 before, with
 /// Welch per row), to be watched.
 ///
-/// Measured again (issue 28): the three `noise::` tests 7 times in a row, load average
-/// 13.8 to 16.6 (about 8 other builds and tests), 4 to 8 minutes a run: 1 failed, the
-/// A/A part never (none of 1,479 to 2,172 listed rows marked). The failure: every
+/// Measured again (issue 28): the three `noise::` tests 11 times in a row, load average
+/// 13.8 to 16.6 (about 8 other builds and tests), 1 to 8 minutes a run: 1 failed, the
+/// A/A part never (none of 904 to 2,172 listed rows marked). The failure: every
 /// stat-path row (15–28 ms) fell under the 0.1% cutoff, other programs' CPU time making
 /// 0.1% of a run more than 28 ms; the A/B cutoff is now lowered to keep 8 ms rows listed
 /// on a busy machine. The rate with that change is not yet measured.
