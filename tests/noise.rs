@@ -178,6 +178,13 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// 1.5 and standard deviation 0.65, which puts a q above 0.05 about 2.3 standard
 /// deviations out: a false failure about 1 run in 100 (against 1 in 1000 before, with
 /// Welch per row), to be watched.
+///
+/// Measured again (issue 28): the three `noise::` tests 11 times in a row, load average
+/// 13.8 to 16.6 (about 8 other builds and tests), 1 to 8 minutes a run: 1 failed, the
+/// A/A part never (none of 904 to 2,172 listed rows marked). The failure: every
+/// stat-path row (15–28 ms) fell under the 0.1% cutoff, other programs' CPU time making
+/// 0.1% of a run more than 28 ms; the A/B cutoff is now lowered to keep 8 ms rows listed
+/// on a busy machine. The rate with that change is not yet measured.
 #[test]
 fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     if !perf_usable(true) {
@@ -223,9 +230,23 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     );
     assert!(marked <= allowed, "A/A: {marked} of {} rows marked: {aa:#?}", aa.len());
 
+    // Cutoff 0.1%, or less when other programs' CPU time (the profile is system-wide) makes
+    // 0.1% of a run more than 8 ms: the stat path's 10 ms rows must be in the family.
     let out = run_in(tmp.path(), UPCMP, &["a1", "b", "ab", "0.1"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let ab = function_rows(&tmp.path().join("ab"));
+    let mut ab = function_rows(&tmp.path().join("ab"));
+    let busy = |f: fn(&FunctionRow) -> f64| ab.iter().map(f).sum::<f64>();
+    let cutoff = (100.0 * 0.008 / busy(|r| r.run1).max(busy(|r| r.run2))).min(0.1);
+    let cutoff = format!("{cutoff:.4}");
+    let out = if cutoff == "0.1000" {
+        out
+    } else {
+        eprintln!("A/B: busy machine, cutoff {cutoff}%");
+        let out = run_in(tmp.path(), UPCMP, &["a1", "b", "ab_busy", &cutoff]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        ab = function_rows(&tmp.path().join("ab_busy"));
+        out
+    };
     let printed = printed_verdicts(&stdout(&out));
     let listed: Vec<(String, String)> = ab
         .iter()
@@ -237,9 +258,7 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
         .iter()
         .filter(|r| r.name.contains("stat") || r.name.contains("lookup") || r.name.contains("walk_component"))
         .filter(|r| r.delta >= 0.01 && r.run1 * 10.0 <= r.run2)
-        // Only listed rows are in the family: on a loaded machine the other programs' CPU
-        // time can put a 10 ms row under the 0.1% cutoff, and a row below it is never
-        // marked.
+        // Only listed rows are in the family (the cutoff above lists these).
         .filter(|r| r.listed)
         .collect();
     for r in &stat_path {
@@ -259,7 +278,7 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     );
 
     // --hide-noise keeps only the marked rows.
-    let out = run_in(tmp.path(), UPCMP, &["a1", "b", "ab2", "0.1", "--hide-noise"]);
+    let out = run_in(tmp.path(), UPCMP, &["a1", "b", "ab2", &cutoff, "--hide-noise"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let hidden = printed_verdicts(&stdout(&out));
     assert!(hidden.iter().all(|r| r.1 == "significant"), "{hidden:?}");

@@ -1372,6 +1372,7 @@ mod tests {
                     df: Some(4.0),
                     p_value,
                     sampling_only: false,
+                    growth: stats::Growth::NONE,
                 }),
                 1.0,
                 true,

@@ -289,6 +289,7 @@ mod tests {
                     df: Some(4.0),
                     p_value: p,
                     sampling_only: false,
+                    growth: crate::compare::stats::Growth::NONE,
                 }),
                 run2 - run1,
                 true,

@@ -920,6 +920,7 @@ mod tests {
                 true_change_80: n(k + 8).unwrap_or(-3.0),
             }),
             level: n(k + 9),
+            growth: Default::default(),
         };
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for k in 0..2000 {

@@ -2,7 +2,7 @@
 //! sample counts (docs/formulas.md, "One run a side: the sampling error").
 
 use super::dist::{binomial_lower, binomial_upper, normal_two_sided_p};
-use super::{NoiseTest, NotTested, Tested, Verdict, EXACT_BELOW};
+use super::{Growth, NoiseTest, NotTested, Tested, Verdict, EXACT_BELOW};
 
 /// One function in one run (or one repetition): its samples, and the run's totals.
 ///
@@ -247,6 +247,7 @@ pub(super) fn sampling_test(a: &[Counted], b: &[Counted], degenerate: Degenerate
             df: None,
             p_value,
             sampling_only: true,
+            growth: Growth::NONE,
         })
     };
     if se == 0.0 && delta != 0.0 && degenerate == Degenerate::NotTested {

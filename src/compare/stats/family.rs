@@ -75,7 +75,7 @@ pub fn adjust_verdicts(correction: Correction, verdicts: &[Verdict]) -> Vec<Opti
 
 #[cfg(test)]
 mod tests {
-    use super::super::{NoiseTest, NotTested, Tested};
+    use super::super::{Growth, NoiseTest, NotTested, Tested};
     use super::*;
 
     fn close_all(a: &[f64], b: &[f64]) {
@@ -166,6 +166,7 @@ mod tests {
                 df: Some(4.0),
                 p_value,
                 sampling_only: false,
+                growth: Growth::NONE,
             })
         };
         let v = [t(0.02), Verdict::NotTested(NotTested::SingleRuns), t(0.03), t(0.04)];

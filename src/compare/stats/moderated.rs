@@ -7,7 +7,7 @@
 
 use super::counts::{sampling_test, Counted, Degenerate, SampledTime, ShareCount};
 use super::dist::{gamma_q, two_sided_p};
-use super::{with_few, NoiseTest, NotTested, Tested, Verdict};
+use super::{with_few, Growth, NoiseTest, NotTested, Tested, Verdict};
 use serde::Serialize;
 
 /// Functions enter the fit when their mean count is at least this on both sides: below
@@ -431,7 +431,19 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
         return None;
     }
     let delta = s2.mean - s1.mean;
-    let (test, var, df, sampling_only) = match *prior {
+    // Run 2 as run 1 changed by Y: its sampling variance grows with the value, its
+    // run-to-run variance with the value's square, both scaled by `u` as the row's.
+    let growth = |u: f64, phi: f64| {
+        if s1.share || s1.mean <= 0.0 {
+            return Growth::NONE;
+        }
+        let k2 = s2.k as f64;
+        Growth {
+            per_change: u * (s1.floor / s1.mean + 2.0 * phi * s1.mean) / k2,
+            per_change_sq: u * phi / k2,
+        }
+    };
+    let (test, var, df, sampling_only, growth) = match *prior {
         Prior::Unfitted => return None,
         Prior::Dispersion { phi, df, .. } => {
             if r.df() > 0 || phi == 0.0 {
@@ -439,7 +451,13 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             }
             let var = s1.model_var(phi) + s2.model_var(phi);
             let share = phi * (s1.disp_sq() + s2.disp_sq()) / var;
-            (NoiseTest::Dispersed, var, dispersion_df(df, share), true)
+            (
+                NoiseTest::Dispersed,
+                var,
+                dispersion_df(df, share),
+                true,
+                growth(1.0, phi),
+            )
         }
         Prior::Moderated {
             phi, d0, s0_sq, phi_df, ..
@@ -471,6 +489,7 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
                 (u_mod * trend).max(floor),
                 d0.map(|d0| d0 + d),
                 false,
+                growth(u_mod, phi),
             )
         }
     };
@@ -483,6 +502,7 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             df,
             p_value: two_sided_p(delta / se, df),
             sampling_only,
+            growth,
         }
     } else if delta == 0.0 {
         Tested {
@@ -492,6 +512,7 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             df,
             p_value: 1.0,
             sampling_only,
+            growth,
         }
     } else {
         return Some(match sampling {
@@ -500,7 +521,11 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
         });
     };
     Some(match sampling {
-        Verdict::Tested(c) if c.p_value > own.p_value => Verdict::Tested(Tested { sampling_only, ..c }),
+        Verdict::Tested(c) if c.p_value > own.p_value => Verdict::Tested(Tested {
+            sampling_only,
+            growth,
+            ..c
+        }),
         _ => Verdict::Tested(own),
     })
 }
@@ -541,6 +566,7 @@ pub fn total_test_with(run1: &[SampledTime], run2: &[SampledTime], prior: &Prior
         df,
         p_value: two_sided_p(delta / se, df),
         sampling_only: true,
+        growth: Growth::NONE,
     };
     match plain {
         Verdict::Tested(c) if c.p_value > own.p_value => plain,

@@ -711,17 +711,42 @@ fn shared_variance_sizes_and_powers() {
     assert!(failed.is_empty(), "{failed:?}");
 }
 
+/// Trials of a simulation: `UPCMP_SIM_TRIALS` when set, else `default`.
+fn sim_trials(default: usize) -> usize {
+    std::env::var("UPCMP_SIM_TRIALS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Another seed set: `UPCMP_SIM_SEED=N` adds N to every seed.
+fn sim_seed(seed: u64) -> u64 {
+    seed + std::env::var("UPCMP_SIM_SEED")
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// Whether a detection rate measured over `trials` confirms "80%": within 70–90%, the
+/// band of the issue, widened by two Monte Carlo standard errors at its edge (2.3 points
+/// at 300 trials) so that a rate truly inside the band fails about 2% of the time.
+fn confirms_80(found: f64, trials: usize) -> bool {
+    let slack = two_se(0.7, trials);
+    (0.70 - slack..=0.90 + slack).contains(&found)
+}
+
 /// The stated "detected 80% of the time": f019's Y at 2v2, 3v3 and 5v5 (in its family,
 /// the median over A/A comparisons), then f019 changed by exactly Y: found 70–90% of the
-/// time from 3 runs a side (2 against 2 printed).
+/// time. `UPCMP_SIM_TRIALS` comparisons a line (300 by default, half as many A/A for the median).
 #[test]
 fn stated_power_is_confirmed() {
-    const TRIALS: usize = 400;
+    let trials = sim_trials(300);
+    let mut failed = Vec::new();
     for (seed, k) in [(30u64, (2usize, 2usize)), (31, (3, 3)), (32, (5, 5))] {
-        let aa = shared::run(seed, 200, k, 0.03, &[], 19);
+        let aa = shared::run(sim_seed(seed), trials / 2, k, 0.03, &[], 19);
         let y = aa.stated_y;
         let lambda = shared::lambdas()[19] * shared::PERIOD;
-        let ab = shared::run(seed + 100, TRIALS, k, 0.03, &[(19, 1.0 + y / lambda)], 19);
+        let ab = shared::run(sim_seed(seed + 100), trials, k, 0.03, &[(19, 1.0 + y / lambda)], 19);
         eprintln!(
             "{}v{}: f019 ({lambda:.3} s) stated Y = {y:.4} s (+{:.1}%), found {:.4}",
             k.0,
@@ -729,12 +754,11 @@ fn stated_power_is_confirmed() {
             100.0 * y / lambda,
             ab.found[0]
         );
-        // At 2 against 2 the observed variance has few degrees of freedom and the stated
-        // Y (from each comparison's own standard error) is measured, not confirmed.
-        if k.0 >= 3 {
-            assert!((0.70..=0.90).contains(&ab.found[0]), "{k:?}: {}", ab.found[0]);
+        if !confirms_80(ab.found[0], trials) {
+            failed.push(format!("{k:?}: {}", ab.found[0]));
         }
     }
+    assert!(failed.is_empty(), "{failed:?}");
 }
 
 /// The stated Y of a Holm family's first row (the median over A/A families of `m` rows),
@@ -765,42 +789,42 @@ fn holm_stated_and_found(
     (y, rate(found, trials))
 }
 
-/// The stated Y of benchmark values (3% noise, Holm over a report's 1 and 5 benchmarks)
-/// and of the total CPU time (the issue's profiles: 10^5 samples a run, 60% busy, 3%
-/// noise on every function; Holm over 1 and 3 tests' totals). Both are tested with the
-/// repetitions' own spread (Welch, 2 to 8 degrees of freedom) and state Y from each
-/// comparison's standard error, whose median is below the true one: measured 55–77%,
-/// not confirmed at 70–90% (docs/formulas.md); the bounds are 50–90%.
+/// The stated Y of benchmark values (3% noise, Holm over a report's 1, 5 and 10
+/// benchmarks) and of the total CPU time (the issue's profiles: 10^5 samples a run, 60%
+/// busy, 3% noise on every function; Holm over 1 and 3 tests' totals), at 2v2, 3v3 and
+/// 5v5: both are tested with the repetitions' own spread (Welch, 1 to 8 degrees of
+/// freedom) and state Y from the median-unbiased standard error. Each found 70–90% of
+/// the time (`UPCMP_SIM_TRIALS` comparisons a line, 300 by default).
 #[test]
 fn stated_power_of_benchmarks_and_cpu_totals_is_confirmed() {
-    const TRIALS: usize = 400;
-    let mut rng = Rng::new(33);
-    let mut measured = Vec::new();
+    let trials = sim_trials(300);
+    let mut rng = Rng::new(sim_seed(33));
+    let mut failed = Vec::new();
+    eprintln!("row, runs a side, Holm over m | stated Y | found at Y");
     for k in [2usize, 3, 5] {
-        for m in [1usize, 5] {
-            let (y, found) = holm_stated_and_found(&mut rng, m, TRIALS, &mut |rng, change| {
+        for m in [1usize, 5, 10] {
+            let (y, found) = holm_stated_and_found(&mut rng, m, trials, &mut |rng, change| {
                 let mut side = |c: f64| (0..k).map(|_| 1.0 + c + 0.03 * rng.normal()).collect::<Vec<_>>();
                 let a = side(0.0);
                 bench_test(&a, &side(change), 1e-6)
             });
-            eprintln!(
-                "benchmark {k}v{k}, Holm over {m}: stated Y +{:.1}%, found {found:.4}",
-                100.0 * y
-            );
-            // Measured, not confirmed: the stated Y comes from each comparison's own
-            // standard error, whose median is below the true one with so few degrees of
-            // freedom (docs/formulas.md).
-            measured.push(found);
+            eprintln!("benchmark, {k}v{k}, {m} | +{:.1}% | {found:.4}", 100.0 * y);
+            if !confirms_80(found, trials) {
+                failed.push(format!("benchmark {k}v{k} over {m}: {found}"));
+            }
         }
     }
     let lambdas = shared::lambdas();
     for k in [2usize, 3, 5] {
         for m in [1usize, 3] {
-            let (y, found) = holm_stated_and_found(&mut rng, m, TRIALS, &mut |rng, change| {
-                // The busy time of each repetition; `change` in seconds on f000.
-                let grow = 1.0 + change / (lambdas[0] * shared::PERIOD);
+            let (y, found) = holm_stated_and_found(&mut rng, m, trials, &mut |rng, change| {
+                // The busy time of each repetition; `change` in seconds, spread over
+                // every function in proportion (on f000 alone a change of Y at 2v2 is
+                // +90% of it and nearly doubles its noise with it).
+                let busy = lambdas.iter().sum::<f64>() * shared::PERIOD;
+                let grow = 1.0 + change / busy;
                 let mut total = |f: f64| -> Vec<SampledTime> {
-                    let s = shared::side(rng, &lambdas, &|i| if i == 0 { f } else { 1.0 }, k, 0.03);
+                    let s = shared::side(rng, &lambdas, &|_| f, k, 0.03);
                     (0..k)
                         .map(|r| {
                             let busy: u64 = s.iter().map(|t| t[r].samples).sum();
@@ -812,13 +836,13 @@ fn stated_power_of_benchmarks_and_cpu_totals_is_confirmed() {
                 time_test(&a, &total(grow))
             });
             eprintln!(
-                "CPU total {k}v{k}, Holm over {m}: stated Y {y:.3} s (+{:.2}%), found {found:.4}",
+                "CPU total, {k}v{k}, {m} | {y:.3} s (+{:.2}%) | {found:.4}",
                 100.0 * y / 60.0
             );
-            measured.push(found);
+            if !confirms_80(found, trials) {
+                failed.push(format!("CPU total {k}v{k} over {m}: {found}"));
+            }
         }
     }
-    // Measured 55–77% (docs/formulas.md): below the stated 80%, never above 90%, and
-    // never as far below as the 9–62% of the stated Y before issue 28.
-    assert!(measured.iter().all(|&f| (0.50..=0.90).contains(&f)), "{measured:?}");
+    assert!(failed.is_empty(), "{failed:?}");
 }

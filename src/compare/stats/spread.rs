@@ -4,7 +4,7 @@
 use super::counts::{sampling_test, Counted, Degenerate, SampledTime, ShareCount};
 use super::dist::two_sided_p;
 use super::moderated::{test_with, Prior};
-use super::{mean, stddev, with_few, NoiseTest, NotTested, Tested, Verdict};
+use super::{mean, stddev, with_few, Growth, NoiseTest, NotTested, Tested, Verdict};
 
 fn sample_var(xs: &[f64]) -> f64 {
     stddev(xs).powi(2)
@@ -20,6 +20,7 @@ fn verdict(test: NoiseTest, delta: f64, var: f64, df: Option<f64>) -> Verdict {
                 df,
                 p_value: 1.0,
                 sampling_only: false,
+                growth: Growth::NONE,
             })
         } else {
             Verdict::NotTested(NotTested::NoVariance)
@@ -33,6 +34,7 @@ fn verdict(test: NoiseTest, delta: f64, var: f64, df: Option<f64>) -> Verdict {
         df,
         p_value: two_sided_p(delta / se, df),
         sampling_only: false,
+        growth: Growth::NONE,
     })
 }
 
