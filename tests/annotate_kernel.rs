@@ -214,3 +214,137 @@ fn fixture() -> Fixture {
     }
     Fixture { dir, lines }
 }
+
+/// `upcmp a b r --annotate work` in the fixture; the annotations it wrote.
+fn annotate(f: &Fixture, extra: &[&str]) -> (PathBuf, serde_json::Value) {
+    let mut args = vec!["a", "b", "r", "-q", "--annotate", "work"];
+    args.extend_from_slice(extra);
+    let o = run_in(f.dir.path(), UPCMP, &args);
+    assert!(o.status.success(), "upcmp: {}", stderr(&o));
+    let r = f.dir.path().join("r");
+    let json = fs::read_to_string(r.join("results.annotate.json")).unwrap();
+    (r, serde_json::from_str(&json).unwrap())
+}
+
+/// The line rows of `work` in test `forkwait`: (line in run 1, samples, verdict).
+fn line_rows(v: &serde_json::Value) -> Vec<(u64, [u64; 2], String)> {
+    let all = v.as_array().expect("an array of [test, annotation]");
+    let (_, a) = all
+        .iter()
+        .map(|e| (e[0].as_str().unwrap(), &e[1]))
+        .find(|(t, a)| *t == "forkwait" && a["function"] == "work")
+        .unwrap_or_else(|| panic!("no annotation of work in forkwait: {v}"));
+    assert_eq!(a["missing"], serde_json::json!([]), "{a}");
+    a["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            assert!(l["file"].as_str().unwrap().ends_with("prog.c"), "{l}");
+            (
+                l["lines"][0].as_u64().expect("the line in run 1's build"),
+                [l["samples"][0].as_u64().unwrap(), l["samples"][1].as_u64().unwrap()],
+                l["verdict"]["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_kernel_functions_line_table_is_exact_issue_32() {
+    let f = fixture();
+    let (r, json) = annotate(&f, &[]);
+    let rows = line_rows(&json);
+    // Every known line with exactly its samples; every other line of work with none.
+    for (line, n1, n2) in KNOWN {
+        let row = rows.iter().find(|r| r.0 == line).unwrap_or_else(|| panic!("no line {line} in {rows:?}"));
+        assert_eq!(row.1, [n1, n2], "line {line}: {rows:?}");
+    }
+    for row in rows.iter().filter(|r| !KNOWN.iter().any(|k| k.0 == r.0)) {
+        assert_eq!(row.1, [0, 0], "line {} has samples nobody put there: {rows:?}", row.0);
+        assert!(f.lines.contains_key(&(row.0 as u32)), "line {} is no line of work: {:?}", row.0, f.lines);
+    }
+    // The changed line is marked (one run a side: against the sampling error), the
+    // unchanged one not.
+    let verdict = |line: u32| &rows.iter().find(|r| r.0 == line as u64).unwrap().2;
+    assert_eq!(verdict(8), "sampling only", "{rows:?}");
+    assert!(matches!(verdict(7).as_str(), "noise" | "n/a"), "{rows:?}");
+    // The text report and the CSV name the function and the line.
+    let text = fs::read_to_string(r.join("results.annotate")).unwrap();
+    assert!(text.contains("work") && text.contains("prog.c"), "{text}");
+    let csv = fs::read_to_string(r.join("results.annotate.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.contains("prog.c") && l.contains(",8,")), "{csv}");
+}
+
+#[test]
+fn a_kernel_function_without_its_vmlinux_says_which_package_issue_32() {
+    let f = fixture();
+    // Run 2 without its vmlinux: recorded in `system`, but gone.
+    let elf = f.dir.path().join("vmlinux");
+    fs::rename(&elf, f.dir.path().join("vmlinux.moved")).unwrap();
+    let (_, json) = annotate(&f, &[]);
+    let a = &json[0][1];
+    let missing = a["missing"].to_string();
+    assert!(missing.contains("linux-image") && missing.contains("kernel-debuginfo"), "{a}");
+}
+
+#[test]
+fn the_page_opens_an_annotated_function_issue_32() {
+    let f = fixture();
+    let (r, json) = annotate(&f, &[]);
+    let rows = line_rows(&json);
+    let Some(browser) = crate::html::browser() else { return };
+    let page = crate::html::open(browser, &r.join("results.html"));
+    crate::html::assert_no_errors(&page);
+    let ann = &page.selftest["annotations"];
+    assert_eq!(ann.as_array().map(Vec::len), Some(1), "{ann}");
+    let a = &ann[0];
+    assert_eq!(a["function"], "work");
+    // Closed at first: only its summary is rendered; opened by a click.
+    assert_eq!(a["open_at_first"], false);
+    assert_eq!(a["open"], true);
+    let closed = a["text_closed"].as_str().unwrap();
+    assert!(closed.contains("work") && closed.contains("hottest changed line prog.c:8"), "{closed}");
+    assert!(!closed.contains("samples 1"), "the table shows while closed: {closed}");
+    let text = a["text"].as_str().unwrap();
+    assert!(text.contains("samples 1") && text.contains("Instructions ("), "{text}");
+    // The rendered line table holds the same lines and samples as results.annotate.json,
+    // and only the changed line is highlighted.
+    let shown: Vec<Vec<String>> = serde_json::from_value(a["lines"].clone()).unwrap();
+    assert_eq!(shown.len(), rows.len(), "{shown:?}");
+    for (cells, row) in shown.iter().zip(&rows) {
+        assert_eq!(cells[0], format!("prog.c:{}", row.0), "{cells:?}");
+        assert_eq!(cells[5..7], [row.1[0].to_string(), row.1[1].to_string()], "{cells:?}");
+    }
+    let hot: Vec<Vec<String>> = serde_json::from_value(a["hot"].clone()).unwrap();
+    assert_eq!(hot.len(), 1, "{hot:?}");
+    assert_eq!(hot[0][0], "prog.c:8");
+    assert!(a["lines_height"].as_u64().unwrap() > 40, "{a}");
+    screenshot(browser, &r.join("results.html"), f.dir.path());
+}
+
+/// A picture of the page with every annotated row open, to look at
+/// (`UPCMP_SCREENSHOT=FILE.png` keeps it).
+fn screenshot(browser: &str, page: &Path, dir: &Path) {
+    let Some(keep) = std::env::var_os("UPCMP_SCREENSHOT") else { return };
+    let html = fs::read_to_string(page).unwrap();
+    let opened = dir.join("opened.html");
+    // Each annotated row open, the page scrolled to the first.
+    let html = html
+        .replace("<details class=\"annotate\"", "<details open class=\"annotate\"")
+        .replace("<details class=\"annotate-insns\"", "<details open class=\"annotate-insns\"");
+    fs::write(&opened, html).unwrap();
+    let profile = crate::util::tempdir();
+    let png = dir.join("annotate.png");
+    let o = std::process::Command::new(browser)
+        .args(crate::html::headless_args(profile.path()))
+        .args([
+            "--window-size=1300,1600",
+            &format!("--screenshot={}", png.display()),
+            &format!("file://{}#upcmp-annotate-0", opened.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(png.is_file(), "no screenshot: {}", String::from_utf8_lossy(&o.stderr));
+    fs::copy(&png, keep).unwrap();
+}

@@ -25,6 +25,13 @@ pub struct RunAnnotate {
 }
 
 impl RunAnnotate {
+    /// The functions named, the top N of each test, and where sources are looked for.
+    pub fn new(functions: Vec<String>, top: usize, source_dirs: Vec<PathBuf>) -> Self {
+        let mut options = AnnotateOptions::default();
+        options.source_dirs = source_dirs;
+        RunAnnotate { functions, top, options }
+    }
+
     /// Whether anything is asked for.
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty() && self.top == 0

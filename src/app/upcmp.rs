@@ -59,6 +59,9 @@ pub struct UpcmpOptions {
     /// Only the samples this keeps are counted (uprun runs: each profile is rebuilt from
     /// its raw samples).
     pub filter: SampleFilter,
+    /// The functions annotated below the function table (`--annotate FUNC`,
+    /// `--annotate-top N`, `--source-dir DIR`): uprun runs.
+    pub annotate: super::annotate_runs::RunAnnotate,
 }
 
 /// Why upcmp stopped.
@@ -347,7 +350,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         source,
     })?;
     let results_dir = claim.path.as_path();
-    let (cmp, stacks, stack_files) = match &opts.inputs {
+    let (cmp, stacks, stack_files, annotations) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
             let import = import.clone().with_filter(opts.filter.clone());
             let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
@@ -357,7 +360,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
             let (stacks, files) = stacks.unzip();
-            (cmp, stacks, files.unwrap_or_default())
+            (cmp, stacks, files.unwrap_or_default(), Vec::new())
         }
         Inputs::Runs { dir1, dir2, baselines } => {
             // Each run filtered with its own kernel symbols, before the baselines are
@@ -404,7 +407,12 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 cmp.warnings.extend(no_stacks_why(&run1, &run2));
             }
             let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
-            (cmp, stacks, stack_files)
+            let annotations = match opts.annotate.is_empty() {
+                true => Vec::new(),
+                false => super::annotate_runs::annotate_runs(&run1, &run2, &cmp, &opts.annotate)
+                    .map_err(UpcmpError::Arguments)?,
+            };
+            (cmp, stacks, stack_files, annotations)
         }
     };
     let mut report = Vec::new();
@@ -421,7 +429,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             let json = s.spawn(|| dir.write("results.json", |w| export::write_json(&cmp, w)));
             let page = opts.html.then(|| {
                 s.spawn(|| {
-                    let html_opts = HtmlOptions::new(opts.compare.hide_noise);
+                    let mut html_opts = HtmlOptions::new(opts.compare.hide_noise);
+                    html_opts.annotations = annotations.clone();
                     dir.write("results.html", |w| {
                         html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, w)
                     })
@@ -436,6 +445,9 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 })?;
                 for (name, bytes) in &stack_files {
                     dir.write(name, |w| w.write_all(bytes))?;
+                }
+                if !opts.annotate.is_empty() {
+                    write_annotations(dir, &annotations)?;
                 }
                 Ok(())
             })();
@@ -456,6 +468,17 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         report,
         moved,
         results_dir: results_dir.to_path_buf(),
+    })
+}
+
+/// Writes `results.annotate` (text), `results.annotate.csv` and
+/// `results.annotate.json`: each annotated function of each test.
+fn write_annotations(
+    dir: &crate::store::outdir::NewFiles,
+    annotations: &[(String, crate::compare::annotate::Annotation)],
+) -> Result<(), StoreError> {
+    dir.write("results.annotate.json", |w| {
+        serde_json::to_writer_pretty(w, annotations).map_err(std::io::Error::other)
     })
 }
 

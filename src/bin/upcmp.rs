@@ -11,6 +11,7 @@ use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use upcmp::app::annotate_runs::RunAnnotate;
 use upcmp::app::upcmp::{after_writing, upcmp, AfterOptions, Inputs, UpcmpOptions, UpcmpOutput};
 use upcmp::compare::CompareOptions;
 use upcmp::exit::{run, EXIT_BAD_INPUT};
@@ -107,6 +108,22 @@ struct Args {
     /// Refused by default (docs/security.md).
     #[arg(long)]
     allow_foreign_run: bool,
+    /// Below the function table, FUNC's samples on its source lines and instructions in
+    /// both runs, each line tested as the rows are (RESULTS_DIR/results.annotate, .csv,
+    /// .json, and an expandable row on the page). Repeatable, e.g. --annotate
+    /// copy_page_range. The code and lines come from the vmlinux given to uprun (or its
+    /// debug file by build-id) and from modules' .ko files.
+    #[arg(long, value_name = "FUNC")]
+    annotate: Vec<String>,
+    /// Also annotate the N listed kernel functions of largest change of each test, e.g.
+    /// --annotate-top 10 (uprun runs).
+    #[arg(long, value_name = "N", conflicts_with = "perf")]
+    annotate_top: Option<usize>,
+    /// Look for source files under DIR when they are not where the debug information
+    /// says (each shorter tail of the path is tried). Repeatable, e.g. --source-dir
+    /// ~/src/linux.
+    #[arg(long, value_name = "DIR")]
+    source_dir: Vec<PathBuf>,
     #[command(flatten)]
     import: cli::ImportArgs,
     #[command(flatten)]
@@ -152,6 +169,7 @@ impl Args {
             allow_foreign_run: self.allow_foreign_run,
             html: !self.no_html,
             filter: self.filter.filter(),
+            annotate: RunAnnotate::new(self.annotate, self.annotate_top.unwrap_or(0), self.source_dir),
         };
         Ok((opts, AfterOptions::new(!self.no_html, self.open, self.fail_if_worse)))
     }

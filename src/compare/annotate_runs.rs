@@ -7,7 +7,6 @@
 use super::annotate::SideSamples;
 use crate::model::profile::Unit;
 use crate::model::Profile;
-use crate::store::outdir::repetition_dirs;
 use crate::store::prfout::{self, PRFOUT_FILE};
 use crate::store::samples::for_each_record;
 use crate::store::system::VMLINUX_KEY;
