@@ -3,6 +3,7 @@
 //! The formulas are those of `docs/formulas.md`; numbers are computed here once and only
 //! formatted by the renderers of the report layer.
 
+pub mod annotate;
 pub mod bench;
 pub mod counters;
 #[cfg(test)]
