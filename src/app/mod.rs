@@ -2,6 +2,7 @@
 //! after parsing their command line.
 
 #[cfg(feature = "parquet")]
+pub mod annotate;
 pub mod dataset;
 pub mod inputs;
 pub mod prfcmp;

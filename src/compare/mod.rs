@@ -54,6 +54,8 @@ pub struct CompareOptions {
     /// Tests whose two sides the user declares the same benchmark (`--same-test NAME`),
     /// compared although their commands differ.
     pub same_tests: Vec<String>,
+    /// The functions annotated below the table, line by line (`--annotate FUNC`).
+    pub annotate: annotate::AnnotateOptions,
 }
 
 impl Default for CompareOptions {
@@ -72,6 +74,7 @@ impl CompareOptions {
             all_counters: false,
             keep_clones: false,
             same_tests: Vec::new(),
+            annotate: annotate::AnnotateOptions::default(),
         }
     }
 }
