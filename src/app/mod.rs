@@ -3,6 +3,7 @@
 
 pub mod annotate_runs;
 #[cfg(feature = "parquet")]
+pub mod annotate;
 pub mod dataset;
 pub mod inputs;
 pub mod prfcmp;
