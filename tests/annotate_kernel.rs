@@ -227,12 +227,11 @@ fn annotate(f: &Fixture, extra: &[&str]) -> (PathBuf, serde_json::Value) {
 }
 
 /// The line rows of `work` in test `forkwait`: (line in run 1, samples, verdict).
-fn line_rows(v: &serde_json::Value) -> Vec<(u64, [u64; 2], String)> {
-    let all = v.as_array().expect("an array of [test, annotation]");
-    let (_, a) = all
+fn line_rows(v: &serde_json::Value) -> Vec<(u32, [u64; 2], String)> {
+    let all = v["annotate"].as_array().expect("an array of annotations");
+    let a = all
         .iter()
-        .map(|e| (e[0].as_str().unwrap(), &e[1]))
-        .find(|(t, a)| *t == "forkwait" && a["function"] == "work")
+        .find(|a| a["test"] == "forkwait" && a["function"] == "work")
         .unwrap_or_else(|| panic!("no annotation of work in forkwait: {v}"));
     assert_eq!(a["missing"], serde_json::json!([]), "{a}");
     a["lines"]
@@ -242,7 +241,7 @@ fn line_rows(v: &serde_json::Value) -> Vec<(u64, [u64; 2], String)> {
         .map(|l| {
             assert!(l["file"].as_str().unwrap().ends_with("prog.c"), "{l}");
             (
-                l["lines"][0].as_u64().expect("the line in run 1's build"),
+                l["lines"][0].as_u64().expect("the line in run 1's build") as u32,
                 [l["samples"][0].as_u64().unwrap(), l["samples"][1].as_u64().unwrap()],
                 l["verdict"]["verdict"].as_str().unwrap().to_string(),
             )
@@ -262,11 +261,11 @@ fn a_kernel_functions_line_table_is_exact_issue_32() {
     }
     for row in rows.iter().filter(|r| !KNOWN.iter().any(|k| k.0 == r.0)) {
         assert_eq!(row.1, [0, 0], "line {} has samples nobody put there: {rows:?}", row.0);
-        assert!(f.lines.contains_key(&(row.0 as u32)), "line {} is no line of work: {:?}", row.0, f.lines);
+        assert!(f.lines.contains_key(&row.0), "line {} is no line of work: {:?}", row.0, f.lines);
     }
     // The changed line is marked (one run a side: against the sampling error), the
     // unchanged one not.
-    let verdict = |line: u32| &rows.iter().find(|r| r.0 == line as u64).unwrap().2;
+    let verdict = |line: u32| &rows.iter().find(|r| r.0 == line).unwrap().2;
     assert_eq!(verdict(8), "sampling only", "{rows:?}");
     assert!(matches!(verdict(7).as_str(), "noise" | "n/a"), "{rows:?}");
     // The text report and the CSV name the function and the line.
@@ -283,7 +282,7 @@ fn a_kernel_function_without_its_vmlinux_says_which_package_issue_32() {
     let elf = f.dir.path().join("vmlinux");
     fs::rename(&elf, f.dir.path().join("vmlinux.moved")).unwrap();
     let (_, json) = annotate(&f, &[]);
-    let a = &json[0][1];
+    let a = &json["annotate"][0];
     let missing = a["missing"].to_string();
     assert!(missing.contains("linux-image") && missing.contains("kernel-debuginfo"), "{a}");
 }

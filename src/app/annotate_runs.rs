@@ -15,26 +15,23 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct RunAnnotate {
-    /// The functions named (`--annotate FUNC`, repeatable).
-    pub functions: Vec<String>,
     /// Also the N listed kernel functions of largest |delta| of each test
     /// (`--annotate-top N`).
     pub top: usize,
-    /// How lines are annotated (`--source-dir`).
+    /// The functions named (`--annotate FUNC`, repeatable) and how lines are annotated
+    /// (`--source-dir`).
     pub options: AnnotateOptions,
 }
 
 impl RunAnnotate {
-    /// The functions named, the top N of each test, and where sources are looked for.
-    pub fn new(functions: Vec<String>, top: usize, source_dirs: Vec<PathBuf>) -> Self {
-        let mut options = AnnotateOptions::default();
-        options.source_dirs = source_dirs;
-        RunAnnotate { functions, top, options }
+    /// The functions `options` names and the top N of each test.
+    pub fn new(options: AnnotateOptions, top: usize) -> Self {
+        RunAnnotate { top, options }
     }
 
     /// Whether anything is asked for.
     pub fn is_empty(&self) -> bool {
-        self.functions.is_empty() && self.top == 0
+        self.options.functions.is_empty() && self.top == 0
     }
 }
 
@@ -114,7 +111,7 @@ pub fn annotate_runs(
         let Some(first_run) = sides[0].first().map(|r| r.1.clone()) else {
             continue;
         };
-        let mut functions = what.functions.clone();
+        let mut functions = what.options.functions.clone();
         for f in top_functions(&profile.rows, what.top, &runs.symbols[&first_run]) {
             if !functions.contains(&f) {
                 functions.push(f);

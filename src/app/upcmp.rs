@@ -108,6 +108,8 @@ pub struct UpcmpOutput {
     pub moved: Vec<Moved>,
     /// Where the results are (RESULTS_DIR without trailing slashes).
     pub results_dir: PathBuf,
+    /// The annotated functions (`--annotate`), each with its test's name.
+    pub annotations: Vec<(String, crate::compare::annotate::Annotation)>,
 }
 
 fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError> {
@@ -468,18 +470,81 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         report,
         moved,
         results_dir: results_dir.to_path_buf(),
+        annotations,
     })
 }
 
 /// Writes `results.annotate` (text), `results.annotate.csv` and
-/// `results.annotate.json`: each annotated function of each test.
+/// `results.annotate.json`: each annotated function of each test, the test named (a
+/// `Test NAME` line before its functions; a first CSV column `test`; a `test` field).
 fn write_annotations(
     dir: &crate::store::outdir::NewFiles,
     annotations: &[(String, crate::compare::annotate::Annotation)],
 ) -> Result<(), StoreError> {
+    use crate::report::annotate as render;
+    // The tests in order, each with its functions.
+    let mut tests: Vec<(&str, Vec<crate::compare::annotate::Annotation>)> = Vec::new();
+    for (t, a) in annotations {
+        match tests.last_mut() {
+            Some((last, v)) if last == t => v.push(a.clone()),
+            _ => tests.push((t, vec![a.clone()])),
+        }
+    }
+    dir.write("results.annotate", |w| {
+        for (t, a) in &tests {
+            writeln!(w, "Test {}", crate::model::escaped(t))?;
+            render::write_text(a, w)?;
+            writeln!(w)?;
+        }
+        Ok(())
+    })?;
+    dir.write("results.annotate.csv", |w| {
+        writeln!(w, "test,{}", render::CSV_HEADER)?;
+        for (t, a) in &tests {
+            let mut rows = Vec::new();
+            render::write_csv(a, &mut rows)?;
+            let rows = String::from_utf8_lossy(&rows);
+            let test = csv_field(t);
+            // Each record after the header, with the test first (a quoted field may
+            // hold a line break: records end at line breaks outside quotes).
+            let mut quoted = false;
+            let mut start = true;
+            for c in rows.split_once('\n').map_or("", |(_, r)| r).chars() {
+                if start {
+                    write!(w, "{test},")?;
+                }
+                if c == '"' {
+                    quoted = !quoted;
+                }
+                write!(w, "{c}")?;
+                start = c == '\n' && !quoted;
+            }
+        }
+        Ok(())
+    })?;
     dir.write("results.annotate.json", |w| {
-        serde_json::to_writer_pretty(w, annotations).map_err(std::io::Error::other)
+        let rows: Vec<serde_json::Value> = annotations
+            .iter()
+            .map(|(t, a)| {
+                let mut v = serde_json::to_value(a).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("test".into(), serde_json::Value::String(t.clone()));
+                }
+                v
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut *w, &serde_json::json!({ "annotate": rows })).map_err(std::io::Error::other)?;
+        writeln!(w)
     })
+}
+
+/// A CSV field, quoted when it must be.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }
 
 /// What upcmp does after writing RESULTS_DIR.

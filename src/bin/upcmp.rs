@@ -108,22 +108,14 @@ struct Args {
     /// Refused by default (docs/security.md).
     #[arg(long)]
     allow_foreign_run: bool,
-    /// Below the function table, FUNC's samples on its source lines and instructions in
-    /// both runs, each line tested as the rows are (RESULTS_DIR/results.annotate, .csv,
-    /// .json, and an expandable row on the page). Repeatable, e.g. --annotate
-    /// copy_page_range. The code and lines come from the vmlinux given to uprun (or its
-    /// debug file by build-id) and from modules' .ko files.
-    #[arg(long, value_name = "FUNC")]
-    annotate: Vec<String>,
-    /// Also annotate the N listed kernel functions of largest change of each test, e.g.
-    /// --annotate-top 10 (uprun runs).
+    #[command(flatten)]
+    annotate: cli::AnnotateArgs,
+    /// Also annotate the N listed kernel functions of largest change of each test
+    /// (RESULTS_DIR/results.annotate and an expandable row each on the page), e.g.
+    /// --annotate-top 10 (uprun runs: the code and lines come from the vmlinux given to
+    /// uprun, its debug file by build-id, or a module's .ko).
     #[arg(long, value_name = "N", conflicts_with = "perf")]
     annotate_top: Option<usize>,
-    /// Look for source files under DIR when they are not where the debug information
-    /// says (each shorter tail of the path is tried). Repeatable, e.g. --source-dir
-    /// ~/src/linux.
-    #[arg(long, value_name = "DIR")]
-    source_dir: Vec<PathBuf>,
     #[command(flatten)]
     import: cli::ImportArgs,
     #[command(flatten)]
@@ -169,7 +161,7 @@ impl Args {
             allow_foreign_run: self.allow_foreign_run,
             html: !self.no_html,
             filter: self.filter.filter(),
-            annotate: RunAnnotate::new(self.annotate, self.annotate_top.unwrap_or(0), self.source_dir),
+            annotate: RunAnnotate::new(self.annotate.options(), self.annotate_top.unwrap_or(0)),
         };
         Ok((opts, AfterOptions::new(!self.no_html, self.open, self.fail_if_worse)))
     }
@@ -188,6 +180,9 @@ fn print_report(out: &UpcmpOutput, format: cli::FormatArg) -> anyhow::Result<()>
             text
         }
     };
+    let mut text = text;
+    let annotations: Vec<_> = out.annotations.iter().map(|(_, a)| a.clone()).collect();
+    cli::append_annotations(OutputFormat::from(format), &annotations, &mut text)?;
     std::io::stdout().write_all(&text)?;
     Ok(())
 }
