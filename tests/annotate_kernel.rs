@@ -97,7 +97,9 @@ fn lines_of_work(dir: &Path) -> BTreeMap<u32, Vec<u64>> {
             line = n;
             continue;
         }
-        let Some((addr, _)) = l.trim().split_once(':') else { continue };
+        let Some((addr, _)) = l.trim().split_once(':') else {
+            continue;
+        };
         if let Ok(a) = u64::from_str_radix(addr, 16) {
             out.entry(line).or_default().push(a);
         }
@@ -193,7 +195,10 @@ fn fixture() -> Fixture {
     let (elf, kallsyms) = kernel_like_elf(dir.path());
     let lines = lines_of_work(dir.path());
     for (line, _, _) in KNOWN {
-        assert!(lines.contains_key(&line), "objdump gives no instruction of line {line}: {lines:?}");
+        assert!(
+            lines.contains_key(&line),
+            "objdump gives no instruction of line {line}: {lines:?}"
+        );
     }
     for (side, run) in ["a", "b"].iter().enumerate() {
         let mut samples = Vec::new();
@@ -256,12 +261,20 @@ fn a_kernel_functions_line_table_is_exact_issue_32() {
     let rows = line_rows(&json);
     // Every known line with exactly its samples; every other line of work with none.
     for (line, n1, n2) in KNOWN {
-        let row = rows.iter().find(|r| r.0 == line).unwrap_or_else(|| panic!("no line {line} in {rows:?}"));
+        let row = rows
+            .iter()
+            .find(|r| r.0 == line)
+            .unwrap_or_else(|| panic!("no line {line} in {rows:?}"));
         assert_eq!(row.1, [n1, n2], "line {line}: {rows:?}");
     }
     for row in rows.iter().filter(|r| !KNOWN.iter().any(|k| k.0 == r.0)) {
         assert_eq!(row.1, [0, 0], "line {} has samples nobody put there: {rows:?}", row.0);
-        assert!(f.lines.contains_key(&row.0), "line {} is no line of work: {:?}", row.0, f.lines);
+        assert!(
+            f.lines.contains_key(&row.0),
+            "line {} is no line of work: {:?}",
+            row.0,
+            f.lines
+        );
     }
     // The changed line is marked (one run a side: against the sampling error), the
     // unchanged one not.
@@ -284,7 +297,10 @@ fn a_kernel_function_without_its_vmlinux_says_which_package_issue_32() {
     let (_, json) = annotate(&f, &[]);
     let a = &json["annotate"][0];
     let missing = a["missing"].to_string();
-    assert!(missing.contains("linux-image") && missing.contains("kernel-debuginfo"), "{a}");
+    assert!(
+        missing.contains("linux-image") && missing.contains("kernel-debuginfo"),
+        "{a}"
+    );
 }
 
 #[test]
@@ -303,7 +319,10 @@ fn the_page_opens_an_annotated_function_issue_32() {
     assert_eq!(a["open_at_first"], false);
     assert_eq!(a["open"], true);
     let closed = a["text_closed"].as_str().unwrap();
-    assert!(closed.contains("work") && closed.contains("hottest changed line prog.c:8"), "{closed}");
+    assert!(
+        closed.contains("work") && closed.contains("hottest changed line prog.c:8"),
+        "{closed}"
+    );
     assert!(!closed.contains("samples 1"), "the table shows while closed: {closed}");
     let text = a["text"].as_str().unwrap();
     assert!(text.contains("samples 1") && text.contains("Instructions ("), "{text}");
@@ -325,13 +344,18 @@ fn the_page_opens_an_annotated_function_issue_32() {
 /// A picture of the page with every annotated row open, to look at
 /// (`UPCMP_SCREENSHOT=FILE.png` keeps it).
 fn screenshot(browser: &str, page: &Path, dir: &Path) {
-    let Some(keep) = std::env::var_os("UPCMP_SCREENSHOT") else { return };
+    let Some(keep) = std::env::var_os("UPCMP_SCREENSHOT") else {
+        return;
+    };
     let html = fs::read_to_string(page).unwrap();
     let opened = dir.join("opened.html");
     // Each annotated row open, the page scrolled to the first.
     let html = html
         .replace("<details class=\"annotate\"", "<details open class=\"annotate\"")
-        .replace("<details class=\"annotate-insns\"", "<details open class=\"annotate-insns\"");
+        .replace(
+            "<details class=\"annotate-insns\"",
+            "<details open class=\"annotate-insns\"",
+        );
     fs::write(&opened, html).unwrap();
     let profile = crate::util::tempdir();
     let png = dir.join("annotate.png");

@@ -64,7 +64,8 @@ impl Runs {
             let symbols = super::run_symbols(&run)?;
             let system = crate::store::system::read(&run).map_err(|e| e.to_string())?;
             let marker = crate::store::outdir::RunMarker::read(&run).map_err(|e| e.to_string())?;
-            self.code.insert(run.clone(), KernelCode::of_run(&system, &marker.command));
+            self.code
+                .insert(run.clone(), KernelCode::of_run(&system, &marker.command));
             self.symbols.insert(run.clone(), symbols);
         }
         Ok(run)
@@ -96,7 +97,9 @@ pub fn annotate_runs(
     let mut runs = Runs::new();
     let mut out = Vec::new();
     for t in &cmp.tests {
-        let TestOutcome::Compared { profile, .. } = &t.outcome else { continue };
+        let TestOutcome::Compared { profile, .. } = &t.outcome else {
+            continue;
+        };
         let (Some(t1), Some(t2)) = (run1.test(&t.name), run2.test(&t.name)) else {
             continue;
         };
@@ -128,7 +131,10 @@ pub fn annotate_runs(
             samples.push(run_side_samples(&with, &names, code).map_err(|e: StoreError| e.to_string())?);
         }
         for (k, f) in functions.iter().enumerate() {
-            out.push((t.name.clone(), annotate(f, &samples[0][k], &samples[1][k], &what.options)));
+            out.push((
+                t.name.clone(),
+                annotate(f, &samples[0][k], &samples[1][k], &what.options),
+            ));
         }
     }
     Ok(out)

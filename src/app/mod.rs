@@ -1,9 +1,9 @@
 //! What each command does, in order: the orchestration the binaries in `src/bin` call
 //! after parsing their command line.
 
+pub mod annotate;
 pub mod annotate_runs;
 #[cfg(feature = "parquet")]
-pub mod annotate;
 pub mod dataset;
 pub mod inputs;
 pub mod prfcmp;

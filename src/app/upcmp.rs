@@ -533,7 +533,8 @@ fn write_annotations(
                 v
             })
             .collect();
-        serde_json::to_writer_pretty(&mut *w, &serde_json::json!({ "annotate": rows })).map_err(std::io::Error::other)?;
+        serde_json::to_writer_pretty(&mut *w, &serde_json::json!({ "annotate": rows }))
+            .map_err(std::io::Error::other)?;
         writeln!(w)
     })
 }

@@ -165,7 +165,10 @@ pub fn run_side_samples(
             if !matches!(s.mode, Mode::Kernel | Mode::Unknown) {
                 return;
             }
-            let Some(&(start, end, f)) = ranges.partition_point(|r| r.0 <= s.pc).checked_sub(1).map(|i| &ranges[i])
+            let Some(&(start, end, f)) = ranges
+                .partition_point(|r| r.0 <= s.pc)
+                .checked_sub(1)
+                .map(|i| &ranges[i])
             else {
                 return;
             };
@@ -253,7 +256,10 @@ mod tests {
         );
         assert_eq!(k.vmlinux.as_deref(), Some(elf.as_path()));
         assert_eq!(k.release.as_deref(), Some("9.9"));
-        let k = KernelCode::of_run(&system("kernel-release: 9.9\n"), &format!("uprun {} out", elf.display()));
+        let k = KernelCode::of_run(
+            &system("kernel-release: 9.9\n"),
+            &format!("uprun {} out", elf.display()),
+        );
         assert_eq!(k.vmlinux.as_deref(), Some(elf.as_path()));
         let k = KernelCode::of_run(&system("kernel-release: 0.0-none\n"), "uprun auto out --runs 3");
         assert_eq!(k.vmlinux, None);
@@ -274,7 +280,10 @@ mod tests {
         let why = k.files(Some("e1000_e")).unwrap_err();
         assert!(why.contains("compressed") && why.contains("e1000-e.ko.zst"), "{why}");
         let why = k.files(Some("nosuch")).unwrap_err();
-        assert!(why.contains("no nosuch.ko") && why.contains("kernel-debuginfo"), "{why}");
+        assert!(
+            why.contains("no nosuch.ko") && why.contains("kernel-debuginfo"),
+            "{why}"
+        );
         std::fs::write(d.join("e1000-e.ko"), b"x").unwrap();
         assert_eq!(k.files(Some("e1000_e")).unwrap().0, d.join("e1000-e.ko"));
     }

@@ -68,7 +68,11 @@ pub fn render(
 ) -> io::Result<()> {
     let stacks_of = |name: &str| stacks.and_then(|s| s.tests.iter().find(|t| t.test == name));
     let annotations_of = |name: &str| -> Vec<&crate::compare::annotate::Annotation> {
-        opts.annotations.iter().filter(|(t, _)| t == name).map(|(_, a)| a).collect()
+        opts.annotations
+            .iter()
+            .filter(|(t, _)| t == name)
+            .map(|(_, a)| a)
+            .collect()
     };
     // The flame graphs, in test order; each becomes one JSON string in its own block.
     let mut flames: Vec<&str> = Vec::new();
