@@ -124,12 +124,16 @@ pub fn annotate_runs(
             continue;
         }
         let names: Vec<&str> = functions.iter().map(String::as_str).collect();
-        let mut samples = Vec::new();
-        for reps in &sides {
+        // The two sides' samples are read side by side, each on its own core.
+        let side = |reps: &Vec<(PathBuf, PathBuf)>| {
             let with: Vec<Repetition<'_>> = reps.iter().map(|(d, run)| (d.as_path(), &runs.symbols[run])).collect();
-            let code = &runs.code[&reps[0].1];
-            samples.push(run_side_samples(&with, &names, code).map_err(|e: StoreError| e.to_string())?);
-        }
+            run_side_samples(&with, &names, &runs.code[&reps[0].1]).map_err(|e: StoreError| e.to_string())
+        };
+        let (one, two) = std::thread::scope(|s| {
+            let two = s.spawn(|| side(&sides[1]));
+            (side(&sides[0]), two.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        });
+        let samples = [one?, two?];
         for (k, f) in functions.iter().enumerate() {
             out.push((
                 t.name.clone(),

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 /// What upcmp compares.
 #[derive(Debug, Clone)]
+// One value per command: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Inputs {
     /// Two uprun or upsrun output directories.
     Runs {
