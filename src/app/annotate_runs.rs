@@ -131,7 +131,10 @@ pub fn annotate_runs(
         };
         let (one, two) = std::thread::scope(|s| {
             let two = s.spawn(|| side(&sides[1]));
-            (side(&sides[0]), two.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            (
+                side(&sides[0]),
+                two.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            )
         });
         let samples = [one?, two?];
         for (k, f) in functions.iter().enumerate() {
