@@ -1,6 +1,7 @@
 //! The integration tests: one binary, modules by topic.
 
 mod annotate;
+mod annotate_kernel;
 mod architecture;
 mod attribution;
 mod bpf;

@@ -51,6 +51,7 @@ pub fn group_compare(opts: &GroupOptions) -> Result<UpcmpOutput, GroupError> {
         cmp,
         None,
         Vec::new(),
+        None,
         opts.html,
         opts.compare.hide_noise,
     )?)

@@ -1,6 +1,8 @@
 //! What each command does, in order: the orchestration the binaries in `src/bin` call
 //! after parsing their command line.
 
+pub mod annotate;
+pub mod annotate_runs;
 #[cfg(feature = "parquet")]
 pub mod dataset;
 #[cfg(feature = "parquet")]

@@ -1,7 +1,8 @@
 //! `prfcmp`: compare two profiles of any source (prfout, perf.data, perf script, folded).
 
 use crate::compare::{compare_profiles, CompareOptions, ProfileComparison};
-use crate::import::{read_profile, ImportError, ImportOptions, InputFormat};
+use crate::compare::annotate::Annotation;
+use crate::import::{ImportError, ImportOptions, InputFormat};
 use crate::model::{Profile, SampleFilter};
 use std::path::{Path, PathBuf};
 
@@ -32,6 +33,8 @@ pub struct Compared {
     pub profile2: Profile,
     /// Their comparison.
     pub comparison: ProfileComparison,
+    /// The functions `--annotate` names, line by line.
+    pub annotations: Vec<Annotation>,
 }
 
 /// Reads `path1` and `path2` (any supported format) and compares them.
@@ -77,13 +80,16 @@ pub fn prfcmp_filtered(
 ) -> Result<Compared, PrfcmpError> {
     super::inputs::check_prfcmp_profile(path1, path2).map_err(PrfcmpError::Arguments)?;
     super::inputs::check_prfcmp_profile(path2, path1).map_err(PrfcmpError::Arguments)?;
-    let import = &import.clone().with_filter(filter.clone());
+    let import = &import
+        .clone()
+        .with_filter(filter.clone())
+        .with_annotate(opts.annotate.functions.clone());
     let (r1, r2) = {
         // The two recordings share the symbol tables of the files both map, until both
         // are read.
         let sharing = import.clone().sharing_symbols();
         let read = |which: u8, path: &Path| {
-            read_profile(path, &sharing).map_err(|source| PrfcmpError::Import {
+            crate::import::import(path, &sharing).map_err(|source| PrfcmpError::Import {
                 which,
                 path: path.to_path_buf(),
                 source: super::unquoted_import(source, path),
@@ -95,8 +101,9 @@ pub fn prfcmp_filtered(
             (read(1, path1), second.join())
         })
     };
-    let mut profile1 = r1?;
-    let mut profile2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let r1 = r1?;
+    let r2 = r2.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    let (mut profile1, mut profile2) = (r1.profile, r2.profile);
     super::give_back_freed_memory();
     if !filter.is_empty() {
         // A recording was filtered while it was read; a uprun profile is rebuilt.
@@ -108,9 +115,15 @@ pub fn prfcmp_filtered(
         profile1.warnings.push(super::upcmp::filtered_note(filter));
     }
     let comparison = compare_profiles(&profile1, &profile2, opts);
+    let annotations = super::annotate::annotate_recordings(
+        (&r1.annotated, &profile1),
+        (&r2.annotated, &profile2),
+        &opts.annotate,
+    );
     Ok(Compared {
         profile1,
         profile2,
         comparison,
+        annotations,
     })
 }

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 /// What upcmp compares.
 #[derive(Debug, Clone)]
+// One value per command: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Inputs {
     /// Two uprun or upsrun output directories.
     Runs {
@@ -59,6 +61,9 @@ pub struct UpcmpOptions {
     /// Only the samples this keeps are counted (uprun runs: each profile is rebuilt from
     /// its raw samples).
     pub filter: SampleFilter,
+    /// The functions annotated below the function table (`--annotate FUNC`,
+    /// `--annotate-top N`, `--source-dir DIR`): uprun runs.
+    pub annotate: super::annotate_runs::RunAnnotate,
 }
 
 /// Why upcmp stopped.
@@ -105,6 +110,8 @@ pub struct UpcmpOutput {
     pub moved: Vec<Moved>,
     /// Where the results are (RESULTS_DIR without trailing slashes).
     pub results_dir: PathBuf,
+    /// The annotated functions (`--annotate`), each with its test's name.
+    pub annotations: Vec<(String, crate::compare::annotate::Annotation)>,
 }
 
 fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError> {
@@ -346,7 +353,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     // First, so that a second upcmp writing the same directory stops at once.
     let claim = claim_results(&opts.results_dir, opts.allow_shared_parent, opts.allow_foreign_run)?;
     let results_dir = claim.path.as_path();
-    let (cmp, stacks, stack_files) = match &opts.inputs {
+    let (cmp, stacks, stack_files, annotations) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
             let import = import.clone().with_filter(opts.filter.clone());
             let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
@@ -356,7 +363,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
             let (stacks, files) = stacks.unzip();
-            (cmp, stacks, files.unwrap_or_default())
+            (cmp, stacks, files.unwrap_or_default(), Vec::new())
         }
         Inputs::Runs { dir1, dir2, baselines } => {
             // Each run filtered with its own kernel symbols, before the baselines are
@@ -404,14 +411,21 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 cmp.warnings.extend(no_stacks_why(&run1, &run2));
             }
             let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
-            (cmp, stacks, stack_files)
+            let annotations = match opts.annotate.is_empty() {
+                true => Vec::new(),
+                false => super::annotate_runs::annotate_runs(&run1, &run2, &cmp, &opts.annotate)
+                    .map_err(UpcmpError::Arguments)?,
+            };
+            (cmp, stacks, stack_files, annotations)
         }
     };
+    let annotations = (!opts.annotate.is_empty()).then_some(annotations);
     publish_results(
         results_dir,
         cmp,
         stacks,
         stack_files,
+        annotations,
         opts.html,
         opts.compare.hide_noise,
     )
@@ -441,9 +455,12 @@ pub(crate) fn publish_results(
     cmp: RunComparison,
     stacks: Option<RunStacks>,
     stack_files: Vec<(String, Vec<u8>)>,
+    annotations: Option<Vec<(String, crate::compare::annotate::Annotation)>>,
     html: bool,
     hide_noise: bool,
 ) -> Result<UpcmpOutput, UpcmpError> {
+    let asked = annotations.is_some();
+    let annotations = annotations.unwrap_or_default();
     let mut report = Vec::new();
     text::render_runs(&cmp, &mut report)?;
     if let Some(s) = &stacks {
@@ -458,7 +475,8 @@ pub(crate) fn publish_results(
             let json = s.spawn(|| dir.write("results.json", |w| export::write_json(&cmp, w)));
             let page = html.then(|| {
                 s.spawn(|| {
-                    let html_opts = HtmlOptions::new(hide_noise);
+                    let mut html_opts = HtmlOptions::new(hide_noise);
+                    html_opts.annotations = annotations.clone();
                     dir.write("results.html", |w| {
                         html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, w)
                     })
@@ -473,6 +491,9 @@ pub(crate) fn publish_results(
                 })?;
                 for (name, bytes) in &stack_files {
                     dir.write(name, |w| w.write_all(bytes))?;
+                }
+                if asked {
+                    write_annotations(dir, &annotations)?;
                 }
                 Ok(())
             })();
@@ -493,7 +514,82 @@ pub(crate) fn publish_results(
         report,
         moved,
         results_dir: results_dir.to_path_buf(),
+        annotations,
     })
+}
+
+/// Writes `results.annotate` (text), `results.annotate.csv` and
+/// `results.annotate.json`: each annotated function of each test, the test named (a
+/// `Test NAME` line before its functions; a first CSV column `test`; a `test` field).
+fn write_annotations(
+    dir: &crate::store::outdir::NewFiles,
+    annotations: &[(String, crate::compare::annotate::Annotation)],
+) -> Result<(), StoreError> {
+    use crate::report::annotate as render;
+    // The tests in order, each with its functions.
+    let mut tests: Vec<(&str, Vec<crate::compare::annotate::Annotation>)> = Vec::new();
+    for (t, a) in annotations {
+        match tests.last_mut() {
+            Some((last, v)) if last == t => v.push(a.clone()),
+            _ => tests.push((t, vec![a.clone()])),
+        }
+    }
+    dir.write("results.annotate", |w| {
+        for (t, a) in &tests {
+            writeln!(w, "Test {}", crate::model::escaped(t))?;
+            render::write_text(a, w)?;
+            writeln!(w)?;
+        }
+        Ok(())
+    })?;
+    dir.write("results.annotate.csv", |w| {
+        writeln!(w, "test,{}", render::CSV_HEADER)?;
+        for (t, a) in &tests {
+            let mut rows = Vec::new();
+            render::write_csv(a, &mut rows)?;
+            let rows = String::from_utf8_lossy(&rows);
+            let test = csv_field(t);
+            // Each record after the header, with the test first (a quoted field may
+            // hold a line break: records end at line breaks outside quotes).
+            let mut quoted = false;
+            let mut start = true;
+            for c in rows.split_once('\n').map_or("", |(_, r)| r).chars() {
+                if start {
+                    write!(w, "{test},")?;
+                }
+                if c == '"' {
+                    quoted = !quoted;
+                }
+                write!(w, "{c}")?;
+                start = c == '\n' && !quoted;
+            }
+        }
+        Ok(())
+    })?;
+    dir.write("results.annotate.json", |w| {
+        let rows: Vec<serde_json::Value> = annotations
+            .iter()
+            .map(|(t, a)| {
+                let mut v = serde_json::to_value(a).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("test".into(), serde_json::Value::String(t.clone()));
+                }
+                v
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut *w, &serde_json::json!({ "annotate": rows }))
+            .map_err(std::io::Error::other)?;
+        writeln!(w)
+    })
+}
+
+/// A CSV field, quoted when it must be.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }
 
 /// What upcmp does after writing RESULTS_DIR.

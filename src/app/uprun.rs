@@ -382,6 +382,11 @@ fn describe_run(opts: &UprunOptions, p: &mut Prepared) -> Result<(), UprunError>
         facts.push(("counted-events", c.counted().join(" ")));
     }
     facts.push(("tool-version", format!("upcmp {}", crate::TOOL_VERSION)));
+    // Where upcmp --annotate finds the core kernel's code and lines.
+    if let Some(image) = p.symbols.image() {
+        let image = std::fs::canonicalize(image).unwrap_or_else(|_| image.into());
+        facts.push((crate::store::system::VMLINUX_KEY, image.display().to_string()));
+    }
     crate::store::system::write(outdir, &facts)?;
     let release = crate::host::uname().release;
     crate::store::settings::write(outdir, &crate::host::settings::kernel_settings(&release))?;

@@ -68,6 +68,8 @@ struct Args {
     import: cli::ImportArgs,
     #[command(flatten)]
     filter: cli::FilterArgs,
+    #[command(flatten)]
+    annotate: cli::AnnotateArgs,
     /// Print shell completions or the man page and exit, e.g.
     /// `prfcmp --generate bash > /usr/share/bash-completion/completions/prfcmp`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
@@ -103,12 +105,14 @@ fn main() -> ExitCode {
         );
         opts.hide_noise = a.hide_noise;
         opts.keep_clones = a.keep_clones;
+        opts.annotate = a.annotate.options();
         let c = prfcmp_filtered(path1, path2, &a.import.options(), &opts, &a.filter.filter())
             .map_err(|e| cli::with_import_hint(e.into()))?;
         print_warnings([(path1, &c.profile1), (path2, &c.profile2)]);
         let format = OutputFormat::from(a.format);
         let mut out = Vec::new();
         render_profile(format, &c.profile1.test, &c.comparison, &mut out)?;
+        cli::append_annotations(format, &c.annotations, &mut out)?;
         if format == OutputFormat::Text && cli::color_enabled() {
             out = cli::colorize_text(&String::from_utf8_lossy(&out)).into_bytes();
         }

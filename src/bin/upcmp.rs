@@ -13,6 +13,7 @@ use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use upcmp::app::annotate_runs::RunAnnotate;
 use upcmp::app::upcmp::{after_writing, upcmp, AfterOptions, Inputs, UpcmpOptions, UpcmpOutput};
 use upcmp::compare::CompareOptions;
 use upcmp::exit::{run, EXIT_BAD_INPUT};
@@ -115,6 +116,14 @@ struct Args {
     #[arg(long)]
     allow_foreign_run: bool,
     #[command(flatten)]
+    annotate: cli::AnnotateArgs,
+    /// Also annotate the N listed kernel functions of largest change of each test
+    /// (RESULTS_DIR/results.annotate and an expandable row each on the page), e.g.
+    /// --annotate-top 10 (uprun runs: the code and lines come from the vmlinux given to
+    /// uprun, its debug file by build-id, or a module's .ko).
+    #[arg(long, value_name = "N", conflicts_with = "perf")]
+    annotate_top: Option<usize>,
+    #[command(flatten)]
     import: cli::ImportArgs,
     #[command(flatten)]
     filter: cli::FilterArgs,
@@ -161,6 +170,7 @@ impl Args {
             allow_foreign_run: self.allow_foreign_run,
             html: !self.no_html,
             filter,
+            annotate: RunAnnotate::new(self.annotate.options(), self.annotate_top.unwrap_or(0)),
         };
         Ok((opts, AfterOptions::new(!self.no_html, self.open, self.fail_if_worse)))
     }
@@ -179,6 +189,9 @@ fn print_report(out: &UpcmpOutput, format: cli::FormatArg) -> anyhow::Result<()>
             text
         }
     };
+    let mut text = text;
+    let annotations: Vec<_> = out.annotations.iter().map(|(_, a)| a.clone()).collect();
+    cli::append_annotations(OutputFormat::from(format), &annotations, &mut text)?;
     std::io::stdout().write_all(&text)?;
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! The formulas are those of `docs/formulas.md`; numbers are computed here once and only
 //! formatted by the renderers of the report layer.
 
+pub mod annotate;
+pub mod annotate_runs;
 pub mod bench;
 pub mod changepoint;
 pub mod counters;
@@ -56,6 +58,8 @@ pub struct CompareOptions {
     /// Tests whose two sides the user declares the same benchmark (`--same-test NAME`),
     /// compared although their commands differ.
     pub same_tests: Vec<String>,
+    /// The functions annotated below the table, line by line (`--annotate FUNC`).
+    pub annotate: annotate::AnnotateOptions,
 }
 
 impl Default for CompareOptions {
@@ -74,6 +78,7 @@ impl CompareOptions {
             all_counters: false,
             keep_clones: false,
             same_tests: Vec::new(),
+            annotate: annotate::AnnotateOptions::default(),
         }
     }
 }

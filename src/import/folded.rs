@@ -58,6 +58,7 @@ pub fn read(input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) 
     Ok(Imported {
         profile: counts.finish(meta, &IdleSet::linux_default(), warnings),
         stacks: stacks.finish(),
+        annotated: Vec::new(),
     })
 }
 

@@ -284,6 +284,9 @@ pub struct ImportOptions {
     /// The readers running of the imports given these options or their clones: a
     /// perf.data import splits only while a core has none.
     pub readers: Readers,
+    /// Functions whose sampled addresses are collected (`--annotate FUNC`; perf.data's
+    /// user-space functions): [`Imported::annotated`].
+    pub annotate: Vec<String>,
 }
 
 /// When a perf.data import hands the rest of its file to a second reader on another core,
@@ -359,6 +362,7 @@ impl ImportOptions {
             symbols: None,
             split: Split::default(),
             readers: Readers::default(),
+            annotate: Vec::new(),
         }
     }
 
@@ -387,6 +391,12 @@ impl ImportOptions {
         self
     }
 
+    /// The same options, collecting the sampled addresses of `functions`.
+    pub fn with_annotate(mut self, functions: Vec<String>) -> Self {
+        self.annotate = functions;
+        self
+    }
+
     /// The same options, reading only the samples `filter` keeps.
     pub fn with_filter(mut self, filter: SampleFilter) -> Self {
         self.filter = filter;
@@ -402,6 +412,22 @@ pub struct Imported {
     /// Samples per call stack, root first (the command name as the root frame, as
     /// `perf script | stackcollapse-perf` folds them); `None` without call chains.
     pub stacks: Option<StackProfile>,
+    /// The sampled addresses of the functions [`ImportOptions::annotate`] names, one
+    /// entry per function and file.
+    pub annotated: Vec<AnnotatedSamples>,
+}
+
+/// A function's samples by address, in the ELF file that holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnotatedSamples {
+    /// The function's name, as the profile names it.
+    pub function: String,
+    /// The file, as the recording names it.
+    pub file: PathBuf,
+    /// Its build-id, when recorded.
+    pub build_id: Option<Vec<u8>>,
+    /// Samples per address in the file (its virtual addresses, as its symbols have them).
+    pub samples: std::collections::BTreeMap<u64, u64>,
 }
 
 /// Collects call stacks during an import when [`ImportOptions::stacks`] asks for them
@@ -646,6 +672,7 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
             Ok(Imported {
                 profile: prfout::read(&p)?,
                 stacks: None,
+                annotated: Vec::new(),
             })
         }
         InputFormat::PerfData => perf_data::read(path, opts),

@@ -714,6 +714,10 @@ struct Reader<'o> {
     /// The unwinder of `--call-graph dwarf` stack dumps, and the addresses it gives.
     dwarf: DwarfUnwinder,
     unwound: Vec<u64>,
+    /// The functions whose sampled places are kept (`ImportOptions::annotate`), by index,
+    /// with their names; and those places' samples.
+    annotated_functions: FastMap<usize, String>,
+    annotated: FastMap<(usize, Place), u64>,
 }
 
 /// Samples weighed as perf report weighs a sample that carries read values (`perf record
@@ -907,6 +911,8 @@ impl Reader<'_> {
             read_weights: self.read_weights.clone(),
             dwarf: self.dwarf.for_second_reader(),
             unwound: Vec::new(),
+            annotated_functions: self.annotated_functions.clone(),
+            annotated: FastMap::default(),
         }
     }
 
@@ -927,6 +933,42 @@ impl Reader<'_> {
         }
         self.maps.absorb(other.maps);
         self.dwarf.absorb(other.dwarf);
+        self.annotated_functions.extend(other.annotated_functions);
+        for (k, n) in other.annotated {
+            *self.annotated.entry(k).or_default() += n;
+        }
+    }
+
+    /// The annotated functions' samples by address, one entry per function and file.
+    fn annotated_samples(&self) -> Vec<super::AnnotatedSamples> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut by: std::collections::BTreeMap<(String, usize), std::collections::BTreeMap<u64, u64>> =
+            std::collections::BTreeMap::new();
+        for (&(f, place), &n) in &self.annotated {
+            let dso = &self.maps.dsos[place.dso];
+            let addr = match dso.symbols.as_ref().and_then(|s| s.as_deref().ok()) {
+                Some(UserSymbols::Elf(syms)) => syms.address_of_offset(place.at),
+                _ => None,
+            };
+            let (Some(addr), Some(name)) = (addr, self.annotated_functions.get(&f)) else {
+                continue;
+            };
+            *by.entry((name.clone(), place.dso))
+                .or_default()
+                .entry(addr)
+                .or_default() += n;
+        }
+        by.into_iter()
+            .map(|((function, dso), samples)| {
+                let d = &self.maps.dsos[dso];
+                super::AnnotatedSamples {
+                    function,
+                    file: PathBuf::from(std::ffi::OsStr::from_bytes(&d.path)),
+                    build_id: d.build_id.clone(),
+                    samples,
+                }
+            })
+            .collect()
     }
 
     /// Loads the kernel's symbols, once.
@@ -1025,7 +1067,8 @@ impl Reader<'_> {
                 f
             }
             Mode::User => match self.recent.place(&mut self.maps, pid, ip) {
-                Some(place) => match self.user_functions.get(&place) {
+                Some(place) => {
+                    let f = match self.user_functions.get(&place) {
                     Some(&f) => f,
                     None => {
                         let key = self.maps.name_key(place);
@@ -1034,6 +1077,10 @@ impl Reader<'_> {
                             None => {
                                 let (m, name) = self.maps.name(key);
                                 let f = self.profile.function(m, name);
+                                let wanted = &self.kernel_source.opts.annotate;
+                                if wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w)) {
+                                    self.annotated_functions.insert(f, name.to_string());
+                                }
                                 self.functions_by_name.insert(key, f);
                                 f
                             }
@@ -1042,7 +1089,12 @@ impl Reader<'_> {
                         self.user_functions.insert(place, f);
                         f
                     }
-                },
+                };
+                    if !self.annotated_functions.is_empty() && self.annotated_functions.contains_key(&f) {
+                        *self.annotated.entry((f, place)).or_default() += 1;
+                    }
+                    f
+                }
                 None => {
                     self.user_unmapped += 1;
                     let f = self.profile.function(module::UNKNOWN, UNKNOWN_FUNCTION);
@@ -1828,6 +1880,8 @@ fn read_records<R: Read>(
         recent: Recent::default(),
         dwarf: DwarfUnwinder::default(),
         unwound: Vec::new(),
+        annotated_functions: FastMap::default(),
+        annotated: FastMap::default(),
         code: LoadedCode::default(),
         kernel_modules: ModuleMaps::default(),
         read_weights: None,
@@ -1925,9 +1979,11 @@ fn read_records<R: Read>(
         r.profile.cpu_count(),
         &mut warnings,
     );
+    let annotated = r.annotated_samples();
     Ok(Imported {
         profile: basis.finish(r.profile, test_name(path), h.cmdline.clone(), event_name, warnings),
         stacks: r.stacks.finish(),
+        annotated,
     })
 }
 

@@ -482,6 +482,7 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
     let basis = times.basis(&event, opts.period_sec, None, counts.cpu_count(), &mut warnings);
     Ok(Imported {
         stacks: stacks.finish(),
+        annotated: Vec::new(),
         profile: basis.finish(counts, test_name(path), None, event, warnings),
     })
 }

@@ -18,6 +18,8 @@ use crate::report::stackcmp::{flame_file, flame_run1_file};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::io::{self, Write};
 
+mod annotate;
+
 /// The page's style sheet, script modules and self-test, included at compile time.
 const CSS: &str = include_str!("html/page.css");
 const ERRORS_JS: &str = include_str!("html/errors.js");
@@ -39,12 +41,18 @@ const DATA_SCHEMA: u32 = 1;
 pub struct HtmlOptions {
     /// Open the function tables with the noise rows hidden (upcmp --hide-noise).
     pub hide_noise: bool,
+    /// The annotated functions (`upcmp --annotate`), each with its test's name: an
+    /// expandable row each under its test's function table.
+    pub annotations: Vec<(String, crate::compare::annotate::Annotation)>,
 }
 
 impl HtmlOptions {
     /// Options with the noise rows hidden or shown at first.
     pub fn new(hide_noise: bool) -> Self {
-        HtmlOptions { hide_noise }
+        HtmlOptions {
+            hide_noise,
+            annotations: Vec::new(),
+        }
     }
 }
 
@@ -59,6 +67,13 @@ pub fn render(
     mut out: impl Write,
 ) -> io::Result<()> {
     let stacks_of = |name: &str| stacks.and_then(|s| s.tests.iter().find(|t| t.test == name));
+    let annotations_of = |name: &str| -> Vec<&crate::compare::annotate::Annotation> {
+        opts.annotations
+            .iter()
+            .filter(|(t, _)| t == name)
+            .map(|(_, a)| a)
+            .collect()
+    };
     // The flame graphs, in test order; each becomes one JSON string in its own block.
     let mut flames: Vec<&str> = Vec::new();
     let mut flame_of_test: Vec<Flames> = Vec::new();
@@ -97,7 +112,7 @@ pub fn render(
                 (header(cmp))
                 (digest(cmp))
                 @for (i, t) in cmp.tests.iter().enumerate() {
-                    (test_section(i, t, stacks_of(&t.name), flame_of_test[i]))
+                    (test_section(i, t, stacks_of(&t.name), flame_of_test[i], &annotations_of(&t.name)))
                 }
                 footer {
                     "Written by upcmp " (crate::TOOL_VERSION) " beside results, results.csv and results.json, "
@@ -488,7 +503,13 @@ fn digest_cpu(p: &ProfileComparison, unlike: &[crate::compare::runs::Unlike]) ->
     }
 }
 
-fn test_section(i: usize, t: &TestComparison, stacks: Option<&TestStacks>, flame: Flames) -> Markup {
+fn test_section(
+    i: usize,
+    t: &TestComparison,
+    stacks: Option<&TestStacks>,
+    flame: Flames,
+    annotations: &[&crate::compare::annotate::Annotation],
+) -> Markup {
     html! {
         section.test id=(anchor(i)) {
             h2 { (t.name) a.top href="#digest" title="back to the digest" { "↑" } }
@@ -518,6 +539,7 @@ fn test_section(i: usize, t: &TestComparison, stacks: Option<&TestStacks>, flame
                         }
                     }
                     (profile_notes(profile))
+                    (annotate::section(annotations))
                     div.counters data-test=(i) {}
                     @if let Some(s) = stacks { (stack_section(s, flame)) }
                 }

@@ -2,6 +2,7 @@
 //! [`crate::compare`]; this module only formats them and writes to the `Write` given.
 
 pub mod activity;
+pub mod annotate;
 pub mod export;
 pub mod flame;
 mod flat;

@@ -24,6 +24,10 @@ pub fn read(dir: &Path) -> Result<KeyValues, StoreError> {
     Ok(parse_key_values(&read_text(&p)?, &p.display().to_string())?)
 }
 
+/// The key naming the kernel image (vmlinux) uprun took the kernel's symbols from, by
+/// its absolute path; absent when they came from kallsyms.
+pub const VMLINUX_KEY: &str = "vmlinux";
+
 /// The keys whose difference between two runs can bias a comparison.
 pub const BIASING_KEYS: &[&str] = &[
     "kernel-release",

@@ -329,6 +329,15 @@ impl ElfSymbols {
         }
     }
 
+    /// The virtual address of `offset` in the file (where its loadable segments put it).
+    pub fn address_of_offset(&self, offset: u64) -> Option<u64> {
+        let &(file_off, _, vaddr) = self
+            .loads
+            .iter()
+            .find(|&&(o, size, _)| offset >= o && offset - o < size.max(1))?;
+        Some(offset - file_off + vaddr)
+    }
+
     /// What covers `offset` in the file, without reading a symbol's name: offsets in one
     /// function give the same answer, so a caller reads each name once.
     pub fn function_at(&self, offset: u64) -> Option<FunctionAt<'_>> {

@@ -661,6 +661,11 @@ impl KernelSymbols {
         Some(recorded.wrapping_sub(listed))
     }
 
+    /// The kernel image the core kernel's symbols came from, when an ELF (a vmlinux).
+    pub fn image(&self) -> Option<&str> {
+        self.kaslr_offset.is_some().then_some(self.origin.as_str())
+    }
+
     /// The KASLR offset applied to the vmlinux symbols (`None` for kallsyms symbols).
     pub fn kaslr_offset(&self) -> Option<u64> {
         self.kaslr_offset

@@ -101,7 +101,7 @@ pub enum CodeError {
 }
 
 /// Whether `symbol` is `name` or a clone of it (`name.isra.0`, `name.cold`).
-fn names(symbol: &str, name: &str) -> bool {
+pub fn answers_to(symbol: &str, name: &str) -> bool {
     symbol == name || symbol.strip_prefix(name).is_some_and(|rest| rest.starts_with('.'))
 }
 
@@ -120,7 +120,7 @@ pub fn function_code(
     let sym = file
         .symbols()
         .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
-        .filter(|s| s.name().is_ok_and(|n| names(n, name)))
+        .filter(|s| s.name().is_ok_and(|n| answers_to(n, name)))
         .max_by_key(|s| (s.name() == Ok(name), s.size()))
         .ok_or_else(|| CodeError::NoSymbol {
             path: code_file.to_path_buf(),
@@ -326,9 +326,9 @@ mod tests {
 
     #[test]
     fn a_clone_answers_to_its_function_name() {
-        assert!(names("copy_page_range", "copy_page_range"));
-        assert!(names("copy_page_range.isra.0", "copy_page_range"));
-        assert!(!names("copy_page_range_x", "copy_page_range"));
+        assert!(answers_to("copy_page_range", "copy_page_range"));
+        assert!(answers_to("copy_page_range.isra.0", "copy_page_range"));
+        assert!(!answers_to("copy_page_range_x", "copy_page_range"));
     }
 
     #[test]

@@ -280,3 +280,45 @@ mod cli_tests {
         }
     }
 }
+
+/// Which functions are annotated line by line, and where their sources are.
+#[derive(Debug, Clone, Args)]
+pub struct AnnotateArgs {
+    /// Below the function table, annotate FUNC line by line and instruction by
+    /// instruction, each line with its noise test (repeatable), e.g. --annotate
+    /// copy_page_range (docs/annotate.md).
+    #[arg(long = "annotate", value_name = "FUNC")]
+    pub functions: Vec<String>,
+    /// Where to look for source files not at the path the debug information names
+    /// (repeatable), e.g. --source-dir ~/src/linux.
+    #[arg(long = "source-dir", value_name = "DIR")]
+    pub source_dirs: Vec<PathBuf>,
+}
+
+impl AnnotateArgs {
+    /// The library's options.
+    pub fn options(&self) -> upcmp::compare::annotate::AnnotateOptions {
+        upcmp::compare::annotate::AnnotateOptions {
+            functions: self.functions.clone(),
+            source_dirs: self.source_dirs.clone(),
+        }
+    }
+}
+
+/// The annotations after the report in `format`: as text after the table in the text
+/// formats; CSV and JSON on standard output stay one document each (upcmp writes
+/// `results.annotate.csv` and `results.annotate.json`), so a note goes to standard error.
+pub fn append_annotations(
+    format: OutputFormat,
+    annotations: &[upcmp::compare::annotate::Annotation],
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    match format {
+        _ if annotations.is_empty() => Ok(()),
+        OutputFormat::Csv | OutputFormat::Json => {
+            eprintln!("note: --annotate is printed with --format text, markdown or mail");
+            Ok(())
+        }
+        _ => upcmp::report::annotate::write_text(annotations, out),
+    }
+}

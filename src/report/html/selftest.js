@@ -175,6 +175,20 @@
     return out;
   }
 
+  // An annotated function's row as a reader opens it: closed at first, then its summary
+  // clicked; the text it shows then (innerText: only what is rendered), its highlighted
+  // lines and its line table's cells.
+  function annotationReport(d) {
+    var out = { function: d.dataset.function, open_at_first: d.open, text_closed: d.innerText };
+    d.querySelector("summary").click();
+    out.open = d.open;
+    out.text = d.innerText;
+    out.hot = Array.prototype.map.call(d.querySelectorAll("table.annotate-lines tr.hot"), cells);
+    out.lines = Array.prototype.map.call(d.querySelectorAll("table.annotate-lines tbody tr"), cells);
+    out.lines_height = (d.querySelector("table.annotate-lines") || { offsetHeight: 0 }).offsetHeight;
+    return out;
+  }
+
   function finish() {
     var report = {
       ready_ms: Number(document.body.dataset.readyMs),
@@ -190,7 +204,8 @@
           return tr.title;
         });
       }),
-      flames: P.flames.map(flameReport)
+      flames: P.flames.map(flameReport),
+      annotations: Array.prototype.map.call(document.querySelectorAll("details.annotate"), annotationReport)
     };
     // Then each graph with two shapes in run 1's, as its button shows it.
     var shaped = P.flames.filter(function (f) {

@@ -1,0 +1,148 @@
+//! `upcmp OUTDIR1 OUTDIR2 R --annotate FUNC`: the kernel functions asked for (and the
+//! top N of each test's table, `--annotate-top N`) annotated per test from the two
+//! runs' raw samples and the code their symbols came from (`docs/annotate.md`).
+
+use crate::compare::annotate::{annotate, AnnotateOptions, Annotation};
+use crate::compare::annotate_runs::{run_side_samples, KernelCode, Repetition};
+use crate::compare::runs::{RunComparison, TestOutcome};
+use crate::store::run::StoredRun;
+use crate::store::StoreError;
+use crate::symbols::KernelSymbols;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// What to annotate in two runs.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RunAnnotate {
+    /// Also the N listed kernel functions of largest |delta| of each test
+    /// (`--annotate-top N`).
+    pub top: usize,
+    /// The functions named (`--annotate FUNC`, repeatable) and how lines are annotated
+    /// (`--source-dir`).
+    pub options: AnnotateOptions,
+}
+
+impl RunAnnotate {
+    /// The functions `options` names and the top N of each test.
+    pub fn new(options: AnnotateOptions, top: usize) -> Self {
+        RunAnnotate { top, options }
+    }
+
+    /// Whether anything is asked for.
+    pub fn is_empty(&self) -> bool {
+        self.options.functions.is_empty() && self.top == 0
+    }
+}
+
+/// The kernel symbols and code of each run a side's repetitions come from (run 1 and
+/// its `--baseline` runs may be different boots).
+struct Runs {
+    symbols: HashMap<PathBuf, KernelSymbols>,
+    code: HashMap<PathBuf, KernelCode>,
+}
+
+impl Runs {
+    fn new() -> Self {
+        Runs {
+            symbols: HashMap::new(),
+            code: HashMap::new(),
+        }
+    }
+
+    /// Loads the symbols and code places of the run holding `rep_dir`.
+    fn load(&mut self, rep_dir: &Path) -> Result<PathBuf, String> {
+        let run = super::run_of(rep_dir)
+            .ok_or_else(|| {
+                format!(
+                    "{}: no kallsyms.gz in its run: --annotate places a run's samples with the kernel symbols it kept",
+                    rep_dir.display()
+                )
+            })?
+            .to_path_buf();
+        if !self.symbols.contains_key(&run) {
+            let symbols = super::run_symbols(&run)?;
+            let system = crate::store::system::read(&run).map_err(|e| e.to_string())?;
+            let marker = crate::store::outdir::RunMarker::read(&run).map_err(|e| e.to_string())?;
+            self.code
+                .insert(run.clone(), KernelCode::of_run(&system, &marker.command));
+            self.symbols.insert(run.clone(), symbols);
+        }
+        Ok(run)
+    }
+}
+
+/// The names of the `top` listed rows of largest |delta| that are kernel functions of
+/// `symbols` (a module's row is `name [module]`).
+fn top_functions(rows: &[crate::compare::FunctionDelta], top: usize, symbols: &KernelSymbols) -> Vec<String> {
+    let mut listed: Vec<&crate::compare::FunctionDelta> = rows.iter().filter(|r| r.listed).collect();
+    listed.sort_by(|a, b| b.delta.abs().total_cmp(&a.delta.abs()));
+    listed
+        .into_iter()
+        .map(|r| r.function.split(" [").next().unwrap_or(&r.function).to_string())
+        .filter(|f| symbols.range_of(f).is_some())
+        .take(top)
+        .collect()
+}
+
+/// Annotates the functions `what` asks for in each test compared in `cmp`, from the
+/// repetitions of `run1` (with its baselines pooled) and `run2`. Each entry is the
+/// test's name and the function's annotation, in test order.
+pub fn annotate_runs(
+    run1: &StoredRun,
+    run2: &StoredRun,
+    cmp: &RunComparison,
+    what: &RunAnnotate,
+) -> Result<Vec<(String, Annotation)>, String> {
+    let mut runs = Runs::new();
+    let mut out = Vec::new();
+    for t in &cmp.tests {
+        let TestOutcome::Compared { profile, .. } = &t.outcome else {
+            continue;
+        };
+        let (Some(t1), Some(t2)) = (run1.test(&t.name), run2.test(&t.name)) else {
+            continue;
+        };
+        let mut sides = Vec::new();
+        for st in [t1, t2] {
+            let mut reps = Vec::new();
+            for r in &st.repetitions {
+                reps.push((r.dir.clone(), runs.load(&r.dir)?));
+            }
+            sides.push(reps);
+        }
+        let Some(first_run) = sides[0].first().map(|r| r.1.clone()) else {
+            continue;
+        };
+        let mut functions = what.options.functions.clone();
+        for f in top_functions(&profile.rows, what.top, &runs.symbols[&first_run]) {
+            if !functions.contains(&f) {
+                functions.push(f);
+            }
+        }
+        if functions.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = functions.iter().map(String::as_str).collect();
+        // The two sides' samples are read side by side, each on its own core.
+        let side = |reps: &Vec<(PathBuf, PathBuf)>| {
+            let with: Vec<Repetition<'_>> = reps.iter().map(|(d, run)| (d.as_path(), &runs.symbols[run])).collect();
+            run_side_samples(&with, &names, &runs.code[&reps[0].1]).map_err(|e: StoreError| e.to_string())
+        };
+        let (one, two) = std::thread::scope(|s| {
+            let two = s.spawn(|| side(&sides[1]));
+            (
+                side(&sides[0]),
+                two.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            )
+        });
+        let samples = [one?, two?];
+        for (k, f) in functions.iter().enumerate() {
+            out.push((
+                t.name.clone(),
+                annotate(f, &samples[0][k], &samples[1][k], &what.options),
+            ));
+        }
+    }
+    Ok(out)
+}
