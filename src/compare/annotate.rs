@@ -19,8 +19,8 @@ pub struct SideSamples {
     pub by_offset: BTreeMap<u64, Vec<(u64, f64)>>,
     /// Repetitions of this side.
     pub runs: usize,
-    /// Per repetition, the run's total samples and seconds (idle included, as the function
-    /// rows' tests take them); empty: the function's own samples stand for the total.
+    /// Per repetition, the run's total samples and seconds: what one sample stands for
+    /// (their ratio); empty: the function's own samples' ratio.
     pub totals: Vec<(u64, f64)>,
 }
 
@@ -212,19 +212,28 @@ pub fn align_lines(a: &[String], b: &[String]) -> Option<Vec<(u32, u32)>> {
 }
 
 /// A side's samples of a line as the tests take them: one [`SampledTime`] per
-/// repetition, of that repetition's total.
+/// repetition, its samples Poisson counts. The lines of a function share no fixed total
+/// (a recording of a process lasts as long as it runs, and a function's time moves
+/// between runs), so none is conditioned on: the run's total is taken as unbounded, at
+/// the repetition's seconds per sample (`totals`), which makes the multinomial variance
+/// the Poisson one and the exact test's exposure samples per second.
 fn sampled(per_run: &[(u64, f64)], totals: &[(u64, f64)]) -> Vec<SampledTime> {
+    const UNBOUNDED: u64 = 1 << 52;
     per_run
         .iter()
         .enumerate()
         .map(|(r, &(n, sec))| {
-            let (run_samples, run_weight) = totals.get(r).copied().unwrap_or((n, sec));
+            let per_sample = match totals.get(r) {
+                Some(&(m, w)) if m > 0 && w > 0.0 => w / m as f64,
+                _ if n > 0 => sec / n as f64,
+                _ => 1.0,
+            };
             SampledTime {
                 samples: n,
                 weight: sec,
-                weight_sq: if n > 0 { sec * sec / n as f64 } else { 0.0 },
-                run_samples: run_samples.max(n),
-                run_weight: run_weight.max(sec),
+                weight_sq: n as f64 * per_sample * per_sample,
+                run_samples: UNBOUNDED,
+                run_weight: UNBOUNDED as f64 * per_sample,
                 scale: 1.0,
             }
         })
@@ -356,8 +365,11 @@ pub fn annotate(function: &str, one: &SideSamples, two: &SideSamples, opts: &Ann
                 rows[k].per_run[1] = Some(s.per_run.clone());
             }
             _ => rows.push(Joined {
-                file: file.clone(),
-                lines: [None, (file != NO_LINE).then_some(*line)],
+                file: f1.clone(),
+                lines: [
+                    map.to_one(*line).filter(|_| file != NO_LINE),
+                    (file != NO_LINE).then_some(*line),
+                ],
                 function: s.function.clone(),
                 inlined_into: s.inlined_into.clone(),
                 per_run: [None, Some(s.per_run.clone())],
