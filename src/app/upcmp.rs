@@ -4,11 +4,12 @@
 use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
 use crate::compare::stacks::{compare_prepared, compare_run_stacks_with, PreparedStacks, RunStacks};
+use crate::compare::annotate::Annotation;
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
-use crate::report::{export, stackcmp, text};
+use crate::report::{annotate, export, stackcmp, text};
 use crate::store::outdir::{
     check_not_foreign, claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER,
 };
@@ -117,6 +118,10 @@ fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError>
 /// The stack comparison of two recordings and its files (flame graph, callers).
 type RecordingStacks = (RunStacks, Vec<(String, Vec<u8>)>);
 
+/// Two recordings compared: the runs' comparison, the stacks', and the functions
+/// `--annotate` names, line by line.
+type ComparedRecordings = (RunComparison, Option<RecordingStacks>, Vec<Annotation>);
+
 /// Compares two recordings; with call chains in both, the same stack comparison as two
 /// upsrun runs get, and its files.
 fn compare_recordings(
@@ -124,10 +129,14 @@ fn compare_recordings(
     path2: &Path,
     import_opts: &ImportOptions,
     opts: &CompareOptions,
-) -> Result<(RunComparison, Option<RecordingStacks>), UpcmpError> {
+) -> Result<ComparedRecordings, UpcmpError> {
     // The two recordings share the symbol tables of the files both map, until both are
     // read.
-    let import_opts = import_opts.clone().with_stacks(true).sharing_symbols();
+    let import_opts = import_opts
+        .clone()
+        .with_stacks(true)
+        .with_annotate(opts.annotate.functions.clone())
+        .sharing_symbols();
     // The two imports are independent: each on its own core, and each makes its side of
     // the stack comparison as soon as it is read, so the core of the shorter import
     // does that while the other import still runs: the recording read first builds its
@@ -189,6 +198,11 @@ fn compare_recordings(
             Ok(Some((stacks, files)))
         },
     );
+    let annotations = super::annotate::annotate_recordings(
+        (&i1.annotated, &i1.profile),
+        (&i2.annotated, &i2.profile),
+        &opts.annotate,
+    );
     let mut cmp = cmp;
     if let Some((with, without)) = one_sided {
         cmp.warnings.push(format!(
@@ -196,7 +210,7 @@ fn compare_recordings(
              differential flame graph and no caller/callee table; record both with -g to get them"
         ));
     }
-    Ok((cmp, stacks?))
+    Ok((cmp, stacks?, annotations))
 }
 
 /// What the reader must know of runs that did not complete: why a run failed, and which
@@ -347,10 +361,12 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
         source,
     })?;
     let results_dir = claim.path.as_path();
+    let mut annotations = Vec::new();
     let (cmp, stacks, stack_files) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
             let import = import.clone().with_filter(opts.filter.clone());
-            let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            let (mut cmp, stacks, annotated) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            annotations = annotated;
             // The imported profiles and the stacks' working copies are gone.
             super::give_back_freed_memory();
             if !opts.filter.is_empty() {
@@ -436,6 +452,11 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 })?;
                 for (name, bytes) in &stack_files {
                     dir.write(name, |w| w.write_all(bytes))?;
+                }
+                if !annotations.is_empty() {
+                    dir.write("results.annotate", |w| annotate::write_text(&annotations, w))?;
+                    dir.write("results.annotate.csv", |w| annotate::write_csv(&annotations, w))?;
+                    dir.write("results.annotate.json", |w| annotate::write_json(&annotations, w))?;
                 }
                 Ok(())
             })();

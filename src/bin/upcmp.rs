@@ -111,6 +111,8 @@ struct Args {
     import: cli::ImportArgs,
     #[command(flatten)]
     filter: cli::FilterArgs,
+    #[command(flatten)]
+    annotate: cli::AnnotateArgs,
     /// Print shell completions or the man page and exit, e.g.
     /// `upcmp --generate man > /usr/local/share/man/man1/upcmp.1`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
@@ -131,6 +133,7 @@ impl Args {
         compare.keep_clones = self.keep_clones;
         compare.all_counters = self.all_counters;
         compare.same_tests = self.same_test;
+        compare.annotate = self.annotate.options();
         let inputs = if self.perf {
             Inputs::Recordings {
                 path1: outdir1,
