@@ -9,6 +9,7 @@ use upcmp::import::ImportOptions;
 use upcmp::symbols::lines::{debug_file_for, function_code, read_source, USER_DEBUG_PACKAGES};
 
 const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
+const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 
 // The added work sits on line 9 of `helper`, a static inline function inlined into `work`.
 const PROGRAM: &str = "#include <stdint.h>
@@ -295,6 +296,27 @@ fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
     assert!(line.contains("[helper, inlined into work]"), "{line}");
     assert!(line.contains("sampling only"), "{line}");
     assert!(line.contains("j < 20000;"), "{line}");
+    // upcmp --perf writes the same to RESULTS_DIR: text, CSV and JSON.
+    let o = run_in(
+        dir.path(),
+        UPCMP,
+        &["--perf", "a1.data", "b.data", "r", "--annotate", "work", "-q"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = dir.path().join("r");
+    let text = std::fs::read_to_string(r.join("results.annotate")).unwrap();
+    assert!(text.contains("[helper, inlined into work]"), "{text}");
+    let csv = std::fs::read_to_string(r.join("results.annotate.csv")).unwrap();
+    assert!(csv.starts_with(upcmp::report::annotate::CSV_HEADER), "{csv}");
+    let changed = csv
+        .lines()
+        .find(|l| l.starts_with("work,line,,") && l.contains(",7,9,"))
+        .unwrap_or_else(|| panic!("no CSV row of the changed line: {csv}"));
+    assert!(changed.contains(",helper,work,"), "{changed}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.join("results.annotate.json")).unwrap()).unwrap();
+    assert_eq!(json["annotate"][0]["function"], "work");
+    assert_eq!(json["annotate"][0]["same_build"], false);
 }
 
 /// Issue 32's proof with repetitions: three recordings a side, interleaved, each side's
