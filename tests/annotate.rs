@@ -220,12 +220,20 @@ fn marked(a: &Annotation) -> Vec<&LineRow> {
 fn check_a_b(a: &Annotation, mark: Mark) {
     assert!(!a.same_build);
     let changed = row(a, 0, CHANGED[0]);
-    assert_eq!(changed.lines, [Some(CHANGED[0]), Some(CHANGED[1])], "aligned across the added lines");
+    assert_eq!(
+        changed.lines,
+        [Some(CHANGED[0]), Some(CHANGED[1])],
+        "aligned across the added lines"
+    );
     assert_eq!(changed.function, "helper");
     assert_eq!(changed.inlined_into.as_deref(), Some("work"));
     assert!(changed.text.as_deref().unwrap().contains("j < 20000;"), "{changed:?}");
     let share = changed.share_of_delta.unwrap();
-    assert!(share >= 0.9, "the changed line holds {:.1}% of the delta: {a:#?}", 100.0 * share);
+    assert!(
+        share >= 0.9,
+        "the changed line holds {:.1}% of the delta: {a:#?}",
+        100.0 * share
+    );
     assert_eq!(changed.verdict.verdict, mark, "{changed:?}");
     for r in marked(a) {
         assert!(
@@ -283,11 +291,20 @@ fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
     let o = run_in(
         dir.path(),
         PRFCMP,
-        &["a1.data", "b.data", "--annotate", "work", "--source-dir", "/nonexistent"],
+        &[
+            "a1.data",
+            "b.data",
+            "--annotate",
+            "work",
+            "--source-dir",
+            "/nonexistent",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    let at = text.find("Annotation of work (two builds").expect("the annotation after the table");
+    let at = text
+        .find("Annotation of work (two builds")
+        .expect("the annotation after the table");
     assert!(text[..at].contains("CPU Time Analysis"), "{text}");
     let line = text[at..]
         .lines()
@@ -346,7 +363,11 @@ fn repetitions_mark_the_changed_line_significant_and_an_a_a_nothing_issue_32() {
     let import = ImportOptions::default().with_annotate(vec!["work".into()]);
     let imported: Vec<Vec<upcmp::import::Imported>> = names
         .iter()
-        .map(|side| side.iter().map(|p| upcmp::import::import(p, &import).unwrap()).collect())
+        .map(|side| {
+            side.iter()
+                .map(|p| upcmp::import::import(p, &import).unwrap())
+                .collect()
+        })
         .collect();
     let side = |k: usize| {
         let reps: Vec<_> = imported[k].iter().map(|i| (&i.annotated[..], &i.profile)).collect();

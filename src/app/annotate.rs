@@ -5,8 +5,8 @@
 use crate::compare::annotate::{annotate, AnnotateOptions, Annotation, SideSamples};
 use crate::import::AnnotatedSamples;
 use crate::model::Profile;
-use crate::symbols::lines::{answers_to, debug_file_for, function_code, USER_DEBUG_PACKAGES};
 use crate::symbols::elf_build_id;
+use crate::symbols::lines::{answers_to, debug_file_for, function_code, USER_DEBUG_PACKAGES};
 
 /// One recording (one repetition) of a side: the sampled addresses its import collected,
 /// and its profile.
@@ -70,7 +70,8 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
     let (start, size) = (code.start, code.size);
     let inside = |addr: u64| addr >= start && addr - start < size.max(1);
     // Each repetition's samples in the same file (by path and build-id).
-    let same_file = |b: &&AnnotatedSamples| b.file == a.file && b.build_id == a.build_id && answers_to(&b.function, function);
+    let same_file =
+        |b: &&AnnotatedSamples| b.file == a.file && b.build_id == a.build_id && answers_to(&b.function, function);
     let samples: Vec<std::collections::BTreeMap<u64, u64>> = reps
         .iter()
         .map(|(ann, _)| {
@@ -83,7 +84,12 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
             m
         })
         .collect();
-    let mut offsets: Vec<u64> = samples.iter().flat_map(|m| m.keys()).filter(|&&x| inside(x)).map(|x| x - start).collect();
+    let mut offsets: Vec<u64> = samples
+        .iter()
+        .flat_map(|m| m.keys())
+        .filter(|&&x| inside(x))
+        .map(|x| x - start)
+        .collect();
     offsets.sort_unstable();
     offsets.dedup();
     // Without instructions, places are looked up at the sampled offsets themselves.
@@ -92,7 +98,12 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
     } else {
         code
     };
-    let outside: u64 = samples.iter().flatten().filter(|(x, _)| !inside(**x)).map(|(_, n)| n).sum();
+    let outside: u64 = samples
+        .iter()
+        .flatten()
+        .filter(|(x, _)| !inside(**x))
+        .map(|(_, n)| n)
+        .sum();
     if outside > 0 {
         side.code.missing.push(format!(
             "{outside} samples of {} lie outside its symbol {} in {} (another part of it: a .cold clone?)",
@@ -104,7 +115,9 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
     for (r, m) in samples.iter().enumerate() {
         let period = period_of(reps[r].1);
         for (&addr, &n) in m.iter().filter(|(x, _)| inside(**x)) {
-            side.by_offset.entry(addr - start).or_insert_with(|| vec![(0, 0.0); runs])[r] = (n, n as f64 * period);
+            side.by_offset
+                .entry(addr - start)
+                .or_insert_with(|| vec![(0, 0.0); runs])[r] = (n, n as f64 * period);
         }
     }
     side.code = code;
@@ -112,11 +125,7 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
 }
 
 /// The annotation of each function `opts` names, from two imports' sampled addresses.
-pub fn annotate_recordings(
-    one: Recording<'_>,
-    two: Recording<'_>,
-    opts: &AnnotateOptions,
-) -> Vec<Annotation> {
+pub fn annotate_recordings(one: Recording<'_>, two: Recording<'_>, opts: &AnnotateOptions) -> Vec<Annotation> {
     opts.functions
         .iter()
         .map(|f| {

@@ -1,10 +1,10 @@
 //! `upcmp`: compare two runs (or two perf recordings), write `RESULTS_DIR`, and give the
 //! report back for the terminal.
 
+use crate::compare::annotate::Annotation;
 use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
 use crate::compare::stacks::{compare_prepared, compare_run_stacks_with, PreparedStacks, RunStacks};
-use crate::compare::annotate::Annotation;
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};

@@ -435,7 +435,11 @@ pub fn annotate(function: &str, one: &SideSamples, two: &SideSamples, opts: &Ann
     }
     // Source order: file, then line (run 1's, else run 2's), the unplaced last.
     out.sort_by(|a, b| {
-        (a.file == NO_LINE, &a.file, a.lines[0].or(a.lines[1])).cmp(&(b.file == NO_LINE, &b.file, b.lines[0].or(b.lines[1])))
+        (a.file == NO_LINE, &a.file, a.lines[0].or(a.lines[1])).cmp(&(
+            b.file == NO_LINE,
+            &b.file,
+            b.lines[0].or(b.lines[1]),
+        ))
     });
     let instructions = instruction_rows(one, two, same_build);
     if !same_build {
@@ -469,35 +473,36 @@ fn instruction_rows(one: &SideSamples, two: &SideSamples, same_build: bool) -> V
         }
         m
     };
-    let rows_of = |s: &SideSamples, side: usize, own: &BTreeMap<u64, (u64, f64)>, other: Option<&BTreeMap<u64, (u64, f64)>>| {
-        let mut offsets: Vec<u64> = s.code.instructions.iter().map(|c| c.offset).collect();
-        offsets.extend(own.keys().copied());
-        if let Some(o) = other {
-            offsets.extend(o.keys().copied());
-        }
-        offsets.sort_unstable();
-        offsets.dedup();
-        offsets
-            .into_iter()
-            .map(|o| {
-                let mine = own.get(&o).copied().unwrap_or_default();
-                let theirs = other.and_then(|m| m.get(&o).copied()).unwrap_or_default();
-                let (samples, seconds) = match side {
-                    0 => ([mine.0, theirs.0], [mine.1, theirs.1]),
-                    _ => ([theirs.0, mine.0], [theirs.1, mine.1]),
-                };
-                InstructionRow {
-                    side,
-                    offset: o,
-                    text: s.code.instruction_at(o).map(|c| c.text.clone()).unwrap_or_default(),
-                    line: line(&s.code, o),
-                    samples,
-                    seconds,
-                    delta: other.map(|_| seconds[1] - seconds[0]),
-                }
-            })
-            .collect::<Vec<_>>()
-    };
+    let rows_of =
+        |s: &SideSamples, side: usize, own: &BTreeMap<u64, (u64, f64)>, other: Option<&BTreeMap<u64, (u64, f64)>>| {
+            let mut offsets: Vec<u64> = s.code.instructions.iter().map(|c| c.offset).collect();
+            offsets.extend(own.keys().copied());
+            if let Some(o) = other {
+                offsets.extend(o.keys().copied());
+            }
+            offsets.sort_unstable();
+            offsets.dedup();
+            offsets
+                .into_iter()
+                .map(|o| {
+                    let mine = own.get(&o).copied().unwrap_or_default();
+                    let theirs = other.and_then(|m| m.get(&o).copied()).unwrap_or_default();
+                    let (samples, seconds) = match side {
+                        0 => ([mine.0, theirs.0], [mine.1, theirs.1]),
+                        _ => ([theirs.0, mine.0], [theirs.1, mine.1]),
+                    };
+                    InstructionRow {
+                        side,
+                        offset: o,
+                        text: s.code.instruction_at(o).map(|c| c.text.clone()).unwrap_or_default(),
+                        line: line(&s.code, o),
+                        samples,
+                        seconds,
+                        delta: other.map(|_| seconds[1] - seconds[0]),
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
     let (m1, m2) = (by_insn(one), by_insn(two));
     if same_build {
         return rows_of(one, 0, &m1, Some(&m2));
@@ -564,7 +569,12 @@ mod tests {
         let before: Vec<(u64, u64)> = (0..12).map(|k| (4 * k, 2000)).collect();
         let mut after = before.clone();
         after[5].1 = 4000;
-        let a = annotate("f", &side(&before, &places, &[1]), &side(&after, &places, &[1]), &AnnotateOptions::default());
+        let a = annotate(
+            "f",
+            &side(&before, &places, &[1]),
+            &side(&after, &places, &[1]),
+            &AnnotateOptions::default(),
+        );
         assert!(a.same_build);
         let marked: Vec<_> = a.lines.iter().filter(|l| l.verdict.verdict.stands_out()).collect();
         assert_eq!(marked.len(), 1, "{:?}", a.lines);
@@ -574,7 +584,12 @@ mod tests {
         assert_eq!(i.samples, [2000, 4000]);
         assert!((i.delta.unwrap() - 2.0).abs() < 1e-9);
         // A/A: nothing marked.
-        let a = annotate("f", &side(&before, &places, &[1]), &side(&before, &places, &[1]), &AnnotateOptions::default());
+        let a = annotate(
+            "f",
+            &side(&before, &places, &[1]),
+            &side(&before, &places, &[1]),
+            &AnnotateOptions::default(),
+        );
         assert!(a.lines.iter().all(|l| !l.verdict.verdict.stands_out()));
     }
 }
