@@ -36,8 +36,8 @@ pub enum Inputs {
         path1: PathBuf,
         /// The change.
         path2: PathBuf,
-        /// How they are read.
-        import: ImportOptions,
+        /// How they are read (boxed: the options are most of the variant).
+        import: Box<ImportOptions>,
     },
 }
 
@@ -364,7 +364,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     let mut annotations = Vec::new();
     let (cmp, stacks, stack_files) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
-            let import = import.clone().with_filter(opts.filter.clone());
+            let import = ImportOptions::clone(import).with_filter(opts.filter.clone());
             let (mut cmp, stacks, annotated) = compare_recordings(path1, path2, &import, &opts.compare)?;
             annotations = annotated;
             // The imported profiles and the stacks' working copies are gone.

@@ -138,7 +138,7 @@ impl Args {
             Inputs::Recordings {
                 path1: outdir1,
                 path2: outdir2,
-                import: self.import.options(),
+                import: Box::new(self.import.options()),
             }
         } else {
             Inputs::Runs {
