@@ -255,9 +255,10 @@ fn check_a_b(a: &Annotation, mark: Mark) {
 /// changed line about 900 (A) and 9,000 (B): run-to-run noise of the machine cannot
 /// reach a mark on the others, and the A/A's changed line varied by 0.5% (906 against
 /// 910 samples). With calls 1,000 times more frequent and loops 1,000 times shorter, the
-/// loop's exits put 10 to 16 samples a run on the next lines in B and about 0 in A, which
+/// loop's exits put 10 to 16 samples a run on the next lines in B and 0 to 5 in A, which
 /// the exact test marks: attributing a line's cost by time-based sampling is exact only
-/// to the instructions that wait on it.
+/// to the instructions that wait on it. Measured on a busy 2-CPU VM (other builds
+/// running), 7 runs: no failure (45 to 55 s for this test and the next together).
 #[test]
 fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
     if !perf_usable(false) {
@@ -343,7 +344,8 @@ fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
 /// but it and the call site. A/A (build A, three recordings against three others): no
 /// line marked.
 ///
-/// Measured on a busy 2-CPU VM (other builds running), 5 runs: no failure.
+/// Measured on a busy 2-CPU VM (other builds running), 7 runs: no failure; a false
+/// failure rate below 1 in 7 is all that 7 runs show.
 #[test]
 fn repetitions_mark_the_changed_line_significant_and_an_a_a_nothing_issue_32() {
     if !perf_usable(false) {
