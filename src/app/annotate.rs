@@ -5,18 +5,32 @@
 use crate::compare::annotate::{annotate, AnnotateOptions, Annotation, SideSamples};
 use crate::import::AnnotatedSamples;
 use crate::model::Profile;
-use crate::symbols::lines::{answers_to, debug_file_for, function_code, USER_DEBUG_PACKAGES};
 use crate::symbols::elf_build_id;
+use crate::symbols::lines::{answers_to, debug_file_for, function_code, USER_DEBUG_PACKAGES};
 
-/// One side of `function`: its samples placed on the code of the file that holds most of
-/// them, with what could not be found.
-fn side_of(function: &str, annotated: &[AnnotatedSamples], profile: &Profile) -> SideSamples {
-    let period = profile.period_sec().unwrap_or(profile.period);
-    let run_samples: u64 = profile.cpus.iter().map(|c| c.samples).sum();
+/// One recording (one repetition) of a side: the sampled addresses its import collected,
+/// and its profile.
+pub type Recording<'a> = (&'a [AnnotatedSamples], &'a Profile);
+
+/// One side of `function`, one or more repetitions of one build: its samples placed on
+/// the code of the file that holds most of them in the first, with what could not be
+/// found.
+pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
+    let runs = reps.len().max(1);
+    let period_of = |p: &Profile| p.period_sec().unwrap_or(p.period);
     let mut side = SideSamples {
-        runs: 1,
-        totals: vec![(run_samples, run_samples as f64 * period)],
+        runs,
+        totals: reps
+            .iter()
+            .map(|(_, p)| {
+                let n: u64 = p.cpus.iter().map(|c| c.samples).sum();
+                (n, n as f64 * period_of(p))
+            })
+            .collect(),
         ..SideSamples::default()
+    };
+    let Some(&(annotated, _)) = reps.first() else {
+        return side;
     };
     let mut found: Vec<&AnnotatedSamples> = annotated.iter().filter(|a| answers_to(&a.function, function)).collect();
     found.sort_by_key(|a| std::cmp::Reverse(a.samples.values().sum::<u64>()));
@@ -55,14 +69,41 @@ fn side_of(function: &str, annotated: &[AnnotatedSamples], profile: &Profile) ->
     };
     let (start, size) = (code.start, code.size);
     let inside = |addr: u64| addr >= start && addr - start < size.max(1);
-    let offsets: Vec<u64> = a.samples.keys().filter(|&&x| inside(x)).map(|x| x - start).collect();
+    // Each repetition's samples in the same file (by path and build-id).
+    let same_file =
+        |b: &&AnnotatedSamples| b.file == a.file && b.build_id == a.build_id && answers_to(&b.function, function);
+    let samples: Vec<std::collections::BTreeMap<u64, u64>> = reps
+        .iter()
+        .map(|(ann, _)| {
+            let mut m = std::collections::BTreeMap::new();
+            for b in ann.iter().filter(same_file) {
+                for (&x, &n) in &b.samples {
+                    *m.entry(x).or_insert(0u64) += n;
+                }
+            }
+            m
+        })
+        .collect();
+    let mut offsets: Vec<u64> = samples
+        .iter()
+        .flat_map(|m| m.keys())
+        .filter(|&&x| inside(x))
+        .map(|x| x - start)
+        .collect();
+    offsets.sort_unstable();
+    offsets.dedup();
     // Without instructions, places are looked up at the sampled offsets themselves.
     let code = if code.instructions.is_empty() && !offsets.is_empty() {
         function_code(&a.file, debug.as_deref(), &a.function, &offsets, USER_DEBUG_PACKAGES).unwrap_or(code)
     } else {
         code
     };
-    let outside: u64 = a.samples.iter().filter(|(x, _)| !inside(**x)).map(|(_, n)| n).sum();
+    let outside: u64 = samples
+        .iter()
+        .flatten()
+        .filter(|(x, _)| !inside(**x))
+        .map(|(_, n)| n)
+        .sum();
     if outside > 0 {
         side.code.missing.push(format!(
             "{outside} samples of {} lie outside its symbol {} in {} (another part of it: a .cold clone?)",
@@ -71,9 +112,12 @@ fn side_of(function: &str, annotated: &[AnnotatedSamples], profile: &Profile) ->
             a.file.display()
         ));
     }
-    for (&addr, &n) in &a.samples {
-        if inside(addr) {
-            side.by_offset.insert(addr - start, vec![(n, n as f64 * period)]);
+    for (r, m) in samples.iter().enumerate() {
+        let period = period_of(reps[r].1);
+        for (&addr, &n) in m.iter().filter(|(x, _)| inside(**x)) {
+            side.by_offset
+                .entry(addr - start)
+                .or_insert_with(|| vec![(0, 0.0); runs])[r] = (n, n as f64 * period);
         }
     }
     side.code = code;
@@ -81,16 +125,12 @@ fn side_of(function: &str, annotated: &[AnnotatedSamples], profile: &Profile) ->
 }
 
 /// The annotation of each function `opts` names, from two imports' sampled addresses.
-pub fn annotate_recordings(
-    one: (&[AnnotatedSamples], &Profile),
-    two: (&[AnnotatedSamples], &Profile),
-    opts: &AnnotateOptions,
-) -> Vec<Annotation> {
+pub fn annotate_recordings(one: Recording<'_>, two: Recording<'_>, opts: &AnnotateOptions) -> Vec<Annotation> {
     opts.functions
         .iter()
         .map(|f| {
-            let s1 = side_of(f, one.0, one.1);
-            let s2 = side_of(f, two.0, two.1);
+            let s1 = side_of(f, &[one]);
+            let s2 = side_of(f, &[two]);
             annotate(f, &s1, &s2, opts)
         })
         .collect()

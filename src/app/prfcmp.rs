@@ -1,7 +1,7 @@
 //! `prfcmp`: compare two profiles of any source (prfout, perf.data, perf script, folded).
 
-use crate::compare::{compare_profiles, CompareOptions, ProfileComparison};
 use crate::compare::annotate::Annotation;
+use crate::compare::{compare_profiles, CompareOptions, ProfileComparison};
 use crate::import::{ImportError, ImportOptions, InputFormat};
 use crate::model::{Profile, SampleFilter};
 use std::path::{Path, PathBuf};
@@ -115,11 +115,8 @@ pub fn prfcmp_filtered(
         profile1.warnings.push(super::upcmp::filtered_note(filter));
     }
     let comparison = compare_profiles(&profile1, &profile2, opts);
-    let annotations = super::annotate::annotate_recordings(
-        (&r1.annotated, &profile1),
-        (&r2.annotated, &profile2),
-        &opts.annotate,
-    );
+    let annotations =
+        super::annotate::annotate_recordings((&r1.annotated, &profile1), (&r2.annotated, &profile2), &opts.annotate);
     Ok(Compared {
         profile1,
         profile2,

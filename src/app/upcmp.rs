@@ -1,6 +1,7 @@
 //! `upcmp`: compare two runs (or two perf recordings), write `RESULTS_DIR`, and give the
 //! report back for the terminal.
 
+use crate::compare::annotate::Annotation;
 use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
 use crate::compare::stacks::{compare_prepared, compare_run_stacks_with, PreparedStacks, RunStacks};
@@ -8,7 +9,7 @@ use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
-use crate::report::{export, stackcmp, text};
+use crate::report::{annotate, export, stackcmp, text};
 use crate::store::outdir::{
     check_not_foreign, claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER,
 };
@@ -37,8 +38,8 @@ pub enum Inputs {
         path1: PathBuf,
         /// The change.
         path2: PathBuf,
-        /// How they are read.
-        import: ImportOptions,
+        /// How they are read (boxed: the options are most of the variant).
+        import: Box<ImportOptions>,
     },
 }
 
@@ -124,6 +125,10 @@ fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError>
 /// The stack comparison of two recordings and its files (flame graph, callers).
 type RecordingStacks = (RunStacks, Vec<(String, Vec<u8>)>);
 
+/// Two recordings compared: the runs' comparison, the stacks', and the functions
+/// `--annotate` names, line by line.
+type ComparedRecordings = (RunComparison, Option<RecordingStacks>, Vec<Annotation>);
+
 /// Compares two recordings; with call chains in both, the same stack comparison as two
 /// upsrun runs get, and its files.
 fn compare_recordings(
@@ -131,10 +136,14 @@ fn compare_recordings(
     path2: &Path,
     import_opts: &ImportOptions,
     opts: &CompareOptions,
-) -> Result<(RunComparison, Option<RecordingStacks>), UpcmpError> {
+) -> Result<ComparedRecordings, UpcmpError> {
     // The two recordings share the symbol tables of the files both map, until both are
     // read.
-    let import_opts = import_opts.clone().with_stacks(true).sharing_symbols();
+    let import_opts = import_opts
+        .clone()
+        .with_stacks(true)
+        .with_annotate(opts.annotate.functions.clone())
+        .sharing_symbols();
     // The two imports are independent: each on its own core, and each makes its side of
     // the stack comparison as soon as it is read, so the core of the shorter import
     // does that while the other import still runs: the recording read first builds its
@@ -196,6 +205,11 @@ fn compare_recordings(
             Ok(Some((stacks, files)))
         },
     );
+    let annotations = super::annotate::annotate_recordings(
+        (&i1.annotated, &i1.profile),
+        (&i2.annotated, &i2.profile),
+        &opts.annotate,
+    );
     let mut cmp = cmp;
     if let Some((with, without)) = one_sided {
         cmp.warnings.push(format!(
@@ -203,7 +217,7 @@ fn compare_recordings(
              differential flame graph and no caller/callee table; record both with -g to get them"
         ));
     }
-    Ok((cmp, stacks?))
+    Ok((cmp, stacks?, annotations))
 }
 
 /// What the reader must know of runs that did not complete: why a run failed, and which
@@ -355,15 +369,17 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     let results_dir = claim.path.as_path();
     let (cmp, stacks, stack_files, annotations) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
-            let import = import.clone().with_filter(opts.filter.clone());
-            let (mut cmp, stacks) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            let import = ImportOptions::clone(import).with_filter(opts.filter.clone());
+            let (mut cmp, stacks, annotated) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            let test = cmp.tests.first().map(|t| t.name.clone()).unwrap_or_default();
+            let annotated: Vec<_> = annotated.into_iter().map(|a| (test.clone(), a)).collect();
             // The imported profiles and the stacks' working copies are gone.
             super::give_back_freed_memory();
             if !opts.filter.is_empty() {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
             let (stacks, files) = stacks.unzip();
-            (cmp, stacks, files.unwrap_or_default(), Vec::new())
+            (cmp, stacks, files.unwrap_or_default(), annotated)
         }
         Inputs::Runs { dir1, dir2, baselines } => {
             // Each run filtered with its own kernel symbols, before the baselines are
@@ -419,7 +435,8 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             (cmp, stacks, stack_files, annotations)
         }
     };
-    let annotations = (!opts.annotate.is_empty()).then_some(annotations);
+    let asked = !opts.annotate.is_empty() || !annotations.is_empty();
+    let annotations = asked.then_some(annotations);
     publish_results(
         results_dir,
         cmp,

@@ -127,6 +127,8 @@ struct Args {
     import: cli::ImportArgs,
     #[command(flatten)]
     filter: cli::FilterArgs,
+    #[command(flatten)]
+    annotate: cli::AnnotateArgs,
     /// Print shell completions or the man page and exit, e.g.
     /// `upcmp --generate man > /usr/local/share/man/man1/upcmp.1`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]
@@ -147,11 +149,12 @@ impl Args {
         compare.keep_clones = self.keep_clones;
         compare.all_counters = self.all_counters;
         compare.same_tests = self.same_test;
+        compare.annotate = self.annotate.options();
         let inputs = if self.perf {
             Inputs::Recordings {
                 path1: outdir1,
                 path2: outdir2,
-                import: self.import.options(),
+                import: Box::new(self.import.options()),
             }
         } else {
             Inputs::Runs {

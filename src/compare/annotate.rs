@@ -19,8 +19,8 @@ pub struct SideSamples {
     pub by_offset: BTreeMap<u64, Vec<(u64, f64)>>,
     /// Repetitions of this side.
     pub runs: usize,
-    /// Per repetition, the run's total samples and seconds (idle included, as the function
-    /// rows' tests take them); empty: the function's own samples stand for the total.
+    /// Per repetition, the run's total samples and seconds: what one sample stands for
+    /// (their ratio); empty: the function's own samples' ratio.
     pub totals: Vec<(u64, f64)>,
 }
 
@@ -212,19 +212,28 @@ pub fn align_lines(a: &[String], b: &[String]) -> Option<Vec<(u32, u32)>> {
 }
 
 /// A side's samples of a line as the tests take them: one [`SampledTime`] per
-/// repetition, of that repetition's total.
+/// repetition, its samples Poisson counts. The lines of a function share no fixed total
+/// (a recording of a process lasts as long as it runs, and a function's time moves
+/// between runs), so none is conditioned on: the run's total is taken as unbounded, at
+/// the repetition's seconds per sample (`totals`), which makes the multinomial variance
+/// the Poisson one and the exact test's exposure samples per second.
 fn sampled(per_run: &[(u64, f64)], totals: &[(u64, f64)]) -> Vec<SampledTime> {
+    const UNBOUNDED: u64 = 1 << 52;
     per_run
         .iter()
         .enumerate()
         .map(|(r, &(n, sec))| {
-            let (run_samples, run_weight) = totals.get(r).copied().unwrap_or((n, sec));
+            let per_sample = match totals.get(r) {
+                Some(&(m, w)) if m > 0 && w > 0.0 => w / m as f64,
+                _ if n > 0 => sec / n as f64,
+                _ => 1.0,
+            };
             SampledTime {
                 samples: n,
                 weight: sec,
-                weight_sq: if n > 0 { sec * sec / n as f64 } else { 0.0 },
-                run_samples: run_samples.max(n),
-                run_weight: run_weight.max(sec),
+                weight_sq: n as f64 * per_sample * per_sample,
+                run_samples: UNBOUNDED,
+                run_weight: UNBOUNDED as f64 * per_sample,
                 scale: 1.0,
             }
         })
@@ -356,8 +365,11 @@ pub fn annotate(function: &str, one: &SideSamples, two: &SideSamples, opts: &Ann
                 rows[k].per_run[1] = Some(s.per_run.clone());
             }
             _ => rows.push(Joined {
-                file: file.clone(),
-                lines: [None, (file != NO_LINE).then_some(*line)],
+                file: f1.clone(),
+                lines: [
+                    map.to_one(*line).filter(|_| file != NO_LINE),
+                    (file != NO_LINE).then_some(*line),
+                ],
                 function: s.function.clone(),
                 inlined_into: s.inlined_into.clone(),
                 per_run: [None, Some(s.per_run.clone())],
@@ -423,7 +435,11 @@ pub fn annotate(function: &str, one: &SideSamples, two: &SideSamples, opts: &Ann
     }
     // Source order: file, then line (run 1's, else run 2's), the unplaced last.
     out.sort_by(|a, b| {
-        (a.file == NO_LINE, &a.file, a.lines[0].or(a.lines[1])).cmp(&(b.file == NO_LINE, &b.file, b.lines[0].or(b.lines[1])))
+        (a.file == NO_LINE, &a.file, a.lines[0].or(a.lines[1])).cmp(&(
+            b.file == NO_LINE,
+            &b.file,
+            b.lines[0].or(b.lines[1]),
+        ))
     });
     let instructions = instruction_rows(one, two, same_build);
     if !same_build {
@@ -457,35 +473,36 @@ fn instruction_rows(one: &SideSamples, two: &SideSamples, same_build: bool) -> V
         }
         m
     };
-    let rows_of = |s: &SideSamples, side: usize, own: &BTreeMap<u64, (u64, f64)>, other: Option<&BTreeMap<u64, (u64, f64)>>| {
-        let mut offsets: Vec<u64> = s.code.instructions.iter().map(|c| c.offset).collect();
-        offsets.extend(own.keys().copied());
-        if let Some(o) = other {
-            offsets.extend(o.keys().copied());
-        }
-        offsets.sort_unstable();
-        offsets.dedup();
-        offsets
-            .into_iter()
-            .map(|o| {
-                let mine = own.get(&o).copied().unwrap_or_default();
-                let theirs = other.and_then(|m| m.get(&o).copied()).unwrap_or_default();
-                let (samples, seconds) = match side {
-                    0 => ([mine.0, theirs.0], [mine.1, theirs.1]),
-                    _ => ([theirs.0, mine.0], [theirs.1, mine.1]),
-                };
-                InstructionRow {
-                    side,
-                    offset: o,
-                    text: s.code.instruction_at(o).map(|c| c.text.clone()).unwrap_or_default(),
-                    line: line(&s.code, o),
-                    samples,
-                    seconds,
-                    delta: other.map(|_| seconds[1] - seconds[0]),
-                }
-            })
-            .collect::<Vec<_>>()
-    };
+    let rows_of =
+        |s: &SideSamples, side: usize, own: &BTreeMap<u64, (u64, f64)>, other: Option<&BTreeMap<u64, (u64, f64)>>| {
+            let mut offsets: Vec<u64> = s.code.instructions.iter().map(|c| c.offset).collect();
+            offsets.extend(own.keys().copied());
+            if let Some(o) = other {
+                offsets.extend(o.keys().copied());
+            }
+            offsets.sort_unstable();
+            offsets.dedup();
+            offsets
+                .into_iter()
+                .map(|o| {
+                    let mine = own.get(&o).copied().unwrap_or_default();
+                    let theirs = other.and_then(|m| m.get(&o).copied()).unwrap_or_default();
+                    let (samples, seconds) = match side {
+                        0 => ([mine.0, theirs.0], [mine.1, theirs.1]),
+                        _ => ([theirs.0, mine.0], [theirs.1, mine.1]),
+                    };
+                    InstructionRow {
+                        side,
+                        offset: o,
+                        text: s.code.instruction_at(o).map(|c| c.text.clone()).unwrap_or_default(),
+                        line: line(&s.code, o),
+                        samples,
+                        seconds,
+                        delta: other.map(|_| seconds[1] - seconds[0]),
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
     let (m1, m2) = (by_insn(one), by_insn(two));
     if same_build {
         return rows_of(one, 0, &m1, Some(&m2));
@@ -552,7 +569,12 @@ mod tests {
         let before: Vec<(u64, u64)> = (0..12).map(|k| (4 * k, 2000)).collect();
         let mut after = before.clone();
         after[5].1 = 4000;
-        let a = annotate("f", &side(&before, &places, &[1]), &side(&after, &places, &[1]), &AnnotateOptions::default());
+        let a = annotate(
+            "f",
+            &side(&before, &places, &[1]),
+            &side(&after, &places, &[1]),
+            &AnnotateOptions::default(),
+        );
         assert!(a.same_build);
         let marked: Vec<_> = a.lines.iter().filter(|l| l.verdict.verdict.stands_out()).collect();
         assert_eq!(marked.len(), 1, "{:?}", a.lines);
@@ -562,7 +584,12 @@ mod tests {
         assert_eq!(i.samples, [2000, 4000]);
         assert!((i.delta.unwrap() - 2.0).abs() < 1e-9);
         // A/A: nothing marked.
-        let a = annotate("f", &side(&before, &places, &[1]), &side(&before, &places, &[1]), &AnnotateOptions::default());
+        let a = annotate(
+            "f",
+            &side(&before, &places, &[1]),
+            &side(&before, &places, &[1]),
+            &AnnotateOptions::default(),
+        );
         assert!(a.lines.iter().all(|l| !l.verdict.verdict.stands_out()));
     }
 }

@@ -1069,27 +1069,27 @@ impl Reader<'_> {
             Mode::User => match self.recent.place(&mut self.maps, pid, ip) {
                 Some(place) => {
                     let f = match self.user_functions.get(&place) {
-                    Some(&f) => f,
-                    None => {
-                        let key = self.maps.name_key(place);
-                        let f = match self.functions_by_name.get(&key) {
-                            Some(&f) => f,
-                            None => {
-                                let (m, name) = self.maps.name(key);
-                                let f = self.profile.function(m, name);
-                                let wanted = &self.kernel_source.opts.annotate;
-                                if wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w)) {
-                                    self.annotated_functions.insert(f, name.to_string());
+                        Some(&f) => f,
+                        None => {
+                            let key = self.maps.name_key(place);
+                            let f = match self.functions_by_name.get(&key) {
+                                Some(&f) => f,
+                                None => {
+                                    let (m, name) = self.maps.name(key);
+                                    let f = self.profile.function(m, name);
+                                    let wanted = &self.kernel_source.opts.annotate;
+                                    if wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w)) {
+                                        self.annotated_functions.insert(f, name.to_string());
+                                    }
+                                    self.functions_by_name.insert(key, f);
+                                    f
                                 }
-                                self.functions_by_name.insert(key, f);
-                                f
-                            }
-                        };
-                        self.profile.note_address(f, ip);
-                        self.user_functions.insert(place, f);
-                        f
-                    }
-                };
+                            };
+                            self.profile.note_address(f, ip);
+                            self.user_functions.insert(place, f);
+                            f
+                        }
+                    };
                     if !self.annotated_functions.is_empty() && self.annotated_functions.contains_key(&f) {
                         *self.annotated.entry((f, place)).or_default() += 1;
                     }

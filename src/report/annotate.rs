@@ -7,7 +7,8 @@ use crate::model::escaped;
 use std::io::{self, Write};
 
 /// The CSV header of `results.annotate.csv` (and `prfcmp --annotate --format csv`).
-pub const CSV_HEADER: &str = "function,kind,side,file,line1,line2,offset,function_of_line,inlined_into,samples1,samples2,\
+pub const CSV_HEADER: &str =
+    "function,kind,side,file,line1,line2,offset,function_of_line,inlined_into,samples1,samples2,\
 seconds1,seconds2,delta,share_of_delta,verdict,p_value,q_value,noise_test,text";
 
 fn where_of(r: &LineRow) -> String {
@@ -42,10 +43,20 @@ pub fn write_text(annotations: &[Annotation], out: &mut impl Write) -> io::Resul
         writeln!(
             out,
             "{:<28} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7}  {:<13} {:>8}  Line",
-            "Source line (run 1/run 2)", "Samples1", "Samples2", "Run 1 s", "Run 2 s", "Delta s", "%delta", "Verdict", "q"
+            "Source line (run 1/run 2)",
+            "Samples1",
+            "Samples2",
+            "Run 1 s",
+            "Run 2 s",
+            "Delta s",
+            "%delta",
+            "Verdict",
+            "q"
         )?;
         for r in &a.lines {
-            let share = r.share_of_delta.map_or_else(|| "-".into(), |s| format!("{:.1}", 100.0 * s));
+            let share = r
+                .share_of_delta
+                .map_or_else(|| "-".into(), |s| format!("{:.1}", 100.0 * s));
             let q = r.q_value.map_or_else(|| "-".into(), |q| format!("{q:.2e}"));
             let whose = match &r.inlined_into {
                 Some(into) => format!("{}, inlined into {}", escaped(&r.function), escaped(into)),
@@ -74,11 +85,14 @@ pub fn write_text(annotations: &[Annotation], out: &mut impl Write) -> io::Resul
             "Run", "Offset", "Samples1", "Samples2", "Delta s", "Line"
         )?;
         for i in &a.instructions {
-            let side = if a.same_build { "1,2".to_string() } else { (i.side + 1).to_string() };
-            let line = i
-                .line
-                .as_ref()
-                .map_or_else(String::new, |(f, l)| format!("{}:{l}", escaped(f.rsplit('/').next().unwrap_or(f))));
+            let side = if a.same_build {
+                "1,2".to_string()
+            } else {
+                (i.side + 1).to_string()
+            };
+            let line = i.line.as_ref().map_or_else(String::new, |(f, l)| {
+                format!("{}:{l}", escaped(f.rsplit('/').next().unwrap_or(f)))
+            });
             let delta = i.delta.map_or_else(|| "-".into(), |d| format!("{d:+.3}"));
             writeln!(
                 out,
@@ -129,7 +143,10 @@ pub fn write_csv(annotations: &[Annotation], out: &mut impl Write) -> io::Result
             field(&mut l, &opt(r.q_value.map(|x| x.to_string())));
             field(
                 &mut l,
-                &opt(r.verdict.test.and_then(|t| serde_json::to_value(t).ok()?.as_str().map(str::to_string))),
+                &opt(r
+                    .verdict
+                    .test
+                    .and_then(|t| serde_json::to_value(t).ok()?.as_str().map(str::to_string))),
             );
             field(&mut l, r.text.as_deref().unwrap_or(""));
             l.pop();

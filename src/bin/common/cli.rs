@@ -308,6 +308,7 @@ impl AnnotateArgs {
 /// The annotations after the report in `format`: as text after the table in the text
 /// formats; CSV and JSON on standard output stay one document each (upcmp writes
 /// `results.annotate.csv` and `results.annotate.json`), so a note goes to standard error.
+#[allow(dead_code)] // prfcmp's: upcmp writes its annotations to RESULTS_DIR.
 pub fn append_annotations(
     format: OutputFormat,
     annotations: &[upcmp::compare::annotate::Annotation],
