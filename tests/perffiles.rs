@@ -676,7 +676,15 @@ fn group_leader_samples_weigh_their_read_values_as_perf_report_does_issue_30() {
 
 /// The sum of the periods prfcmp counts for `data` (its JSON `run1`, in seconds), in ns.
 fn ours_total_period(dir: &Path, data: &Path, extra: &[&str]) -> f64 {
-    let args = ["--keep-clones", "--idle-symbols", "", "--cutoff", "0", "--format", "json"];
+    let args = [
+        "--keep-clones",
+        "--idle-symbols",
+        "",
+        "--cutoff",
+        "0",
+        "--format",
+        "json",
+    ];
     let o = prfcmp_alone(dir, data, &[&args[..], extra].concat());
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = v["rows"].as_array().unwrap();
@@ -698,7 +706,11 @@ fn pipe_mode_tracepoints_are_named_from_the_tracing_data_issue_30() {
     let ksyms = testdata("import/tracepoint-pipe.kallsyms");
     let ksyms = ksyms.to_str().unwrap();
     for (file, event, extra) in [
-        ("import/tracepoint-pipe.data", "sched:sched_switch", &["--kallsyms", ksyms][..]),
+        (
+            "import/tracepoint-pipe.data",
+            "sched:sched_switch",
+            &["--kallsyms", ksyms][..],
+        ),
         ("import/probe-stream.data", "probe_untitled1:main", &[][..]),
     ] {
         let data = testdata(file);

@@ -9,7 +9,7 @@ use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
 use crate::report::html::{self, HtmlOptions};
-use crate::report::{annotate, export, stackcmp, text};
+use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{
     check_not_foreign, claim_dir, publish_dir_with, Moved, RunKind, COMMAND_ROOTS_FORMAT, RESULTS_MARKER,
 };

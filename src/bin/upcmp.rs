@@ -127,8 +127,6 @@ struct Args {
     import: cli::ImportArgs,
     #[command(flatten)]
     filter: cli::FilterArgs,
-    #[command(flatten)]
-    annotate: cli::AnnotateArgs,
     /// Print shell completions or the man page and exit, e.g.
     /// `upcmp --generate man > /usr/local/share/man/man1/upcmp.1`.
     #[arg(long, value_enum, value_name = "WHAT", exclusive = true)]

@@ -274,6 +274,7 @@ pub fn load_groups(dataset: &Path, sides: [&Selectors; 2]) -> Result<Groups, Dat
                 .into_iter()
                 .map(|(name, reps)| StoredTest {
                     name,
+                    key: None,
                     repetitions: reps.into_iter().map(|r| r.1).collect(),
                     stacks: None,
                 })
