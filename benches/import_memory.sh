@@ -12,8 +12,12 @@
 # divided by ours (above 1: we use less). The recordings live in a temporary directory
 # removed at exit ($KEEP=DIR keeps them in DIR instead, reused when present).
 # $SKIP_REPORT=1 leaves perf report out (it needs tens of GB on files of a few GB).
+# $REPEAT=N adds a row per size for a file holding N copies of that recording's records
+# (benches/perf_data_repeat.py): N times the file and the samples, the same distinct
+# stacks (REPEAT=10 on 200 MB makes the 2 GB file of the memory target).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(50 200 800)
 for t in perf /usr/bin/time bc; do
@@ -57,4 +61,14 @@ for mb in "${sizes[@]}"; do
     fi
     printf '%-8s %9s  %-16s %-16s %-16s %s\n' "$(($(stat -c%s "$f") / 1000000))" "${samples:-?}" \
         "$ps s $pm" "$us s $um" "$rs s $rm" "$ratios"
+    if [ -n "${REPEAT:-}" ]; then
+        r=rep-$mb-x$REPEAT.data
+        python3 "$here/perf_data_repeat.py" "$f" "$r" "$REPEAT"
+        read -r ps pm < <(peak "$bin/prfcmp" "$r" tiny.folded)
+        rm -rf out
+        read -r us um < <(peak "$bin/upcmp" --perf "$r" tiny-stack.folded out -q)
+        printf '%-8s %9s  %-16s %-16s %-16s %s\n' "$(($(stat -c%s "$r") / 1000000))" "${samples:-?}x$REPEAT" \
+            "$ps s $pm" "$us s $um" "-" "-"
+        rm -f "$r"
+    fi
 done

@@ -14,10 +14,22 @@ const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 const PRFCMP: &str = env!("CARGO_BIN_EXE_prfcmp");
 const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
 
-/// What a child did: its output and its peak memory (from wait4).
+/// What a child did: its output and its peak memory.
 struct Ran {
     out: Output,
+    /// From wait4: an upper bound, as it counts the test process's own pages the child
+    /// held between fork and exec.
     max_rss_mb: f64,
+    /// The child's own peak (VmHWM after exec), read every 5 ms while it ran: all but its
+    /// last few milliseconds; 0 when it ended before the first read.
+    hwm_mb: f64,
+}
+
+/// The VmHWM of `pid` in MB, if it is still there to be read.
+fn vm_hwm_mb(pid: libc::pid_t) -> Option<f64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    Some(kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok()? / 1024.0)
 }
 
 /// Runs `bin` in `cwd`, killing it after `timeout` (then the test fails), with at most
@@ -70,7 +82,11 @@ fn run_limited_with_input(
     });
     let pid = child.id() as libc::pid_t;
     let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    let mut hwm_mb: f64 = 0.0;
     loop {
+        if let Some(mb) = vm_hwm_mb(pid) {
+            hwm_mb = hwm_mb.max(mb);
+        }
         // SAFETY: wait4 on our own child, into locals.
         let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
         if r == pid {
@@ -92,6 +108,7 @@ fn run_limited_with_input(
             stderr: err_reader.join().unwrap(),
         },
         max_rss_mb: usage.ru_maxrss as f64 / 1024.0,
+        hwm_mb,
     }
 }
 
@@ -526,6 +543,132 @@ fn a_very_long_name_costs_memory_in_proportion() {
         "the cut is said"
     );
     assert!(report.len() < 1 << 20, "{} bytes of report", report.len());
+}
+
+/// `copies` copies of a perf.data file's records in one file: the same processes,
+/// mappings and stacks, `copies` times the samples. The header's data size and the
+/// feature sections' offsets (behind the data) move with the data.
+fn perf_data_repeated(base: &[u8], copies: usize) -> Vec<u8> {
+    let u64_at = |at: usize| u64::from_le_bytes(base[at..at + 8].try_into().unwrap());
+    let (data_at, data_len) = (u64_at(40) as usize, u64_at(48) as usize);
+    let features: u32 = base[72..104].iter().map(|b| b.count_ones()).sum();
+    let table = data_at + data_len;
+    let shift = ((copies - 1) * data_len) as u64;
+    let mut out = base[..data_at].to_vec();
+    out[48..56].copy_from_slice(&((data_len * copies) as u64).to_le_bytes());
+    for _ in 0..copies {
+        out.extend_from_slice(&base[data_at..table]);
+    }
+    for i in 0..features as usize {
+        let at = table + 16 * i;
+        out.extend_from_slice(&(u64_at(at) + shift).to_le_bytes());
+        out.extend_from_slice(&base[at + 8..at + 16]);
+    }
+    out.extend_from_slice(&base[table + 16 * features as usize..]);
+    out
+}
+
+/// The number in `text` right after `prefix`.
+fn count_after(text: &str, prefix: &str) -> u64 {
+    let at = text.find(prefix).unwrap_or_else(|| panic!("no {prefix:?} in {text}")) + prefix.len();
+    text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+// A 2.1 GB perf.data needed 5.3 GB and a 2 GB folded file 6.7 GB: an import's memory must
+// follow the distinct functions and stacks, not the records. The same distinct content 8
+// times as often may cost at most a quarter more, plus 16 MiB (the second reader of a large
+// perf.data, buffers); a buffer per record would cost hundreds of MB. benches/import_memory.sh
+// measures real recordings against perf report.
+#[test]
+fn issue26_import_memory_follows_distinct_stacks_not_records() {
+    let tmp = tempdir();
+    let d = tmp.path();
+    fs::write(d.join("tiny.folded"), "tiny;stack 1\n").unwrap();
+    let kallsyms = testdata("upsrun/callgraph/kallsyms");
+    let kallsyms = kallsyms.to_str().unwrap();
+    let peak = |args: &[&str]| {
+        let r = run_limited(d, args[0], &args[1..], Duration::from_secs(300), None);
+        assert!(r.out.status.success(), "{args:?}: {}", stderr(&r.out));
+        assert!(r.hwm_mb > 0.0, "{args:?} was measured while it ran");
+        (r.hwm_mb, stderr(&r.out))
+    };
+    let within = |what: &str, one: f64, eight: f64| {
+        assert!(
+            eight <= one * 1.25 + 16.0,
+            "{what}: {one:.1} MB for the records once, {eight:.1} MB for 8 times as many"
+        );
+    };
+
+    // perf.data with call chains (75 samples a copy): 1,300 and 10,400 copies, 10 and 77 MB.
+    let base = fs::read(testdata("import/stacks.data")).unwrap();
+    let mut rss = Vec::new();
+    for copies in [1300, 10400] {
+        let f = format!("x{copies}.data");
+        fs::write(d.join(&f), perf_data_repeated(&base, copies)).unwrap();
+        let (flat, err) = peak(&[PRFCMP, &f, "tiny.folded", "--kallsyms", kallsyms]);
+        let dash = count_after(&err, "[unknown] [dash]: ");
+        let out = format!("out{copies}");
+        let (stacks, _) = peak(&[UPCMP, "--perf", &f, &f, &out, "-q", "--kallsyms", kallsyms]);
+        assert!(
+            d.join(out).join(format!("{f}.flamediff.svg")).exists(),
+            "stacks compared"
+        );
+        fs::remove_file(d.join(&f)).unwrap();
+        rss.push((flat, stacks, dash));
+    }
+    assert_eq!(rss[1].2, 8 * rss[0].2, "every record is read");
+    eprintln!("perf.data (flat, stacks): {:.1?} and {:.1?} MB", rss[0], rss[1]);
+    within("prfcmp perf.data", rss[0].0, rss[1].0);
+    within("upcmp --perf perf.data, stacks", rss[0].1, rss[1].1);
+
+    // perf script text, 11 and 90 MB.
+    let text = fs::read_to_string(testdata("import/filter.perf-script")).unwrap();
+    let mut rss = Vec::new();
+    for copies in [200, 1600] {
+        let f = format!("x{copies}.perf-script");
+        fs::write(d.join(&f), text.repeat(copies)).unwrap();
+        rss.push(peak(&[PRFCMP, &f, "tiny.folded", "--kallsyms", kallsyms]).0);
+        fs::remove_file(d.join(&f)).unwrap();
+    }
+    eprintln!("perf script: {:.1} and {:.1} MB", rss[0], rss[1]);
+    within("prfcmp perf script", rss[0], rss[1]);
+
+    // Folded stacks: 20,000 distinct stacks over 2,000 names, the block 4 and 32 times
+    // (6 and 50 MB).
+    let block: String = (0..20_000)
+        .map(|i| {
+            let f: Vec<String> = (0..5)
+                .map(|k| format!("function_{:04}", (i * 7 + k * 331) % 2000))
+                .collect();
+            format!("{} {}\n", f.join(";"), 1 + i % 5)
+        })
+        .collect();
+    let mut rss = Vec::new();
+    for copies in [4, 32] {
+        let f = format!("x{copies}.folded");
+        fs::write(d.join(&f), block.repeat(copies)).unwrap();
+        let out = format!("out{copies}");
+        rss.push(peak(&[UPCMP, "--perf", &f, "tiny.folded", &out, "-q"]).0);
+        fs::remove_file(d.join(&f)).unwrap();
+    }
+    within("upcmp --perf folded", rss[0], rss[1]);
+
+    // The measure sees memory: 8 times the distinct names (of 200 bytes) do cost more.
+    let distinct: String = (0..160_000)
+        .map(|i| format!("{}_{i:08} 1\n", "n".repeat(200)))
+        .collect();
+    fs::write(d.join("distinct.folded"), distinct).unwrap();
+    let grown = peak(&[UPCMP, "--perf", "distinct.folded", "tiny.folded", "outd", "-q"]).0;
+    eprintln!(
+        "folded: {:.1} and {:.1} MB; 8 times the distinct names: {grown:.1} MB",
+        rss[0], rss[1]
+    );
+    assert!(grown > rss[1] * 1.25 + 16.0, "{grown:.1} MB for 8 times the names");
 }
 
 // ---------------------------------------------------------------------------------------
