@@ -939,7 +939,18 @@ impl SampleTimes {
     ) -> Basis {
         let cpus = cpus.max(1) as f64;
         let samples = (self.with_period + self.without_period).max(1) as f64;
-        let range = self.range_sec();
+        // Sample times whose span on all CPUs holds more nanoseconds than 2^63 (0.47 years
+        // on 616 CPUs) are damaged: a period drawn from them overflowed the weights.
+        let range = self.range_sec().filter(|r| {
+            let fits = r * cpus * 1e9 < 2f64.powi(63);
+            if !fits {
+                warnings.push(format!(
+                    "the samples' times span {r:.0} s on {cpus} CPU(s), more than a recording can (damaged \
+                     times?): the time range is not used"
+                ));
+            }
+            fits
+        });
         let unit = Unit::of_event(event);
         let time = unit == Unit::Nanoseconds;
         // A time event's periods fit in the recording's window on the CPUs that took them

@@ -190,7 +190,8 @@ impl ProfileBuilder {
             self.exact_squares[f] = 0;
         }
         for (slot, c) in self.cpus.iter_mut().enumerate() {
-            c.weight = self.weights.iter().filter_map(|w| w.get(slot)).sum();
+            // Saturating: a weight past 2^64 is refused by the profile's checks, not a panic.
+            c.weight = self.weights.iter().filter_map(|w| w.get(slot)).fold(0u64, |a, &w| a.saturating_add(w));
         }
     }
 
