@@ -118,6 +118,7 @@ fn sample(k: u64, pc: u64) -> Record {
         period: Some(PERIOD_NS),
         pc,
         callchain: Vec::new(),
+        owner: None,
     })
 }
 
