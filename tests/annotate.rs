@@ -325,16 +325,19 @@ fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
     let text = std::fs::read_to_string(r.join("results.annotate")).unwrap();
     assert!(text.contains("[helper, inlined into work]"), "{text}");
     let csv = std::fs::read_to_string(r.join("results.annotate.csv")).unwrap();
-    assert!(csv.starts_with(upcmp::report::annotate::CSV_HEADER), "{csv}");
+    // One comparison of two files: the test column names them.
+    let header = format!("test,{}", upcmp::report::annotate::CSV_HEADER);
+    assert!(csv.starts_with(&header), "{csv}");
     let changed = csv
         .lines()
-        .find(|l| l.starts_with("work,line,,") && l.contains(",7,9,"))
+        .find(|l| l.starts_with("a1.data vs b.data,work,line,,") && l.contains(",7,9,"))
         .unwrap_or_else(|| panic!("no CSV row of the changed line: {csv}"));
     assert!(changed.contains(",helper,work,"), "{changed}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(r.join("results.annotate.json")).unwrap()).unwrap();
     assert_eq!(json["annotate"][0]["function"], "work");
     assert_eq!(json["annotate"][0]["same_build"], false);
+    assert_eq!(json["annotate"][0]["test"], "a1.data vs b.data");
 }
 
 /// Issue 32's proof with repetitions: three recordings a side, interleaved, each side's

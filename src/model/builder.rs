@@ -191,7 +191,11 @@ impl ProfileBuilder {
         }
         for (slot, c) in self.cpus.iter_mut().enumerate() {
             // Saturating: a weight past 2^64 is refused by the profile's checks, not a panic.
-            c.weight = self.weights.iter().filter_map(|w| w.get(slot)).fold(0u64, |a, &w| a.saturating_add(w));
+            c.weight = self
+                .weights
+                .iter()
+                .filter_map(|w| w.get(slot))
+                .fold(0u64, |a, &w| a.saturating_add(w));
         }
     }
 
