@@ -1085,11 +1085,14 @@ impl Reader<'_> {
                                     f
                                 }
                             };
-                            self.profile.note_address(f, ip);
                             self.user_functions.insert(place, f);
                             f
                         }
                     };
+                    // Every sample's address, not the first of its place: processes map
+                    // one place at different addresses, and a split read meets them in
+                    // another order.
+                    self.profile.note_address(f, ip);
                     if !self.annotated_functions.is_empty() && self.annotated_functions.contains_key(&f) {
                         *self.annotated.entry((f, place)).or_default() += 1;
                     }
