@@ -94,36 +94,13 @@ fn an_elf_linked_at_kernel_addresses_gives_the_exact_lines_issue_32() {
     let code = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES).unwrap();
     assert!(code.start >= 0xffffffff81000000, "{:#x}", code.start);
     // objdump's own line table for the same addresses agrees with ours, line for line.
-    let o = run_in(dir.path(), "objdump", &["-d", "-l", "--no-show-raw-insn", "prog"]);
-    assert!(o.status.success(), "objdump: {}", stderr(&o));
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    let mut line = 0u32;
     let mut checked = 0;
-    let mut in_work = false;
-    for l in text.lines() {
-        if l.ends_with(">:") {
-            in_work = l.ends_with("<work>:");
-            continue;
+    for (line, addrs) in crate::annotate_kernel::lines_of_work(dir.path(), "prog") {
+        for addr in addrs {
+            let place = code.place_at(addr - code.start).expect("a line for every instruction");
+            assert_eq!(place.line, line, "at {addr:#x}: {place:?}");
+            checked += 1;
         }
-        if !in_work {
-            continue;
-        }
-        if let Some(n) = l
-            .rsplit_once("prog.c:")
-            .and_then(|(_, n)| n.split(' ').next()?.parse().ok())
-        {
-            line = n;
-            continue;
-        }
-        let Some((addr, _)) = l.trim().split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else {
-            continue;
-        };
-        let place = code.place_at(addr - code.start).expect("a line for every instruction");
-        assert_eq!(place.line, line, "at {addr:#x}: {place:?}");
-        checked += 1;
     }
     assert_eq!(checked, code.instructions.len());
 }

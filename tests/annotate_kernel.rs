@@ -74,10 +74,10 @@ fn kernel_like_elf(dir: &Path) -> (PathBuf, String) {
     (dir.join("vmlinux"), kallsyms)
 }
 
-/// The instruction addresses of `work` on each of its lines of prog.c, as
-/// `objdump -d -l` prints them (the oracle: not this crate's line reader).
-fn lines_of_work(dir: &Path) -> BTreeMap<u32, Vec<u64>> {
-    let o = run_in(dir, "objdump", &["-d", "-l", "--no-show-raw-insn", "vmlinux"]);
+/// The instruction addresses of `work` on each of its lines of prog.c in the ELF file
+/// `elf` of `dir`, as `objdump -d -l` prints them (the oracle: not this crate's line reader).
+pub(crate) fn lines_of_work(dir: &Path, elf: &str) -> BTreeMap<u32, Vec<u64>> {
+    let o = run_in(dir, "objdump", &["-d", "-l", "--no-show-raw-insn", elf]);
     assert!(o.status.success(), "objdump: {}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let (mut line, mut in_work) = (0u32, false);
@@ -194,7 +194,7 @@ const TOTAL: u64 = 20_000;
 fn fixture() -> Fixture {
     let dir = tempdir();
     let (elf, kallsyms) = kernel_like_elf(dir.path());
-    let lines = lines_of_work(dir.path());
+    let lines = lines_of_work(dir.path(), "vmlinux");
     for (line, _, _) in KNOWN {
         assert!(
             lines.contains_key(&line),

@@ -28,7 +28,8 @@ fn parquet_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A table read through polars' lazy scan with hive partitions.
-fn scan(dataset: &Path, table: &str) -> DataFrame {
+/// A table of the dataset at `dataset`, read by polars with its hive partitions as strings.
+pub(crate) fn scan(dataset: &Path, table: &str) -> DataFrame {
     let glob = format!("{}/{table}/**/*.parquet", dataset.display());
     let args = ScanArgsParquet {
         // The partitions are strings (a kernel `6.1` is no number), never dates.

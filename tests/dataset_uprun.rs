@@ -2,30 +2,13 @@
 //! its end, reads back with the run's repetitions, label and function times.
 #![cfg(feature = "parquet")]
 
+use crate::dataset::scan;
 use crate::util::{perf_usable, run_in, stderr, stdout, tempdir};
 use polars::prelude::*;
 use std::fs;
 use std::path::Path;
 
 const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
-
-fn scan(dataset: &Path, table: &str) -> DataFrame {
-    let glob = format!("{}/{table}/**/*.parquet", dataset.display());
-    let args = ScanArgsParquet {
-        hive_options: HiveOptions {
-            schema: Some(std::sync::Arc::new(Schema::from_iter(
-                ["test", "kernel", "host"].map(|k| Field::new(k.into(), DataType::String)),
-            ))),
-            try_parse_dates: false,
-            ..HiveOptions::new_enabled()
-        },
-        ..Default::default()
-    };
-    LazyFrame::scan_parquet(PlRefPath::new(glob.as_str()), args)
-        .unwrap()
-        .collect()
-        .unwrap()
-}
 
 #[test]
 fn uprun_exports_the_completed_run() {
