@@ -60,7 +60,7 @@ fn perf_report_entries(dir: &Path, data: &str) -> HashMap<(String, String), f64>
 }
 
 /// prfcmp's options for every row, one per symbol (perf names symbols one by one), in JSON.
-const EVERY_ROW_JSON: [&str; 7] = [
+pub(crate) const EVERY_ROW_JSON: [&str; 7] = [
     "--keep-clones",
     "--idle-symbols",
     "",

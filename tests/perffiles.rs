@@ -676,16 +676,7 @@ fn group_leader_samples_weigh_their_read_values_as_perf_report_does_issue_30() {
 
 /// The sum of the periods prfcmp counts for `data` (its JSON `run1`, in seconds), in ns.
 fn ours_total_period(dir: &Path, data: &Path, extra: &[&str]) -> f64 {
-    let args = [
-        "--keep-clones",
-        "--idle-symbols",
-        "",
-        "--cutoff",
-        "0",
-        "--format",
-        "json",
-    ];
-    let o = prfcmp_alone(dir, data, &[&args[..], extra].concat());
+    let o = prfcmp_alone(dir, data, &[&crate::import::EVERY_ROW_JSON[..], extra].concat());
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = v["rows"].as_array().unwrap();
     rows.iter().map(|r| r["run1"].as_f64().unwrap()).sum::<f64>() * 1e9
