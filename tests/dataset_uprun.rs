@@ -6,7 +6,6 @@ use crate::dataset::scan;
 use crate::util::{perf_usable, run_in, stderr, stdout, tempdir};
 use polars::prelude::*;
 use std::fs;
-use std::path::Path;
 
 const UPRUN: &str = env!("CARGO_BIN_EXE_uprun");
 
