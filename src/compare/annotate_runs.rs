@@ -249,7 +249,7 @@ mod tests {
     fn the_vmlinux_comes_from_system_else_the_command_line() {
         let dir = tempfile::tempdir().unwrap();
         let elf = dir.path().join("vmlinux-x");
-        std::fs::write(&elf, b"x").unwrap();
+        crate::fsio::write_new(&elf, b"x", 0o600).unwrap();
         let k = KernelCode::of_run(
             &system(&format!("kernel-release: 9.9\nvmlinux: {}\n", elf.display())),
             "uprun auto out",
@@ -271,7 +271,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let d = root.path().join("lib/modules/9.9/kernel/drivers/net");
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("e1000-e.ko.zst"), b"x").unwrap();
+        crate::fsio::write_new(&d.join("e1000-e.ko.zst"), b"x", 0o600).unwrap();
         let k = KernelCode {
             vmlinux: None,
             release: Some("9.9".into()),
@@ -284,7 +284,7 @@ mod tests {
             why.contains("no nosuch.ko") && why.contains("kernel-debuginfo"),
             "{why}"
         );
-        std::fs::write(d.join("e1000-e.ko"), b"x").unwrap();
+        crate::fsio::write_new(&d.join("e1000-e.ko"), b"x", 0o600).unwrap();
         assert_eq!(k.files(Some("e1000_e")).unwrap().0, d.join("e1000-e.ko"));
     }
 }
