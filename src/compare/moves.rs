@@ -8,7 +8,7 @@
 
 use crate::model::CallGraph;
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// A function whose inclusive share is at least this (% of CPU samples) in run 1 is
 /// looked for in run 2; a caller arc or a self change below it is not named.
@@ -77,20 +77,53 @@ impl CostShift {
     }
 }
 
+/// Call graphs with their functions' ids by name, each graph's found by a hash rather
+/// than a scan of its names ([`CallGraph::id`]): every name of a busy machine's recording
+/// (10^4 and more) is looked up in each graph.
+struct Graphs<'g> {
+    graphs: &'g [CallGraph],
+    ids: Vec<HashMap<&'g str, u32, foldhash::fast::RandomState>>,
+}
+
+impl<'g> Graphs<'g> {
+    fn new(graphs: &'g [CallGraph]) -> Self {
+        let ids = graphs
+            .iter()
+            .map(|g| {
+                let mut ids = HashMap::with_capacity_and_hasher(g.names.len(), Default::default());
+                for (i, n) in g.names.iter().enumerate() {
+                    // The first of a name, as `CallGraph::id` finds it.
+                    ids.entry(n.as_str()).or_insert(i as u32);
+                }
+                ids
+            })
+            .collect();
+        Graphs { graphs, ids }
+    }
+
+    /// Each graph with the id of `name` in it.
+    fn with_id<'a>(&'a self, name: &'a str) -> impl Iterator<Item = (&'g CallGraph, Option<u32>)> + 'a {
+        self.graphs
+            .iter()
+            .zip(&self.ids)
+            .map(move |(g, ids)| (g, ids.get(name).copied()))
+    }
+}
+
 /// The mean over `graphs` of `weight(graph, id of name)` as % of the graph's weight.
-fn mean_pct(graphs: &[CallGraph], name: &str, weight: impl Fn(&CallGraph, u32) -> u64) -> f64 {
-    let pcts = graphs.iter().map(|g| match g.id(name) {
+fn mean_pct(graphs: &Graphs<'_>, name: &str, weight: impl Fn(&CallGraph, u32) -> u64) -> f64 {
+    let pcts = graphs.with_id(name).map(|(g, id)| match id {
         Some(i) => g.pct(weight(g, i)),
         None => 0.0,
     });
-    pcts.sum::<f64>() / graphs.len().max(1) as f64
+    pcts.sum::<f64>() / graphs.graphs.len().max(1) as f64
 }
 
-fn self_pct(graphs: &[CallGraph], name: &str) -> f64 {
+fn self_pct(graphs: &Graphs<'_>, name: &str) -> f64 {
     mean_pct(graphs, name, |g, i| g.self_weight[i as usize])
 }
 
-fn total_pct(graphs: &[CallGraph], name: &str) -> f64 {
+fn total_pct(graphs: &Graphs<'_>, name: &str) -> f64 {
     mean_pct(graphs, name, |g, i| g.total_weight[i as usize])
 }
 
@@ -101,11 +134,11 @@ fn names(graphs: &[CallGraph]) -> BTreeSet<&str> {
 
 /// The direct callers of `name` in `graphs` with their mean arc shares (inclusive and
 /// self, %), by caller name.
-fn callers_of<'g>(graphs: &'g [CallGraph], name: &str) -> Vec<(&'g str, f64, f64)> {
+fn callers_of<'g>(graphs: &Graphs<'g>, name: &str) -> Vec<(&'g str, f64, f64)> {
     let mut out: Vec<(&str, f64, f64)> = Vec::new();
-    let reps = graphs.len().max(1) as f64;
-    for g in graphs {
-        let Some(f) = g.id(name) else {
+    let reps = graphs.graphs.len().max(1) as f64;
+    for (g, id) in graphs.with_id(name) {
+        let Some(f) = id else {
             continue;
         };
         if g.weight == 0 {
@@ -133,7 +166,9 @@ fn callers_of<'g>(graphs: &'g [CallGraph], name: &str) -> Vec<(&'g str, f64, f64
 /// what inlining it there looks like.
 pub fn inlined(before: &[CallGraph], after: &[CallGraph]) -> Vec<Inlined> {
     let present2 = names(after);
-    let mut out: Vec<Inlined> = names(before)
+    let before_graphs = before;
+    let (before, after) = (&Graphs::new(before), &Graphs::new(after));
+    let mut out: Vec<Inlined> = names(before_graphs)
         .into_iter()
         .filter_map(|f| {
             let run1_pct = total_pct(before, f);
@@ -177,6 +212,7 @@ pub fn inlined(before: &[CallGraph], after: &[CallGraph]) -> Vec<Inlined> {
 /// so that time moved between a function and its callers shows as no change of the group.
 pub fn cost_shifts(before: &[CallGraph], after: &[CallGraph]) -> Vec<CostShift> {
     let all: BTreeSet<&str> = names(before).into_iter().chain(names(after)).collect();
+    let (before, after) = (&Graphs::new(before), &Graphs::new(after));
     let mut changed: Vec<(&str, [f64; 2])> = all
         .into_iter()
         .map(|f| (f, [self_pct(before, f), self_pct(after, f)]))
@@ -198,7 +234,7 @@ pub fn cost_shifts(before: &[CallGraph], after: &[CallGraph]) -> Vec<CostShift> 
                 .map(|c| c.0)
                 .collect();
             let group =
-                |graphs: &[CallGraph]| self_pct(graphs, f) + callers.iter().map(|c| self_pct(graphs, c)).sum::<f64>();
+                |graphs: &Graphs<'_>| self_pct(graphs, f) + callers.iter().map(|c| self_pct(graphs, c)).sum::<f64>();
             CostShift {
                 function: f.to_string(),
                 self_pct: self_pct_both,
