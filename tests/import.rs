@@ -1571,7 +1571,7 @@ fn stack_self_shares(stacks: &upcmp::model::StackProfile) -> [HashMap<String, f6
 }
 
 /// The flat profile's share of each function (of all its weight), by function name.
-fn flat_shares(p: &upcmp::model::Profile) -> HashMap<String, f64> {
+pub(crate) fn flat_shares(p: &upcmp::model::Profile) -> HashMap<String, f64> {
     let total: u64 = p.functions.iter().map(|f| f.weight()).sum();
     let mut out = HashMap::new();
     for f in &p.functions {

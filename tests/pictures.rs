@@ -543,3 +543,183 @@ fn a_run_2_without_cpu_stacks_shows_run_1s_shape_issue_27() {
     assert_eq!(label_of(&frames, "user_loop"), Some("user_loop"), "{frames:?}");
     assert!(r.selftest["flames_run1"].as_array().unwrap().is_empty());
 }
+
+/// A frame box of a standalone SVG after its script ran in the browser: its title, its
+/// depth (0 for `all`) and its left edge and width in percent of the graph.
+struct FrameBox {
+    title: String,
+    depth: usize,
+    x: f64,
+    width: f64,
+}
+
+/// Every frame box of `svg` as the browser rendered it.
+fn rendered_boxes(browser: &str, svg: &Path) -> Vec<FrameBox> {
+    let profile = tempdir();
+    let url = format!("file://{}", svg.canonicalize().unwrap().display());
+    let out = Command::new(browser)
+        .args(headless_args(profile.path()))
+        .args([
+            "--virtual-time-budget=10000",
+            "--window-size=1400,900",
+            "--dump-dom",
+            &url,
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {browser}: {e}"));
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let at = dom
+        .find("id=\"frames\"")
+        .unwrap_or_else(|| panic!("no frames in {url}:\n{dom}"));
+    let attr = |tag: &str, name: &str| -> f64 {
+        let from = tag
+            .find(&format!(" {name}=\""))
+            .unwrap_or_else(|| panic!("{name} in {tag}"))
+            + name.len()
+            + 3;
+        tag[from..from + tag[from..].find('"').unwrap()]
+            .trim_end_matches('%')
+            .parse()
+            .unwrap()
+    };
+    let mut boxes: Vec<(String, f64, f64, f64)> = dom[at..]
+        .split("<g>")
+        .skip(1)
+        .filter_map(|g| {
+            let title = &g[g.find("<title>")? + 7..g.find("</title>")?];
+            let rect = &g[g.find("<rect ")?..];
+            let rect = &rect[..rect.find('>').unwrap()];
+            Some((
+                title.replace("&amp;", "&"),
+                attr(rect, "y"),
+                attr(rect, "x"),
+                attr(rect, "width"),
+            ))
+        })
+        .collect();
+    // Straight graphs draw depth 0 lowest (largest y).
+    let mut ys: Vec<f64> = boxes.iter().map(|b| b.1).collect();
+    ys.sort_by(|a, b| b.total_cmp(a));
+    ys.dedup();
+    boxes
+        .drain(..)
+        .map(|(title, y, x, width)| FrameBox {
+            title,
+            depth: ys.iter().position(|&v| v == y).unwrap(),
+            x,
+            width,
+        })
+        .collect()
+}
+
+/// Each function's self share as the boxes draw it: a box's width less its children's,
+/// summed by name (`all` left out).
+fn drawn_self_shares(boxes: &[FrameBox], name: impl Fn(&str) -> &str) -> std::collections::HashMap<String, f64> {
+    let mut own: Vec<f64> = boxes.iter().map(|b| b.width).collect();
+    for (i, b) in boxes.iter().enumerate().filter(|(_, b)| b.depth > 0) {
+        let parent = boxes
+            .iter()
+            // By the child's middle: the edges are rounded to 4 decimals apart.
+            .position(|p| p.depth + 1 == b.depth && (p.x..p.x + p.width).contains(&(b.x + b.width / 2.0)))
+            .unwrap_or_else(|| panic!("no parent for {}", b.title));
+        own[parent] -= boxes[i].width;
+    }
+    let mut out = std::collections::HashMap::new();
+    for (b, share) in boxes.iter().zip(own).filter(|(b, _)| b.depth > 0) {
+        *out.entry(name(&b.title).to_string()).or_insert(0.0) += share;
+    }
+    out
+}
+
+/// The percentage a title gives a frame: `(N samples, P%)` in a plain graph, `(inclusive
+/// A% → B%, ...)` in a differential one (`run2`: B, else A).
+fn title_pct(title: &str, run2: bool) -> f64 {
+    let pct = match title.rfind(" (inclusive ") {
+        Some(at) => {
+            let (a, b) = title[at + 12..].split_once(" → ").unwrap();
+            if run2 {
+                b.split('%').next().unwrap()
+            } else {
+                a.trim_end_matches('%')
+            }
+        }
+        None => title.rsplit(", ").next().unwrap().trim_end_matches("%)"),
+    };
+    pct.parse().unwrap_or_else(|e| panic!("{title}: {e}"))
+}
+
+/// `drawn` (shares of each function drawn) against `flat` (the flat profile's), within
+/// 0.01 points, every function of either.
+fn assert_shares_equal(
+    drawn: &std::collections::HashMap<String, f64>,
+    flat: &std::collections::HashMap<String, f64>,
+    what: &str,
+) {
+    let mut names: Vec<&String> = drawn.keys().chain(flat.keys()).collect();
+    names.sort();
+    names.dedup();
+    for n in names {
+        let (d, f) = (
+            drawn.get(n).copied().unwrap_or(0.0),
+            flat.get(n).copied().unwrap_or(0.0),
+        );
+        assert!((d - f).abs() < 0.01, "{what}: {n}: drawn {d:.4}%, flat profile {f:.4}%");
+    }
+}
+
+#[test]
+fn flame_graph_shares_equal_the_flat_profile_where_periods_vary_issue_30() {
+    // Page faults of a JVM and of perf, at periods of 1 to 72 faults a sample: whole
+    // samples of the mean period put frames up to a point and more off their share.
+    let tmp = tempdir();
+    let text = fs::read_to_string(testdata("import/java-faults.perf-script")).unwrap();
+    // Run 1 lacks the 33-fault sample of perf's cmd_record, so the runs differ.
+    let run1: String = text
+        .split("\n\n")
+        .filter(|s| !s.contains("51499.088718:"))
+        .map(|s| format!("{s}\n\n"))
+        .collect();
+    assert!(run1.len() < text.len());
+    write(tmp.path(), "a.perf-script", &run1);
+    write(tmp.path(), "b.perf-script", &text);
+    let opts = upcmp::import::ImportOptions::new(None, None, None, None).with_stacks(true);
+    let import = |f: &str| upcmp::import::import(&tmp.path().join(f), &opts).unwrap();
+    let (a, b) = (import("a.perf-script"), import("b.perf-script"));
+    let (flat_a, flat_b) = (
+        crate::import::flat_shares(&a.profile),
+        crate::import::flat_shares(&b.profile),
+    );
+    let stacks = b.stacks.expect("call chains");
+    assert!(stacks.periods_vary());
+    let mut svg = Vec::new();
+    upcmp::report::flame::render(&stacks, "t", None, false, &mut svg).unwrap();
+    fs::write(tmp.path().join("flame.svg"), &svg).unwrap();
+    upcmp(tmp.path(), &["--perf", "a.perf-script", "b.perf-script", "-q", "r"]);
+    let Some(browser) = browser() else { return };
+
+    let plain = rendered_boxes(browser, &tmp.path().join("flame.svg"));
+    assert!(plain.len() > 10, "{} boxes", plain.len());
+    assert!(plain.iter().any(|b| b.depth == 0 && b.title.starts_with("all (")));
+    for b in &plain {
+        assert!(
+            (title_pct(&b.title, true) - b.width).abs() < 0.006,
+            "{}: width {}%",
+            b.title,
+            b.width
+        );
+        assert!(b.title.contains(" samples, "), "{}", b.title);
+    }
+    assert_shares_equal(&drawn_self_shares(&plain, name_of), &flat_b, "flame.svg");
+
+    let stem = "r/a.perf-script_vs_b.perf-script";
+    for (file, flat, run2) in [("flamediff.svg", &flat_b, true), ("flamediff-run1.svg", &flat_a, false)] {
+        let boxes = rendered_boxes(browser, &tmp.path().join(format!("{stem}.{file}")));
+        assert!(boxes.len() > 10, "{file}: {} boxes", boxes.len());
+        for b in boxes.iter().filter(|b| b.depth > 0) {
+            let pct = title_pct(&b.title, run2);
+            assert!((pct - b.width).abs() < 0.006, "{file}: {}: width {}%", b.title, b.width);
+        }
+        assert_shares_equal(&drawn_self_shares(&boxes, name_of), flat, file);
+    }
+}

@@ -139,6 +139,9 @@ pub struct StackDiff {
     /// With repetitions, the variance model of the family's frames (docs/formulas.md,
     /// "The variance model"); unfitted with one run a side.
     pub prior: Prior,
+    /// Whether the periods of some profile's samples vary: the flame graph's widths are
+    /// then summed periods ([`StackProfile::periods_vary`]).
+    by_weight: bool,
 }
 
 /// A [`StackDiff`] being built, one run at a time: the run read first can be merged
@@ -167,6 +170,7 @@ impl StackTree {
             per_repetition_weight: vec![0; repetitions[0] + repetitions[1]],
             changes: HashMap::default(),
             prior: Prior::Unfitted,
+            by_weight: false,
         })
     }
 
@@ -183,6 +187,7 @@ impl StackTree {
         d.samples[run] = profiles.iter().map(|p| p.samples).sum();
         d.repetition_samples[run] = profiles.iter().map(|p| p.samples).collect();
         d.repetition_weight[run] = profiles.iter().map(StackProfile::weight).collect();
+        d.by_weight |= profiles.iter().any(StackProfile::periods_vary);
         for (i, p) in profiles.iter().enumerate() {
             let column = if run == 0 { i } else { k1 + i };
             // Each name is interned once, not once per frame of every stack.
@@ -414,25 +419,35 @@ impl StackDiff {
             Shape::Run2 => (1, 0),
             Shape::Run1 => (0, 1),
         };
-        let scale = if self.samples[o] == 0 {
+        // Where periods vary, each node's [inclusive, leaf] weights per run.
+        let weights = self.by_weight.then(|| self.node_weights());
+        let totals = match weights {
+            Some(_) => self.repetition_weight.each_ref().map(|r| r.iter().sum::<u64>()),
+            None => self.samples,
+        };
+        let scale = if totals[o] == 0 {
             0.0
         } else {
-            self.samples[w] as f64 / self.samples[o] as f64
+            totals[w] as f64 / totals[o] as f64
         };
-        let total = self.nodes[0].inclusive[w];
+        let weights = weights.as_deref();
+        let inclusive = |n: usize| weights.map_or(self.nodes[n].inclusive, |x| x[n][0]);
+        let leaf = |n: usize| weights.map_or(self.nodes[n].leaf, |x| x[n][1]);
+        let total = inclusive(0)[w];
         // Parents come before their children, so one pass finds each node's cut.
         let mut cut = vec![usize::MAX; self.nodes.len()];
         let mut sums = vec![[0u64; 2]; self.nodes.len()];
         for n in 1..self.nodes.len() {
             let node = &self.nodes[n];
             cut[n] = match cut[node.parent] {
-                usize::MAX if (node.inclusive[w] as f64) * 100.0 < total as f64 * cut_below_pct => n,
+                usize::MAX if (inclusive(n)[w] as f64) * 100.0 < total as f64 * cut_below_pct => n,
                 c => c,
             };
             let to = if cut[n] == usize::MAX { n } else { cut[n] };
             // [other run, this shape's run]: the columns of a line.
-            sums[to][0] += node.leaf[o];
-            sums[to][1] += node.leaf[w];
+            let leaf = leaf(n);
+            sums[to][0] += leaf[o];
+            sums[to][1] += leaf[w];
         }
         // Each name as given once, not once per frame of every line.
         let names: Vec<Cow<'d, str>> = self.names.iter().map(|n| name(n)).collect();
@@ -512,6 +527,45 @@ impl StackDiff {
             }
         }
         joined
+    }
+
+    /// Whether the flame graph's widths are summed periods (some profile's periods vary),
+    /// and then the samples of the mean period per unit of weight of the shape's run.
+    pub fn samples_per_weight(&self, shape: Shape) -> Option<f64> {
+        let run = match shape {
+            Shape::Run2 => 1,
+            Shape::Run1 => 0,
+        };
+        let weight: u64 = self.repetition_weight[run].iter().sum();
+        self.by_weight.then(|| {
+            if weight == 0 {
+                1.0
+            } else {
+                self.samples[run] as f64 / weight as f64
+            }
+        })
+    }
+
+    /// Each node's summed periods, [inclusive, leaf], run 1's and run 2's (summed over
+    /// repetitions), from its inclusive weight per repetition.
+    fn node_weights(&self) -> Vec<[[u64; 2]; 2]> {
+        let k1 = self.repetition_samples[0].len();
+        let k = k1 + self.repetition_samples[1].len();
+        let mut x: Vec<[[u64; 2]; 2]> = (0..self.nodes.len())
+            .map(|n| {
+                let row = &self.per_repetition_weight[n * k..(n + 1) * k];
+                let runs = [row[..k1].iter().sum::<u64>(), row[k1..].iter().sum::<u64>()];
+                [runs, runs]
+            })
+            .collect();
+        // A node's own weight: its inclusive less its children's.
+        for n in 1..self.nodes.len() {
+            let (parent, child) = (self.nodes[n].parent, x[n][0]);
+            for r in 0..2 {
+                x[parent][1][r] -= child[r];
+            }
+        }
+        x
     }
 
     /// Where each frame lands in the flame graph of [`differential_lines`]: the node

@@ -227,6 +227,34 @@ impl StackProfile {
         })
     }
 
+    /// Samples of the mean period per unit of weight: what a stack's weight is in
+    /// sample equivalents (its value in folded lines, before rounding).
+    pub fn samples_per_weight(&self) -> f64 {
+        self.per_weight()
+    }
+
+    /// Whether the samples' periods vary from stack to stack: then a stack's share is its
+    /// weight's, which its whole number of sample equivalents only approaches, and a flame
+    /// graph is drawn from the weights ([`flame_stacks`](Self::flame_stacks)). False where
+    /// every stack weighs its samples times one period (a fixed period, or no periods).
+    pub fn periods_vary(&self) -> bool {
+        let mut first = None;
+        self.stacks.values().any(|t| {
+            let &mut (count, weight) = first.get_or_insert((t.count, t.weight));
+            u128::from(t.weight) * u128::from(count) != u128::from(weight) * u128::from(t.count)
+        })
+    }
+
+    /// The distinct stacks with their flame graph widths, and whether the widths are
+    /// weights: values (whole samples) where the periods are fixed, else the exact summed
+    /// periods, so that every frame's share of the graph is its share of the weight.
+    pub fn flame_stacks(&self) -> (Vec<(&[u32], u64)>, bool) {
+        match self.periods_vary() {
+            true => (self.weighted_stacks().collect(), true),
+            false => (self.stacks().collect(), false),
+        }
+    }
+
     /// The distinct stacks and their raw weights (the sampled event's unit).
     pub fn weighted_stacks(&self) -> impl Iterator<Item = (&[u32], u64)> {
         self.stacks.iter().map(|(s, t)| (&s[..], t.weight))
@@ -294,6 +322,25 @@ impl StackProfile {
     /// left to its parent. A flame graph does not draw such frames anyway; this bounds
     /// the lines it must hold by depth x total / `min_samples`.
     pub fn folded_lines_pruned(&self, min_samples: u64) -> Vec<String> {
+        self.lines_pruned(self.stacks().collect(), min_samples)
+    }
+
+    /// A flame graph's folded lines ([`flame_stacks`](Self::flame_stacks)'s widths), each
+    /// frame under `min_pct` percent of the whole cut as
+    /// [`folded_lines_pruned`](Self::folded_lines_pruned) cuts it; and whether the
+    /// counts are weights.
+    pub fn flame_lines(&self, min_pct: f64) -> (Vec<String>, bool) {
+        let (stacks, by_weight) = self.flame_stacks();
+        let total = if by_weight { self.weight } else { self.samples };
+        (
+            self.lines_pruned(stacks, (total as f64 * min_pct / 100.0) as u64),
+            by_weight,
+        )
+    }
+
+    /// `stacks` as sorted folded lines, cut at `min_samples` (see
+    /// [`folded_lines_pruned`](Self::folded_lines_pruned)).
+    fn lines_pruned(&self, mut stacks: Vec<(&[u32], u64)>, min_samples: u64) -> Vec<String> {
         fn walk<'s>(st: &[(&'s [u32], u64)], depth: usize, min: u64, out: &mut HashMap<&'s [u32], u64>) {
             let mut i = 0;
             while i < st.len() {
@@ -316,7 +363,6 @@ impl StackProfile {
                 i = j;
             }
         }
-        let mut stacks: Vec<(&[u32], u64)> = self.stacks().collect();
         // Id order groups stacks of a common prefix together, a shorter one first.
         stacks.sort_unstable();
         let mut kept = HashMap::new();
@@ -841,6 +887,32 @@ mod tests {
         let p = StackProfile::from_folded("app;[truncated];f;g 2\napp;f 1\n[truncated];f 1\n", "x").unwrap();
         assert_eq!(p.truncated, 3);
         assert_eq!(p.without_roots().truncated, 3);
+    }
+
+    #[test]
+    fn flame_lines_weigh_periods_where_they_vary() {
+        let mut p = StackProfile::default();
+        let (a, f, g) = (p.intern("a"), p.intern("f"), p.intern("g"));
+        // One sample each, of periods 5, 3 and 2: whole mean-period samples would give
+        // f 2 of 3 (66.7%) where its periods give 50%.
+        p.add_weighted(&[a, f], 1, 5);
+        p.add_weighted(&[a, g], 1, 3);
+        p.add_weighted(&[a, f, g], 1, 2);
+        assert!(p.periods_vary());
+        assert_eq!(
+            p.flame_lines(0.0),
+            (vec!["a;f 5".to_string(), "a;f;g 2".into(), "a;g 3".into()], true)
+        );
+        // Under 30% of the weight (3 of 10): g above f (2) is cut, left to f.
+        assert_eq!(p.flame_lines(30.0).0, ["a;f 7", "a;g 3"]);
+        // A fixed period: whole samples, as the folded lines.
+        let mut q = StackProfile::default();
+        let (a, f) = (q.intern("a"), q.intern("f"));
+        q.add_weighted(&[a, f], 2, 8);
+        q.add_weighted(&[a], 3, 12);
+        assert!(!q.periods_vary());
+        assert_eq!(q.flame_lines(0.0), (q.folded_lines(), false));
+        assert_eq!(q.flame_lines(0.0).0, ["a 3", "a;f 2"]);
     }
 
     #[test]

@@ -88,18 +88,62 @@ fn write_back(svg: &[u8], mut w: impl Write) -> io::Result<()> {
 fn without_semicolons(p: &StackProfile) -> StackProfile {
     let mut q = StackProfile::default();
     let mut frames = Vec::new();
-    for (s, value) in p.stacks() {
+    for (s, t) in p.tallies() {
         frames.clear();
         frames.extend(s.iter().map(|&f| q.intern(&standin(p.name(f)))));
-        q.add_stack(&frames, value);
+        q.add_weighted(&frames, t.count, t.weight);
     }
     (q.samples, q.truncated, q.lost) = (p.samples, p.truncated, p.lost);
     q
 }
 
+/// What inferno is told a graph's counts are when they are summed periods: a
+/// noncharacter no name holds, found in each title once drawn and replaced by the count
+/// in samples ([`counts_in_samples`]).
+const WEIGHT_UNIT: &str = "\u{FDD1}";
+
+/// What the subtitle of a graph drawn from summed periods says of its widths.
+pub const WEIGHT_NOTE: &str = "widths weigh each sample's period";
+
+/// `svg` whose titles count [`WEIGHT_UNIT`]s (summed periods), each count given instead
+/// in samples of the mean period (`per_weight` samples a unit), to one decimal: the
+/// percentages inferno wrote beside them are of the exact weights.
+fn counts_in_samples(svg: &str, per_weight: f64) -> String {
+    let marker = format!(" {WEIGHT_UNIT},");
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(at) = rest.find(&marker) {
+        let head = &rest[..at];
+        let number = head.trim_end_matches(|c: char| c.is_ascii_digit() || c == ',');
+        let units: u64 = head[number.len()..].replace(',', "").parse().unwrap_or(0);
+        out.push_str(number);
+        out.push_str(&thousands(units as f64 * per_weight));
+        out.push_str(" samples,");
+        rest = &rest[at + marker.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `x` to one decimal, its whole part in groups of three (as inferno writes counts).
+fn thousands(x: f64) -> String {
+    let text = format!("{x:.1}");
+    let (whole, tenths) = text.split_at(text.find('.').unwrap_or(text.len()));
+    let mut out = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out + tenths
+}
+
 /// Writes the flame graph of `p`; `subtitle` carries notes such as truncated stacks. With
 /// `command_roots`, each stack's root is its command (upsrun's since format 3): drawn grey,
-/// neither kernel nor user code.
+/// neither kernel nor user code. Where the samples' periods vary, widths are their summed
+/// periods ([`StackProfile::flame_lines`]), so that each frame's share is the flat
+/// profile's, and the subtitle says so.
 pub fn render(
     p: &StackProfile,
     title: &str,
@@ -108,12 +152,25 @@ pub fn render(
     mut w: impl Write,
 ) -> io::Result<()> {
     let mut svg = Vec::new();
-    if p.names().iter().any(|n| needs_standin(n)) {
-        render_lines(&without_semicolons(p), title, subtitle, command_roots, &mut svg)?;
-        return write_back(patched_script(&svg)?.as_bytes(), w);
+    let by_weight = p.periods_vary();
+    let subtitle = match (subtitle, by_weight) {
+        (Some(s), true) => Some(format!("{s}; {WEIGHT_NOTE}")),
+        (None, true) => Some(WEIGHT_NOTE.to_string()),
+        (s, false) => s,
+    };
+    let semicolons = p.names().iter().any(|n| needs_standin(n));
+    match semicolons {
+        true => render_lines(&without_semicolons(p), title, subtitle, command_roots, &mut svg)?,
+        false => render_lines(p, title, subtitle, command_roots, &mut svg)?,
     }
-    render_lines(p, title, subtitle, command_roots, &mut svg)?;
-    w.write_all(patched_script(&svg)?.as_bytes())
+    let mut svg = patched_script(&svg)?;
+    if by_weight {
+        svg = counts_in_samples(&svg, p.samples_per_weight());
+    }
+    match semicolons {
+        true => write_back(svg.as_bytes(), w),
+        false => w.write_all(svg.as_bytes()),
+    }
 }
 
 /// inferno's script, where a monospace font lets it count characters, labels a box with
@@ -139,9 +196,8 @@ fn render_lines(
     command_roots: bool,
     w: impl Write,
 ) -> io::Result<()> {
-    let opts_min_width = Options::default().min_width;
     // Frames narrower than inferno draws are cut before the lines are made.
-    let lines = p.folded_lines_pruned((p.samples as f64 * opts_min_width / 100.0) as u64);
+    let (lines, by_weight) = p.flame_lines(Options::default().min_width);
     let mut palette = PaletteMap::default();
     if command_roots {
         // Colours go by name: the commands first, so that they keep theirs.
@@ -161,6 +217,9 @@ fn render_lines(
         }
     }
     let mut opts = options(title, subtitle);
+    if by_weight {
+        opts.count_name = WEIGHT_UNIT.into();
+    }
     opts.palette_map = Some(&mut palette);
     flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), w)
 }
@@ -261,13 +320,20 @@ fn render_cut_at(
     let mut svg = Vec::new();
     let tooltip = subtitle.as_ref().map(|s| s.tooltip.clone()).filter(|t| !t.is_empty());
     let mut opts = options(title, subtitle.map(|s| s.line));
+    let per_weight = d.samples_per_weight(shape);
+    if per_weight.is_some() {
+        opts.count_name = WEIGHT_UNIT.into();
+    }
     // inferno draws the lines while the frames' places are found in them.
     let (drawn, layout) = rayon::join(
         || flamegraph::from_lines(&mut opts, lines.iter().map(|l| l.text.as_str()), &mut svg),
         || d.layout(&lines),
     );
     drawn?;
-    let svg = patched_script(&svg)?;
+    let mut svg = patched_script(&svg)?;
+    if let Some(per_weight) = per_weight {
+        svg = counts_in_samples(&svg, per_weight);
+    }
     // Only the family's members can stand out.
     let max_delta = d
         .family_changes()
@@ -368,6 +434,20 @@ fn recolour(svg: &str, mut frame: impl FnMut(usize, u64) -> Option<(Color, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_of_summed_periods_are_given_in_samples() {
+        let svg = format!(
+            "<title>all (12,345 {WEIGHT_UNIT}, 100%)</title><title>f (a, 1 (x) (7 {WEIGHT_UNIT}, 0.06%)</title>"
+        );
+        assert_eq!(
+            counts_in_samples(&svg, 0.5),
+            "<title>all (6,172.5 samples, 100%)</title><title>f (a, 1 (x) (3.5 samples, 0.06%)</title>"
+        );
+        assert_eq!(thousands(1234567.04), "1,234,567.0");
+        assert_eq!(thousands(999.96), "1,000.0");
+        assert_eq!(thousands(0.26), "0.3");
+    }
 
     #[test]
     fn colours_by_kind_and_change() {

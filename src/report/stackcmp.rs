@@ -32,12 +32,23 @@ fn flame_subtitle(t: &TestStacks, run: u8) -> Subtitle {
         1 => "frames that vanished in run 2 are drawn, blue; run 2's new frames are in the other graph",
         _ => "frames that vanished in run 2 have no width: they are in the other graph, drawn in run 1's shape",
     };
+    let shape = if run == 1 { Shape::Run1 } else { Shape::Run2 };
+    let (weighed, periods) = match t.diff.samples_per_weight(shape) {
+        Some(_) => (
+            " by period",
+            " The samples' periods vary: each is weighed by its period, as perf report weighs it, so a \
+             frame's width is its share of the flat profile; counts are in samples of the mean period.",
+        ),
+        None => ("", ""),
+    };
     Subtitle {
-        line: format!("width: run {run}'s samples; colour: change of inclusive CPU share (red grew, blue shrank)"),
+        line: format!(
+            "width: run {run}'s samples{weighed}; colour: change of inclusive CPU share (red grew, blue shrank)"
+        ),
         tooltip: format!(
             "Width: run {run}'s samples ({shows}; run {other}'s samples are in the other column of each frame). \
              Colour: the change of each frame's inclusive share of CPU time from run 1 to run 2, red where it \
-             grew, blue where it shrank, neutral within the noise (5% false-discovery rate over the frames, {}).",
+             grew, blue where it shrank, neutral within the noise (5% false-discovery rate over the frames, {}).{periods}",
             noise_words(t.diff.repetitions())
         ),
     }
