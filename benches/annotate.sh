@@ -3,8 +3,8 @@
 # functions of a kernel-like ELF built with -g, benches/annotate_runs.py), compared by
 # upcmp without and with `--annotate-top 20` (the 20 listed functions of largest change
 # annotated: one more pass over each run's samples.gz, code and lines from the ELF).
-# Prints the median of $RUNS runs (default 5) of each and the difference; the target is
-# under 1 s. Run from the repository root after `cargo build --release`:
+# Prints the median wall and CPU (user + system) time of $RUNS runs (default 5) of each,
+# the differences and the load; the target is under 1 s. Run from the repository root after `cargo build --release`:
 #   benches/annotate.sh [FUNCTIONS] [SAMPLES]
 set -euo pipefail
 functions=${1:-300}
@@ -17,30 +17,33 @@ scratch
 python3 "$(dirname "$0")/annotate_runs.py" "$work" "$functions" "$samples"
 cd "$work"
 
-# median CMD...: the median wall time of $runs runs of CMD, in seconds.
+# median CMD...: the median wall time and the median CPU time (user + system) of $runs
+# runs of CMD, in seconds, "WALL CPU".
 median() {
-    local times=()
+    local walls=() cpus=()
     for _ in $(seq "$runs"); do
         rm -rf res
-        local t0 t1
-        t0=$(date +%s.%N)
-        "$@" >/dev/null 2>err.txt || { echo "failed: $*" >&2; cat err.txt >&2; exit 1; }
-        t1=$(date +%s.%N)
-        times+=("$(echo "$t1 - $t0" | bc -l)")
+        /usr/bin/time -f '%e %U %S' -o time.txt "$@" >/dev/null 2>err.txt || { echo "failed: $*" >&2; cat err.txt >&2; exit 1; }
+        read -r w u s < time.txt
+        walls+=("$w")
+        cpus+=("$(echo "$u + $s" | bc -l)")
     done
-    printf '%s\n' "${times[@]}" | sort -g | sed -n "$((runs / 2 + 1))p"
+    local mid=$((runs / 2 + 1))
+    echo "$(printf '%s\n' "${walls[@]}" | sort -g | sed -n "${mid}p") $(printf '%s\n' "${cpus[@]}" | sort -g | sed -n "${mid}p")"
 }
-# Alternated, so both face the same load.
+# Alternated, so both face the same load; the better of 2 rounds of each.
 plain=() annotated=()
 for _ in 1 2; do
     plain+=("$(median "$bin/upcmp" run1 run2 res -q)")
     annotated+=("$(median "$bin/upcmp" run1 run2 res -q --annotate-top 20)")
 done
-p=$(printf '%s\n' "${plain[@]}" | sort -g | head -1)
-a=$(printf '%s\n' "${annotated[@]}" | sort -g | head -1)
+best() { printf '%s\n' "$@" | cut -d' ' -f"$col" | sort -g | head -1; }
+col=1 pw=$(best "${plain[@]}") aw=$(best "${annotated[@]}")
+col=2 pc=$(best "${plain[@]}") ac=$(best "${annotated[@]}")
 "$bin/upcmp" run1 run2 res -q --annotate-top 20 >/dev/null 2>&1
-echo "2 runs x ${samples} samples over ${functions} functions; median of ${runs} runs (the better of 2 alternated rounds)"
-printf 'upcmp:                     %6.3f s\n' "$p"
-printf 'upcmp --annotate-top 20:   %6.3f s\n' "$a"
-printf 'difference:                %6.3f s (target: under 1 s)\n' "$(echo "$a - $p" | bc -l)"
+echo "2 runs x ${samples} samples over ${functions} functions; median of ${runs} runs (the better of 2 alternated rounds); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '                           %8s %8s\n' wall cpu
+printf 'upcmp:                     %6.3f s %6.3f s\n' "$pw" "$pc"
+printf 'upcmp --annotate-top 20:   %6.3f s %6.3f s\n' "$aw" "$ac"
+printf 'difference:                %6.3f s %6.3f s (target: under 1 s)\n' "$(echo "$aw - $pw" | bc -l)" "$(echo "$ac - $pc" | bc -l)"
 echo "functions annotated: $(grep -c '^' res/results.annotate.csv 2>/dev/null || echo '?') CSV lines in results.annotate.csv"

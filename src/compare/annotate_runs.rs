@@ -143,7 +143,9 @@ pub fn run_side_samples(
     code: &KernelCode,
 ) -> Result<Vec<SideSamples>, StoreError> {
     let runs = reps.len();
-    let mut by_offset: Vec<BTreeMap<u64, Vec<(u64, f64)>>> = vec![BTreeMap::new(); functions.len()];
+    // Counted in hash maps (one probe a sample, not a tree walk), sorted once at the end.
+    type Counts = std::collections::HashMap<u64, Vec<(u64, f64)>, foldhash::fast::RandomState>;
+    let mut by_offset: Vec<Counts> = vec![Counts::default(); functions.len()];
     let mut totals = Vec::with_capacity(runs);
     for (k, &(dir, symbols)) in reps.iter().enumerate() {
         let profile = prfout::read(&dir.join(PRFOUT_FILE))?;
@@ -187,6 +189,7 @@ pub fn run_side_samples(
     let first = reps.first().map(|r| r.1);
     let mut out = Vec::with_capacity(functions.len());
     for (f, by_offset) in functions.iter().zip(by_offset) {
+        let by_offset: BTreeMap<u64, Vec<(u64, f64)>> = by_offset.into_iter().collect();
         let offsets: Vec<u64> = by_offset.keys().copied().collect();
         let range = first.and_then(|s| s.range_of(f).map(|r| (r, s)));
         let code = match range {
