@@ -119,8 +119,8 @@ pub fn history(opts: &HistoryOptions) -> Result<History, DatasetError> {
         series.push(cpu);
     }
     let idle = IdleSet::linux_default();
-    let top = top_functions(&opts.dataset, &sel, &runs, opts.top, idle.names())?;
-    let rows = scan_functions(&opts.dataset, &sel, &runs, Some(&top))?;
+    let top = top_functions(&opts.dataset, &runs, opts.top, idle.names())?;
+    let rows = scan_functions(&opts.dataset, &runs, Some(&top))?;
     let mut seconds: HashMap<(&str, &str, &str, i64), f64> = HashMap::new();
     for f in &rows {
         if let Some(s) = f.seconds {
