@@ -121,6 +121,24 @@ fn a_perf_data_sample_on_a_cpu_past_linux_limit_is_an_error() {
     assert!(e.contains("names CPU 4294967295, but Linux has fewer than 8192"), "{e}");
 }
 
+#[test]
+fn a_perf_data_record_shorter_than_its_fields_is_damaged_not_cut_short() {
+    // A sample whose call chain claims 1000 entries in 80 bytes, in the middle of a file
+    // of 12648: the record is damaged. Both record readers said the file "stops at byte
+    // 12648 in the middle of a header or record", where it does not stop.
+    let input = testdata("fuzz/import_perf_data/sample-chain-past-its-record");
+    let opts = upcmp::import::ImportOptions::new(None, Some(testdata("upsrun/callgraph/kallsyms")), None, None);
+    for read in [
+        upcmp::import::perf_data::read,
+        upcmp::import::perf_data::read_with_crate,
+    ] {
+        let e = read(&input, &opts).unwrap_err().to_string();
+        assert!(e.contains("sample-chain-past-its-record: not a readable perf.data file: a SAMPLE record of 80 bytes ends before the fields its event's sample format"), "{e}");
+        assert!(e.contains("CALLCHAIN") && e.contains("the file is damaged"), "{e}");
+        assert!(!e.contains("stops at"), "{e}");
+    }
+}
+
 /// The bounds above mean something only while the counting allocator is installed.
 #[test]
 fn the_allocator_counts() {

@@ -529,6 +529,24 @@ fn perf_err<'p>(
     }
 }
 
+/// The error for a record whose contents end before the fields its type and its event's
+/// sample format declare. Its bytes were read whole, so the file does not stop there (as
+/// the parser's end-of-input error would have it said): the record is damaged.
+fn record_err(path: &Path, record: &RawEventRecord<'_>) -> ImportError {
+    let size = record.data.len() + 8;
+    let fields = match record.record_type {
+        RecordType::SAMPLE => format!("its event's sample format ({:?})", record.parse_info.sample_format),
+        _ => "its type".to_string(),
+    };
+    ImportError::PerfData {
+        path: path.to_path_buf(),
+        reason: format!(
+            "a {:?} record of {size} bytes ends before the fields {fields} declares: the file is damaged",
+            record.record_type
+        ),
+    }
+}
+
 /// One sampling event of a recording.
 struct Event {
     /// Its index among the file's attributes.
@@ -856,7 +874,6 @@ impl Reader<'_> {
         record: RawEventRecord<'_>,
         read: bool,
         path: &Path,
-        stops_at: impl Fn() -> Option<u64>,
     ) -> Result<(), ImportError> {
         let counted = matches!(record.record_type, RecordType::SAMPLE | RecordType::LOST);
         if !read && counted {
@@ -871,7 +888,7 @@ impl Reader<'_> {
                 return self.sample_of(attr, &s);
             }
         }
-        let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
+        let parsed = record.parse().map_err(|_| record_err(path, &record))?;
         self.record(attr, parsed, || record.common_data().ok().and_then(|c| c.cpu))
     }
 
@@ -1918,7 +1935,7 @@ fn read_records<R: Read>(
                     r.ksymbol(k);
                     continue;
                 }
-                let parsed = record.parse().map_err(|e| perf_err(path, stops_at)(e.into()))?;
+                let parsed = record.parse().map_err(|_| record_err(path, &record))?;
                 r.record(attr_index, parsed, || record.common_data().ok().and_then(|c| c.cpu))?;
             }
         }
@@ -2017,7 +2034,7 @@ fn read_own(
             perf_file,
             Part::Whole,
             |step| match step {
-                Step::Record { attr, record, read } => r.raw_record(attr, record, read, path, stops_at).map(|_| None),
+                Step::Record { attr, record, read } => r.raw_record(attr, record, read, path).map(|_| None),
                 Step::Round { at } => {
                     let left = end.saturating_sub(at.pos());
                     let split_at = match split {
@@ -2052,7 +2069,7 @@ fn read_own(
                                 part,
                                 |step| match step {
                                     Step::Record { attr, record, read } => {
-                                        other.raw_record(attr, record, read, path, stops_at).map(|_| None)
+                                        other.raw_record(attr, record, read, path).map(|_| None)
                                     }
                                     Step::Round { .. } => Ok(None),
                                 },
