@@ -184,7 +184,12 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// A/A part never (none of 904 to 2,172 listed rows marked). The failure: every
 /// stat-path row (15–28 ms) fell under the 0.1% cutoff, other programs' CPU time making
 /// 0.1% of a run more than 28 ms; the A/B cutoff is now lowered to keep 8 ms rows listed
-/// on a busy machine. The rate with that change is not yet measured.
+/// on a busy machine. Measured with that change (the three `noise::` tests in a row, load
+/// average 15 to 18): 2 of 5 runs failed. One was the test's again: another program's BPF
+/// program, listed with NUL bytes in its name, is escaped in the text report and raw in
+/// the CSV, and the names are now compared as printed. The other's cause is not known
+/// (its message was not kept: an assertion listing A/B rows). The rate after the fix is
+/// not yet measured.
 #[test]
 fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     if !perf_usable(true) {
@@ -248,10 +253,15 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
         out
     };
     let printed = printed_verdicts(&stdout(&out));
+    // The text report escapes foreign names, the CSV keeps them: on a busy machine other
+    // programs' BPF programs were listed with NUL bytes in their names (1 run in 7).
     let listed: Vec<(String, String)> = ab
         .iter()
         .filter(|r| r.listed)
-        .map(|r| (r.name.split_whitespace().next().unwrap().to_string(), r.verdict.clone()))
+        .map(|r| {
+            let shown = upcmp::model::escaped(&r.name).into_owned();
+            (shown.split_whitespace().next().unwrap().to_string(), r.verdict.clone())
+        })
         .collect();
     assert_eq!(printed, listed);
     let stat_path: Vec<&FunctionRow> = ab

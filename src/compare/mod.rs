@@ -1378,6 +1378,7 @@ mod tests {
                     p_value,
                     sampling_only: false,
                     growth: stats::Growth::NONE,
+                    welch_sides: None,
                 }),
                 1.0,
                 true,

@@ -290,6 +290,7 @@ mod tests {
                     p_value: p,
                     sampling_only: false,
                     growth: crate::compare::stats::Growth::NONE,
+                    welch_sides: None,
                 }),
                 run2 - run1,
                 true,

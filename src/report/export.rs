@@ -921,6 +921,7 @@ mod tests {
             }),
             level: n(k + 9),
             growth: Default::default(),
+            welch_sides: None,
         };
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for k in 0..2000 {

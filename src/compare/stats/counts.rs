@@ -248,6 +248,7 @@ pub(super) fn sampling_test(a: &[Counted], b: &[Counted], degenerate: Degenerate
             p_value,
             sampling_only: true,
             growth: Growth::NONE,
+            welch_sides: None,
         })
     };
     if se == 0.0 && delta != 0.0 && degenerate == Degenerate::NotTested {

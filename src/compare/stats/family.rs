@@ -167,6 +167,7 @@ mod tests {
                 p_value,
                 sampling_only: false,
                 growth: Growth::NONE,
+                welch_sides: None,
             })
         };
         let v = [t(0.02), Verdict::NotTested(NotTested::SingleRuns), t(0.03), t(0.04)];

@@ -87,6 +87,10 @@ pub struct Tested {
     /// How the variance of `delta` would grow with a true change (for the stated Y).
     #[serde(skip)]
     pub growth: Growth,
+    /// Welch's test: the repetitions a side, whose estimated degrees of freedom set its
+    /// power (the stated Y, [`power::welch_true_change_80`]); None for other tests.
+    #[serde(skip)]
+    pub welch_sides: Option<(u32, u32)>,
 }
 
 /// The variance a true change Y adds to a test's: a·Y + b·Y². Under the shared model a
@@ -323,6 +327,9 @@ pub struct Significance {
     /// How the variance of `delta` would grow with a true change (see [`Growth`]).
     #[serde(skip)]
     pub growth: Growth,
+    /// Welch's repetitions a side (see [`Tested::welch_sides`]).
+    #[serde(skip)]
+    pub welch_sides: Option<(u32, u32)>,
 }
 
 impl Significance {
@@ -353,6 +360,7 @@ impl Significance {
             detectable: t.map(Tested::detectable),
             level: None,
             growth: t.map_or(Growth::NONE, |t| t.growth),
+            welch_sides: t.and_then(|t| t.welch_sides),
         }
     }
 
@@ -405,8 +413,9 @@ pub fn adjust_family(correction: Correction, members: &mut [&mut Significance]) 
     }
     let m = p.len();
     let marked = members.iter().filter(|s| s.q_value.is_some_and(|q| q < ALPHA)).count();
-    // The thresholds depend only on (ν, level): a few distinct pairs a family.
+    // The thresholds depend only on (ν, level) and Welch's sides: a few a family.
     let mut known: HashMap<(u64, u64), Detectable> = HashMap::new();
+    let mut welch: HashMap<((u32, u32), u64), f64> = HashMap::new();
     for s in members.iter_mut().filter(|s| s.q_value.is_some()) {
         let others = marked - usize::from(s.q_value.is_some_and(|q| q < ALPHA));
         let level = family_level(correction, m, others);
@@ -420,9 +429,15 @@ pub fn adjust_family(correction: Correction, members: &mut [&mut Significance]) 
                 1.02f64.powf((d.ln() / 1.02f64.ln()).floor()).max(30.0)
             }
         });
-        let unit = *known
+        let mut unit = *known
             .entry((df.map_or(u64::MAX, f64::to_bits), level.to_bits()))
             .or_insert_with(|| detectable_at(1.0, df, level));
+        // Welch's Y follows the test's power with ν estimated, not the ν it observed.
+        if let Some((k1, k2)) = s.welch_sides {
+            unit.true_change_80 = *welch
+                .entry(((k1, k2), level.to_bits()))
+                .or_insert_with(|| power::welch_true_change_80(k1 as usize, k2 as usize, level));
+        }
         s.detectable = Some(Detectable {
             observed: unit.observed * se,
             true_change_80: s.growth.true_change(unit.true_change_80, se),
@@ -503,6 +518,7 @@ mod tests {
                 p_value,
                 sampling_only,
                 growth: Growth::NONE,
+                welch_sides: None,
             })
         };
         let mut rows = [

@@ -503,6 +503,7 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             p_value: two_sided_p(delta / se, df),
             sampling_only,
             growth,
+            welch_sides: None,
         }
     } else if delta == 0.0 {
         Tested {
@@ -513,6 +514,7 @@ pub(super) fn test_with(a: &[Counted], b: &[Counted], degenerate: Degenerate, pr
             p_value: 1.0,
             sampling_only,
             growth,
+            welch_sides: None,
         }
     } else {
         return Some(match sampling {
@@ -567,6 +569,7 @@ pub fn total_test_with(run1: &[SampledTime], run2: &[SampledTime], prior: &Prior
         p_value: two_sided_p(delta / se, df),
         sampling_only: true,
         growth: Growth::NONE,
+        welch_sides: None,
     };
     match plain {
         Verdict::Tested(c) if c.p_value > own.p_value => plain,

@@ -21,6 +21,7 @@ fn verdict(test: NoiseTest, delta: f64, var: f64, df: Option<f64>) -> Verdict {
                 p_value: 1.0,
                 sampling_only: false,
                 growth: Growth::NONE,
+                welch_sides: None,
             })
         } else {
             Verdict::NotTested(NotTested::NoVariance)
@@ -35,6 +36,7 @@ fn verdict(test: NoiseTest, delta: f64, var: f64, df: Option<f64>) -> Verdict {
         p_value: two_sided_p(delta / se, df),
         sampling_only: false,
         growth: Growth::NONE,
+        welch_sides: None,
     })
 }
 
@@ -60,7 +62,13 @@ pub fn welch_floored(a: &[f64], floor_a: f64, b: &[f64], floor_b: f64) -> Verdic
     };
     let ((va, da), (vb, db)) = (side(a, floor_a), side(b, floor_b));
     let df = (da + db > 0.0).then(|| (va + vb).powi(2) / (da + db));
-    verdict(NoiseTest::Welch, mean(b) - mean(a), va + vb, df)
+    match verdict(NoiseTest::Welch, mean(b) - mean(a), va + vb, df) {
+        Verdict::Tested(t) => Verdict::Tested(Tested {
+            welch_sides: Some((a.len() as u32, b.len() as u32)),
+            ..t
+        }),
+        v => v,
+    }
 }
 
 /// One run against k >= 2 repetitions: t = d / (s·√(1/k + 1)), ν = k − 1, the k side's
