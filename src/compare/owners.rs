@@ -71,9 +71,9 @@ impl Attribution {
                     return;
                 };
                 let comm = names.get(s.tid);
-                if !filter.is_empty()
-                    && !(filter.keeps(s.cpu, s.pid, s.tid, s.mode, comm) && filter.keeps_owner(Some(owner)))
-                {
+                let kept = filter.is_empty()
+                    || (filter.keeps(s.cpu, s.pid, s.tid, s.mode, comm) && filter.keeps_owner(Some(owner)));
+                if !kept {
                     return;
                 }
                 time[owner as usize] += u128::from(p);
