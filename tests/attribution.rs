@@ -75,6 +75,26 @@ fn summary_line(report: &str, name: &str) -> (f64, f64) {
     (v[0], v[1])
 }
 
+/// The function rows of test `test` in a results.json: (name, run1, run2), absent as 0.
+fn function_rows(results: &Path, test: &str) -> Vec<(String, f64, f64)> {
+    let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(results).unwrap()).unwrap();
+    let t = json["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == test)
+        .unwrap();
+    t["outcome"]["profile"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let v = |k: &str| r[k].as_f64().unwrap_or(0.0);
+            (r["function"].as_str().unwrap().to_string(), v("run1"), v("run2"))
+        })
+        .collect()
+}
+
 fn upcmp(dir: &Path, args: &[&str]) -> std::process::Output {
     run_in(dir, UPCMP, args)
 }
@@ -143,6 +163,40 @@ fn a_busy_process_beside_the_test_is_other_processes_time() {
         "{report}"
     );
 
+    // Issue 31: the spinner's user time is a row of its own, out of the test's, both
+    // sides split alike; every user row together is all the user time there was.
+    let rows = function_rows(&dir.join("cmp/results.json"), "probe");
+    let row = |name: &str| rows.iter().find(|r| r.0 == name).cloned();
+    let (_, s1, s2) = row("user [upcmpbusy]").unwrap_or_else(|| panic!("no spinner row: {rows:?}"));
+    assert!(
+        s1 == 0.0 && s2 > 0.5 * got && s2 <= got + 0.0015,
+        "spinner row {s1} -> {s2}, spinner {got}"
+    );
+    let (_, t1, t2) = row("user (the test)").unwrap_or_else(|| panic!("no test row: {rows:?}"));
+    assert!(t1 < 0.5 && t2 < 0.5, "the probe sleeps: {t1} {t2}");
+    assert!(row("user").is_none(), "the one user row is split: {rows:?}");
+    let user_time = |o: &serde_json::Value| -> f64 {
+        o["user_by_command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e[1].as_f64().unwrap())
+            .sum()
+    };
+    let split: f64 = rows.iter().filter(|r| r.0.starts_with("user ")).map(|r| r.2).sum();
+    assert!(
+        (split - user_time(&o2)).abs() < 1e-6 * split.max(1.0),
+        "{split} vs {o2}"
+    );
+    assert!(
+        report.lines().any(|l| l.trim_start().starts_with("user [upcmpbusy] ")),
+        "the text report's row: {report}"
+    );
+    // The page: the summary lines, the note, and the toggle to the test's share alone.
+    if let Some(browser) = crate::html::browser() {
+        page_views(browser, &dir.join("cmp/results.html"), dir);
+    }
+
     // --only-test: the spinner (and every other process) is gone.
     let out = upcmp(dir, &["quiet", "busy", "only", "--only-test"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -152,7 +206,7 @@ fn a_busy_process_beside_the_test_is_other_processes_time() {
     assert_eq!(cpu(&only), summary_line(&only, "the test's processes"), "{only}");
     assert!(cpu(&only).1 < cpu(&report).1, "{only}");
     assert!(
-        !only.contains("user:upcmpbusy") && only.contains("--only-test"),
+        !only.contains("user:upcmpbusy") && !only.contains("user [") && only.contains("--only-test"),
         "{only}"
     );
 
@@ -164,4 +218,82 @@ fn a_busy_process_beside_the_test_is_other_processes_time() {
         code
     };
     assert_eq!(verdict("quiet"), verdict("busy"));
+}
+
+/// The page of the busy comparison as a reader sees it in each view: the whole system's
+/// (the spinner's row, the summary's lines, the note naming it) and the test's alone
+/// (none of the spinner's time); a screenshot of each is left in `dir`.
+fn page_views(browser: &str, page: &Path, dir: &Path) {
+    let r = crate::html::open(browser, page);
+    crate::html::assert_no_errors(&r);
+    let views = r.selftest["views"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no views: {}", r.selftest));
+    let view = |name: &str| {
+        views
+            .iter()
+            .find(|v| v["view"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    // The probe's section text and table rows in a view.
+    let probe = |v: &serde_json::Value| -> (String, Vec<String>) {
+        let texts = v["text"].as_array().unwrap();
+        let at = texts
+            .iter()
+            .position(|t| t.as_str().unwrap().starts_with("probe"))
+            .unwrap();
+        let rows = v["tables"][at]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|row| row[0].as_str().map(str::to_string))
+            .collect();
+        (texts[at].as_str().unwrap().to_string(), rows)
+    };
+    let (text, rows) = probe(view("system"));
+    assert_eq!(view("system")["pressed"], "Whole system");
+    assert!(rows.iter().any(|n| n == "user [upcmpbusy]"), "{rows:?}");
+    assert!(rows.iter().any(|n| n == "user (the test)"), "{rows:?}");
+    let line = |text: &str, name: &str| -> Vec<f64> {
+        let l = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no line {name}: {text}"));
+        l[name.len()..]
+            .split_whitespace()
+            .take(2)
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    let others = line(&text, "other processes");
+    assert!(others[1] > 0.2, "the spinner is other processes' time: {text}");
+    assert!(line(&text, "the test's processes")[1] < 0.5, "{text}");
+    assert!(
+        text.contains("NOTE: other processes than the test's held more than 5%") && text.contains("upcmpbusy "),
+        "the note on busy processes: {text}"
+    );
+    let (text, rows) = probe(view("test"));
+    assert_eq!(view("test")["pressed"], "The test's processes only");
+    assert!(!rows.iter().any(|n| n.starts_with("user [")), "{rows:?}");
+    assert_eq!(line(&text, "other processes"), [0.0, 0.0], "{text}");
+    // (uprun's own check of busy processes, a note of the test, may name it in both.)
+    assert!(!text.contains("other processes than the test's held"), "{text}");
+    let cpu = line(&text, "CPU time");
+    assert_eq!(cpu, line(&text, "the test's processes"), "{text}");
+    for (view, hash) in [("system", ""), ("test", "#view=test")] {
+        let png = dir.join(format!("page-{view}.png"));
+        let profile = crate::util::tempdir();
+        let url = format!("file://{}{hash}", page.canonicalize().unwrap().display());
+        let o = Command::new(browser)
+            .args(crate::html::headless_args(profile.path()))
+            .args(["--window-size=1300,2400", "--virtual-time-budget=10000"])
+            .arg(format!("--screenshot={}", png.display()))
+            .arg(&url)
+            .output()
+            .unwrap();
+        assert!(png.is_file(), "no screenshot: {}", String::from_utf8_lossy(&o.stderr));
+        if let Ok(keep) = std::env::var("UPCMP_KEEP_SCREENSHOTS") {
+            fs::copy(&png, Path::new(&keep).join(format!("attribution-{view}.png"))).unwrap();
+        }
+    }
 }

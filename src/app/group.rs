@@ -52,7 +52,7 @@ pub fn group_compare(opts: &GroupOptions) -> Result<UpcmpOutput, GroupError> {
         None,
         Vec::new(),
         None,
-        opts.html,
-        opts.compare.hide_noise,
+        opts.html
+            .then(|| crate::report::html::HtmlOptions::new(opts.compare.hide_noise)),
     )?)
 }

@@ -367,7 +367,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     // First, so that a second upcmp writing the same directory stops at once.
     let claim = claim_results(&opts.results_dir, opts.allow_shared_parent, opts.allow_foreign_run)?;
     let results_dir = claim.path.as_path();
-    let (cmp, stacks, stack_files, annotations) = match &opts.inputs {
+    let (cmp, stacks, stack_files, annotations, test_share) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
             let import = ImportOptions::clone(import).with_filter(opts.filter.clone());
             let (mut cmp, stacks, annotated) = compare_recordings(path1, path2, &import, &opts.compare)?;
@@ -379,7 +379,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
             let (stacks, files) = stacks.unzip();
-            (cmp, stacks, files.unwrap_or_default(), annotated)
+            (cmp, stacks, files.unwrap_or_default(), annotated, None)
         }
         Inputs::Runs { dir1, dir2, baselines } => {
             // Each run filtered with its own kernel symbols, before the baselines are
@@ -408,8 +408,16 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 match_stack_roots(&mut runs)
             };
             let mut run1 = pool_runs(run1, others)?;
+            let attributions = crate::compare::owners::split_user_rows(&mut run1, &mut run2, &opts.filter)?;
             let mut cmp = compare_runs(&mut run1, &mut run2, &opts.compare)?;
-            crate::compare::owners::attach(&mut cmp, &run1, &run2, opts.filter.only_test)?;
+            crate::compare::owners::attach(&mut cmp, &run1, &run2, &attributions, opts.filter.only_test);
+            // The page's toggle: the test's processes alone, where every repetition's
+            // samples say whose they are.
+            let attributed = !attributions.is_empty() && attributions.values().all(Option::is_some);
+            let test_share = match opts.html && opts.filter.is_empty() && attributed {
+                true => Some(compare_test_share(dir1, dir2, baselines, &opts.compare)?),
+                false => None,
+            };
             cmp.warnings.extend(super::inputs::same_run(dir1, dir2));
             compare_settings(&mut cmp, dir1, dir2)?;
             cmp.warnings.extend(incomplete_runs(&[&run1, &run2]));
@@ -432,20 +440,43 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 false => super::annotate_runs::annotate_runs(&run1, &run2, &cmp, &opts.annotate)
                     .map_err(UpcmpError::Arguments)?,
             };
-            (cmp, stacks, stack_files, annotations)
+            (cmp, stacks, stack_files, annotations, test_share)
         }
     };
     let asked = !opts.annotate.is_empty() || !annotations.is_empty();
     let annotations = asked.then_some(annotations);
-    publish_results(
-        results_dir,
-        cmp,
-        stacks,
-        stack_files,
-        annotations,
-        opts.html,
-        opts.compare.hide_noise,
-    )
+    let page = opts.html.then(|| {
+        let mut page = HtmlOptions::new(opts.compare.hide_noise);
+        page.test_share = test_share;
+        page
+    });
+    publish_results(results_dir, cmp, stacks, stack_files, annotations, page)
+}
+
+/// The runs compared on the samples of the test's processes alone, as `--only-test`
+/// compares them: each run read again and filtered with its own symbols, then pooled.
+fn compare_test_share(
+    dir1: &PathBuf,
+    dir2: &PathBuf,
+    baselines: &[PathBuf],
+    opts: &CompareOptions,
+) -> Result<RunComparison, UpcmpError> {
+    let only = SampleFilter {
+        only_test: true,
+        ..SampleFilter::default()
+    };
+    let load = |dir: &PathBuf| -> Result<StoredRun, UpcmpError> {
+        let mut run = load_run(dir)?;
+        filter_run(&mut run, &only)?;
+        Ok(run)
+    };
+    let others = baselines.iter().map(load).collect::<Result<Vec<_>, _>>()?;
+    let mut run1 = pool_runs(load(dir1)?, others)?;
+    let mut run2 = load(dir2)?;
+    let attributions = crate::compare::owners::split_user_rows(&mut run1, &mut run2, &only)?;
+    let mut cmp = compare_runs(&mut run1, &mut run2, opts)?;
+    crate::compare::owners::attach(&mut cmp, &run1, &run2, &attributions, true);
+    Ok(cmp)
 }
 
 /// Claims `results_dir` for upcmp (its lock, held until dropped), refusing one owned by
@@ -473,11 +504,14 @@ pub(crate) fn publish_results(
     stacks: Option<RunStacks>,
     stack_files: Vec<(String, Vec<u8>)>,
     annotations: Option<Vec<(String, crate::compare::annotate::Annotation)>>,
-    html: bool,
-    hide_noise: bool,
+    page: Option<HtmlOptions>,
 ) -> Result<UpcmpOutput, UpcmpError> {
     let asked = annotations.is_some();
     let annotations = annotations.unwrap_or_default();
+    let page = page.map(|mut page| {
+        page.annotations = annotations.clone();
+        page
+    });
     let mut report = Vec::new();
     text::render_runs(&cmp, &mut report)?;
     if let Some(s) = &stacks {
@@ -490,12 +524,10 @@ pub(crate) fn publish_results(
         let dir = &*dir;
         std::thread::scope(|s| {
             let json = s.spawn(|| dir.write("results.json", |w| export::write_json(&cmp, w)));
-            let page = html.then(|| {
+            let page = page.as_ref().map(|html_opts| {
                 s.spawn(|| {
-                    let mut html_opts = HtmlOptions::new(hide_noise);
-                    html_opts.annotations = annotations.clone();
                     dir.write("results.html", |w| {
-                        html::render(&cmp, stacks.as_ref(), &stack_files, &html_opts, w)
+                        html::render(&cmp, stacks.as_ref(), &stack_files, html_opts, w)
                     })
                 })
             });

@@ -42,6 +42,86 @@ pub fn user_function_of(comm: &str) -> String {
     format!("{USER_FUNCTION}:{comm}")
 }
 
+/// The user time of the test's processes where other commands' user time is split out
+/// of [`USER_FUNCTION`] (docs/upcmp.md, "The test's time and everyone else's"). Round
+/// brackets: no command's row, `user [COMM]`, can take this name.
+pub const USER_TEST_FUNCTION: &str = "user (the test)";
+
+/// The row of the user time of the command `comm` outside the test's processes, split out
+/// of [`USER_FUNCTION`].
+pub fn user_function_of_other(comm: &str) -> String {
+    format!("{USER_FUNCTION} [{comm}]")
+}
+
+/// The user-mode samples of one command outside the test's processes, per CPU in a
+/// profile's column order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OtherUserTime {
+    /// The command's name.
+    pub comm: String,
+    /// Samples on each CPU.
+    pub per_cpu: Vec<u64>,
+    /// Their summed weights on each CPU.
+    pub weight_per_cpu: Vec<u64>,
+    /// The sum of the squares of their weights.
+    pub weight_sq: f64,
+}
+
+impl Profile {
+    /// Splits the one [`USER_FUNCTION`] row into the test's ([`USER_TEST_FUNCTION`]) and
+    /// one row per command of `others` ([`user_function_of_other`]): the others' samples
+    /// move out of it, CPU by CPU, never more than it holds, so every total is kept. A
+    /// profile without that row (user time named by command, or none) is left as it is;
+    /// rows left empty are dropped. Says whether it split.
+    pub fn split_user_function(&mut self, others: &[OtherUserTime]) -> bool {
+        let Some(at) = self
+            .functions
+            .iter()
+            .position(|f| f.module == module::USER && f.name == USER_FUNCTION)
+        else {
+            return false;
+        };
+        let mut test = self.functions.swap_remove(at);
+        test.name = USER_TEST_FUNCTION.to_string();
+        for o in others {
+            let mut row = FunctionSamples {
+                module: module::USER.to_string(),
+                name: user_function_of_other(&o.comm),
+                per_cpu: vec![0; test.per_cpu.len()],
+                weight_per_cpu: vec![0; test.per_cpu.len()],
+                weight_sq: o.weight_sq.min(test.weight_sq),
+            };
+            for i in 0..test.per_cpu.len() {
+                let n = o.per_cpu.get(i).copied().unwrap_or(0).min(test.per_cpu[i]);
+                let w = o
+                    .weight_per_cpu
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0)
+                    .min(test.weight_per_cpu[i]);
+                (row.per_cpu[i], row.weight_per_cpu[i]) = (n, w);
+                test.per_cpu[i] -= n;
+                test.weight_per_cpu[i] -= w;
+            }
+            test.weight_sq -= row.weight_sq;
+            if row.total() > 0 {
+                self.functions.push(row);
+            }
+        }
+        if test.total() > 0 {
+            self.functions.push(test);
+        }
+        // The one order every source uses (ProfileMeta::into_profile).
+        self.functions.sort_by(|a, b| {
+            b.total()
+                .cmp(&a.total())
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.module.cmp(&b.module))
+        });
+        true
+    }
+}
+
 /// How user-mode samples are named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UserBy {
@@ -243,5 +323,100 @@ impl ProfileMeta {
             warnings,
             functions,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(module: &str, name: &str, per_cpu: [u64; 2], period: u64) -> FunctionSamples {
+        let n: u64 = per_cpu.iter().sum();
+        FunctionSamples {
+            module: module.into(),
+            name: name.into(),
+            per_cpu: per_cpu.to_vec(),
+            weight_per_cpu: per_cpu.iter().map(|x| x * period).collect(),
+            weight_sq: (n * period * period) as f64,
+        }
+    }
+
+    fn profile(functions: Vec<FunctionSamples>) -> Profile {
+        Profile {
+            test: "t".into(),
+            command: None,
+            event: "cpu-clock".into(),
+            unit: Unit::Nanoseconds,
+            period: 10.0,
+            wall_sec: 1.0,
+            idle_set: vec![],
+            cpus: vec![CpuTotals::empty(0), CpuTotals::empty(1)],
+            warnings: vec![],
+            functions,
+        }
+    }
+
+    fn other(comm: &str, per_cpu: [u64; 2]) -> OtherUserTime {
+        OtherUserTime {
+            comm: comm.into(),
+            per_cpu: per_cpu.to_vec(),
+            weight_per_cpu: per_cpu.iter().map(|x| x * 10).collect(),
+            weight_sq: (per_cpu.iter().sum::<u64>() * 100) as f64,
+        }
+    }
+
+    #[test]
+    fn the_user_row_is_split_by_command_keeping_every_total() {
+        let mut p = profile(vec![
+            row("kernel", "do_syscall_64", [5, 5], 10),
+            row("user", "user", [30, 20], 10),
+        ]);
+        let split = p.split_user_function(&[other("make", [10, 15]), other("cc1", [0, 2])]);
+        assert!(split);
+        let names: Vec<(&str, Vec<u64>)> = p
+            .functions
+            .iter()
+            .map(|f| (f.name.as_str(), f.per_cpu.clone()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("user [make]", vec![10, 15]),
+                ("user (the test)", vec![20, 3]),
+                ("do_syscall_64", vec![5, 5]),
+                ("user [cc1]", vec![0, 2]),
+            ]
+        );
+        let user: u64 = p
+            .functions
+            .iter()
+            .filter(|f| f.module == "user")
+            .map(|f| f.weight())
+            .sum();
+        assert_eq!(user, 500, "the user time is all kept");
+        let sq: f64 = p
+            .functions
+            .iter()
+            .filter(|f| f.module == "user")
+            .map(|f| f.weight_sq)
+            .sum();
+        assert_eq!(sq, 5000.0);
+        assert!(p.functions.iter().all(|f| f.name != "user"));
+    }
+
+    #[test]
+    fn a_split_takes_no_more_than_the_row_holds_and_drops_empty_rows() {
+        // The others' samples on a CPU the row has fewer on (a filtered profile): capped.
+        let mut p = profile(vec![row("user", "user", [3, 0], 10)]);
+        assert!(p.split_user_function(&[other("make", [5, 4])]));
+        assert_eq!(p.functions.len(), 1, "the test's row is empty: dropped");
+        assert_eq!(
+            (p.functions[0].name.as_str(), p.functions[0].per_cpu.clone()),
+            ("user [make]", vec![3, 0])
+        );
+        // User time named by command (--user-by comm) is not split again.
+        let mut p = profile(vec![row("user", "user:make", [3, 0], 10)]);
+        assert!(!p.split_user_function(&[other("make", [3, 0])]));
+        assert_eq!(p.functions[0].name, "user:make");
     }
 }

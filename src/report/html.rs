@@ -44,6 +44,9 @@ pub struct HtmlOptions {
     /// The annotated functions (`upcmp --annotate`), each with its test's name: an
     /// expandable row each under its test's function table.
     pub annotations: Vec<(String, crate::compare::annotate::Annotation)>,
+    /// The same runs compared on the test's processes' samples alone (as `upcmp
+    /// --only-test`): the page then has a toggle between the whole system and this.
+    pub test_share: Option<RunComparison>,
 }
 
 impl HtmlOptions {
@@ -52,6 +55,7 @@ impl HtmlOptions {
         HtmlOptions {
             hide_noise,
             annotations: Vec::new(),
+            test_share: None,
         }
     }
 }
@@ -67,6 +71,18 @@ pub fn render(
     mut out: impl Write,
 ) -> io::Result<()> {
     let stacks_of = |name: &str| stacks.and_then(|s| s.tests.iter().find(|t| t.test == name));
+    // The test's share of each test, in the comparison's test order.
+    let share: Vec<Option<&ProfileComparison>> = cmp
+        .tests
+        .iter()
+        .map(|t| {
+            let s = opts.test_share.as_ref()?.tests.iter().find(|s| s.name == t.name)?;
+            match &s.outcome {
+                TestOutcome::Compared { profile, .. } => Some(&**profile),
+                TestOutcome::OnlyIn { .. } => None,
+            }
+        })
+        .collect();
     let annotations_of = |name: &str| -> Vec<&crate::compare::annotate::Annotation> {
         opts.annotations
             .iter()
@@ -108,11 +124,11 @@ pub fn render(
                 style { (PreEscaped(CSS)) }
                 script { (PreEscaped(ERRORS_JS)) }
             }
-            body {
-                (header(cmp))
+            body data-view="system" {
+                (header(cmp, opts.test_share.is_some()))
                 (digest(cmp))
                 @for (i, t) in cmp.tests.iter().enumerate() {
-                    (test_section(i, t, stacks_of(&t.name), flame_of_test[i], &annotations_of(&t.name)))
+                    (test_section(i, t, share[i], stacks_of(&t.name), flame_of_test[i], &annotations_of(&t.name)))
                 }
                 footer {
                     "Written by upcmp " (crate::TOOL_VERSION) " beside results, results.csv and results.json, "
@@ -133,7 +149,7 @@ pub fn render(
     let page = page.into_string();
     let at = page.find(DATA_SLOT).expect("the page has its data slot");
     out.write_all(&page.as_bytes()[..at])?;
-    page_data(cmp, opts, &mut out)?;
+    page_data(cmp, opts, &share, &mut out)?;
     out.write_all(&page.as_bytes()[at + DATA_SLOT.len()..])
 }
 
@@ -192,7 +208,12 @@ impl<W: Write> Write for ScriptSafe<W> {
 /// that each test's function rows are moved to `function_rows` as arrays under one list
 /// of keys (10^5 rows would otherwise repeat every field name 10^5 times). The rows are
 /// written one by one, never held as JSON values all at once.
-fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Result<()> {
+fn page_data(
+    cmp: &RunComparison,
+    opts: &HtmlOptions,
+    share: &[Option<&ProfileComparison>],
+    out: impl Write,
+) -> io::Result<()> {
     let stripped = cmp.without_function_rows();
     let rows: Vec<Option<&[FunctionDelta]>> = cmp.function_rows().collect();
     let mut w = ScriptSafe(out);
@@ -211,20 +232,38 @@ fn page_data(cmp: &RunComparison, opts: &HtmlOptions, out: impl Write) -> io::Re
         .collect();
     w.write_all(b",\"hints\":")?;
     serde_json::to_writer(&mut w, &hints).map_err(io::Error::other)?;
-    w.write_all(b",\"function_rows\":[")?;
+    w.write_all(b",\"function_rows\":")?;
+    write_row_tables(&rows, &mut w)?;
+    // The test's share, test by test in the same order: its profile comparison without
+    // rows, and its rows (null where there is none).
+    if opts.test_share.is_some() {
+        w.write_all(b",\"test_share\":{\"profiles\":")?;
+        let profiles: Vec<Option<ProfileComparison>> = share.iter().map(|p| p.map(|p| p.without_rows())).collect();
+        serde_json::to_writer(&mut w, &profiles).map_err(io::Error::other)?;
+        w.write_all(b",\"function_rows\":")?;
+        let rows: Vec<Option<&[FunctionDelta]>> = share.iter().map(|p| p.map(|p| &p.rows[..])).collect();
+        write_row_tables(&rows, &mut w)?;
+        w.write_all(b"}")?;
+    }
+    w.write_all(b"}")
+}
+
+/// A JSON list of row tables ([`super::flat::write_table`]), `null` for a test without.
+fn write_row_tables(rows: &[Option<&[FunctionDelta]>], w: &mut impl Write) -> io::Result<()> {
+    w.write_all(b"[")?;
     for (i, r) in rows.iter().enumerate() {
         if i > 0 {
             w.write_all(b",")?;
         }
         match r {
-            Some(r) => super::flat::write_table(r, &mut w)?,
+            Some(r) => super::flat::write_table(r, &mut *w)?,
             None => w.write_all(b"null")?,
         }
     }
-    w.write_all(b"]}")
+    w.write_all(b"]")
 }
 
-fn header(cmp: &RunComparison) -> Markup {
+fn header(cmp: &RunComparison, with_share: bool) -> Markup {
     html! {
         header {
             h1 { "upcmp: " span.run1 { (cmp.dir1.display()) } " → " span.run2 { (cmp.dir2.display()) } }
@@ -237,6 +276,7 @@ fn header(cmp: &RunComparison) -> Markup {
                     @for w in &cmp.warnings { li { strong { "WARNING: " } (w) } }
                 }
             }
+            @if with_share { (view_toggle()) }
             h2 { "System" }
             @if cmp.system_differences.is_empty() {
                 p { (sentence(&super::text::system_summary(cmp))) }
@@ -264,6 +304,27 @@ fn header(cmp: &RunComparison) -> Markup {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The buttons that switch every test's Profiling Summary and function table between the
+/// whole system's samples and the test's processes' alone (page.js).
+fn view_toggle() -> Markup {
+    html! {
+        div.views role="group" aria-label="whose samples the tables count" {
+            "Tables: "
+            button.view type="button" data-view="system" aria-pressed="true"
+                title="every sample of the sampled CPUs, as results and results.csv count them" { "Whole system" }
+            button.view type="button" data-view="test" aria-pressed="false"
+                title="the samples of the test's processes alone, as upcmp --only-test counts them" {
+                "The test's processes only"
+            }
+        }
+        p.note {
+            "Whole system: every sample, as results and results.csv count them. The test's processes only: "
+            "the samples of the test's processes alone (upcmp --only-test), without kernel threads, interrupts "
+            "taken in idle, and other processes. The digest and the benchmark tables are the same in both."
         }
     }
 }
@@ -506,6 +567,7 @@ fn digest_cpu(p: &ProfileComparison, unlike: &[crate::compare::runs::Unlike]) ->
 fn test_section(
     i: usize,
     t: &TestComparison,
+    share: Option<&ProfileComparison>,
     stacks: Option<&TestStacks>,
     flame: Flames,
     annotations: &[&crate::compare::annotate::Annotation],
@@ -531,14 +593,18 @@ fn test_section(
                     h3 { "Benchmark" }
                     (bench_table(bench))
                     h3 { "Profiling Summary" }
-                    (summary_table(profile))
+                    div.system-view { (profile_warnings(profile)) (summary_table(profile)) }
+                    @if let Some(s) = share {
+                        div.test-view { (profile_warnings(s)) (summary_table(s)) }
+                    }
                     h3 { "CPU Time Analysis" }
                     div.ftable data-test=(i) {
                         noscript {
                             "The function table needs JavaScript; every row is in results.csv and results.json."
                         }
                     }
-                    (profile_notes(profile))
+                    div.system-view { (profile_notes(profile)) }
+                    @if let Some(s) = share { div.test-view { (profile_notes(s)) } }
                     (annotate::section(annotations))
                     div.counters data-test=(i) {}
                     @if let Some(s) = stacks { (stack_section(s, flame)) }
@@ -648,6 +714,21 @@ fn summary_table(c: &ProfileComparison) -> Markup {
                 @if a.lost > 0.0 || b.lost > 0.0 {
                     (line("Lost samples", a.lost, b.lost, m.scale, Better::Lower, false))
                 }
+                // Whose the CPU time is, where the samples say, as the text report has it.
+                @if let Some(o) = c.owners.as_ref().filter(|_| m.is_time()) {
+                    @for (name, x, y) in [
+                        ("the test's processes", o.run1.test, o.run2.test),
+                        ("other processes", o.run1.other, o.run2.other),
+                    ] {
+                        @let r = if comparable { ratio(x, y) } else { None };
+                        tr.owner title={ "R2−R1 " (super::fmt_signed_sec(y - x)) " s" } {
+                            th { (name) }
+                            td.num { (fmt_sec(x)) } td.num { (fmt_sec(y)) }
+                            td.num { (fmt_ratio(r)) " (" (super::fmt_signed_sec(y - x)) " s)" }
+                            td { (ratio_bar(r, Better::Neither, false)) }
+                        }
+                    }
+                }
             }
         }
         p.note {
@@ -662,6 +743,16 @@ fn summary_table(c: &ProfileComparison) -> Markup {
                 (strip_plot(&a.cpu_per_repetition, &b.cpu_per_repetition, "s"))
                 figcaption { "CPU time of each repetition (dots) and their mean (tick)." }
             }
+        }
+    }
+}
+
+/// What the comparison of a test's profiles warns of (the text report's NOTE lines under
+/// its Profiling Summary): busy other processes, throttled sampling, unnamed code.
+fn profile_warnings(c: &ProfileComparison) -> Markup {
+    html! {
+        @if !c.warnings.is_empty() {
+            ul.warnings { @for w in &c.warnings { li { strong { "NOTE: " } (w) } } }
         }
     }
 }

@@ -79,6 +79,11 @@ pub fn fmt_rate(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// A change in seconds with its sign and three decimals (`+0.012`), never `-0.000`.
+pub fn fmt_signed_sec(x: f64) -> String {
+    no_negative_zero(format!("{x:+.3}"))
+}
+
 /// A ratio with two decimals, or `-` when undefined.
 pub fn fmt_ratio(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
@@ -124,8 +129,7 @@ pub(crate) fn summary_lines(c: &crate::compare::ProfileComparison) -> Vec<[Strin
             ("  other processes", o.run1.other, o.run2.other),
         ] {
             let [name, x_text, y_text, r] = line(name, x, y, 1.0);
-            let delta = no_negative_zero(format!("{:+.3}", y - x));
-            lines.push([name, x_text, y_text, format!("{r} ({delta} s)")]);
+            lines.push([name, x_text, y_text, format!("{r} ({} s)", fmt_signed_sec(y - x))]);
         }
     }
     lines

@@ -62,14 +62,19 @@ window.upcmp.data = (function () {
     { key: "listed", hidden: true }
   ];
 
-  // Test i's function rows: null for a test present in one run only.
-  function functionTable(i) {
-    var t = raw.function_rows[i];
+  // Test i's function rows: null for a test present in one run only. view "test": the
+  // test's processes' samples alone (test_share), when the page has them.
+  function functionTable(i, view) {
+    var share = view === "test" ? raw.test_share : null;
+    var t = share ? share.function_rows[i] : raw.function_rows[i];
     var outcome = tests[i].outcome;
     if (!t || outcome.outcome !== "compared") {
       return null;
     }
-    var profile = outcome.profile;
+    var profile = share ? share.profiles[i] : outcome.profile;
+    if (!profile) {
+      return null;
+    }
     var at = {};
     t.keys.forEach(function (k, j) {
       at[k] = j;
@@ -201,6 +206,7 @@ window.upcmp.data = (function () {
 
   return {
     hideNoise: raw.hide_noise === true,
+    hasTestShare: !!raw.test_share,
     testCount: tests.length,
     testName: function (i) {
       return tests[i].name;

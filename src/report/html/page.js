@@ -304,13 +304,47 @@ window.upcmp.page = (function () {
   var tables = [];
   var flames = Array.prototype.slice.call(document.querySelectorAll("div.flame[data-svg]"));
 
-  function start(eager) {
+  // Every function table drawn anew from the view's rows ("system" or "test"); the
+  // Profiling Summaries and notes of the other view are hidden by the style sheet.
+  function drawTables(view) {
+    tables.length = 0;
     document.querySelectorAll("div.ftable[data-test]").forEach(function (host) {
-      var t = D.functionTable(Number(host.dataset.test));
+      Array.prototype.slice.call(host.children).forEach(function (c) {
+        if (c.tagName !== "NOSCRIPT") {
+          host.removeChild(c);
+        }
+      });
+      var t = D.functionTable(Number(host.dataset.test), view);
       if (t) {
         tables.push(new FunctionTable(host, t));
       }
     });
+  }
+
+  function setView(view) {
+    if (view !== "test" || !D.hasTestShare) {
+      view = "system";
+    }
+    document.body.dataset.view = view;
+    document.querySelectorAll("button.view").forEach(function (b) {
+      b.setAttribute("aria-pressed", b.dataset.view === view ? "true" : "false");
+    });
+    drawTables(view);
+  }
+
+  document.querySelectorAll("button.view").forEach(function (b) {
+    b.addEventListener("click", function () {
+      setView(b.dataset.view);
+    });
+  });
+
+  function start(eager) {
+    // A link may open the page in the test's view (results.html#view=test).
+    if (location.hash === "#view=test" && D.hasTestShare) {
+      setView("test");
+    } else {
+      drawTables("system");
+    }
     document.querySelectorAll("div.counters[data-test]").forEach(function (host) {
       var c = D.counters(Number(host.dataset.test));
       if (c) {
@@ -337,5 +371,5 @@ window.upcmp.page = (function () {
   }
 
   start(location.hash === "#selftest");
-  return { tables: tables, flames: flames, showShape: showShape };
+  return { tables: tables, flames: flames, showShape: showShape, setView: setView };
 })();

@@ -221,6 +221,24 @@
         out.pressed = f.previousElementSibling.querySelector("button[aria-pressed='true']").textContent;
         return out;
       });
+      // Then, where the page has the test's share, each view as its button shows it:
+      // the rendered text of every test's section and every row of its table.
+      if (document.querySelector("button.view")) {
+        report.views = ["test", "system"].map(function (v) {
+          document.querySelector("button.view[data-view='" + v + "']").click();
+          return {
+            view: document.body.dataset.view,
+            pressed: document.querySelector("button.view[aria-pressed='true']").textContent,
+            text: Array.prototype.map.call(document.querySelectorAll("section.test"), function (s) {
+              return s.innerText;
+            }),
+            tables: P.tables.map(function (ft) {
+              ft.below.click();
+              return readAll(ft);
+            })
+          };
+        });
+      }
       report.errors = window.upcmpErrors.slice();
       write("upcmp-selftest", report);
     });
