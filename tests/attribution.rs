@@ -43,15 +43,21 @@ fn charged(stat: &str) -> Vec<f64> {
         .collect()
 }
 
-/// The owners of test `test` in a results.json: (run1, run2).
-fn owners(results: &Path, test: &str) -> (serde_json::Value, serde_json::Value) {
+/// Test `test`'s entry in a results.json.
+fn test_json(results: &Path, test: &str) -> serde_json::Value {
     let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(results).unwrap()).unwrap();
-    let t = json["tests"]
+    json["tests"]
         .as_array()
         .unwrap()
         .iter()
         .find(|t| t["name"] == test)
-        .unwrap_or_else(|| panic!("no test {test}"));
+        .unwrap_or_else(|| panic!("no test {test}"))
+        .clone()
+}
+
+/// The owners of test `test` in a results.json: (run1, run2).
+fn owners(results: &Path, test: &str) -> (serde_json::Value, serde_json::Value) {
+    let t = test_json(results, test);
     let o = &t["outcome"]["profile"]["owners"];
     assert!(o.is_object(), "no owners for {test}");
     (o["run1"].clone(), o["run2"].clone())
@@ -77,13 +83,7 @@ fn summary_line(report: &str, name: &str) -> (f64, f64) {
 
 /// The function rows of test `test` in a results.json: (name, run1, run2), absent as 0.
 fn function_rows(results: &Path, test: &str) -> Vec<(String, f64, f64)> {
-    let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(results).unwrap()).unwrap();
-    let t = json["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == test)
-        .unwrap();
+    let t = test_json(results, test);
     t["outcome"]["profile"]["rows"]
         .as_array()
         .unwrap()

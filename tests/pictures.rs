@@ -73,8 +73,9 @@ fn assert_labels_are_names(frames: &[(String, String)], cut: bool, what: &str) {
     }
 }
 
-/// The frames of a standalone SVG after its script ran in the browser: (title, label).
-fn rendered_frames(browser: &str, svg: &Path) -> Vec<(String, String)> {
+/// The DOM of a standalone SVG after its script ran in the browser, and where its frames
+/// start.
+fn rendered_dom(browser: &str, svg: &Path) -> (String, usize) {
     let profile = tempdir();
     let url = format!("file://{}", svg.canonicalize().unwrap().display());
     let out = Command::new(browser)
@@ -92,6 +93,12 @@ fn rendered_frames(browser: &str, svg: &Path) -> Vec<(String, String)> {
     let at = dom
         .find("id=\"frames\"")
         .unwrap_or_else(|| panic!("no frames in the DOM of {url}:\n{dom}"));
+    (dom, at)
+}
+
+/// The frames of a standalone SVG after its script ran in the browser: (title, label).
+fn rendered_frames(browser: &str, svg: &Path) -> Vec<(String, String)> {
+    let (dom, at) = rendered_dom(browser, svg);
     let unescape = |s: &str| {
         s.replace("&lt;", "<")
             .replace("&gt;", ">")
@@ -555,23 +562,7 @@ struct FrameBox {
 
 /// Every frame box of `svg` as the browser rendered it.
 fn rendered_boxes(browser: &str, svg: &Path) -> Vec<FrameBox> {
-    let profile = tempdir();
-    let url = format!("file://{}", svg.canonicalize().unwrap().display());
-    let out = Command::new(browser)
-        .args(headless_args(profile.path()))
-        .args([
-            "--virtual-time-budget=10000",
-            "--window-size=1400,900",
-            "--dump-dom",
-            &url,
-        ])
-        .stderr(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("running {browser}: {e}"));
-    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
-    let at = dom
-        .find("id=\"frames\"")
-        .unwrap_or_else(|| panic!("no frames in {url}:\n{dom}"));
+    let (dom, at) = rendered_dom(browser, svg);
     let attr = |tag: &str, name: &str| -> f64 {
         let from = tag
             .find(&format!(" {name}=\""))
