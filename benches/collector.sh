@@ -4,7 +4,8 @@
 # ratios to the unprofiled one, and each collector's own CPU time (its process's utime +
 # stime from /proc/PID/stat, children excluded, last seen while it ran: drain, decoding,
 # writing; not the kernel's sampling, which its load pays), a measure that holds on a busy
-# machine where the throughputs do not. Run as root from the repository root after
+# machine where the throughputs do not, measured in (ROUNDS+2)/3 rounds of their own. Run as
+# root from the repository root after
 # `cargo build --release --workspace`:
 #   benches/collector.sh [ROUNDS] [UNIXPERF-ARGS...]
 set -euo pipefail
@@ -29,18 +30,29 @@ own_cpu() {
   awk -v t="$last" -v k="$tick" 'BEGIN {printf "%.2f", t / k}'
 }
 
+# Each runs in place of its (background) shell, so $! is the collector's own pid.
+uprun_run() { exec "$bin/uprun" auto out --freq 1000 > /dev/null; }
+perf_run() { exec perf record -q -N -a -F 1000 -e cpu-clock -o perf.data -- "$bin/unixperf" "${args[@]}" > perf.out 2>/dev/null; }
+
+# Throughputs come from rounds nobody watches: polling /proc every 50 ms forks two processes
+# a tick, which cost a fork-bound load on two CPUs 10-15% of its rate.
 plain=() uprun=() perf=() uprun_cpu=() perf_cpu=()
 for ((r = 1; r <= rounds; r++)); do
   "$bin/unixperf" "${args[@]}" > plain.out
   plain+=("$(rate plain.out)")
-  "$bin/uprun" auto out --freq 1000 > /dev/null &
+  (uprun_run)
+  uprun+=("$(rate out/work/upout)")
+  (perf_run)
+  perf+=("$(rate perf.out)")
+done
+# The collectors' own CPU comes from rounds of their own.
+for ((r = 1; r <= (rounds + 2) / 3; r++)); do
+  uprun_run &
   uprun_cpu+=("$(own_cpu $!)")
   wait $!
-  uprun+=("$(rate out/work/upout)")
-  perf record -q -N -a -F 1000 -e cpu-clock -o perf.data -- "$bin/unixperf" "${args[@]}" > perf.out 2>/dev/null &
+  perf_run &
   perf_cpu+=("$(own_cpu $!)")
   wait $!
-  perf+=("$(rate perf.out)")
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
