@@ -139,6 +139,29 @@ fn a_perf_data_record_shorter_than_its_fields_is_damaged_not_cut_short() {
     }
 }
 
+#[test]
+fn a_finished_round_with_a_body_is_refused_alike_by_both_readers() {
+    // A FINISHED_ROUND is a header alone; linux-perf-data skips 8 bytes past one whatever
+    // its size, so it read this one's 64-byte body as records while the own reader
+    // skipped it by its size: two messages for one file.
+    let input = testdata("fuzz/import_perf_data/finished-round-with-a-body");
+    let opts = upcmp::import::ImportOptions::new(None, Some(testdata("upsrun/callgraph/kallsyms")), None, None);
+    for read in [
+        upcmp::import::perf_data::read,
+        upcmp::import::perf_data::read_with_crate,
+    ] {
+        let e = read(&input, &opts).unwrap_err().to_string();
+        assert!(
+            e.contains("finished-round-with-a-body: not a readable perf.data file"),
+            "{e}"
+        );
+        assert!(
+            e.contains("the FINISHED_ROUND record at byte 2744 has a size of 72; it is 8 bytes, a header alone"),
+            "{e}"
+        );
+    }
+}
+
 /// The bounds above mean something only while the counting allocator is installed.
 #[test]
 fn the_allocator_counts() {

@@ -33,6 +33,9 @@ const PERF_RECORD_HEADER_FEATURE: u32 = 80;
 pub(crate) const PERF_RECORD_AUXTRACE: u32 = 71;
 pub(crate) const PERF_RECORD_COMPRESSED: u32 = 81;
 pub(crate) const PERF_RECORD_COMPRESSED2: u32 = 83;
+/// A header alone: the crate skips 8 bytes past it whatever its size says, so a larger
+/// one would make it read the rest of its body as records.
+pub(crate) const PERF_RECORD_FINISHED_ROUND: u32 = 68;
 
 /// The byte order of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -478,6 +481,11 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
                     check_feature(feature_of_record(e.u64(&body[..8])), &body[8..], e)
                         .map_err(|Refused(why)| Refused(format!("{why} (feature record at byte {pos})")))?;
                 }
+            }
+            PERF_RECORD_FINISHED_ROUND if size != 8 => {
+                return refuse(format!(
+                    "the FINISHED_ROUND record at byte {pos} has a size of {size}; it is 8 bytes, a header alone"
+                ));
             }
             _ => r.seek_relative(body_len as i64).map_err(io_refused)?,
         }

@@ -38,7 +38,7 @@ const CHUNK: usize = 4 << 20;
 
 /// `PERF_RECORD_FINISHED_ROUND`: every record before it that the next round cannot
 /// precede may be handed out.
-const FINISHED_ROUND: u32 = 68;
+const FINISHED_ROUND: u32 = super::perf_header::PERF_RECORD_FINISHED_ROUND;
 
 /// Records whose contents lie outside their size or inside them compressed.
 const FRAMED_APART: [u32; 3] = [
@@ -449,7 +449,13 @@ pub(crate) fn walk(
             w.read_in(pos, 8, order.oldest().unwrap_or(pos)).map_err(&err)?;
         }
         let (kind, _, size) = w.header(pos);
-        if size < 8 || pos + u64::from(size) > end || FRAMED_APART.contains(&kind) {
+        // A FINISHED_ROUND with a body is refused by the checked read, as the crate
+        // would misread it.
+        if size < 8
+            || pos + u64::from(size) > end
+            || FRAMED_APART.contains(&kind)
+            || (kind == FINISHED_ROUND && size != 8)
+        {
             return Err(not_tiled());
         }
         if !w.holds(pos, usize::from(size)) {
