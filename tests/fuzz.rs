@@ -169,3 +169,24 @@ fn the_allocator_counts() {
     assert!(m.peak_bytes >= 1 << 20, "{}", m.peak_bytes);
     assert_eq!(m.outcome.map(|v| v.len()), Ok(1 << 20));
 }
+#[test]
+fn event_desc_unlike_the_attribute_section_is_refused_alike_by_both_readers() {
+    // perf lays records out by the attribute section, linux-perf-data by the EVENT_DESC
+    // feature: with the two unlike, the own reader's samples (read formats from the
+    // attribute section) imported while the crate's failed to parse.
+    let input = testdata("fuzz/import_perf_data/event-desc-other-than-its-attributes");
+    let opts = upcmp::import::ImportOptions::new(None, Some(testdata("upsrun/callgraph/kallsyms")), None, None);
+    for read in [
+        upcmp::import::perf_data::read,
+        upcmp::import::perf_data::read_with_crate,
+    ] {
+        let e = read(&input, &opts).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "its EVENT_DESC feature gives event 0 the sample format 0x11d, but its attribute section 0x127: \
+                 the file is damaged (feature 12 at byte 10004)"
+            ),
+            "{e}"
+        );
+    }
+}

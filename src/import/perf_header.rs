@@ -259,6 +259,13 @@ fn check_file_as(file: &mut File, len: u64, walk: bool) -> Result<Records, Refus
             file.read_exact(&mut bytes).map_err(io_refused)?;
             check_feature(*feature, &bytes, e)
                 .map_err(|Refused(why)| Refused(format!("{why} (feature {feature} at byte {offset})")))?;
+            if *feature == HEADER_EVENT_DESC && attrs.1 > 0 {
+                let mut section = vec![0u8; attrs.1 as usize];
+                file.seek(SeekFrom::Start(attrs.0)).map_err(io_refused)?;
+                file.read_exact(&mut section).map_err(io_refused)?;
+                check_event_desc_agrees(&bytes, &section, attr_size, e)
+                    .map_err(|Refused(why)| Refused(format!("{why} (feature {feature} at byte {offset})")))?;
+            }
         }
     }
     if !walk {
@@ -314,6 +321,52 @@ fn checked_feature(feature: u32) -> bool {
         feature,
         HEADER_NRCPUS | HEADER_CMDLINE | HEADER_EVENT_DESC | HEADER_PMU_MAPPINGS
     )
+}
+
+/// The `perf_event_attr` fields that decide how an event's records are laid out:
+/// `sample_type`, `read_format` and the `sample_id_all` bit of its flags.
+fn layout_of(attr: &[u8], e: Endian) -> [u64; 3] {
+    [
+        e.u64(&attr[24..32]),
+        e.u64(&attr[32..40]),
+        e.u64(&attr[40..48]) & (1 << 18),
+    ]
+}
+
+/// Checks that the events of an EVENT_DESC feature (already checked by [`check_feature`])
+/// are laid out as the attribute section's, entries of `entry` bytes: perf reads the
+/// records by the attribute section, the crate by EVENT_DESC, so a file where they differ
+/// would be read as two different recordings.
+fn check_event_desc_agrees(desc: &[u8], attrs: &[u8], entry: u64, e: Endian) -> Result<(), Refused> {
+    let mut c = Cursor { bytes: desc, at: 0, e };
+    let n = u64::from(c.u32("the number of events")?);
+    let attr_size = u64::from(c.u32("the attribute size")?);
+    let count = attrs.len() as u64 / entry;
+    if n != count {
+        return refuse(format!(
+            "its EVENT_DESC feature describes {n} events, but its attribute section {count}: the file is damaged"
+        ));
+    }
+    for k in 0..n {
+        let ours = layout_of(c.take(attr_size, "an event attribute")?, e);
+        let ids = c.u32("the number of event ids")?;
+        c.string("an event name")?;
+        c.take(u64::from(ids) * 8, "the event ids")?;
+        let theirs = layout_of(&attrs[(k * entry) as usize..], e);
+        for (i, what) in ["sample format", "read format", "sample_id_all flag"]
+            .iter()
+            .enumerate()
+        {
+            if ours[i] != theirs[i] {
+                return refuse(format!(
+                    "its EVENT_DESC feature gives event {k} the {what} {:#x}, but its attribute section {:#x}: \
+                     the file is damaged",
+                    ours[i], theirs[i]
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads within one feature section, refusing any count or length past its end.
