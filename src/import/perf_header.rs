@@ -343,8 +343,17 @@ fn check_event_desc_agrees(desc: &[u8], attrs: &[u8], entry: u64, e: Endian) -> 
     let attr_size = u64::from(c.u32("the attribute size")?);
     let count = attrs.len() as u64 / entry;
     if n != count {
+        let events = |n: u64| {
+            if n == 1 {
+                "1 event".to_string()
+            } else {
+                format!("{n} events")
+            }
+        };
         return refuse(format!(
-            "its EVENT_DESC feature describes {n} events, but its attribute section {count}: the file is damaged"
+            "its EVENT_DESC feature describes {}, but its attribute section {}: the file is damaged",
+            events(n),
+            events(count)
         ));
     }
     for k in 0..n {
@@ -737,6 +746,65 @@ mod tests {
             cmd.extend_from_slice(w.as_bytes());
         }
         assert!(check_feature(HEADER_CMDLINE, &cmd, e).is_ok());
+    }
+
+    #[test]
+    fn event_desc_must_lay_events_out_as_the_attribute_section() {
+        let e = Endian::Little;
+        // An attribute of 64 bytes with its sample type, read format and flags.
+        let attr = |sample_type: u64, read_format: u64, flags: u64| {
+            let mut a = vec![0u8; 64];
+            a[24..32].copy_from_slice(&sample_type.to_le_bytes());
+            a[32..40].copy_from_slice(&read_format.to_le_bytes());
+            a[40..48].copy_from_slice(&flags.to_le_bytes());
+            a
+        };
+        // The attribute section's entries: an attribute and its ids section (16 bytes).
+        let section = |attrs: &[Vec<u8>]| {
+            attrs
+                .iter()
+                .flat_map(|a| [a.clone(), vec![0; 16]])
+                .flatten()
+                .collect::<Vec<u8>>()
+        };
+        // EVENT_DESC: the count, the attribute size, then each attribute, no ids, a name.
+        let desc = |attrs: &[Vec<u8>]| {
+            let mut d = (attrs.len() as u32).to_le_bytes().to_vec();
+            d.extend_from_slice(&64u32.to_le_bytes());
+            for a in attrs {
+                d.extend_from_slice(a);
+                d.extend_from_slice(&0u32.to_le_bytes());
+                d.extend_from_slice(&4u32.to_le_bytes());
+                d.extend_from_slice(b"ev\0\0");
+            }
+            d
+        };
+        let one = [attr(0x127, 0x14, 1 << 18 | 3)];
+        // Flags other than sample_id_all may differ; the layout may not.
+        let alike = [attr(0x127, 0x14, 1 << 18)];
+        assert!(check_event_desc_agrees(&desc(&alike), &section(&one), 80, e).is_ok());
+        let err = check_event_desc_agrees(&desc(&[attr(0x127, 0x1c, 1 << 18)]), &section(&one), 80, e)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("event 0 the read format 0x1c, but its attribute section 0x14"),
+            "{err}"
+        );
+        let err = check_event_desc_agrees(&desc(&[attr(0x127, 0x14, 0)]), &section(&one), 80, e)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("the sample_id_all flag 0x0, but its attribute section 0x40000"),
+            "{err}"
+        );
+        let two = [one[0].clone(), attr(0x127, 0x14, 1 << 18)];
+        let err = check_event_desc_agrees(&desc(&one), &section(&two), 80, e)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("describes 1 event, but its attribute section 2 events"),
+            "{err}"
+        );
     }
 
     /// A record of `kind` with `body`, little-endian.
