@@ -5,7 +5,7 @@
 use crate::model::mode::{Mode, Record, ThreadNames};
 use crate::model::profile::{OtherUserTime, UNKNOWN_FUNCTION};
 use crate::model::SampleFilter;
-use crate::store::run::StoredRun;
+use crate::store::run::{StoredRun, StoredTest};
 use crate::store::samples::for_each_record;
 use crate::store::StoreError;
 use serde::Serialize;
@@ -258,14 +258,20 @@ pub fn split_user_rows(
     });
     let mut all = a1?;
     all.extend(a2?);
-    let names: std::collections::HashSet<String> = run1.tests.iter().map(|t| t.name.clone()).collect();
-    for name in names {
-        let reps = |run: &StoredRun| -> Vec<PathBuf> {
-            run.test(&name)
-                .map(|t| t.repetitions.iter().map(|r| r.dir.clone()).collect())
-                .unwrap_or_default()
-        };
-        let (d1, d2) = (reps(run1), reps(run2));
+    // Each side's tests by name (the first of a name, as `StoredRun::test` finds it): a
+    // search per name made a test_list of 10^5 lines take minutes.
+    let index = |run: &StoredRun| -> HashMap<String, usize> {
+        let mut m = HashMap::with_capacity(run.tests.len());
+        for (i, t) in run.tests.iter().enumerate() {
+            m.entry(t.name.clone()).or_insert(i);
+        }
+        m
+    };
+    let (index1, index2) = (index(run1), index(run2));
+    for (name, &i1) in &index1 {
+        let Some(&i2) = index2.get(name) else { continue };
+        let reps = |t: &StoredTest| -> Vec<PathBuf> { t.repetitions.iter().map(|r| r.dir.clone()).collect() };
+        let (d1, d2) = (reps(&run1.tests[i1]), reps(&run2.tests[i2]));
         if d1.is_empty() || d2.is_empty() {
             continue;
         }
@@ -279,10 +285,7 @@ pub fn split_user_rows(
         if !every || !others {
             continue;
         }
-        for run in [&mut *run1, &mut *run2] {
-            let Some(t) = run.tests.iter_mut().find(|t| t.name == name) else {
-                continue;
-            };
+        for t in [&mut run1.tests[i1], &mut run2.tests[i2]] {
             for r in &mut t.repetitions {
                 if let Some(a) = all.get(&r.dir).and_then(Option::as_ref) {
                     r.profile.split_user_function(&a.other_user);
