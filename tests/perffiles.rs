@@ -112,7 +112,14 @@ fn perf_script_text_with_tracepoint_samples_reads_the_chosen_event_issue_30() {
     }
     let _perf = perf_lock();
     let d = tempdir();
-    let dd = ["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=512", "count=200000"];
+    // The sleeps switch out for certain: dd alone was switched out 2 to 6 times a run on
+    // an idle machine, and a recording with none has no sched_switch sample to warn of.
+    let dd = [
+        "--",
+        "sh",
+        "-c",
+        "dd if=/dev/zero of=/dev/null bs=512 count=200000; sleep 0.01; sleep 0.01",
+    ];
     let events = ["-e", "cpu-clock", "-e", "sched:sched_switch"];
     perf_record_any(d.path(), &[&events[..], &["-o", "tp.data"], &dd[..]].concat());
     // cpu-clock, the first event: the text (with sched_switch lines among its samples)
