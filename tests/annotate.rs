@@ -193,10 +193,11 @@ fn marked(a: &Annotation) -> Vec<&LineRow> {
 }
 
 /// The A/A check: no line is marked, unless the machine itself drifted between the two
-/// runs. One run a side measures no run-to-run noise, so a function whose same work took
-/// 5% more or less CPU time (743 against 855 samples once, on a loaded VM) moves its hot
-/// line beyond the sampling error, "sampling only", as its function row would be. Then
-/// only that line, carrying at least 90% of the function's delta, may be marked so.
+/// runs. One run a side measures no run-to-run noise, so when the same work takes 5% or
+/// more CPU time in one run than the other (743 against 855 samples once, on a loaded
+/// VM), its hot line moves beyond the sampling error, "sampling only", as its function
+/// row would. Then only that line, carrying at least 90% of the function's delta, may be
+/// marked, and only so.
 fn check_a_a(a: &Annotation) {
     let total = |k: usize| a.lines.iter().map(|r| r.samples[k]).sum::<u64>() as f64;
     let drift = (total(1) / total(0) - 1.0).abs();
@@ -247,7 +248,8 @@ fn check_a_b(a: &Annotation, mark: Mark) {
 /// top, marks it beyond the sampling error ("sampling only": one run a side measures no
 /// run-to-run noise, as for function rows), and marks no other line but the one the
 /// helper is inlined into (where the loop's result is waited for). An A/A of build A
-/// marks no line (unless the machine drifted: `check_a_a`). The helper's line is shown under its caller, "inlined into work".
+/// marks no line (unless the machine drifted: `check_a_a`). The helper's line is shown
+/// under its caller, "inlined into work".
 ///
 /// The lines of `work` other than the changed one hold a few samples at most, and the
 /// changed line about 900 (A) and 9,000 (B): run-to-run noise of the machine cannot

@@ -402,9 +402,10 @@ int main(int argc, char **argv) {
 // Build A keeps calc a function; build B inlines it (always_inline). With stacks, the
 // note names work as the caller that took calc's time, and work's self time grew by
 // calc's time under it within 10%. The check compares B's work (about 67% of its
-// samples) with A's work and calc: with 8,000 samples a side the difference's sampling
-// error is about 0.75 points, and 10% of 33 points is 4.4 of them (at 800 samples a
-// side it was 1.4 of them, a false failure about 1 run in 6).
+// samples) with A's work and calc: with ten times the work of before (about 8,000
+// samples a side) the difference's sampling error is about 0.75 points, and 10% of 33
+// points is 4.4 of them (at 800 samples a side it was 1.4 of them: by that arithmetic a
+// false failure about 1 run in 6).
 #[test]
 fn issue_29_inlined_function_names_the_caller_that_took_its_time() {
     if !perf_usable(false) {

@@ -338,9 +338,8 @@ fn layout_of(attr: &[u8], e: Endian) -> [u64; 3] {
 /// records by the attribute section, the crate by EVENT_DESC, so a file where they differ
 /// would be read as two different recordings.
 fn check_event_desc_agrees(desc: &[u8], attrs: &[u8], entry: u64, e: Endian) -> Result<(), Refused> {
-    let mut c = Cursor { bytes: desc, at: 0, e };
-    let n = u64::from(c.u32("the number of events")?);
-    let attr_size = u64::from(c.u32("the attribute size")?);
+    let described = event_desc_attributes(desc, e)?;
+    let n = described.len() as u64;
     let count = attrs.len() as u64 / entry;
     if n != count {
         let events = |n: u64| {
@@ -356,12 +355,9 @@ fn check_event_desc_agrees(desc: &[u8], attrs: &[u8], entry: u64, e: Endian) -> 
             events(count)
         ));
     }
-    for k in 0..n {
-        let ours = layout_of(c.take(attr_size, "an event attribute")?, e);
-        let ids = c.u32("the number of event ids")?;
-        c.string("an event name")?;
-        c.take(u64::from(ids) * 8, "the event ids")?;
-        let theirs = layout_of(&attrs[(k * entry) as usize..], e);
+    for (k, attr) in described.into_iter().enumerate() {
+        let ours = layout_of(attr, e);
+        let theirs = layout_of(&attrs[k * entry as usize..], e);
         for (i, what) in ["sample format", "read format", "sample_id_all flag"]
             .iter()
             .enumerate()
@@ -378,6 +374,28 @@ fn check_event_desc_agrees(desc: &[u8], attrs: &[u8], entry: u64, e: Endian) -> 
     Ok(())
 }
 
+/// The attributes an EVENT_DESC feature describes, each count and length checked
+/// against the bytes that follow it.
+fn event_desc_attributes(bytes: &[u8], e: Endian) -> Result<Vec<&[u8]>, Refused> {
+    let mut c = Cursor { bytes, at: 0, e };
+    let n = c.u32("the number of events")?;
+    let attr_size = u64::from(c.u32("the attribute size")?);
+    if !(ATTR_SIZE_MIN..=ATTR_SIZE_MAX).contains(&attr_size) {
+        return refuse(format!("an event attribute size of {attr_size}"));
+    }
+    if u64::from(n) * (attr_size + 8) > c.left() {
+        return refuse(format!("{n} events do not fit in {} bytes", c.left()));
+    }
+    let mut attrs = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        attrs.push(c.take(attr_size, "an event attribute")?);
+        let ids = c.u32("the number of event ids")?;
+        c.string("an event name")?;
+        c.take(u64::from(ids) * 8, "the event ids")?;
+    }
+    Ok(attrs)
+}
+
 /// Reads within one feature section, refusing any count or length past its end.
 struct Cursor<'a> {
     bytes: &'a [u8],
@@ -385,8 +403,8 @@ struct Cursor<'a> {
     e: Endian,
 }
 
-impl Cursor<'_> {
-    fn take(&mut self, n: u64, what: &str) -> Result<&[u8], Refused> {
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], Refused> {
         let left = (self.bytes.len() - self.at) as u64;
         if n > left {
             return refuse(format!(
@@ -439,20 +457,7 @@ pub fn check_feature(feature: u32, bytes: &[u8], e: Endian) -> Result<(), Refuse
             }
         }
         HEADER_EVENT_DESC => {
-            let n = c.u32("the number of events")?;
-            let attr_size = u64::from(c.u32("the attribute size")?);
-            if !(ATTR_SIZE_MIN..=ATTR_SIZE_MAX).contains(&attr_size) {
-                return refuse(format!("an event attribute size of {attr_size}"));
-            }
-            if u64::from(n) * (attr_size + 8) > c.left() {
-                return refuse(format!("{n} events do not fit in {} bytes", c.left()));
-            }
-            for _ in 0..n {
-                c.take(attr_size, "an event attribute")?;
-                let ids = c.u32("the number of event ids")?;
-                c.string("an event name")?;
-                c.take(u64::from(ids) * 8, "the event ids")?;
-            }
+            event_desc_attributes(bytes, e)?;
         }
         HEADER_PMU_MAPPINGS => {
             let n = c.u32("the number of PMUs")?;
