@@ -3,7 +3,7 @@
 //! and writes the history (docs/history.md).
 
 use crate::compare::history::{analyse, History, HistoryPoint, Series, SeriesKind};
-use crate::dataset::scan::{scan_benchmarks, scan_functions, scan_runs, top_functions, ScannedRun, Selection};
+use crate::dataset::scan::{each_function_seconds, scan_benchmarks, scan_runs, top_functions, ScannedRun, Selection};
 use crate::dataset::DatasetError;
 use crate::model::IdleSet;
 use std::collections::{BTreeMap, HashMap};
@@ -86,7 +86,7 @@ pub fn history(opts: &HistoryOptions) -> Result<History, DatasetError> {
     let mut series = Vec::new();
     // Benchmarks: the whole run's values (a copy's values are spread, not history).
     let mut benches: BTreeMap<String, Series> = BTreeMap::new();
-    for b in scan_benchmarks(&opts.dataset, &sel, &runs)?
+    for b in scan_benchmarks(&opts.dataset, &runs)?
         .into_iter()
         .filter(|b| b.copy.is_none())
     {
@@ -120,16 +120,26 @@ pub fn history(opts: &HistoryOptions) -> Result<History, DatasetError> {
     }
     let idle = IdleSet::linux_default();
     let top = top_functions(&opts.dataset, &runs, opts.top, idle.names())?;
-    let rows = scan_functions(&opts.dataset, &runs, Some(&top))?;
-    let mut seconds: HashMap<(&str, &str, &str, i64), f64> = HashMap::new();
-    for f in &rows {
-        if let Some(s) = f.seconds {
-            *seconds
-                .entry((f.function.as_str(), f.module.as_str(), f.run_id.as_str(), f.repetition))
-                .or_default() += s;
-        }
-    }
-    for (function, module) in &top {
+    // Summed as the rows are read (by function, run and repetition): what is kept is the
+    // series' values, not the rows.
+    let top_index: HashMap<(&str, &str), usize> = top
+        .iter()
+        .enumerate()
+        .map(|(i, (f, m))| ((f.as_str(), m.as_str()), i))
+        .collect();
+    let run_index: HashMap<&str, usize> = runs.iter().enumerate().map(|(i, r)| (r.run_id.as_str(), i)).collect();
+    let mut seconds: HashMap<(usize, usize, i64), f64> = HashMap::new();
+    each_function_seconds(&opts.dataset, &runs, Some(&top), |f| {
+        let (Some(s), Some(&t), Some(&r)) = (
+            f.seconds,
+            top_index.get(&(f.function, f.module)),
+            run_index.get(f.run_id),
+        ) else {
+            return;
+        };
+        *seconds.entry((t, r, f.repetition)).or_default() += s;
+    })?;
+    for (t, (function, module)) in top.iter().enumerate() {
         let name = if module == "kernel" || module == "user" {
             function.clone()
         } else {
@@ -142,14 +152,11 @@ pub fn history(opts: &HistoryOptions) -> Result<History, DatasetError> {
             higher_is_better: false,
             values: vec![Vec::new(); n],
         };
-        for r in &runs {
+        for (ri, r) in runs.iter().enumerate() {
             for p in r.repetitions.iter().filter(|p| p.cpu_seconds.is_some()) {
                 let Some(i) = at(&r.run_id, p.repetition) else { continue };
                 // Absent from a repetition: no time there, as in the comparison.
-                let v = seconds
-                    .get(&(function.as_str(), module.as_str(), r.run_id.as_str(), p.repetition))
-                    .copied()
-                    .unwrap_or(0.0);
+                let v = seconds.get(&(t, ri, p.repetition)).copied().unwrap_or(0.0);
                 s.values[i].push(scale(&r.run_id, p.repetition, v));
             }
         }

@@ -1,10 +1,11 @@
-//! Reading a dataset back: polars lazy scans of the tables with hive partitions, so a
-//! selection by test, kernel or host reads only those directories (predicate pushdown) and
-//! only the columns asked for (projection pushdown). Labels (`commit=...`) select runs by a
-//! scan of the small `labels` table, then an inner join keeps those runs' rows of the
-//! large tables. Rows come back as plain structs for the statistics, which stay ours.
+//! Reading a dataset back with polars. A selection by test, kernel or host picks the
+//! partition directories (`test=T/kernel=K/host=H`) by name; labels (`commit=...`) select
+//! runs from each run's small `labels` file. The tables are then read run file by run file,
+//! a batch of files at a time and only the columns asked for, so memory is that of one
+//! batch whatever the number of runs. Rows come back as plain structs (or, for the large
+//! functions table, as borrowed rows to a callback) for the statistics, which stay ours.
 
-use super::layout::partition_dir;
+use super::layout::{encode, partition_dir};
 use super::{io_err, DatasetError, SCHEMA_VERSION};
 use polars::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -97,27 +98,6 @@ pub struct ScannedBenchmark {
     pub higher_is_better: bool,
 }
 
-/// A function's time in one repetition.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScannedFunction {
-    /// The run's id.
-    pub run_id: String,
-    /// The test.
-    pub test: String,
-    /// The repetition.
-    pub repetition: i64,
-    /// The function (clones folded).
-    pub function: String,
-    /// Its module.
-    pub module: String,
-    /// Samples.
-    pub samples: i64,
-    /// Weight in the profile's unit.
-    pub weight: f64,
-    /// Seconds (null for a non-time event).
-    pub seconds: Option<f64>,
-}
-
 /// The lazy scan of one table, with the partitions as string columns and the test,
 /// kernel and host conditions pushed down.
 pub fn scan_table(dataset: &Path, table: &str, sel: &Selection) -> Result<LazyFrame, DatasetError> {
@@ -183,162 +163,207 @@ fn check_version(df: &DataFrame, dataset: &Path, table: &str) -> Result<(), Data
     Ok(())
 }
 
-/// The selected runs of each test, in start order (then run id), with their labels and
-/// repetitions. Runs missing a label condition are left out.
-pub fn scan_runs(dataset: &Path, sel: &Selection) -> Result<Vec<ScannedRun>, DatasetError> {
-    let labels = scan_table(dataset, "labels", sel)?
-        .select([
-            col("run_id"),
-            col("test"),
-            col("key"),
-            col("value"),
-            col("schema_version"),
-        ])
-        .collect()?;
-    check_version(&labels, dataset, "labels")?;
-    let mut by_run: BTreeMap<(String, String), BTreeMap<String, String>> = BTreeMap::new();
-    let (ids, tests, keys, values) = (
-        strs(&labels, "run_id")?,
-        strs(&labels, "test")?,
-        strs(&labels, "key")?,
-        strs(&labels, "value")?,
-    );
-    for i in 0..ids.len() {
-        by_run
-            .entry((ids[i].clone(), tests[i].clone()))
-            .or_default()
-            .insert(keys[i].clone(), values[i].clone());
+/// The files of `table` in the partitions `sel` picks, one list per test directory, each
+/// sorted. The partition values are matched in their encoded form (the directory names),
+/// so no name is decoded.
+fn selected_files(dataset: &Path, table: &str, sel: &Selection) -> Result<Vec<Vec<PathBuf>>, DatasetError> {
+    let root = dataset.join(table);
+    if !crate::fsio::is_real_dir(&root) {
+        return Err(io_err(&root)(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no table {table:?}: not a dataset written by upcmp export"),
+        )));
     }
-    let runs = scan_table(dataset, "runs", sel)?
-        .select([
-            col("run_id"),
-            col("test"),
-            col("schema_version"),
-            col("repetition"),
-            col("host_name"),
-            col("kernel_release"),
-            col("started"),
-            col("cpu_seconds"),
-            col("cpu_weight"),
-            col("operations"),
-            col("wall_sec"),
-        ])
-        .sort(["started", "run_id", "repetition"], Default::default())
-        .collect()?;
-    check_version(&runs, dataset, "runs")?;
-    let (ids, tests, hosts, kernels, started) = (
-        strs(&runs, "run_id")?,
-        strs(&runs, "test")?,
-        strs(&runs, "host_name")?,
-        strs(&runs, "kernel_release")?,
-        strs(&runs, "started")?,
-    );
-    let (reps, cpu_s, cpu_w, ops, wall) = (
-        i64s(&runs, "repetition")?,
-        f64s(&runs, "cpu_seconds")?,
-        f64s(&runs, "cpu_weight")?,
-        i64s(&runs, "operations")?,
-        f64s(&runs, "wall_sec")?,
-    );
+    let wanted = |key: &str| -> Vec<String> {
+        sel.test
+            .iter()
+            .filter(|_| key == "test")
+            .chain(sel.conditions.iter().filter(|c| c.0 == key).map(|c| &c.1))
+            .map(|v| format!("{key}={}", encode(v)))
+            .collect()
+    };
+    // The real directories below `dir` named `key=...` that every condition on `key` allows.
+    let dirs = |dir: &Path, key: &str| -> Result<Vec<PathBuf>, DatasetError> {
+        let want = wanted(key);
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).map_err(io_err(dir))? {
+            let e = e.map_err(io_err(dir))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&format!("{key}="))
+                && want.iter().all(|w| *w == name)
+                && e.file_type().is_ok_and(|t| t.is_dir())
+            {
+                out.push(e.path());
+            }
+        }
+        out.sort();
+        Ok(out)
+    };
+    let mut out = Vec::new();
+    for test in dirs(&root, "test")? {
+        let mut files = Vec::new();
+        for kernel in dirs(&test, "kernel")? {
+            for host in dirs(&kernel, "host")? {
+                for e in std::fs::read_dir(&host).map_err(io_err(&host))? {
+                    let e = e.map_err(io_err(&host))?;
+                    if e.file_name().to_string_lossy().ends_with(".parquet") && e.file_type().is_ok_and(|t| t.is_file())
+                    {
+                        files.push(e.path());
+                    }
+                }
+            }
+        }
+        files.sort();
+        if !files.is_empty() {
+            out.push(files);
+        }
+    }
+    Ok(out)
+}
+
+/// A lazy scan of `columns` of `files` (no partition columns: each file holds one run's rows
+/// of one test).
+fn scan_files(files: &[PathBuf], columns: &[&str]) -> Result<LazyFrame, DatasetError> {
+    let args = ScanArgsParquet {
+        hive_options: HiveOptions::new_disabled(),
+        glob: false,
+        ..Default::default()
+    };
+    let paths: Vec<PlRefPath> = files
+        .iter()
+        .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
+        .collect();
+    let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
+    Ok(LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)?.select(cols))
+}
+
+/// The selected runs of each test, in start order (then run id and test), with their labels
+/// and repetitions. Runs missing a label condition are left out. The `runs` table is read
+/// [`FILES_PER_BATCH`] files at a time, each with the same run's `labels` file, so memory
+/// stays that of one batch whatever the number of runs.
+pub fn scan_runs(dataset: &Path, sel: &Selection) -> Result<Vec<ScannedRun>, DatasetError> {
+    runs_in_batches(dataset, sel, FILES_PER_BATCH)
+}
+
+fn runs_in_batches(dataset: &Path, sel: &Selection, batch: usize) -> Result<Vec<ScannedRun>, DatasetError> {
     let wanted: Vec<&(String, String)> = sel
         .conditions
         .iter()
         .filter(|c| !PARTITIONS.contains(&c.0.as_str()))
         .collect();
+    let runs_root = dataset.join("runs");
+    let labels_root = dataset.join("labels");
     let mut out: Vec<ScannedRun> = Vec::new();
-    for i in 0..ids.len() {
-        let rep = ScannedRepetition {
-            repetition: reps[i].unwrap_or(1),
-            cpu_seconds: cpu_s[i],
-            cpu_weight: cpu_w[i].unwrap_or(0.0),
-            operations: ops[i],
-            wall_sec: wall[i].unwrap_or(0.0),
-        };
-        if let Some(last) = out.last_mut().filter(|r| r.run_id == ids[i] && r.test == tests[i]) {
-            last.repetitions.push(rep);
-            continue;
+    for files in selected_files(dataset, "runs", sel)? {
+        for chunk in files.chunks(batch.max(1)) {
+            let label_files: Vec<PathBuf> = chunk
+                .iter()
+                .filter_map(|p| p.strip_prefix(&runs_root).ok().map(|rel| labels_root.join(rel)))
+                .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+                .collect();
+            // One test's files: a run id names its labels.
+            let mut labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+            if !label_files.is_empty() {
+                let df = scan_files(&label_files, &["run_id", "key", "value", "schema_version"])?.collect()?;
+                check_version(&df, dataset, "labels")?;
+                let (ids, keys, values) = (strs(&df, "run_id")?, strs(&df, "key")?, strs(&df, "value")?);
+                for ((id, k), v) in ids.into_iter().zip(keys).zip(values) {
+                    labels.entry(id).or_default().insert(k, v);
+                }
+            }
+            let df = scan_files(
+                chunk,
+                &[
+                    "run_id",
+                    "test_name",
+                    "schema_version",
+                    "repetition",
+                    "host_name",
+                    "kernel_release",
+                    "started",
+                    "cpu_seconds",
+                    "cpu_weight",
+                    "operations",
+                    "wall_sec",
+                ],
+            )?
+            .sort(["run_id", "repetition"], Default::default())
+            .collect()?;
+            check_version(&df, dataset, "runs")?;
+            let (ids, tests, hosts, kernels, started) = (
+                strs(&df, "run_id")?,
+                strs(&df, "test_name")?,
+                strs(&df, "host_name")?,
+                strs(&df, "kernel_release")?,
+                strs(&df, "started")?,
+            );
+            let (reps, cpu_s, cpu_w, ops, wall) = (
+                i64s(&df, "repetition")?,
+                f64s(&df, "cpu_seconds")?,
+                f64s(&df, "cpu_weight")?,
+                i64s(&df, "operations")?,
+                f64s(&df, "wall_sec")?,
+            );
+            let first = out.len();
+            for i in 0..ids.len() {
+                let rep = ScannedRepetition {
+                    repetition: reps[i].unwrap_or(1),
+                    cpu_seconds: cpu_s[i],
+                    cpu_weight: cpu_w[i].unwrap_or(0.0),
+                    operations: ops[i],
+                    wall_sec: wall[i].unwrap_or(0.0),
+                };
+                if let Some(last) = out[first..].last_mut().filter(|r| r.run_id == ids[i]) {
+                    last.repetitions.push(rep);
+                    continue;
+                }
+                out.push(ScannedRun {
+                    run_id: ids[i].clone(),
+                    test: tests[i].clone(),
+                    host: hosts[i].clone(),
+                    kernel: kernels[i].clone(),
+                    started: started[i].clone(),
+                    labels: labels.remove(&ids[i]).unwrap_or_default(),
+                    repetitions: vec![rep],
+                });
+            }
         }
-        let labels = by_run
-            .get(&(ids[i].clone(), tests[i].clone()))
-            .cloned()
-            .unwrap_or_default();
-        if !wanted.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-            continue;
-        }
-        out.push(ScannedRun {
-            run_id: ids[i].clone(),
-            test: tests[i].clone(),
-            host: hosts[i].clone(),
-            kernel: kernels[i].clone(),
-            started: started[i].clone(),
-            labels,
-            repetitions: vec![rep],
-        });
     }
+    out.retain(|r| wanted.iter().all(|(k, v)| r.labels.get(k) == Some(v)));
+    out.sort_by(|a, b| (&a.started, &a.run_id, &a.test).cmp(&(&b.started, &b.run_id, &b.test)));
     Ok(out)
 }
 
-/// The `run_id`/`test` pairs of `runs` as a frame to join on: the rows of other runs drop.
-fn run_keys(runs: &[ScannedRun]) -> Result<LazyFrame, DatasetError> {
-    let df = DataFrame::new(
-        runs.len(),
-        vec![
-            Column::new(
-                "run_id".into(),
-                runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>(),
-            ),
-            Column::new("test".into(), runs.iter().map(|r| r.test.clone()).collect::<Vec<_>>()),
-        ],
-    )?;
-    Ok(df.lazy())
-}
-
-fn keep_runs(lf: LazyFrame, runs: &[ScannedRun]) -> Result<LazyFrame, DatasetError> {
-    Ok(lf.join(
-        run_keys(runs)?,
-        [col("run_id"), col("test")],
-        [col("run_id"), col("test")],
-        JoinArgs::new(JoinType::Inner),
-    ))
-}
-
-/// The benchmark values of `runs` (from [`scan_runs`] with the same selection).
-pub fn scan_benchmarks(
-    dataset: &Path,
-    sel: &Selection,
-    runs: &[ScannedRun],
-) -> Result<Vec<ScannedBenchmark>, DatasetError> {
-    let lf = scan_table(dataset, "benchmarks", sel)?.select([
-        col("run_id"),
-        col("test"),
-        col("repetition"),
-        col("benchmark"),
-        col("copy"),
-        col("value"),
-        col("unit"),
-        col("higher_is_better"),
-    ]);
-    let df = keep_runs(lf, runs)?.collect()?;
-    let (ids, tests, names, units) = (
-        strs(&df, "run_id")?,
-        strs(&df, "test")?,
-        strs(&df, "benchmark")?,
-        strs(&df, "unit")?,
-    );
-    let (reps, copies, values) = (i64s(&df, "repetition")?, i64s(&df, "copy")?, f64s(&df, "value")?);
-    let hib: Vec<Option<bool>> = df.column("higher_is_better")?.bool()?.iter().collect();
-    Ok((0..df.height())
-        .map(|i| ScannedBenchmark {
+/// The benchmark values of `runs` (from [`scan_runs`]), read a batch of runs at a time.
+pub fn scan_benchmarks(dataset: &Path, runs: &[ScannedRun]) -> Result<Vec<ScannedBenchmark>, DatasetError> {
+    let columns = [
+        "run_id",
+        "repetition",
+        "benchmark",
+        "copy",
+        "value",
+        "unit",
+        "higher_is_better",
+    ];
+    let mut out = Vec::new();
+    each_batch(dataset, "benchmarks", runs, FILES_PER_BATCH, &columns, |test, lf| {
+        let df = lf.collect()?;
+        let (ids, names, units) = (strs(&df, "run_id")?, strs(&df, "benchmark")?, strs(&df, "unit")?);
+        let (reps, copies, values) = (i64s(&df, "repetition")?, i64s(&df, "copy")?, f64s(&df, "value")?);
+        let hib: Vec<Option<bool>> = df.column("higher_is_better")?.bool()?.iter().collect();
+        out.extend((0..df.height()).map(|i| ScannedBenchmark {
             run_id: ids[i].clone(),
-            test: tests[i].clone(),
+            test: test.to_string(),
             repetition: reps[i].unwrap_or(1),
             benchmark: names[i].clone(),
             copy: copies[i],
             value: values[i].unwrap_or(f64::NAN),
             unit: units[i].clone(),
             higher_is_better: hib[i].unwrap_or(true),
-        })
-        .collect())
+        }));
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// Files read by one collect when a large table is scanned run by run: the memory of the
@@ -391,22 +416,77 @@ fn each_batch(
     Ok(())
 }
 
-/// The function rows of `runs`; with `only`, just those `(function, module)` pairs. Read a
-/// batch of runs at a time, so only the rows kept are ever held together.
-pub fn scan_functions(
+/// One function's seconds in one repetition, borrowed from the scanned batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FunctionSeconds<'a> {
+    /// The run's id.
+    pub run_id: &'a str,
+    /// The repetition.
+    pub repetition: i64,
+    /// The function (clones folded).
+    pub function: &'a str,
+    /// Its module.
+    pub module: &'a str,
+    /// Seconds (null for a non-time event).
+    pub seconds: Option<f64>,
+}
+
+/// Calls `each` with every function row of `runs` (with `only`, just those `(function,
+/// module)` pairs), a batch of runs at a time, keeping nothing: a caller that sums as it
+/// goes (the history's series) holds its sums, not the rows.
+pub fn each_function_seconds(
     dataset: &Path,
     runs: &[ScannedRun],
     only: Option<&[(String, String)]>,
-) -> Result<Vec<ScannedFunction>, DatasetError> {
-    functions_in_batches(dataset, runs, only, FILES_PER_BATCH)
+    each: impl FnMut(FunctionSeconds<'_>),
+) -> Result<(), DatasetError> {
+    seconds_in_batches(dataset, runs, only, FILES_PER_BATCH, each)
 }
 
-fn functions_in_batches(
+fn seconds_in_batches(
     dataset: &Path,
     runs: &[ScannedRun],
     only: Option<&[(String, String)]>,
     batch: usize,
-) -> Result<Vec<ScannedFunction>, DatasetError> {
+    mut each: impl FnMut(FunctionSeconds<'_>),
+) -> Result<(), DatasetError> {
+    function_frames(dataset, runs, only, batch, |_, lf| {
+        let df = lf.collect()?;
+        let (ids, names, modules) = (
+            df.column("run_id")?.str()?,
+            df.column("function")?.str()?,
+            df.column("module")?.str()?,
+        );
+        let reps = df.column("repetition")?.cast(&DataType::Int64)?;
+        let secs = df.column("seconds")?.cast(&DataType::Float64)?;
+        for ((((id, rep), name), module), s) in ids
+            .iter()
+            .zip(reps.i64()?.iter())
+            .zip(names.iter())
+            .zip(modules.iter())
+            .zip(secs.f64()?.iter())
+        {
+            each(FunctionSeconds {
+                run_id: id.unwrap_or_default(),
+                repetition: rep.unwrap_or(1),
+                function: name.unwrap_or_default(),
+                module: module.unwrap_or_default(),
+                seconds: s,
+            });
+        }
+        Ok(())
+    })
+}
+
+/// Calls `each` with the test and the lazy function rows of a batch of `runs` (with
+/// `only`, just those `(function, module)` pairs).
+fn function_frames(
+    dataset: &Path,
+    runs: &[ScannedRun],
+    only: Option<&[(String, String)]>,
+    batch: usize,
+    mut each: impl FnMut(&str, LazyFrame) -> Result<(), DatasetError>,
+) -> Result<(), DatasetError> {
     let names = match only {
         Some(only) => Some(DataFrame::new(
             only.len(),
@@ -417,16 +497,7 @@ fn functions_in_batches(
         )?),
         None => None,
     };
-    let columns = [
-        "run_id",
-        "repetition",
-        "function",
-        "module",
-        "samples",
-        "weight",
-        "seconds",
-    ];
-    let mut out = Vec::new();
+    let columns = ["run_id", "repetition", "function", "module", "seconds"];
     each_batch(dataset, "functions", runs, batch, &columns, |test, mut lf| {
         if let Some(names) = &names {
             lf = lf.join(
@@ -436,37 +507,8 @@ fn functions_in_batches(
                 JoinArgs::new(JoinType::Inner),
             );
         }
-        out.extend(functions_of(&lf.with_column(lit(test).alias("test")).collect()?)?);
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-fn functions_of(df: &DataFrame) -> Result<Vec<ScannedFunction>, DatasetError> {
-    let (ids, tests, names, modules) = (
-        strs(df, "run_id")?,
-        strs(df, "test")?,
-        strs(df, "function")?,
-        strs(df, "module")?,
-    );
-    let (reps, samples, weights, secs) = (
-        i64s(df, "repetition")?,
-        i64s(df, "samples")?,
-        f64s(df, "weight")?,
-        f64s(df, "seconds")?,
-    );
-    Ok((0..df.height())
-        .map(|i| ScannedFunction {
-            run_id: ids[i].clone(),
-            test: tests[i].clone(),
-            repetition: reps[i].unwrap_or(1),
-            function: names[i].clone(),
-            module: modules[i].clone(),
-            samples: samples[i].unwrap_or(0),
-            weight: weights[i].unwrap_or(0.0),
-            seconds: secs[i],
-        })
-        .collect())
+        each(test, lf)
+    })
 }
 
 /// The `n` functions of `runs` with the most weight summed over all their repetitions,
@@ -519,6 +561,44 @@ fn top_in_batches(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A function's time in one repetition.
+    #[derive(Debug, Clone, PartialEq)]
+    struct ScannedFunction {
+        /// The run's id.
+        run_id: String,
+        /// The test.
+        test: String,
+        /// The repetition.
+        repetition: i64,
+        /// The function (clones folded).
+        function: String,
+        /// Its module.
+        module: String,
+        /// Seconds (null for a non-time event).
+        seconds: Option<f64>,
+    }
+
+    fn functions_of(df: &DataFrame) -> Result<Vec<ScannedFunction>, DatasetError> {
+        let (ids, tests, names, modules) = (
+            strs(df, "run_id")?,
+            strs(df, "test")?,
+            strs(df, "function")?,
+            strs(df, "module")?,
+        );
+        let (reps, secs) = (i64s(df, "repetition")?, f64s(df, "seconds")?);
+        Ok((0..df.height())
+            .map(|i| ScannedFunction {
+                run_id: ids[i].clone(),
+                test: tests[i].clone(),
+                repetition: reps[i].unwrap_or(1),
+                function: names[i].clone(),
+                module: modules[i].clone(),
+                seconds: secs[i],
+            })
+            .collect())
+    }
+
     use polars_io::parquet::write::ParquetWriter;
 
     fn write(dataset: &Path, table: &str, test: &str, kernel: &str, host: &str, id: &str, mut df: DataFrame) {
@@ -552,6 +632,7 @@ mod tests {
                     "run_id" => vec![id.clone(); reps as usize],
                     "schema_version" => vec![SCHEMA_VERSION; reps as usize],
                     "repetition" => (1..=reps).collect::<Vec<_>>(),
+                    "test_name" => vec![test; reps as usize],
                     "host_name" => vec![host; reps as usize],
                     "kernel_release" => vec![kernel; reps as usize],
                     "started" => vec![format!("2026-01-01T00:{k:02}:00Z"); reps as usize],
@@ -674,6 +755,55 @@ mod tests {
         rows
     }
 
+    /// The runs, in any batch size: selected by test, partition (an encoded host name) and
+    /// label, in start order, each with its repetitions and labels.
+    #[test]
+    fn runs_are_selected_by_partition_and_label_in_any_batch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        dataset(d);
+        let cond = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let cases = [
+            ("t/1 ä", vec![], (0..23).collect()),
+            (
+                "t/1 ä",
+                vec![cond("side", "b")],
+                (0..23).filter(|k| k % 3 == 0).collect(),
+            ),
+            (
+                "t/1 ä",
+                vec![cond("host", "box 1/ä=x")],
+                (0..23).filter(|k| (k / 2) % 2 == 1).collect(),
+            ),
+            ("u", vec![cond("kernel", "6.1"), cond("side", "a")], vec![2, 4]),
+            ("u", vec![cond("kernel", "6.3")], vec![]),
+        ];
+        for (test, conditions, want) in cases {
+            let sel = Selection::new(Some(test.into()), conditions.clone());
+            for batch in [1, 4, 1000] {
+                let runs = runs_in_batches(d, &sel, batch).unwrap();
+                let ks: Vec<usize> = runs
+                    .iter()
+                    .map(|r| usize::from_str_radix(&r.run_id, 16).unwrap())
+                    .collect();
+                assert_eq!(ks, want, "{test} {conditions:?} batch {batch}");
+                for (r, k) in runs.iter().zip(ks) {
+                    assert_eq!(r.test, test);
+                    assert_eq!(r.host, ["h0", "box 1/ä=x"][(k / 2) % 2]);
+                    assert_eq!(r.kernel, ["6.1", "6.2"][k % 2]);
+                    let reps: Vec<i64> = r.repetitions.iter().map(|p| p.repetition).collect();
+                    assert_eq!(reps, (1..=1 + (k % 3) as i64).collect::<Vec<_>>());
+                    assert_eq!(
+                        r.labels.get("side").map(String::as_str),
+                        Some(if k % 3 == 0 { "b" } else { "a" })
+                    );
+                }
+            }
+        }
+        // No test named: every test's runs, the two tests of a run id apart.
+        assert_eq!(scan_runs(d, &Selection::default()).unwrap().len(), 28);
+    }
+
     #[test]
     fn batched_scan_gives_the_rows_and_ranking_of_the_whole_table() {
         let tmp = tempfile::tempdir().unwrap();
@@ -701,9 +831,32 @@ mod tests {
                     top,
                     "batch {batch}"
                 );
-                let got = sorted(functions_in_batches(d, &runs, Some(&top), batch).unwrap());
-                assert_eq!(got.len(), rows.len(), "batch {batch}");
-                assert_eq!(got, rows, "batch {batch}");
+                let mut got = Vec::new();
+                seconds_in_batches(d, &runs, Some(&top), batch, |f| {
+                    got.push((
+                        f.run_id.to_string(),
+                        f.repetition,
+                        f.function.to_string(),
+                        f.module.to_string(),
+                        f.seconds,
+                    ))
+                })
+                .unwrap();
+                got.sort_by(|a, b| (&a.0, a.1, &a.2, &a.3).cmp(&(&b.0, b.1, &b.2, &b.3)));
+                let want: Vec<_> = rows
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.run_id.clone(),
+                            r.repetition,
+                            r.function.clone(),
+                            r.module.clone(),
+                            r.seconds,
+                        )
+                    })
+                    .collect();
+                assert_eq!(got.len(), want.len(), "batch {batch}");
+                assert_eq!(got, want, "batch {batch}");
             }
         }
     }
