@@ -372,3 +372,195 @@ fn screenshot(browser: &str, page: &Path, dir: &Path) {
     assert!(png.is_file(), "no screenshot: {}", String::from_utf8_lossy(&o.stderr));
     fs::copy(&png, keep).unwrap();
 }
+
+/// The core-kernel text symbols of /proc/kallsyms by address: (address, name, size to the
+/// next symbol), and `_text`'s address.
+fn running_kernel_text() -> (Vec<(u64, String, u64)>, u64) {
+    let text = fs::read_to_string("/proc/kallsyms").unwrap();
+    let mut syms: Vec<(u64, String)> = Vec::new();
+    let mut start = 0;
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 3 || f.len() > 3 {
+            continue; // a module's symbol ([module] in a fourth field) or a malformed line
+        }
+        let addr = u64::from_str_radix(f[0], 16).unwrap_or(0);
+        if f[2] == "_text" {
+            start = addr;
+        }
+        if matches!(f[1], "T" | "t") && addr != 0 {
+            syms.push((addr, f[2].to_string()));
+        }
+    }
+    syms.sort();
+    let sized = syms
+        .windows(2)
+        .map(|w| (w[0].0, w[0].1.clone(), w[1].0 - w[0].0))
+        .collect();
+    (sized, start)
+}
+
+/// Issue 32, a kernel function of a perf recording: `upcmp --perf A B R --vmlinux VMLINUX
+/// --annotate FUNC` puts each of FUNC's samples at its offset in the vmlinux, exactly as
+/// `perf script` places it (`symoff`, with the running kernel's symbols). A system-wide
+/// `perf record --no-buildid` of dd reading /dev/zero; FUNC is its hottest core-kernel
+/// function whose name is listed once; the "vmlinux" is an ELF built by the test that
+/// holds, at FUNC's place relative to `_text`, a function of FUNC's name and size (8 lines
+/// of nops, so each sample also gets a line). The recording carries no build-id, so the
+/// ELF is taken unchecked (a recording with one refuses an ELF of another build). Without
+/// --vmlinux the annotation names the option and the kernel's debug package.
+#[test]
+fn a_perf_recordings_kernel_function_is_annotated_from_the_vmlinux_issue_32() {
+    if !crate::util::perf_usable(true) {
+        return;
+    }
+    let _perf = crate::util::perf_lock();
+    let tmp = tempdir();
+    let d = tmp.path();
+    let o = run_in(
+        d,
+        "perf",
+        &[
+            "record",
+            "-q",
+            "--no-buildid",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "4000",
+            "-a",
+            "-o",
+            "k.data",
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64",
+            "count=2000000",
+        ],
+    );
+    assert!(o.status.success(), "perf record: {}", stderr(&o));
+    // The oracle: perf script's symbol and offset of every sample.
+    let o = run_in(d, "perf", &["script", "-i", "k.data", "-F", "ip,sym,symoff"]);
+    assert!(o.status.success(), "perf script: {}", stderr(&o));
+    let mut by_function: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
+    for l in String::from_utf8_lossy(&o.stdout).lines() {
+        let Some((_, place)) = l.trim().split_once(' ') else {
+            continue;
+        };
+        let Some((name, off)) = place.trim().rsplit_once("+0x") else {
+            continue;
+        };
+        if let Ok(off) = u64::from_str_radix(off, 16) {
+            *by_function.entry(name.to_string()).or_default().entry(off).or_insert(0) += 1;
+        }
+    }
+    let (kallsyms, text) = running_kernel_text();
+    let listed_once = |n: &str| kallsyms.iter().filter(|s| s.1 == n).count() == 1;
+    let (name, oracle) = by_function
+        .iter()
+        .filter(|(n, _)| n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && listed_once(n))
+        .max_by_key(|(_, m)| m.values().sum::<u64>())
+        .expect("a sampled core-kernel function");
+    let total: u64 = oracle.values().sum();
+    assert!(total >= 50, "{name}: {total} samples");
+    let (addr, _, size) = kallsyms.iter().find(|s| &s.1 == name).unwrap().clone();
+    // The ELF: FUNC at its distance from _text, in 8 lines of nops summing to its size.
+    let elf_text: u64 = 0xffff_ffff_8100_0000;
+    let at = elf_text + (addr - text);
+    let chunk = size / 8;
+    let mut src = format!("__attribute__((naked, used, section(\"fsec\"))) void {name}(void)\n{{\n");
+    for k in 0..8 {
+        let n = if k == 7 { size - 7 * chunk } else { chunk };
+        src += &format!("\t__asm__ volatile(\".skip {n}, 0x90\");\n");
+    }
+    src += "}\n";
+    fs::write(d.join("fake.c"), &src).unwrap();
+    let o = run_in(
+        d,
+        "gcc",
+        &[
+            "-O2",
+            "-g",
+            "-static",
+            "-nostdlib",
+            "-fno-pic",
+            "-no-pie",
+            &format!("-Wl,-e,{name}"),
+            &format!("-Wl,-Ttext={elf_text:#x}"),
+            &format!("-Wl,--defsym=_text={elf_text:#x}"),
+            &format!("-Wl,--section-start=fsec={at:#x}"),
+            "-o",
+            "vmlinux",
+            "fake.c",
+        ],
+    );
+    assert!(o.status.success(), "gcc: {}\n{src}", stderr(&o));
+
+    let o = run_in(
+        d,
+        UPCMP,
+        &[
+            "--perf",
+            "k.data",
+            "k.data",
+            "r",
+            "--vmlinux",
+            "vmlinux",
+            "--annotate",
+            name,
+            "-q",
+            "--no-html",
+        ],
+    );
+    assert!(o.status.success(), "upcmp: {}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.join("r/results.annotate.json")).unwrap()).unwrap();
+    let a = &json["annotate"][0];
+    assert_eq!(a["function"], name.as_str(), "{a:#}");
+    assert_eq!(a["missing"].as_array().map_or(0, Vec::len), 0, "{a:#}");
+    let mut got: BTreeMap<u64, u64> = BTreeMap::new();
+    for i in a["instructions"].as_array().unwrap() {
+        let n = i["samples"][0].as_u64().unwrap();
+        assert_eq!(n, i["samples"][1].as_u64().unwrap(), "the same recording on both sides");
+        if n > 0 {
+            got.insert(i["offset"].as_u64().unwrap(), n);
+        }
+    }
+    eprintln!(
+        "{name}: {total} samples at {} offsets of {size} bytes, as perf script places them",
+        got.len()
+    );
+    assert_eq!(&got, oracle, "{name}: samples by offset, upcmp against perf script");
+    // Every sample on a line of fake.c (its nop lines are 3 to 10).
+    let on_lines: u64 = a["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["file"].as_str().is_some_and(|f| f.ends_with("fake.c")))
+        .map(|l| l["samples"][0].as_u64().unwrap())
+        .sum();
+    assert_eq!(on_lines, total, "{a:#}");
+
+    // Without the vmlinux: what is missing, and where it comes from.
+    let o = run_in(
+        d,
+        UPCMP,
+        &[
+            "--perf",
+            "k.data",
+            "k.data",
+            "r2",
+            "--annotate",
+            name,
+            "-q",
+            "--no-html",
+        ],
+    );
+    assert!(o.status.success(), "upcmp: {}", stderr(&o));
+    let text = fs::read_to_string(d.join("r2/results.annotate")).unwrap();
+    assert!(
+        text.contains("--vmlinux FILE") && text.contains("linux-image-"),
+        "{text}"
+    );
+}

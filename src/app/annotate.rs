@@ -3,10 +3,10 @@
 //! comparison line by line (`docs/annotate.md`).
 
 use crate::compare::annotate::{annotate, AnnotateOptions, Annotation, SideSamples};
-use crate::import::AnnotatedSamples;
+use crate::import::{AnnotatedSamples, KERNEL_MAPPING};
 use crate::model::Profile;
 use crate::symbols::elf_build_id;
-use crate::symbols::lines::{answers_to, debug_file_for, function_code, USER_DEBUG_PACKAGES};
+use crate::symbols::lines::{answers_to, debug_file_for, function_code, KERNEL_DEBUG_PACKAGES, USER_DEBUG_PACKAGES};
 
 /// One recording (one repetition) of a side: the sampled addresses its import collected,
 /// and its profile.
@@ -36,11 +36,23 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
     found.sort_by_key(|a| std::cmp::Reverse(a.samples.values().sum::<u64>()));
     let Some(a) = found.first() else {
         side.code.missing.push(format!(
-            "no user-space samples of {function} in an ELF file (kernel functions of perf recordings are not \
-             annotated; uprun runs are)"
+            "no samples of {function} in an ELF file or in the kernel's core (functions of kernel modules \
+             are annotated in uprun runs)"
         ));
         return side;
     };
+    let packages = if a.kernel {
+        KERNEL_DEBUG_PACKAGES
+    } else {
+        USER_DEBUG_PACKAGES
+    };
+    if a.file.as_os_str() == KERNEL_MAPPING {
+        side.code.missing.push(format!(
+            "{function} is a kernel function: its code and lines come from the recording's vmlinux, given \
+             with --vmlinux FILE; {KERNEL_DEBUG_PACKAGES}"
+        ));
+        return side;
+    }
     for other in &found[1..] {
         side.code.missing.push(format!(
             "{} samples of {} in {} are left out (the function is annotated in {})",
@@ -60,10 +72,10 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
         }
     }
     let debug = debug_file_for(&a.file);
-    let code = match function_code(&a.file, debug.as_deref(), &a.function, &[], USER_DEBUG_PACKAGES) {
+    let code = match function_code(&a.file, debug.as_deref(), &a.function, &[], packages) {
         Ok(c) => c,
         Err(e) => {
-            side.code.missing.push(format!("{e}; {USER_DEBUG_PACKAGES}"));
+            side.code.missing.push(format!("{e}; {packages}"));
             return side;
         }
     };
@@ -94,7 +106,7 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
     offsets.dedup();
     // Without instructions, places are looked up at the sampled offsets themselves.
     let code = if code.instructions.is_empty() && !offsets.is_empty() {
-        function_code(&a.file, debug.as_deref(), &a.function, &offsets, USER_DEBUG_PACKAGES).unwrap_or(code)
+        function_code(&a.file, debug.as_deref(), &a.function, &offsets, packages).unwrap_or(code)
     } else {
         code
     };

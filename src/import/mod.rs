@@ -417,6 +417,10 @@ pub struct Imported {
     pub annotated: Vec<AnnotatedSamples>,
 }
 
+/// The file of [`AnnotatedSamples`] of a kernel function of a recording read without a
+/// vmlinux: perf's name of the kernel mapping, no file to read code from.
+pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
+
 /// A function's samples by address, in the ELF file that holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnnotatedSamples {
@@ -428,6 +432,8 @@ pub struct AnnotatedSamples {
     pub build_id: Option<Vec<u8>>,
     /// Samples per address in the file (its virtual addresses, as its symbols have them).
     pub samples: std::collections::BTreeMap<u64, u64>,
+    /// A core-kernel function (its file the vmlinux, or [`KERNEL_MAPPING`]).
+    pub kernel: bool,
 }
 
 /// Collects call stacks during an import when [`ImportOptions::stacks`] asks for them

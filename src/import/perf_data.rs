@@ -736,6 +736,8 @@ struct Reader<'o> {
     /// with their names; and those places' samples.
     annotated_functions: FastMap<usize, String>,
     annotated: FastMap<(usize, Place), u64>,
+    /// The annotated core-kernel functions' samples, by function and address as recorded.
+    kernel_annotated: FastMap<(usize, u64), u64>,
 }
 
 /// Samples weighed as perf report weighs a sample that carries read values (`perf record
@@ -930,6 +932,7 @@ impl Reader<'_> {
             unwound: Vec::new(),
             annotated_functions: self.annotated_functions.clone(),
             annotated: FastMap::default(),
+            kernel_annotated: FastMap::default(),
         }
     }
 
@@ -954,6 +957,9 @@ impl Reader<'_> {
         for (k, n) in other.annotated {
             *self.annotated.entry(k).or_default() += n;
         }
+        for (k, n) in other.kernel_annotated {
+            *self.kernel_annotated.entry(k).or_default() += n;
+        }
     }
 
     /// The annotated functions' samples by address, one entry per function and file.
@@ -975,7 +981,8 @@ impl Reader<'_> {
                 .entry(addr)
                 .or_default() += n;
         }
-        by.into_iter()
+        let mut out: Vec<super::AnnotatedSamples> = by
+            .into_iter()
             .map(|((function, dso), samples)| {
                 let d = &self.maps.dsos[dso];
                 super::AnnotatedSamples {
@@ -983,9 +990,31 @@ impl Reader<'_> {
                     file: PathBuf::from(std::ffi::OsStr::from_bytes(&d.path)),
                     build_id: d.build_id.clone(),
                     samples,
+                    kernel: false,
                 }
             })
-            .collect()
+            .collect();
+        // Core-kernel functions: in the vmlinux the symbols came from (`--vmlinux`), at
+        // their address there (as recorded, less the KASLR offset); without one, as recorded
+        // under perf's name of the kernel, which has no code to read.
+        let image = self.kernel.as_ref().and_then(|k| Some((k.image()?, k.kaslr_offset()?)));
+        let mut kernel: std::collections::BTreeMap<&str, std::collections::BTreeMap<u64, u64>> =
+            std::collections::BTreeMap::new();
+        for (&(f, ip), &n) in &self.kernel_annotated {
+            let Some(name) = self.annotated_functions.get(&f) else {
+                continue;
+            };
+            let addr = image.map_or(ip, |(_, shift)| ip.wrapping_sub(shift));
+            *kernel.entry(name).or_default().entry(addr).or_default() += n;
+        }
+        out.extend(kernel.into_iter().map(|(function, samples)| super::AnnotatedSamples {
+            function: function.to_string(),
+            file: PathBuf::from(image.map_or(super::KERNEL_MAPPING, |(path, _)| path)),
+            build_id: self.kernel_source.build_id.clone(),
+            samples,
+            kernel: true,
+        }));
+        out
     }
 
     /// Loads the kernel's symbols, once.
@@ -1075,12 +1104,23 @@ impl Reader<'_> {
                         };
                         let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
                         let f = self.profile.function(m, name);
+                        let wanted = &self.kernel_source.opts.annotate;
+                        // The core kernel's functions: their code is the vmlinux's.
+                        if named
+                            && m == module::KERNEL
+                            && wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w))
+                        {
+                            self.annotated_functions.insert(f, name.to_string());
+                        }
                         self.profile.note_address(f, ip);
                         self.kernel_functions.insert(ip, (f, named));
                         (f, named)
                     }
                 };
                 self.kernel_named += u64::from(named);
+                if !self.annotated_functions.is_empty() && self.annotated_functions.contains_key(&f) {
+                    *self.kernel_annotated.entry((f, ip)).or_default() += 1;
+                }
                 f
             }
             Mode::User => match self.recent.place(&mut self.maps, pid, ip) {
@@ -1902,6 +1942,7 @@ fn read_records<R: Read>(
         unwound: Vec::new(),
         annotated_functions: FastMap::default(),
         annotated: FastMap::default(),
+        kernel_annotated: FastMap::default(),
         code: LoadedCode::default(),
         kernel_modules: ModuleMaps::default(),
         read_weights: None,

@@ -70,8 +70,9 @@ pub struct ImportArgs {
     /// its /proc/kallsyms (e.g. --kallsyms kallsyms-6.1.gz).
     #[arg(long, value_name = "FILE")]
     pub kallsyms: Option<PathBuf>,
-    /// An ELF vmlinux for perf.data's core-kernel symbols; its build-id must be the
-    /// recording's (e.g. --vmlinux /usr/lib/debug/boot/vmlinux-6.1.0-28-amd64).
+    /// An ELF vmlinux for perf.data's core-kernel symbols (and `--annotate`'s code and
+    /// lines); its build-id must be the recording's (e.g. --vmlinux
+    /// /usr/lib/debug/boot/vmlinux-6.1.0-28-amd64).
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<PathBuf>,
     /// Time one sample stands for, in seconds, for inputs that do not say (folded
