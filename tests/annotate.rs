@@ -338,6 +338,41 @@ fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
     assert_eq!(json["annotate"][0]["function"], "work");
     assert_eq!(json["annotate"][0]["same_build"], false);
     assert_eq!(json["annotate"][0]["test"], "a1.data vs b.data");
+
+    // The same recordings as perf script text (SYMBOL+0xOFFSET, no build-id): the same
+    // lines and instructions, and a note that the files are taken unchecked.
+    for n in ["a1", "b"] {
+        let o = run_in(
+            dir.path(),
+            "perf",
+            &[
+                "script",
+                "-i",
+                &format!("{n}.data"),
+                "-F",
+                "comm,tid,time,period,event,ip,sym,symoff,dso",
+            ],
+        );
+        assert!(o.status.success(), "perf script: {}", stderr(&o));
+        std::fs::write(data(&format!("{n}.txt")), &o.stdout).unwrap();
+    }
+    let script = compare("a1.txt", "b.txt");
+    let (t, d) = (&script[0], &ab[0]);
+    let lines = |a: &Annotation| -> Vec<(String, [Option<u32>; 2], [u64; 2])> {
+        let mut v: Vec<_> = a.lines.iter().map(|l| (l.file.clone(), l.lines, l.samples)).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(lines(t), lines(d), "perf script text against perf.data: {t:#?}");
+    let instructions = |a: &Annotation| -> Vec<(usize, u64, [u64; 2])> {
+        a.instructions.iter().map(|i| (i.side, i.offset, i.samples)).collect()
+    };
+    assert_eq!(instructions(t), instructions(d));
+    assert!(
+        t.missing.iter().any(|m| m.contains("names no build-id")),
+        "{:?}",
+        t.missing
+    );
 }
 
 /// Issue 32's proof with repetitions: three recordings a side, interleaved, each side's

@@ -52,6 +52,8 @@ pub struct Frame<'a> {
     /// Symbol without its `+0x…` offset; `[unknown]` as perf prints it; None when the
     /// line has no symbol field.
     pub symbol: Option<&'a str>,
+    /// The `+0x…` offset into the symbol, when printed (`-F +symoff`, or in call chains).
+    pub offset: Option<u64>,
     /// The DSO in the parentheses (`[kernel.kallsyms]`, `/usr/lib/…/libc.so.6`), when
     /// printed.
     pub dso: Option<&'a str>,
@@ -228,10 +230,11 @@ fn frame(i: &str) -> Option<Frame<'_>> {
     let ip = hex.bytes().fold(0u64, |v, b| (v << 4) | u64::from(hex_value(b)));
     let (tail, inlined) = without_inlined(skip_spaces(r).trim_end());
     let (sym, dso) = symbol_and_dso(tail);
-    let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
+    let (symbol, offset) = split_offset(sym);
     Some(Frame {
         ip,
         symbol,
+        offset,
         dso,
         inlined,
     })
@@ -293,6 +296,19 @@ fn strip_offset(sym: &str) -> &str {
         }
         _ => sym,
     }
+}
+
+// `unmap_page_range+0x51d` → (`unmap_page_range`, 0x51d); "" → no symbol. An offset too
+// long for 64 bits is no offset.
+fn split_offset(sym: &str) -> (Option<&str>, Option<u64>) {
+    if sym.is_empty() {
+        return (None, None);
+    }
+    let name = strip_offset(sym);
+    let offset = (name.len() < sym.len())
+        .then(|| u64::from_str_radix(&sym[name.len() + 3..], 16).ok())
+        .flatten();
+    (Some(name), offset)
 }
 
 /// Where the header after the command name failed: the unparsed tail and what was
@@ -718,7 +734,7 @@ fn for_each_sample_in(
 /// and the fuzz harness calls it on every line of the corpus and of the mutation passes.
 pub(crate) mod reference {
     use super::{
-        digits_at, read_header, strip_offset, symbol_and_dso, without_inlined, Frame, Sample, TailError, EXPECT_CPU,
+        digits_at, read_header, split_offset, symbol_and_dso, without_inlined, Frame, Sample, TailError, EXPECT_CPU,
         EXPECT_FRAME, EXPECT_HEADER, MAX_CPUS,
     };
     use crate::{NomError, ParseError};
@@ -841,10 +857,11 @@ pub(crate) mod reference {
             |(ip, tail)| {
                 let (tail, inlined) = without_inlined(tail);
                 let (sym, dso) = symbol_and_dso(tail);
-                let symbol = (!sym.is_empty()).then(|| strip_offset(sym));
+                let (symbol, offset) = split_offset(sym);
                 Frame {
                     ip,
                     symbol,
+                    offset,
                     dso,
                     inlined,
                 }
@@ -983,6 +1000,7 @@ mod tests {
             [Frame {
                 ip: 0xffffffff813695e2,
                 symbol: Some("handle_softirqs"),
+                offset: Some(0x72),
                 dso: Some("[kernel.kallsyms]"),
                 inlined: false,
             }]
@@ -1016,8 +1034,19 @@ mod tests {
         assert_eq!(f.symbol, Some("[unknown]"));
         let f = parse_frame("\t 10 foo(int, char) const+0x1f (/bin/a b)", "f", 2).unwrap();
         assert_eq!((f.symbol, f.dso), (Some("foo(int, char) const"), Some("/bin/a b")));
+        assert_eq!(f.offset, Some(0x1f));
         let f = parse_frame("   ffff ([kernel.kallsyms])", "f", 2).unwrap();
-        assert_eq!((f.symbol, f.dso), (None, Some("[kernel.kallsyms]")));
+        assert_eq!((f.symbol, f.offset, f.dso), (None, None, Some("[kernel.kallsyms]")));
+        // No offset printed, an empty one, one beyond 64 bits: no offset.
+        for (text, symbol) in [
+            ("	 10 main (/bin/a)", "main"),
+            ("	 10 main+0x (/bin/a)", "main"),
+            ("	 10 main+0x10000000000000000 (/bin/a)", "main"),
+            ("	 10 a+b (/bin/a)", "a+b"),
+        ] {
+            let f = parse_frame(text, "f", 2).unwrap();
+            assert_eq!((f.symbol, f.offset), (Some(symbol), None), "{text}");
+        }
         let e = parse_frame("\tnot-an-address foo", "f", 9).unwrap_err();
         assert_eq!((e.line, e.column), (9, 2));
     }
@@ -1159,6 +1188,7 @@ mod tests {
         let leaf = Frame {
             ip: 0xff,
             symbol: Some("x"),
+            offset: Some(1),
             dso: Some("[kernel.kallsyms]"),
             inlined: false,
         };

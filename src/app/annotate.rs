@@ -71,6 +71,13 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
             return side;
         }
     }
+    if a.by_offset && a.build_id.is_none() {
+        side.code.missing.push(format!(
+            "perf script text names no build-id: {} is taken to be the build that ran (a perf.data \
+             recording is checked)",
+            a.file.display()
+        ));
+    }
     let debug = debug_file_for(&a.file);
     let code = match function_code(&a.file, debug.as_deref(), &a.function, &[], packages) {
         Ok(c) => c,
@@ -90,6 +97,7 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
             let mut m = std::collections::BTreeMap::new();
             for b in ann.iter().filter(same_file) {
                 for (&x, &n) in &b.samples {
+                    let x = if b.by_offset { start.wrapping_add(x) } else { x };
                     *m.entry(x).or_insert(0u64) += n;
                 }
             }
@@ -132,6 +140,10 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
                 .or_insert_with(|| vec![(0, 0.0); runs])[r] = (n, n as f64 * period);
         }
     }
+    // What was found missing on the way stays, before what the code's reader found.
+    let mut code = code;
+    let found_on_the_way = std::mem::take(&mut side.code.missing);
+    code.missing.splice(0..0, found_on_the_way);
     side.code = code;
     side
 }

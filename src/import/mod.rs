@@ -434,6 +434,9 @@ pub struct AnnotatedSamples {
     pub samples: std::collections::BTreeMap<u64, u64>,
     /// A core-kernel function (its file the vmlinux, or [`KERNEL_MAPPING`]).
     pub kernel: bool,
+    /// `samples` are by offset from the function's start, not by address (perf script
+    /// text prints `SYMBOL+0xOFFSET`, not where the file was mapped).
+    pub by_offset: bool,
 }
 
 /// Collects call stacks during an import when [`ImportOptions::stacks`] asks for them

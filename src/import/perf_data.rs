@@ -991,6 +991,7 @@ impl Reader<'_> {
                     build_id: d.build_id.clone(),
                     samples,
                     kernel: false,
+                    by_offset: false,
                 }
             })
             .collect();
@@ -1013,6 +1014,7 @@ impl Reader<'_> {
             build_id: self.kernel_source.build_id.clone(),
             samples,
             kernel: true,
+            by_offset: false,
         }));
         out
     }

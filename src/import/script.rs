@@ -3,20 +3,30 @@
 //! some `perf script` builds print), under the module of its DSO.
 
 use super::{
-    bare_event_name, choose_event, module_of_dso, other_events_note, test_name, FrameNames, ImportError, ImportOptions,
-    Imported, SampleTimes, StackCollector,
+    bare_event_name, choose_event, module_of_dso, other_events_note, test_name, AnnotatedSamples, FrameNames,
+    ImportError, ImportOptions, Imported, SampleTimes, StackCollector, KERNEL_MAPPING,
 };
 use crate::model::mode::{is_kernel_address, Mode};
 use crate::model::profile::{module, NO_IP_FUNCTION, UNKNOWN_FUNCTION};
 use crate::model::{ModeFilter, ProfileBuilder, SampleFilter};
 use crate::symbols::function_name;
+use crate::symbols::lines::answers_to;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 use upcmp_parsers::perf_script::{for_each_sample_in_piece, piece_end, Chain, Frame, Sample, MAX_LINE_BYTES};
 use upcmp_parsers::{ParseError, Position};
+
+/// What is collected beside the flat profile.
+#[derive(Clone, Copy)]
+struct Want<'a> {
+    /// The call stacks.
+    stacks: bool,
+    /// The sampled offsets of these functions (`--annotate`).
+    annotate: &'a [String],
+}
 
 /// What the samples of one event add up to.
 #[derive(Default)]
@@ -30,13 +40,17 @@ struct EventTally {
     /// Where the event's first sample is: (piece, sample in the piece), to find the
     /// input's first event however the pieces were merged.
     first_seen: (usize, u64),
+    /// The functions annotated, and their samples by (function, DSO) and offset.
+    annotate: Vec<String>,
+    annotated: HashMap<(String, String), BTreeMap<u64, u64>>,
 }
 
 impl EventTally {
-    fn new(stacks: bool, first_seen: (usize, u64)) -> Self {
+    fn new(want: Want<'_>, first_seen: (usize, u64)) -> Self {
         EventTally {
-            stacks: StackCollector::new(stacks),
+            stacks: StackCollector::new(want.stacks),
             first_seen,
+            annotate: want.annotate.to_vec(),
             ..Default::default()
         }
     }
@@ -54,8 +68,18 @@ impl EventTally {
         }
         match s.leaf() {
             Some(f) => {
-                self.counts
-                    .add_one(cpu, &module_of_dso(f.dso, f.ip), &frame_function(f), period);
+                let name = frame_function(f);
+                self.counts.add_one(cpu, &module_of_dso(f.dso, f.ip), &name, period);
+                if let (false, Some(dso), Some(offset)) = (self.annotate.is_empty(), f.dso, f.offset) {
+                    if self.annotate.iter().any(|w| answers_to(&name, w)) {
+                        *self
+                            .annotated
+                            .entry((name.into_owned(), dso.to_string()))
+                            .or_default()
+                            .entry(offset)
+                            .or_default() += 1;
+                    }
+                }
                 if self.stacks.wanted() {
                     self.names.clear();
                     // Inlined frames are left out, as perf report's stacks of perf.data
@@ -88,6 +112,12 @@ impl EventTally {
         self.max_cpu = self.max_cpu.max(o.max_cpu);
         self.no_ip += o.no_ip;
         self.first_seen = self.first_seen.min(o.first_seen);
+        for (k, m) in o.annotated {
+            let into = self.annotated.entry(k).or_default();
+            for (off, n) in m {
+                *into.entry(off).or_default() += n;
+            }
+        }
     }
 }
 
@@ -192,11 +222,11 @@ impl Tally {
         name: &str,
         at: Position,
         index: usize,
-        stacks: bool,
+        want: Want<'_>,
         filter: &SampleFilter,
     ) -> Result<usize, ParseError> {
         let t = self;
-        let chain = if stacks { Chain::Full } else { Chain::Leaf };
+        let chain = if want.stacks { Chain::Full } else { Chain::Leaf };
         let mut n = 0u64;
         let stats = for_each_sample_in_piece(piece, name, chain, at, |s| {
             let kept = filter.is_empty() || {
@@ -213,7 +243,7 @@ impl Tally {
                 None => t
                     .events
                     .entry(key.to_string())
-                    .or_insert_with(|| EventTally::new(stacks, (index, n))),
+                    .or_insert_with(|| EventTally::new(want, (index, n))),
             };
             e.sample(s, kept);
             n += 1;
@@ -275,7 +305,7 @@ fn tally_in_pieces(
     mut input: impl BufRead,
     name: &str,
     path: &Path,
-    stacks: bool,
+    want: Want<'_>,
     filter: &SampleFilter,
     piece_bytes: usize,
     start: Position,
@@ -283,7 +313,7 @@ fn tally_in_pieces(
     let mut first = Vec::with_capacity(piece_bytes.min(PIECE_BYTES));
     if fill(&mut input, &mut first, piece_bytes, path)? {
         let mut t = Tally::default();
-        t.add_piece(&first, name, start, 0, stacks, filter)?;
+        t.add_piece(&first, name, start, 0, want, filter)?;
         return Ok(t);
     }
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
@@ -298,7 +328,7 @@ fn tally_in_pieces(
                 loop {
                     let job = work_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((index, at, piece)) = job else { break };
-                    let r = t.add_piece(&piece, name, at, index, stacks, filter);
+                    let r = t.add_piece(&piece, name, at, index, want, filter);
                     if done_tx.send(Done::Piece(index, r, piece)).is_err() {
                         return;
                     }
@@ -423,7 +453,11 @@ fn header_events(input: &mut impl BufRead, name: &str, path: &Path) -> Result<(V
 /// Reads perf script output from `input` (named `name` in errors).
 pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let (listed, start) = header_events(&mut input, name, path)?;
-    let mut tally = tally_in_pieces(input, name, path, opts.stacks, &opts.filter, PIECE_BYTES, start)?;
+    let want = Want {
+        stacks: opts.stacks,
+        annotate: &opts.annotate,
+    };
+    let mut tally = tally_in_pieces(input, name, path, want, &opts.filter, PIECE_BYTES, start)?;
     if let Some((_, m)) = tally.missing {
         return Err(m.error(name));
     }
@@ -442,7 +476,7 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
             (Some(events[chosen].0.clone()), other_events_note(&counts, chosen))
         }
     };
-    let mut chosen = EventTally::new(opts.stacks, (0, 0));
+    let mut chosen = EventTally::new(want, (0, 0));
     for (k, e) in std::mem::take(&mut tally.events) {
         if k.is_empty() || Some(&k) == event.as_ref() {
             chosen.merge(e);
@@ -454,6 +488,7 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
         times,
         max_cpu,
         no_ip,
+        annotated,
         ..
     } = chosen;
     let samples = counts.samples();
@@ -482,9 +517,38 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
     let basis = times.basis(&event, opts.period_sec, None, counts.cpu_count(), &mut warnings);
     Ok(Imported {
         stacks: stacks.finish(),
-        annotated: Vec::new(),
+        annotated: annotated_samples(annotated, opts),
         profile: basis.finish(counts, test_name(path), None, event, warnings),
     })
+}
+
+/// The annotated functions' samples by offset into their symbol, in the DSO perf script
+/// names (no build-id is printed); the kernel's in `--vmlinux`'s file, else
+/// [`KERNEL_MAPPING`].
+fn annotated_samples(
+    annotated: HashMap<(String, String), BTreeMap<u64, u64>>,
+    opts: &ImportOptions,
+) -> Vec<AnnotatedSamples> {
+    let mut out: Vec<AnnotatedSamples> = annotated
+        .into_iter()
+        .map(|((function, dso), samples)| {
+            let kernel = dso == KERNEL_MAPPING;
+            let file = match (&opts.vmlinux, kernel) {
+                (Some(v), true) => v.clone(),
+                _ => PathBuf::from(dso),
+            };
+            AnnotatedSamples {
+                function,
+                file,
+                build_id: None,
+                samples,
+                kernel,
+                by_offset: true,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.function, &a.file).cmp(&(&b.function, &b.file)));
+    out
 }
 
 #[cfg(test)]
@@ -503,7 +567,8 @@ mod tests {
         piece_bytes: usize,
         start: Position,
     ) -> Result<Tally, ImportError> {
-        tally_in_pieces(input, "s", Path::new("s.txt"), stacks, filter, piece_bytes, start)
+        let want = Want { stacks, annotate: &[] };
+        tally_in_pieces(input, "s", Path::new("s.txt"), want, filter, piece_bytes, start)
     }
 
     /// Three processes on two CPUs, with call chains: sh (pid 10, two threads) in the kernel
