@@ -190,6 +190,15 @@ fn repeated_runs_are_kept_and_compared_with_welch() {
 /// the CSV, and the names are now compared as printed. The other's cause is not known
 /// (its message was not kept: an assertion listing A/B rows). The rate after the fix is
 /// not yet measured.
+///
+/// Then (docs/formulas.md, "The live test"): under load the model fitted over every
+/// function of the system-wide profile took other programs' run-to-run spread (143% of a
+/// function's time per run, against 6.9% on the test's own samples), and a stat-path row
+/// with a 7% spread had q up to 0.063. The stat path is now checked on the test's own
+/// samples (`--only-test`, with an A/A of them too), and system-wide only when the report
+/// does not say that other processes held more than 5% of the CPU time. 15 runs with
+/// twelve busy loops (load 13 to 15) and 3 idle: none failed; the `--only-test` check's
+/// largest q was 5.6e-6, four orders of magnitude inside 0.05.
 #[test]
 fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     if !perf_usable(true) {
@@ -234,6 +243,25 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
         allowed + 1,
     );
     assert!(marked <= allowed, "A/A: {marked} of {} rows marked: {aa:#?}", aa.len());
+    // The same on the test's own samples, whose noise model is not widened by others'.
+    let out = run_in(tmp.path(), UPCMP, &["a1", "a2", "aa_own", "0", "--only-test"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let aa_own: Vec<FunctionRow> = function_rows(&tmp.path().join("aa_own"))
+        .into_iter()
+        .filter(|r| r.listed)
+        .collect();
+    let marked_own = aa_own.iter().filter(|r| r.marked()).count();
+    let allowed_own = (aa_own.len() / 100).max(2);
+    eprintln!(
+        "A/A --only-test: {marked_own} of {} listed rows marked ({allowed_own} allowed); smallest p {:.3e}",
+        aa_own.len(),
+        aa_own.iter().filter_map(|r| r.p_value).fold(1.0, f64::min)
+    );
+    assert!(
+        marked_own <= allowed_own,
+        "A/A --only-test: {marked_own} of {} rows marked: {aa_own:#?}",
+        aa_own.len()
+    );
 
     // Cutoff 0.1%, or less when other programs' CPU time (the profile is system-wide) makes
     // 0.1% of a run more than 8 ms: the stat path's 10 ms rows must be in the family.
@@ -264,27 +292,37 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
         })
         .collect();
     assert_eq!(printed, listed);
-    let stat_path: Vec<&FunctionRow> = ab
-        .iter()
-        .filter(|r| r.name.contains("stat") || r.name.contains("lookup") || r.name.contains("walk_component"))
-        .filter(|r| r.delta >= 0.01 && r.run1 * 10.0 <= r.run2)
-        // Only listed rows are in the family (the cutoff above lists these).
-        .filter(|r| r.listed)
-        .collect();
-    for r in &stat_path {
-        eprintln!(
-            "A/B: {} +{:.3} s, sd {:.1}%, p {:.3e}, q {:.3e}",
-            r.name,
-            r.delta,
-            r.run2_sd_pct,
-            r.p_value.unwrap_or(f64::NAN),
-            r.q_value.unwrap_or(f64::NAN)
+    // The others' note: other processes held much of the CPU time (the comparison counts
+    // them) and their run-to-run spread is in the noise model fitted over every function.
+    let results = fs::read_to_string(
+        tmp.path()
+            .join(if cutoff == "0.1000" { "ab" } else { "ab_busy" })
+            .join("results"),
+    )
+    .unwrap();
+    let others_busy = results.contains("other processes than the test's held more than");
+    let system_wide = stat_path(&ab, "A/B");
+    assert!(!system_wide.is_empty(), "A/B: no growth on the stat path: {ab:#?}");
+    if others_busy {
+        eprintln!("A/B: other processes were busy: the stat path is checked on the test's own samples");
+    } else {
+        assert!(
+            system_wide.iter().all(|r| r.verdict == "significant"),
+            "A/B: a large growth on the stat path is not marked: {system_wide:#?}"
         );
     }
-    assert!(!stat_path.is_empty(), "A/B: no growth on the stat path: {ab:#?}");
+    // The test's own samples (--only-test), busy machine or not.
+    let out = run_in(tmp.path(), UPCMP, &["a1", "b", "ab_own", "0.1", "--only-test"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let own_rows = function_rows(&tmp.path().join("ab_own"));
+    let own = stat_path(&own_rows, "A/B --only-test");
     assert!(
-        stat_path.iter().all(|r| r.verdict == "significant"),
-        "A/B: a large growth on the stat path is not marked: {stat_path:#?}"
+        !own.is_empty(),
+        "A/B --only-test: no growth on the stat path: {own_rows:#?}"
+    );
+    assert!(
+        own.iter().all(|r| r.verdict == "significant"),
+        "A/B --only-test: a large growth on the stat path is not marked: {own:#?}"
     );
 
     // --hide-noise keeps only the marked rows.
@@ -293,6 +331,30 @@ fn a_a_marks_almost_nothing_and_a_b_marks_the_injected_path() {
     let hidden = printed_verdicts(&stdout(&out));
     assert!(hidden.iter().all(|r| r.1 == "significant"), "{hidden:?}");
     assert_eq!(hidden.len(), ab.iter().filter(|r| r.listed && r.marked()).count());
+}
+
+/// The listed rows of the stat path that grew by 10 ms a repetition or more from less
+/// than a tenth of that (so not other programs' path lookups, which both sides see
+/// alike), each printed with its test.
+fn stat_path<'a>(rows: &'a [FunctionRow], what: &str) -> Vec<&'a FunctionRow> {
+    let path: Vec<&FunctionRow> = rows
+        .iter()
+        .filter(|r| r.name.contains("stat") || r.name.contains("lookup") || r.name.contains("walk_component"))
+        .filter(|r| r.delta >= 0.01 && r.run1 * 10.0 <= r.run2)
+        // Only listed rows are in the family (the cutoff lists these).
+        .filter(|r| r.listed)
+        .collect();
+    for r in &path {
+        eprintln!(
+            "{what}: {} +{:.3} s, sd {:.1}%, p {:.3e}, q {:.3e}",
+            r.name,
+            r.delta,
+            r.run2_sd_pct,
+            r.p_value.unwrap_or(f64::NAN),
+            r.q_value.unwrap_or(f64::NAN)
+        );
+    }
+    path
 }
 
 #[test]

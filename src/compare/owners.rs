@@ -206,7 +206,8 @@ impl OwnerComparison {
         };
         Some(format!(
             "other processes than the test's held more than {:.0}% of the CPU time ({}; {}): the comparison \
-             counts them (it is system-wide); upcmp --only-test compares the test's processes alone",
+             counts them (it is system-wide), and their run-to-run spread enters the noise model of every row; \
+             upcmp --only-test compares the test's processes alone",
             100.0 * BUSY_OTHERS_SHARE,
             side(1, &self.run1, cpu1, s1),
             side(2, &self.run2, cpu2, s2)
