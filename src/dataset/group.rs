@@ -64,16 +64,7 @@ fn scan_table(dataset: &Path, table: &str, columns: &[&str]) -> Result<DataFrame
 /// The files of one table for some runs of one test, read in one scan (no hive columns:
 /// each file holds one run's rows of one test).
 fn read_files(paths: &[PathBuf]) -> Result<DataFrame, DatasetError> {
-    let args = ScanArgsParquet {
-        hive_options: HiveOptions::new_disabled(),
-        glob: false,
-        ..Default::default()
-    };
-    let paths: Vec<PlRefPath> = paths
-        .iter()
-        .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
-        .collect();
-    Ok(LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)?.collect()?)
+    Ok(super::scan::scan_files(paths)?.collect()?)
 }
 
 fn strs<'a>(df: &'a DataFrame, name: &str) -> Result<impl Iterator<Item = Option<&'a str>> + 'a, DatasetError> {

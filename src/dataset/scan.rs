@@ -221,9 +221,9 @@ fn selected_files(dataset: &Path, table: &str, sel: &Selection) -> Result<Vec<Ve
     Ok(out)
 }
 
-/// A lazy scan of `columns` of `files` (no partition columns: each file holds one run's rows
-/// of one test).
-fn scan_files(files: &[PathBuf], columns: &[&str]) -> Result<LazyFrame, DatasetError> {
+/// A lazy scan of `files` (no partition columns: each file holds one run's rows of one
+/// test).
+pub(super) fn scan_files(files: &[PathBuf]) -> Result<LazyFrame, DatasetError> {
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),
         glob: false,
@@ -233,8 +233,21 @@ fn scan_files(files: &[PathBuf], columns: &[&str]) -> Result<LazyFrame, DatasetE
         .iter()
         .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
         .collect();
-    let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
-    Ok(LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)?.select(cols))
+    Ok(LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)?)
+}
+
+/// [`scan_files`], only `columns`.
+fn scan_columns(files: &[PathBuf], columns: &[&str]) -> Result<LazyFrame, DatasetError> {
+    Ok(scan_files(files)?.select(columns.iter().map(|c| col(*c)).collect::<Vec<Expr>>()))
+}
+
+/// Whether `path` exists (a file missing is no error; any other failure to look is).
+fn exists(path: &Path) -> Result<bool, DatasetError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_err(path)(e)),
+    }
 }
 
 /// The selected runs of each test, in start order (then run id and test), with their labels
@@ -256,22 +269,24 @@ fn runs_in_batches(dataset: &Path, sel: &Selection, batch: usize) -> Result<Vec<
     let mut out: Vec<ScannedRun> = Vec::new();
     for files in selected_files(dataset, "runs", sel)? {
         for chunk in files.chunks(batch.max(1)) {
-            let label_files: Vec<PathBuf> = chunk
-                .iter()
-                .filter_map(|p| p.strip_prefix(&runs_root).ok().map(|rel| labels_root.join(rel)))
-                .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
-                .collect();
+            let mut label_files: Vec<PathBuf> = Vec::new();
+            for rel in chunk.iter().filter_map(|p| p.strip_prefix(&runs_root).ok()) {
+                let p = labels_root.join(rel);
+                if exists(&p)? {
+                    label_files.push(p);
+                }
+            }
             // One test's files: a run id names its labels.
             let mut labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
             if !label_files.is_empty() {
-                let df = scan_files(&label_files, &["run_id", "key", "value", "schema_version"])?.collect()?;
+                let df = scan_columns(&label_files, &["run_id", "key", "value", "schema_version"])?.collect()?;
                 check_version(&df, dataset, "labels")?;
                 let (ids, keys, values) = (strs(&df, "run_id")?, strs(&df, "key")?, strs(&df, "value")?);
                 for ((id, k), v) in ids.into_iter().zip(keys).zip(values) {
                     labels.entry(id).or_default().insert(k, v);
                 }
             }
-            let df = scan_files(
+            let df = scan_columns(
                 chunk,
                 &[
                     "run_id",
@@ -388,29 +403,13 @@ fn each_batch(
     let mut by_test: BTreeMap<&str, Vec<PathBuf>> = BTreeMap::new();
     for r in runs {
         let path = run_file(dataset, table, r);
-        match std::fs::symlink_metadata(&path) {
-            Ok(_) => by_test.entry(r.test.as_str()).or_default().push(path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(&path)(e)),
+        if exists(&path)? {
+            by_test.entry(r.test.as_str()).or_default().push(path);
         }
     }
-    let args = ScanArgsParquet {
-        // Each file holds one run's rows of one test: no partition columns needed.
-        hive_options: HiveOptions::new_disabled(),
-        glob: false,
-        ..Default::default()
-    };
-    let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
     for (test, paths) in by_test {
         for chunk in paths.chunks(batch.max(1)) {
-            let files: Vec<PlRefPath> = chunk
-                .iter()
-                .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
-                .collect();
-            each(
-                test,
-                LazyFrame::scan_parquet_files(files.into_iter().collect(), args.clone())?.select(cols.clone()),
-            )?;
+            each(test, scan_columns(chunk, columns)?)?;
         }
     }
     Ok(())
