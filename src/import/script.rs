@@ -28,6 +28,10 @@ struct Want<'a> {
     annotate: &'a [String],
 }
 
+/// Samples by function, DSO and offset: looked up by borrowed names, so a sample allocates
+/// nothing once its function and DSO have been seen.
+type Annotated = HashMap<String, HashMap<String, BTreeMap<u64, u64>>>;
+
 /// What the samples of one event add up to.
 #[derive(Default)]
 struct EventTally {
@@ -40,9 +44,9 @@ struct EventTally {
     /// Where the event's first sample is: (piece, sample in the piece), to find the
     /// input's first event however the pieces were merged.
     first_seen: (usize, u64),
-    /// The functions annotated, and their samples by (function, DSO) and offset.
+    /// The functions annotated, and their samples by function, DSO and offset.
     annotate: Vec<String>,
-    annotated: HashMap<(String, String), BTreeMap<u64, u64>>,
+    annotated: Annotated,
 }
 
 impl EventTally {
@@ -71,13 +75,11 @@ impl EventTally {
                 let name = frame_function(f);
                 self.counts.add_one(cpu, &module_of_dso(f.dso, f.ip), &name, period);
                 if let (false, Some(dso), Some(offset)) = (self.annotate.is_empty(), f.dso, f.offset) {
-                    if self.annotate.iter().any(|w| answers_to(&name, w)) {
-                        *self
-                            .annotated
-                            .entry((name.into_owned(), dso.to_string()))
-                            .or_default()
-                            .entry(offset)
-                            .or_default() += 1;
+                    // Code is read from an ELF file the DSO names, or the kernel's vmlinux; a
+                    // module's (`[ext4]`) or `[vdso]` has no file here.
+                    let file = dso == KERNEL_MAPPING || !dso.starts_with('[');
+                    if file && self.annotate.iter().any(|w| answers_to(&name, w)) {
+                        count_at(&mut self.annotated, &name, dso, offset, 1);
                     }
                 }
                 if self.stacks.wanted() {
@@ -112,13 +114,26 @@ impl EventTally {
         self.max_cpu = self.max_cpu.max(o.max_cpu);
         self.no_ip += o.no_ip;
         self.first_seen = self.first_seen.min(o.first_seen);
-        for (k, m) in o.annotated {
-            let into = self.annotated.entry(k).or_default();
-            for (off, n) in m {
-                *into.entry(off).or_default() += n;
+        for (function, by_dso) in o.annotated {
+            for (dso, m) in by_dso {
+                for (offset, n) in m {
+                    count_at(&mut self.annotated, &function, &dso, offset, n);
+                }
             }
         }
     }
+}
+
+/// Adds `n` samples of `function` in `dso` at `offset`.
+fn count_at(annotated: &mut Annotated, function: &str, dso: &str, offset: u64, n: u64) {
+    if !annotated.contains_key(function) {
+        annotated.insert(function.to_string(), HashMap::new());
+    }
+    let by_dso = annotated.get_mut(function).expect("inserted above");
+    if !by_dso.contains_key(dso) {
+        by_dso.insert(dso.to_string(), BTreeMap::new());
+    }
+    *by_dso.get_mut(dso).expect("inserted above").entry(offset).or_default() += n;
 }
 
 /// The function of a frame, as perf report names it from the symbol table.
@@ -525,13 +540,11 @@ pub fn read(mut input: impl BufRead, name: &str, path: &Path, opts: &ImportOptio
 /// The annotated functions' samples by offset into their symbol, in the DSO perf script
 /// names (no build-id is printed); the kernel's in `--vmlinux`'s file, else
 /// [`KERNEL_MAPPING`].
-fn annotated_samples(
-    annotated: HashMap<(String, String), BTreeMap<u64, u64>>,
-    opts: &ImportOptions,
-) -> Vec<AnnotatedSamples> {
+fn annotated_samples(annotated: Annotated, opts: &ImportOptions) -> Vec<AnnotatedSamples> {
     let mut out: Vec<AnnotatedSamples> = annotated
         .into_iter()
-        .map(|((function, dso), samples)| {
+        .flat_map(|(function, by_dso)| by_dso.into_iter().map(move |(dso, m)| (function.clone(), dso, m)))
+        .map(|(function, dso, samples)| {
             let kernel = dso == KERNEL_MAPPING;
             let file = match (&opts.vmlinux, kernel) {
                 (Some(v), true) => v.clone(),
