@@ -63,10 +63,43 @@ pub(crate) fn headless_args(profile: &Path) -> Vec<String> {
 }
 
 /// Opens `page#selftest` headless and waits for its scripts (virtual time runs the
-/// timers at once; the browser is killed after two minutes of real time).
+/// timers at once; the browser is killed after two minutes of real time). A browser that
+/// exits having printed no DOM at all (seen once in CI, with the whole suite running and
+/// nothing on the browser's log) is run again, twice at most: a page that breaks the renderer fails
+/// every time, and a page whose DOM lacks the report fails at once.
 pub(crate) fn open(browser: &str, page: &Path) -> Rendered {
-    let profile = tempdir();
     let url = format!("file://{}#selftest", page.canonicalize().unwrap().display());
+    let mut tries = Vec::new();
+    let (dom, log) = loop {
+        let (status, dom, log) = dump_dom(browser, &url);
+        if !dom.trim().is_empty() || tries.len() == 2 {
+            break (dom, log);
+        }
+        eprintln!("{browser} printed no DOM for {url} ({status}); running it again");
+        tries.push(format!("{status}\n{log}"));
+    };
+    let console: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    let at = dom.find("<pre id=\"upcmp-selftest\" hidden=\"\">").unwrap_or_else(|| {
+        panic!("no self-test report in the DOM; browser log:\n{log}\nDOM:\n{dom}\nearlier tries: {tries:#?}")
+    });
+    let text = &dom[at..];
+    let text = &text[text.find('>').unwrap() + 1..text.find("</pre>").unwrap()];
+    let json = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&");
+    let selftest = serde_json::from_str(&json).unwrap_or_else(|e| panic!("self-test report: {e}: {json}"));
+    Rendered { dom, selftest, console }
+}
+
+/// One headless run with `--dump-dom`: its exit status, the DOM it printed and its log.
+fn dump_dom(browser: &str, url: &str) -> (std::process::ExitStatus, String, String) {
+    let profile = tempdir();
     let mut child = Command::new(browser)
         .args(headless_args(profile.path()))
         .args([
@@ -74,7 +107,7 @@ pub(crate) fn open(browser: &str, page: &Path) -> Rendered {
             "--v=0",
             "--virtual-time-budget=30000",
             "--dump-dom",
-            &url,
+            url,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -92,32 +125,21 @@ pub(crate) fn open(browser: &str, page: &Path) -> Rendered {
         std::io::Read::read_to_string(&mut err, &mut s).map(|_| s)
     });
     let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
         if start.elapsed() > Duration::from_secs(120) {
             child.kill().unwrap();
             panic!("{browser} did not finish {url} in two minutes");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let dom = out_reader.join().unwrap().unwrap();
-    let log = err_reader.join().unwrap().unwrap();
-    let console: Vec<String> = log
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_string)
-        .collect();
-    let at = dom
-        .find("<pre id=\"upcmp-selftest\" hidden=\"\">")
-        .unwrap_or_else(|| panic!("no self-test report in the DOM; browser log:\n{log}\nDOM:\n{dom}"));
-    let text = &dom[at..];
-    let text = &text[text.find('>').unwrap() + 1..text.find("</pre>").unwrap()];
-    let json = text
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&nbsp;", "\u{a0}")
-        .replace("&amp;", "&");
-    let selftest = serde_json::from_str(&json).unwrap_or_else(|e| panic!("self-test report: {e}: {json}"));
-    Rendered { dom, selftest, console }
+    };
+    (
+        status,
+        out_reader.join().unwrap().unwrap(),
+        err_reader.join().unwrap().unwrap(),
+    )
 }
 
 pub(crate) fn assert_no_errors(r: &Rendered) {
