@@ -11,7 +11,7 @@ use crate::store::prfout::{self, PRFOUT_FILE};
 use crate::store::samples::for_each_record;
 use crate::store::system::VMLINUX_KEY;
 use crate::store::StoreError;
-use crate::symbols::lines::{debug_file_for, function_code, FunctionCode, KERNEL_DEBUG_PACKAGES};
+use crate::symbols::lines::{debug_file_for, functions_code, FunctionCode, KERNEL_DEBUG_PACKAGES};
 use crate::symbols::KernelSymbols;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -187,37 +187,63 @@ pub fn run_side_samples(
         })?;
     }
     let first = reps.first().map(|r| r.1);
-    let mut out = Vec::with_capacity(functions.len());
-    for (f, by_offset) in functions.iter().zip(by_offset) {
-        let by_offset: BTreeMap<u64, Vec<(u64, f64)>> = by_offset.into_iter().collect();
-        let offsets: Vec<u64> = by_offset.keys().copied().collect();
-        let range = first.and_then(|s| s.range_of(f).map(|r| (r, s)));
-        let code = match range {
-            None => FunctionCode {
+    let by_offset: Vec<BTreeMap<u64, Vec<(u64, f64)>>> =
+        by_offset.into_iter().map(|m| m.into_iter().collect()).collect();
+    // Each function's code, the functions of one file read together (its symbols
+    // scanned and its DWARF indexed once).
+    let mut codes: Vec<Option<FunctionCode>> = vec![None; functions.len()];
+    let mut by_file: BTreeMap<(PathBuf, Option<PathBuf>), Vec<(usize, u64)>> = BTreeMap::new();
+    for (k, f) in functions.iter().enumerate() {
+        let Some((range, symbols)) = first.and_then(|s| s.range_of(f).map(|r| (r, s))) else {
+            codes[k] = Some(FunctionCode {
                 symbol: f.to_string(),
                 missing: vec![format!(
                     "{f} is not a kernel function of the run (its kallsyms.gz): nothing sampled in it"
                 )],
                 ..FunctionCode::default()
-            },
-            Some((range, symbols)) => {
-                let module = symbols.resolve(range.start).and_then(|(_, m)| m);
-                let size = range.end - range.start;
-                match code.files(module) {
-                    Ok((elf, debug)) => function_code(&elf, debug.as_deref(), f, &offsets, KERNEL_DEBUG_PACKAGES)
-                        .unwrap_or_else(|e| missing_code(f, size, e.to_string())),
-                    Err(why) => missing_code(f, size, why),
+            });
+            continue;
+        };
+        let module = symbols.resolve(range.start).and_then(|(_, m)| m);
+        let size = range.end - range.start;
+        match code.files(module) {
+            Ok(files) => by_file.entry(files).or_default().push((k, size)),
+            Err(why) => codes[k] = Some(missing_code(f, size, why)),
+        }
+    }
+    for ((elf, debug), ks) in by_file {
+        let offsets: Vec<Vec<u64>> = ks
+            .iter()
+            .map(|&(k, _)| by_offset[k].keys().copied().collect())
+            .collect();
+        let wanted: Vec<(&str, &[u64])> = ks
+            .iter()
+            .zip(&offsets)
+            .map(|(&(k, _), o)| (functions[k], o.as_slice()))
+            .collect();
+        match functions_code(&elf, debug.as_deref(), &wanted, KERNEL_DEBUG_PACKAGES) {
+            Ok(all) => {
+                for (&(k, size), c) in ks.iter().zip(all) {
+                    codes[k] = Some(c.unwrap_or_else(|e| missing_code(functions[k], size, e.to_string())));
                 }
             }
-        };
-        out.push(SideSamples {
-            code,
+            Err(e) => {
+                for &(k, size) in &ks {
+                    codes[k] = Some(missing_code(functions[k], size, e.to_string()));
+                }
+            }
+        }
+    }
+    Ok(codes
+        .into_iter()
+        .zip(by_offset)
+        .map(|(code, by_offset)| SideSamples {
+            code: code.unwrap_or_default(),
             by_offset,
             runs,
             totals: totals.clone(),
-        });
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 /// A function whose code was not found: its name and size, and why.

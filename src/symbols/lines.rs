@@ -114,61 +114,137 @@ pub fn function_code(
     offsets: &[u64],
     packages: &str,
 ) -> Result<FunctionCode, CodeError> {
+    let mut all = functions_code(code_file, debug_file, &[(name, offsets)], packages)?;
+    all.pop().expect("one function asked, one answered")
+}
+
+/// A function symbol found for a name asked about.
+struct Found {
+    name: String,
+    address: u64,
+    size: u64,
+    section: Option<object::SectionIndex>,
+}
+
+/// The code of each function of `wanted` (a name and the offsets to place besides its
+/// instructions) in `code_file`, lines from `debug_file` (the same file when `None`).
+/// The files are mapped and parsed, their symbols scanned and their DWARF indexed once
+/// for all the functions: a vmlinux has some 10^5 symbols and 10^3 compile units, and
+/// its debug sections may be compressed.
+pub fn functions_code(
+    code_file: &Path,
+    debug_file: Option<&Path>,
+    wanted: &[(&str, &[u64])],
+    packages: &str,
+) -> Result<Vec<Result<FunctionCode, CodeError>>, CodeError> {
     let map = map_file(code_file)?;
     let file = parse_elf(code_file, &map)?;
-    // The function itself (not a clone) first, else the largest clone.
-    let sym = file
-        .symbols()
-        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
-        .filter(|s| s.name().is_ok_and(|n| answers_to(n, name)))
-        .max_by_key(|s| (s.name() == Ok(name), s.size()))
-        .ok_or_else(|| CodeError::NoSymbol {
-            path: code_file.to_path_buf(),
-            name: name.to_string(),
-        })?;
-    let mut code = FunctionCode {
-        symbol: sym.name().unwrap_or(name).to_string(),
-        start: sym.address(),
-        size: sym.size(),
-        ..FunctionCode::default()
-    };
-    let section = sym.section_index().and_then(|i| file.section_by_index(i).ok());
-    match section.and_then(|s| s.data_range(code.start, code.size).ok().flatten()) {
-        Some(bytes) if !bytes.is_empty() => code.bytes = bytes.to_vec(),
-        _ => code.missing.push(format!(
-            "{} holds no code bytes of {} (a separate debug file?): no disassembly; {packages}",
-            code_file.display(),
-            code.symbol
-        )),
-    }
-    if file.architecture() == object::Architecture::X86_64 {
-        code.instructions = disassemble(&code.bytes, code.start);
-    } else if !code.bytes.is_empty() {
-        code.missing.push(format!(
-            "{:?} code is not disassembled (x86-64 only): lines only",
-            file.architecture()
-        ));
-    }
-    let mut wanted: Vec<u64> = code.instructions.iter().map(|c| c.offset).collect();
-    wanted.extend(offsets.iter().copied().filter(|&o| o < code.size.max(1)));
-    wanted.sort_unstable();
-    wanted.dedup();
+    let found = find_symbols(&file, wanted.iter().map(|w| w.0));
     let debug_map;
     let debug = match debug_file {
         Some(p) if p != code_file => {
             debug_map = map_file(p)?;
             parse_elf(p, &debug_map)?
         }
-        _ => file,
+        _ => parse_elf(code_file, &map)?,
     };
-    match places(&debug, code.start, &wanted) {
-        Some(places) => code.places = places,
-        None => code.missing.push(format!(
-            "{} has no line information (.debug_info, .debug_line): no source lines; {packages}",
-            debug_file.unwrap_or(code_file).display()
-        )),
+    let sections = debug_sections(&debug);
+    let endian = if debug.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let lines = sections.as_ref().and_then(|owned| {
+        let dwarf = owned.borrow(|s| gimli::EndianSlice::new(s, endian));
+        addr2line::Context::from_dwarf(dwarf).ok()
+    });
+    let mut out = Vec::with_capacity(wanted.len());
+    for (&(name, offsets), found) in wanted.iter().zip(found) {
+        let Some(sym) = found else {
+            out.push(Err(CodeError::NoSymbol {
+                path: code_file.to_path_buf(),
+                name: name.to_string(),
+            }));
+            continue;
+        };
+        let mut code = FunctionCode {
+            symbol: sym.name,
+            start: sym.address,
+            size: sym.size,
+            ..FunctionCode::default()
+        };
+        let section = sym.section.and_then(|i| file.section_by_index(i).ok());
+        match section.and_then(|s| s.data_range(code.start, code.size).ok().flatten()) {
+            Some(bytes) if !bytes.is_empty() => code.bytes = bytes.to_vec(),
+            _ => code.missing.push(format!(
+                "{} holds no code bytes of {} (a separate debug file?): no disassembly; {packages}",
+                code_file.display(),
+                code.symbol
+            )),
+        }
+        if file.architecture() == object::Architecture::X86_64 {
+            code.instructions = disassemble(&code.bytes, code.start);
+        } else if !code.bytes.is_empty() {
+            code.missing.push(format!(
+                "{:?} code is not disassembled (x86-64 only): lines only",
+                file.architecture()
+            ));
+        }
+        let mut places: Vec<u64> = code.instructions.iter().map(|c| c.offset).collect();
+        places.extend(offsets.iter().copied().filter(|&o| o < code.size.max(1)));
+        places.sort_unstable();
+        places.dedup();
+        match &lines {
+            Some(ctx) => code.places = places.iter().map(|&o| (o, place(ctx, code.start + o))).collect(),
+            None => code.missing.push(format!(
+                "{} has no line information (.debug_info, .debug_line): no source lines; {packages}",
+                debug_file.unwrap_or(code_file).display()
+            )),
+        }
+        out.push(Ok(code));
     }
-    Ok(code)
+    Ok(out)
+}
+
+/// The symbol of each name of `names` in one pass over `file`'s symbols: the function
+/// itself (not a clone) first, else its largest clone (`name.isra.0`).
+fn find_symbols<'n>(file: &object::File<'_>, names: impl Iterator<Item = &'n str>) -> Vec<Option<Found>> {
+    let mut index: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    let mut found: Vec<Option<Found>> = Vec::new();
+    for (k, n) in names.enumerate() {
+        index.entry(n).or_default().push(k);
+        found.push(None);
+    }
+    for s in file.symbols() {
+        if s.kind() != object::SymbolKind::Text || s.size() == 0 {
+            continue;
+        }
+        let Ok(sym_name) = s.name() else { continue };
+        // The symbol itself and each prefix of it that a clone's suffix follows.
+        let prefixes = std::iter::once(sym_name).chain(sym_name.match_indices('.').map(|(i, _)| &sym_name[..i]));
+        for asked in prefixes {
+            let Some(ks) = index.get(asked) else { continue };
+            let exact = asked == sym_name;
+            for &k in ks {
+                let better = match &found[k] {
+                    None => true,
+                    Some(f) => {
+                        let f_exact = f.name == asked;
+                        (exact, s.size()) > (f_exact, f.size)
+                    }
+                };
+                if better {
+                    found[k] = Some(Found {
+                        name: sym_name.to_string(),
+                        address: s.address(),
+                        size: s.size(),
+                        section: s.section_index(),
+                    });
+                }
+            }
+        }
+    }
+    found
 }
 
 /// The x86-64 instructions of `bytes` placed at `start`, by offset.
@@ -195,29 +271,16 @@ fn disassemble(bytes: &[u8], start: u64) -> Vec<CodeInstruction> {
     out
 }
 
-/// The source place of each of `offsets` from `start`, from `file`'s DWARF; `None`
-/// when it has none.
-fn places(file: &object::File<'_>, start: u64, offsets: &[u64]) -> Option<BTreeMap<u64, Option<SourcePlace>>> {
+/// `file`'s DWARF sections (decompressed where need be); `None` without line information.
+fn debug_sections<'a>(file: &object::File<'a>) -> Option<gimli::DwarfSections<Cow<'a, [u8]>>> {
     file.section_by_name(".debug_line")?;
-    let endian = if file.is_little_endian() {
-        gimli::RunTimeEndian::Little
-    } else {
-        gimli::RunTimeEndian::Big
-    };
-    let load = |id: gimli::SectionId| -> Result<Cow<'_, [u8]>, gimli::Error> {
+    let load = |id: gimli::SectionId| -> Result<Cow<'a, [u8]>, gimli::Error> {
         Ok(file
             .section_by_name(id.name())
             .and_then(|s| s.uncompressed_data().ok())
             .unwrap_or(Cow::Borrowed(&[])))
     };
-    let owned = gimli::DwarfSections::load(load).ok()?;
-    let dwarf = owned.borrow(|s| gimli::EndianSlice::new(s, endian));
-    let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
-    let mut out = BTreeMap::new();
-    for &o in offsets {
-        out.insert(o, place(&ctx, start + o));
-    }
-    Some(out)
+    gimli::DwarfSections::load(load).ok()
 }
 
 /// The innermost frame's place at `addr`, with the outermost function it was inlined into.
