@@ -74,7 +74,7 @@ fn a_static_inline_helpers_line_is_found_inlined_into_its_caller_issue_32() {
     let last = code.instructions.last().unwrap();
     assert_eq!(last.offset + last.len, code.size);
     // The source text is found where DWARF says it is.
-    let lines = read_source(&helper[0].file, &[]).expect("the source beside its DWARF path");
+    let lines = read_source(&helper[0].file, &[], &[]).expect("the source beside its DWARF path");
     assert_eq!(lines[8].trim(), "y += (y << 3) ^ (uint64_t)i;");
 }
 
@@ -276,6 +276,7 @@ fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
     opts.annotate = AnnotateOptions {
         functions: vec!["work".into()],
         source_dirs: Vec::new(),
+        ..Default::default()
     };
     let compare = |x: &str, y: &str| {
         upcmp::app::prfcmp::prfcmp(&data(x), &data(y), &ImportOptions::default(), &opts)
@@ -411,7 +412,7 @@ fn repetitions_mark_the_changed_line_significant_and_an_a_a_nothing_issue_32() {
         .collect();
     let side = |k: usize| {
         let reps: Vec<_> = imported[k].iter().map(|i| (&i.annotated[..], &i.profile)).collect();
-        upcmp::app::annotate::side_of("work", &reps)
+        upcmp::app::annotate::side_of("work", &reps, &[])
     };
     let (one, two, again) = (side(0), side(1), side(2));
     assert_eq!(one.runs, 3);

@@ -354,6 +354,10 @@ fn screenshot(browser: &str, page: &Path, dir: &Path) {
     let html = html
         .replace("<details class=\"annotate\"", "<details open class=\"annotate\"")
         .replace(
+            "<details class=\"annotate on-demand\"",
+            "<details open class=\"annotate on-demand\"",
+        )
+        .replace(
             "<details class=\"annotate-insns\"",
             "<details open class=\"annotate-insns\"",
         );
@@ -560,5 +564,120 @@ fn a_perf_recordings_kernel_function_is_annotated_from_the_vmlinux_issue_32() {
     assert!(
         text.contains("--vmlinux FILE") && text.contains("linux-image-"),
         "{text}"
+    );
+}
+
+/// Without `--annotate`, the page still holds every listed function whose code is
+/// found, rendered when opened: clicking `work` in the function table opens its lines,
+/// the same as `--annotate work` gives; the text outputs stay as they were.
+#[test]
+fn the_page_opens_every_listed_function_on_demand_issue_32() {
+    let f = fixture();
+    let (_, asked) = annotate(&f, &[]);
+    let rows = line_rows(&asked);
+    let o = run_in(f.dir.path(), UPCMP, &["a", "b", "plain", "-q"]);
+    assert!(o.status.success(), "upcmp: {}", stderr(&o));
+    let r = f.dir.path().join("plain");
+    assert!(
+        !r.join("results.annotate").exists(),
+        "nothing asked, no results.annotate"
+    );
+    let html = fs::read_to_string(r.join("results.html")).unwrap();
+    assert!(html.contains("<details class=\"annotate on-demand\" data-function=\"work\">"));
+    let Some(browser) = crate::html::browser() else { return };
+    let page = crate::html::open(browser, &r.join("results.html"));
+    crate::html::assert_no_errors(&page);
+    let links = &page.selftest["annotation_links"][0];
+    assert!(
+        links["names"].as_array().unwrap().iter().any(|n| n == "work"),
+        "{links}"
+    );
+    let work = page.selftest["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["function"] == "work")
+        .unwrap_or_else(|| panic!("no row of work: {}", page.selftest["annotations"]));
+    // Closed, and its table not in the page, until opened.
+    assert_eq!(work["open_at_first"], false);
+    assert!(!work["text_closed"].as_str().unwrap().contains("samples 1"), "{work}");
+    assert!(
+        work["text_closed"]
+            .as_str()
+            .unwrap()
+            .contains("hottest changed line prog.c:8"),
+        "{work}"
+    );
+    assert_eq!(work["open"], true);
+    let shown: Vec<Vec<String>> = serde_json::from_value(work["lines"].clone()).unwrap();
+    assert_eq!(shown.len(), rows.len(), "{shown:?}");
+    for (cells, row) in shown.iter().zip(&rows) {
+        assert_eq!(cells[0], format!("prog.c:{}", row.0), "{cells:?}");
+        assert_eq!(cells[5..7], [row.1[0].to_string(), row.1[1].to_string()], "{cells:?}");
+    }
+    // The first linked name opened its own row, showing its line table.
+    let first = links["names"][0].as_str().unwrap();
+    assert_eq!(
+        links["opened"],
+        serde_json::json!([first.split(" [").next().unwrap()]),
+        "{links}"
+    );
+    assert!(links["opened_text"].as_str().unwrap().contains("samples 1"), "{links}");
+    screenshot(browser, &r.join("results.html"), f.dir.path());
+}
+
+/// A run another user wrote gets only what that user could read: a source file its
+/// DWARF names that only root may read shows no text (the same file readable by all
+/// does), and a vmlinux only root may read is not read (docs/security.md).
+#[test]
+fn a_foreign_run_shows_nothing_its_owner_could_not_read_issue_32() {
+    use std::os::unix::fs::PermissionsExt;
+    if !crate::util::is_root() {
+        eprintln!("skipped: giving the runs to another user needs root");
+        return;
+    }
+    let f = fixture();
+    let dir = f.dir.path();
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).unwrap();
+    for run in ["a", "b"] {
+        crate::hostile::chown_tree(&dir.join(run), crate::hostile::NOBODY);
+    }
+    let mode = |file: &str, m: u32| fs::set_permissions(dir.join(file), fs::Permissions::from_mode(m)).unwrap();
+    let texts = |extra: &[&str]| -> (Vec<serde_json::Value>, serde_json::Value) {
+        let (_, json) = annotate(&f, extra);
+        let a = json["annotate"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["function"] == "work")
+            .unwrap()
+            .clone();
+        let texts = a["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["text"].clone())
+            .collect();
+        (texts, a["missing"].clone())
+    };
+    mode("prog.c", 0o644);
+    let (shown, missing) = texts(&[]);
+    assert!(
+        !shown.is_empty() && shown.iter().all(|t| t.is_string()),
+        "{shown:?} {missing}"
+    );
+    mode("prog.c", 0o600);
+    let (hidden, _) = texts(&["--annotate-page", "0"]);
+    assert_eq!(hidden.len(), shown.len());
+    assert!(
+        hidden.iter().all(|t| t.is_null()),
+        "root's source shown for nobody's run: {hidden:?}"
+    );
+    mode("vmlinux", 0o600);
+    let (_, missing) = texts(&[]);
+    let missing = missing.to_string();
+    assert!(
+        missing.contains("is not readable by the run's owner (uid 65534)"),
+        "{missing}"
     );
 }

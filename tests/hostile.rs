@@ -1166,7 +1166,7 @@ fn a_full_disk_marks_the_run_failed_with_the_reason() {
 
 const UPSRUN: &str = env!("CARGO_BIN_EXE_upsrun");
 /// The user id of `nobody`, who owns what a hostile local user would.
-const NOBODY: u32 = 65534;
+pub(crate) const NOBODY: u32 = 65534;
 
 /// A run of upsrun's that `upsrun --analyse RUN/work` can analyse: its marker, kernel
 /// symbols and one test with a profile and samples (the fixtures of tests/upsrun.rs).
@@ -1187,7 +1187,7 @@ fn analysable_run(at: &Path) -> PathBuf {
 }
 
 /// Gives `path` and everything under it (links themselves, not their targets) to `uid`.
-fn chown_tree(path: &Path, uid: u32) {
+pub(crate) fn chown_tree(path: &Path, uid: u32) {
     std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
     if path.symlink_metadata().unwrap().is_dir() {
         for e in fs::read_dir(path).unwrap() {

@@ -14,8 +14,9 @@ pub type Recording<'a> = (&'a [AnnotatedSamples], &'a Profile);
 
 /// One side of `function`, one or more repetitions of one build: its samples placed on
 /// the code of the file that holds most of them in the first, with what could not be
-/// found.
-pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
+/// found. An ELF file the recording names is read only when each user of `readers` (the
+/// recordings' owners, when neither root nor this user) could read it.
+pub fn side_of(function: &str, reps: &[Recording<'_>], readers: &[u32]) -> SideSamples {
     let runs = reps.len().max(1);
     let period_of = |p: &Profile| p.period_sec().unwrap_or(p.period);
     let mut side = SideSamples {
@@ -50,6 +51,16 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
         side.code.missing.push(format!(
             "{function} is a kernel function: its code and lines come from the recording's vmlinux, given \
              with --vmlinux FILE; {KERNEL_DEBUG_PACKAGES}"
+        ));
+        return side;
+    }
+    if let Some(uid) = readers
+        .iter()
+        .find(|&&u| !a.kernel && !crate::fsio::readable_by(&a.file, u))
+    {
+        side.code.missing.push(format!(
+            "{} is not readable by the recording's owner (uid {uid}): not read for it (docs/security.md)",
+            a.file.display()
         ));
         return side;
     }
@@ -148,14 +159,33 @@ pub fn side_of(function: &str, reps: &[Recording<'_>]) -> SideSamples {
     side
 }
 
-/// The annotation of each function `opts` names, from two imports' sampled addresses.
-pub fn annotate_recordings(one: Recording<'_>, two: Recording<'_>, opts: &AnnotateOptions) -> Vec<Annotation> {
+/// The annotation of each function `opts` names, from two imports' sampled addresses,
+/// those of the recordings `paths`: the files they name are read only where their owners
+/// could read them.
+pub fn annotate_recordings(
+    one: Recording<'_>,
+    two: Recording<'_>,
+    paths: [&std::path::Path; 2],
+    opts: &AnnotateOptions,
+) -> Vec<Annotation> {
+    let opts = with_readers(opts, paths.iter().filter_map(|p| crate::fsio::foreign_owner(p)));
     opts.functions
         .iter()
         .map(|f| {
-            let s1 = side_of(f, &[one]);
-            let s2 = side_of(f, &[two]);
-            annotate(f, &s1, &s2, opts)
+            let s1 = side_of(f, &[one], &opts.source_readers);
+            let s2 = side_of(f, &[two], &opts.source_readers);
+            annotate(f, &s1, &s2, &opts)
         })
         .collect()
+}
+
+/// `opts` with the users `owners` added to those each source file must be readable by.
+pub(crate) fn with_readers(opts: &AnnotateOptions, owners: impl Iterator<Item = u32>) -> AnnotateOptions {
+    let mut opts = opts.clone();
+    for uid in owners {
+        if !opts.source_readers.contains(&uid) {
+            opts.source_readers.push(uid);
+        }
+    }
+    opts
 }

@@ -21,15 +21,42 @@ pub struct RunAnnotate {
     /// The functions named (`--annotate FUNC`, repeatable) and how lines are annotated
     /// (`--source-dir`).
     pub options: AnnotateOptions,
+    /// For the page, also every other listed kernel function of each test, up to this
+    /// many of largest |delta| (0: none), when the runs name a kernel image that is there.
+    pub listed: usize,
+}
+
+/// How many listed functions of a test the page holds annotations of, at most.
+pub const PAGE_LISTED: usize = 100;
+
+/// The annotations of two runs: the functions asked for (every output shows them) and
+/// the page's other listed functions (opened there on demand).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RunAnnotations {
+    /// The asked-for functions, each with its test's name, in test order.
+    pub asked: Vec<(String, Annotation)>,
+    /// The other listed functions whose code was found, each with its test's name.
+    pub listed: Vec<(String, Annotation)>,
 }
 
 impl RunAnnotate {
     /// The functions `options` names and the top N of each test.
     pub fn new(options: AnnotateOptions, top: usize) -> Self {
-        RunAnnotate { top, options }
+        RunAnnotate {
+            top,
+            options,
+            listed: 0,
+        }
     }
 
-    /// Whether anything is asked for.
+    /// The page also holds up to `listed` other listed functions of each test.
+    pub fn with_page(mut self, listed: usize) -> Self {
+        self.listed = listed;
+        self
+    }
+
+    /// Whether any function is asked for (the page's listed ones aside).
     pub fn is_empty(&self) -> bool {
         self.options.functions.is_empty() && self.top == 0
     }
@@ -64,8 +91,10 @@ impl Runs {
             let symbols = super::run_symbols(&run)?;
             let system = crate::store::system::read(&run).map_err(|e| e.to_string())?;
             let marker = crate::store::outdir::RunMarker::read(&run).map_err(|e| e.to_string())?;
-            self.code
-                .insert(run.clone(), KernelCode::of_run(&system, &marker.command));
+            let mut code = KernelCode::of_run(&system, &marker.command);
+            // A run someone else wrote: only what they could read is read for it.
+            code.owner = crate::fsio::foreign_owner(&run.join("system"));
+            self.code.insert(run.clone(), code);
             self.symbols.insert(run.clone(), symbols);
         }
         Ok(run)
@@ -85,17 +114,39 @@ fn top_functions(rows: &[crate::compare::FunctionDelta], top: usize, symbols: &K
         .collect()
 }
 
+/// Whether the first repetition's run names a kernel image that is there (the page's
+/// listed functions are annotated only then: without code a run's samples give no lines).
+fn has_kernel_code(run1: &StoredRun) -> bool {
+    let kept_symbols = run1
+        .tests
+        .iter()
+        .flat_map(|t| &t.repetitions)
+        .all(|r| super::run_of(&r.dir).is_some());
+    kept_symbols
+        && KernelCode::of_run(&run1.system, &run1.marker.command)
+            .vmlinux
+            .is_some_and(|v| v.is_file())
+}
+
 /// Annotates the functions `what` asks for in each test compared in `cmp`, from the
-/// repetitions of `run1` (with its baselines pooled) and `run2`. Each entry is the
-/// test's name and the function's annotation, in test order.
+/// repetitions of `run1` (with its baselines pooled) and `run2`; and, for the page,
+/// the other listed functions whose code is found.
 pub fn annotate_runs(
     run1: &StoredRun,
     run2: &StoredRun,
     cmp: &RunComparison,
     what: &RunAnnotate,
-) -> Result<Vec<(String, Annotation)>, String> {
+) -> Result<RunAnnotations, String> {
+    let listed = if what.listed > 0 && has_kernel_code(run1) {
+        what.listed
+    } else {
+        0
+    };
+    if what.is_empty() && listed == 0 {
+        return Ok(RunAnnotations::default());
+    }
     let mut runs = Runs::new();
-    let mut out = Vec::new();
+    let mut out = RunAnnotations::default();
     for t in &cmp.tests {
         let TestOutcome::Compared { profile, .. } = &t.outcome else {
             continue;
@@ -115,7 +166,14 @@ pub fn annotate_runs(
             continue;
         };
         let mut functions = what.options.functions.clone();
-        for f in top_functions(&profile.rows, what.top, &runs.symbols[&first_run]) {
+        let symbols = &runs.symbols[&first_run];
+        for f in top_functions(&profile.rows, what.top, symbols) {
+            if !functions.contains(&f) {
+                functions.push(f);
+            }
+        }
+        let asked = functions.len();
+        for f in top_functions(&profile.rows, listed, symbols) {
             if !functions.contains(&f) {
                 functions.push(f);
             }
@@ -137,11 +195,15 @@ pub fn annotate_runs(
             )
         });
         let samples = [one?, two?];
+        let owners = sides.iter().flatten().filter_map(|(_, run)| runs.code[run].owner);
+        let options = super::annotate::with_readers(&what.options, owners);
         for (k, f) in functions.iter().enumerate() {
-            out.push((
-                t.name.clone(),
-                annotate(f, &samples[0][k], &samples[1][k], &what.options),
-            ));
+            let a = annotate(f, &samples[0][k], &samples[1][k], &options);
+            if k < asked {
+                out.asked.push((t.name.clone(), a));
+            } else if !a.lines.is_empty() || !a.instructions.is_empty() {
+                out.listed.push((t.name.clone(), a));
+            }
         }
     }
     Ok(out)

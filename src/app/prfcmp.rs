@@ -115,8 +115,12 @@ pub fn prfcmp_filtered(
         profile1.warnings.push(super::upcmp::filtered_note(filter));
     }
     let comparison = compare_profiles(&profile1, &profile2, opts);
-    let annotations =
-        super::annotate::annotate_recordings((&r1.annotated, &profile1), (&r2.annotated, &profile2), &opts.annotate);
+    let annotations = super::annotate::annotate_recordings(
+        (&r1.annotated, &profile1),
+        (&r2.annotated, &profile2),
+        [path1, path2],
+        &opts.annotate,
+    );
     Ok(Compared {
         profile1,
         profile2,

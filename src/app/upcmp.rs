@@ -1,6 +1,7 @@
 //! `upcmp`: compare two runs (or two perf recordings), write `RESULTS_DIR`, and give the
 //! report back for the terminal.
 
+use super::annotate_runs::RunAnnotations;
 use crate::compare::annotate::Annotation;
 use crate::compare::imported::{self, compare_imported};
 use crate::compare::runs::{compare_runs, CompareError, RunComparison};
@@ -208,6 +209,7 @@ fn compare_recordings(
     let annotations = super::annotate::annotate_recordings(
         (&i1.annotated, &i1.profile),
         (&i2.annotated, &i2.profile),
+        [path1, path2],
         &opts.annotate,
     );
     let mut cmp = cmp;
@@ -379,6 +381,10 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 cmp.warnings.push(filtered_note(&opts.filter));
             }
             let (stacks, files) = stacks.unzip();
+            let annotated = RunAnnotations {
+                asked: annotated,
+                ..RunAnnotations::default()
+            };
             (cmp, stacks, files.unwrap_or_default(), annotated, None)
         }
         Inputs::Runs { dir1, dir2, baselines } => {
@@ -435,21 +441,28 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
                 cmp.warnings.extend(no_stacks_why(&run1, &run2));
             }
             let stack_files = stacks.as_ref().map(stackcmp::files).transpose()?.unwrap_or_default();
-            let annotations = match opts.annotate.is_empty() {
-                true => Vec::new(),
-                false => super::annotate_runs::annotate_runs(&run1, &run2, &cmp, &opts.annotate)
-                    .map_err(UpcmpError::Arguments)?,
+            // The page holds the listed functions' lines too, opened on demand.
+            let mut what = opts.annotate.clone();
+            if !opts.html {
+                what.listed = 0;
+            }
+            let annotations = match super::annotate_runs::annotate_runs(&run1, &run2, &cmp, &what) {
+                Ok(a) => a,
+                Err(e) if !what.is_empty() => return Err(UpcmpError::Arguments(e)),
+                // Nothing was asked for: the page goes without them.
+                Err(_) => RunAnnotations::default(),
             };
             (cmp, stacks, stack_files, annotations, test_share)
         }
     };
-    let asked = !opts.annotate.is_empty() || !annotations.is_empty();
-    let annotations = asked.then_some(annotations);
+    let asked = !opts.annotate.is_empty() || !annotations.asked.is_empty();
     let page = opts.html.then(|| {
         let mut page = HtmlOptions::new(opts.compare.hide_noise);
         page.test_share = test_share;
+        page.listed_annotations = annotations.listed;
         page
     });
+    let annotations = asked.then_some(annotations.asked);
     publish_results(results_dir, cmp, stacks, stack_files, annotations, page)
 }
 

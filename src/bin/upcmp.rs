@@ -13,7 +13,7 @@ use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use upcmp::app::annotate_runs::RunAnnotate;
+use upcmp::app::annotate_runs::{RunAnnotate, PAGE_LISTED};
 use upcmp::app::upcmp::{after_writing, upcmp, AfterOptions, Inputs, UpcmpOptions, UpcmpOutput};
 use upcmp::compare::CompareOptions;
 use upcmp::exit::{run, EXIT_BAD_INPUT};
@@ -123,6 +123,11 @@ struct Args {
     /// uprun, its debug file by build-id, or a module's .ko).
     #[arg(long, value_name = "N", conflicts_with = "perf")]
     annotate_top: Option<usize>,
+    /// How many listed kernel functions of each test results.html holds the lines and
+    /// instructions of, opened there on demand (uprun runs whose vmlinux is found; 0:
+    /// none).
+    #[arg(long, value_name = "N", default_value_t = PAGE_LISTED)]
+    annotate_page: usize,
     #[command(flatten)]
     import: cli::ImportArgs,
     #[command(flatten)]
@@ -171,7 +176,8 @@ impl Args {
             allow_foreign_run: self.allow_foreign_run,
             html: !self.no_html,
             filter,
-            annotate: RunAnnotate::new(self.annotate.options(), self.annotate_top.unwrap_or(0)),
+            annotate: RunAnnotate::new(self.annotate.options(), self.annotate_top.unwrap_or(0))
+                .with_page(self.annotate_page),
         };
         Ok((opts, AfterOptions::new(!self.no_html, self.open, self.fail_if_worse)))
     }

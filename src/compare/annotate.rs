@@ -33,6 +33,9 @@ pub struct AnnotateOptions {
     /// Where source files are looked for when not at the path DWARF names
     /// (`--source-dir`, repeatable).
     pub source_dirs: Vec<PathBuf>,
+    /// The owners of the runs or recordings (when neither root nor this user): a source
+    /// file is read only when each of them could read it (docs/security.md).
+    pub source_readers: Vec<u32>,
 }
 
 /// One source line of the function, both runs.
@@ -279,7 +282,7 @@ pub fn annotate(function: &str, one: &SideSamples, two: &SideSamples, opts: &Ann
     let mut source = |file: &str| -> Option<Vec<String>> {
         sources
             .entry(file.to_string())
-            .or_insert_with(|| crate::symbols::lines::read_source(file, &opts.source_dirs))
+            .or_insert_with(|| crate::symbols::lines::read_source(file, &opts.source_dirs, &opts.source_readers))
             .clone()
     };
     // Run 2's files matched to run 1's: the same name, else the same base name when

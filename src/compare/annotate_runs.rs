@@ -27,6 +27,9 @@ pub struct KernelCode {
     pub release: Option<String>,
     /// The root the module directories are looked for under (`/`; a test tree).
     pub root: PathBuf,
+    /// The run's owner when neither root nor this user: only files that user could read
+    /// are read for the run (`fsio::readable_by`, docs/security.md).
+    pub owner: Option<u32>,
 }
 
 impl KernelCode {
@@ -52,12 +55,29 @@ impl KernelCode {
             vmlinux,
             release,
             root: PathBuf::from("/"),
+            owner: None,
         }
     }
 
     /// The ELF holding the code of a function of `module` (`None`: the core kernel) and
-    /// the file with its lines; or what is missing.
+    /// the file with its lines, both readable by the run's owner; or what is missing.
     fn files(&self, module: Option<&str>) -> Result<(PathBuf, Option<PathBuf>), String> {
+        let (code, debug) = self.find_files(module)?;
+        let Some(uid) = self.owner else {
+            return Ok((code, debug));
+        };
+        if !crate::fsio::readable_by(&code, uid) {
+            return Err(format!(
+                "{} is not readable by the run's owner (uid {uid}): not read for the run (docs/security.md)",
+                code.display()
+            ));
+        }
+        Ok((code, debug.filter(|d| crate::fsio::readable_by(d, uid))))
+    }
+
+    /// The ELF holding the code of a function of `module` (`None`: the core kernel) and
+    /// the file with its lines; or what is missing.
+    fn find_files(&self, module: Option<&str>) -> Result<(PathBuf, Option<PathBuf>), String> {
         let Some(module) = module else {
             let Some(v) = &self.vmlinux else {
                 return Err(format!(
@@ -192,7 +212,9 @@ pub fn run_side_samples(
     // Each function's code, the functions of one file read together (its symbols
     // scanned and its DWARF indexed once).
     let mut codes: Vec<Option<FunctionCode>> = vec![None; functions.len()];
-    let mut by_file: BTreeMap<(PathBuf, Option<PathBuf>), Vec<(usize, u64)>> = BTreeMap::new();
+    // (code file, debug file) -> (function's index, its size)
+    type ByFile = BTreeMap<(PathBuf, Option<PathBuf>), Vec<(usize, u64)>>;
+    let mut by_file = ByFile::new();
     for (k, f) in functions.iter().enumerate() {
         let Some((range, symbols)) = first.and_then(|s| s.range_of(f).map(|r| (r, s))) else {
             codes[k] = Some(FunctionCode {
@@ -305,6 +327,7 @@ mod tests {
             vmlinux: None,
             release: Some("9.9".into()),
             root: root.path().to_path_buf(),
+            owner: None,
         };
         let why = k.files(Some("e1000_e")).unwrap_err();
         assert!(why.contains("compressed") && why.contains("e1000-e.ko.zst"), "{why}");

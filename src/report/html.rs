@@ -44,6 +44,9 @@ pub struct HtmlOptions {
     /// The annotated functions (`upcmp --annotate`), each with its test's name: an
     /// expandable row each under its test's function table.
     pub annotations: Vec<(String, crate::compare::annotate::Annotation)>,
+    /// The other listed functions' annotations, each with its test's name: rendered
+    /// when the reader opens one (or clicks its row's function).
+    pub listed_annotations: Vec<(String, crate::compare::annotate::Annotation)>,
     /// The same runs compared on the test's processes' samples alone (as `upcmp
     /// --only-test`): the page then has a toggle between the whole system and this.
     pub test_share: Option<RunComparison>,
@@ -55,6 +58,7 @@ impl HtmlOptions {
         HtmlOptions {
             hide_noise,
             annotations: Vec::new(),
+            listed_annotations: Vec::new(),
             test_share: None,
         }
     }
@@ -83,12 +87,10 @@ pub fn render(
             }
         })
         .collect();
-    let annotations_of = |name: &str| -> Vec<&crate::compare::annotate::Annotation> {
-        opts.annotations
-            .iter()
-            .filter(|(t, _)| t == name)
-            .map(|(_, a)| a)
-            .collect()
+    type Annotations<'a> = Vec<&'a crate::compare::annotate::Annotation>;
+    let annotations_of = |name: &str| -> [Annotations<'_>; 2] {
+        [&opts.annotations, &opts.listed_annotations]
+            .map(|all| all.iter().filter(|(t, _)| t == name).map(|(_, a)| a).collect())
     };
     // The flame graphs, in test order; each becomes one JSON string in its own block.
     let mut flames: Vec<&str> = Vec::new();
@@ -570,7 +572,7 @@ fn test_section(
     share: Option<&ProfileComparison>,
     stacks: Option<&TestStacks>,
     flame: Flames,
-    annotations: &[&crate::compare::annotate::Annotation],
+    annotations: &[Vec<&crate::compare::annotate::Annotation>; 2],
 ) -> Markup {
     html! {
         section.test id=(anchor(i)) {
@@ -605,7 +607,7 @@ fn test_section(
                     }
                     div.system-view { (profile_notes(profile)) }
                     @if let Some(s) = share { div.test-view { (profile_notes(s)) } }
-                    (annotate::section(annotations))
+                    (annotate::section(&annotations[0], &annotations[1]))
                     div.counters data-test=(i) {}
                     @if let Some(s) = stacks { (stack_section(s, flame)) }
                 }

@@ -352,11 +352,15 @@ pub fn debug_file_for(path: &Path) -> Option<PathBuf> {
 
 /// The lines of source `file` (as DWARF names it), read where it is or under one of
 /// `dirs` (`--source-dir`): the path itself, then each shorter tail of it under each
-/// directory. `None` when not found; a file over 16 MiB is not read.
-pub fn read_source(file: &str, dirs: &[PathBuf]) -> Option<Vec<String>> {
+/// directory. `None` when not found; a file over 16 MiB is not read, nor one that any
+/// of `readers` could not read (`fsio::readable_by`).
+pub fn read_source(file: &str, dirs: &[PathBuf], readers: &[u32]) -> Option<Vec<String>> {
     const CAP: u64 = 16 << 20;
     let read = |p: &Path| -> Option<Vec<String>> {
         use std::io::Read;
+        if !readers.iter().all(|&uid| crate::fsio::readable_by(p, uid)) {
+            return None;
+        }
         let f = crate::fsio::open_regular(p, crate::fsio::Links::Follow).ok()?;
         let mut bytes = Vec::new();
         f.take(CAP + 1).read_to_end(&mut bytes).ok()?;

@@ -302,6 +302,7 @@ impl AnnotateArgs {
         upcmp::compare::annotate::AnnotateOptions {
             functions: self.functions.clone(),
             source_dirs: self.source_dirs.clone(),
+            ..Default::default()
         }
     }
 }

@@ -106,40 +106,71 @@ fn instruction_row(i: &InstructionRow, same_build: bool) -> Markup {
     }
 }
 
-/// The expandable rows of a test's annotated functions.
-pub(super) fn section(annotations: &[&Annotation]) -> Markup {
+/// A row's notes, line table and instructions; `sampled_only` leaves out the
+/// instructions without a sample on either side (the page's listed functions: a kernel
+/// function may have thousands), saying how many.
+fn body(a: &Annotation, hot: &[usize], sampled_only: bool) -> Markup {
+    let shown: Vec<&InstructionRow> = a
+        .instructions
+        .iter()
+        .filter(|i| !sampled_only || i.samples != [0, 0])
+        .collect();
+    let left_out = a.instructions.len() - shown.len();
     html! {
-        @if !annotations.is_empty() {
+        @if !a.notes.is_empty() || !a.missing.is_empty() {
+            ul.notes {
+                @for n in &a.notes { li { (n) } }
+                @for m in &a.missing { li { strong { "Missing: " } (m) } }
+            }
+        }
+        @if !a.lines.is_empty() { (line_table(a, hot)) }
+        @if !shown.is_empty() {
+            details.annotate-insns {
+                summary { "Instructions (" (shown.len()) ")"
+                    @if !a.same_build { ", per build" }
+                    @if left_out > 0 {
+                        "; " (left_out) " without samples left out (" code { "--annotate " (a.function) } " lists all)"
+                    }
+                }
+                table.annotate-insns {
+                    thead { tr {
+                        @if !a.same_build { th { "build" } }
+                        th.num { "offset" } th { "instruction" } th { "line" }
+                        th.num { "samples 1" } th.num { "samples 2" } th.num { "delta s" }
+                    } }
+                    tbody { @for i in &shown { (instruction_row(i, a.same_build)) } }
+                }
+            }
+        }
+    }
+}
+
+/// The expandable rows of a test's annotated functions: those asked for (`--annotate`)
+/// rendered, then the other listed functions, each held in a `<template>` the page's
+/// script renders when the row is opened (or its function clicked in the table above).
+pub(super) fn section(annotations: &[&Annotation], listed: &[&Annotation]) -> Markup {
+    html! {
+        @if !annotations.is_empty() || !listed.is_empty() {
             h3 { "Inside functions" }
             p.annotate-help {
                 "Each function's samples on its source lines and instructions, each line tested as the rows "
-                "above (one family per function); the hottest changed lines are highlighted. Open a row to see them."
+                "above (one family per function); the hottest changed lines are highlighted. Open a row"
+                @if !listed.is_empty() { ", or click a function's name in the table," }
+                " to see them."
             }
             @for a in annotations {
                 @let hot = hottest(&a.lines);
                 details.annotate data-function=(a.function) {
                     (summary(a, &hot))
-                    @if !a.notes.is_empty() || !a.missing.is_empty() {
-                        ul.notes {
-                            @for n in &a.notes { li { (n) } }
-                            @for m in &a.missing { li { strong { "Missing: " } (m) } }
-                        }
-                    }
-                    @if !a.lines.is_empty() { (line_table(a, &hot)) }
-                    @if !a.instructions.is_empty() {
-                        details.annotate-insns {
-                            summary { "Instructions (" (a.instructions.len()) ")"
-                                @if !a.same_build { ", per build" } }
-                            table.annotate-insns {
-                                thead { tr {
-                                    @if !a.same_build { th { "build" } }
-                                    th.num { "offset" } th { "instruction" } th { "line" }
-                                    th.num { "samples 1" } th.num { "samples 2" } th.num { "delta s" }
-                                } }
-                                tbody { @for i in &a.instructions { (instruction_row(i, a.same_build)) } }
-                            }
-                        }
-                    }
+                    (body(a, &hot, false))
+                }
+            }
+            @for a in listed {
+                @let hot = hottest(&a.lines);
+                details.annotate.on-demand data-function=(a.function) {
+                    (summary(a, &hot))
+                    template { (body(a, &hot, true)) }
+                    noscript { "The lines open with the page's script; " code { "upcmp --annotate " (a.function) } " writes them to results.annotate." }
                 }
             }
         }

@@ -59,6 +59,13 @@ window.upcmp.page = (function () {
       controls.appendChild(e);
     });
 
+    // The test's annotated functions, by name: their names in the table open them.
+    this.annotated = {};
+    var section = host.closest("section.test");
+    Array.prototype.forEach.call(section ? section.querySelectorAll("details.annotate") : [], function (d) {
+      self.annotated[d.dataset.function] = d;
+    });
+
     this.scroller = element("div", "scroll");
     var table = element("table", "functions");
     var head = element("tr");
@@ -74,6 +81,12 @@ window.upcmp.page = (function () {
     var thead = element("thead");
     thead.appendChild(head);
     this.body = element("tbody");
+    this.body.addEventListener("click", function (e) {
+      var td = e.target.closest("td.annotated");
+      if (td) {
+        openAnnotation(self.annotated[annotatedName(td.textContent)]);
+      }
+    });
     table.appendChild(thead);
     table.appendChild(this.body);
     this.scroller.appendChild(table);
@@ -101,6 +114,40 @@ window.upcmp.page = (function () {
     });
     this.update();
   }
+
+  // A row's function as the annotations name it: a module's row is "name [module]".
+  function annotatedName(cell) {
+    return cell.split(" [")[0];
+  }
+
+  // The page's other listed functions keep their lines in a <template>, rendered the
+  // first time the row is opened.
+  function fillAnnotation(d) {
+    var t = d.querySelector(":scope > template");
+    if (t) {
+      d.insertBefore(t.content, t);
+      d.removeChild(t);
+    }
+  }
+  function openAnnotation(d) {
+    fillAnnotation(d);
+    d.open = true;
+    d.scrollIntoView({ block: "start" });
+  }
+  document.querySelectorAll("details.annotate.on-demand > summary").forEach(function (s) {
+    s.addEventListener("click", function () {
+      fillAnnotation(s.parentNode);
+    });
+  });
+  document.addEventListener(
+    "toggle",
+    function (e) {
+      if (e.target.open && e.target.classList && e.target.classList.contains("on-demand")) {
+        fillAnnotation(e.target);
+      }
+    },
+    true
+  );
 
   // Clicking a column sorts by it, largest (or A first) first; clicking it again turns
   // the order round.
@@ -193,6 +240,10 @@ window.upcmp.page = (function () {
         if (c.kind === "name") {
           var hint = t.hint(r);
           td.title = hint ? td.textContent + "\n" + hint : td.textContent;
+          if (this.annotated[annotatedName(td.textContent)]) {
+            td.className += " annotated";
+            td.title += "\nclick: its source lines and instructions, below the table";
+          }
         } else if (c.kind === "verdict") {
           td.className = "verdict vcol " + td.textContent;
         } else if (c.kind === "bar" && typeof v === "number" && v !== 0) {

@@ -189,6 +189,29 @@
     return out;
   }
 
+  // A table's function names that open an annotation, and what clicking the first one
+  // opened (closed again after, for annotationReport).
+  function linkReport(ft) {
+    ft.filter.value = "";
+    ft.filter.dispatchEvent(new Event("input"));
+    var linked = ft.body.querySelectorAll("td.annotated");
+    var out = { names: Array.prototype.map.call(linked, function (td) {
+      return td.textContent;
+    }) };
+    if (linked.length > 0) {
+      linked[0].click();
+      var open = document.querySelectorAll("details.annotate[open]");
+      out.opened = Array.prototype.map.call(open, function (d) {
+        return d.dataset.function;
+      });
+      out.opened_text = open.length ? open[0].innerText : "";
+      Array.prototype.forEach.call(open, function (d) {
+        d.open = false;
+      });
+    }
+    return out;
+  }
+
   function finish() {
     var report = {
       ready_ms: Number(document.body.dataset.readyMs),
@@ -205,6 +228,7 @@
         });
       }),
       flames: P.flames.map(flameReport),
+      annotation_links: P.tables.map(linkReport),
       annotations: Array.prototype.map.call(document.querySelectorAll("details.annotate"), annotationReport)
     };
     // Then each graph with two shapes in run 1's, as its button shows it.
