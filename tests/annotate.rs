@@ -339,6 +339,33 @@ fn prfcmp_annotate_puts_the_delta_on_the_changed_line_issue_32() {
     assert_eq!(json["annotate"][0]["function"], "work");
     assert_eq!(json["annotate"][0]["same_build"], false);
     assert_eq!(json["annotate"][0]["test"], "a1.data vs b.data");
+    // Without --annotate, the page holds `work` on demand, its lines those of --annotate
+    // work (the changed line's source, the helper inlined into it), and nothing goes to
+    // results.annotate; `--annotate-page 0` leaves it out.
+    let page = |extra: &[&str]| -> String {
+        let mut args = vec!["--perf", "a1.data", "b.data", "p", "-q"];
+        args.extend_from_slice(extra);
+        let o = run_in(dir.path(), UPCMP, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(!dir.path().join("p/results.annotate").exists());
+        std::fs::read_to_string(dir.path().join("p/results.html")).unwrap()
+    };
+    let html = page(&[]);
+    let at = html
+        .find("<details class=\"annotate on-demand\" data-function=\"work\">")
+        .unwrap_or_else(|| panic!("no row of work on the page"));
+    let from = at + html[at..].find("<template>").expect("its lines in a template");
+    let template = &html[from..from + html[from..].find("</template>").unwrap()];
+    assert!(template.contains("j &lt; 20000;"), "{template}");
+    assert!(template.contains("(inlined into work)"), "{template}");
+    let rows_json = json["annotate"][0]["lines"].as_array().unwrap().len();
+    let lines_table = template.split("<table class=\"annotate-lines\">").nth(1).unwrap();
+    let rows_page = lines_table[..lines_table.find("</table>").unwrap()]
+        .matches("<tr")
+        .count()
+        - 1;
+    assert_eq!(rows_page, rows_json, "{template}");
+    assert!(!page(&["--annotate-page", "0"]).contains("class=\"annotate on-demand\""));
 
     // The same recordings as perf script text (SYMBOL+0xOFFSET, no build-id): the same
     // lines and instructions, and a note that the files are taken unchecked.

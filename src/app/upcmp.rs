@@ -126,9 +126,9 @@ fn import_one(path: &Path, opts: &ImportOptions) -> Result<Imported, UpcmpError>
 /// The stack comparison of two recordings and its files (flame graph, callers).
 type RecordingStacks = (RunStacks, Vec<(String, Vec<u8>)>);
 
-/// Two recordings compared: the runs' comparison, the stacks', and the functions
-/// `--annotate` names, line by line.
-type ComparedRecordings = (RunComparison, Option<RecordingStacks>, Vec<Annotation>);
+/// Two recordings compared: the runs' comparison, the stacks', the functions
+/// `--annotate` names, line by line, and the page's other listed functions.
+type ComparedRecordings = (RunComparison, Option<RecordingStacks>, Vec<Annotation>, Vec<Annotation>);
 
 /// Compares two recordings; with call chains in both, the same stack comparison as two
 /// upsrun runs get, and its files.
@@ -137,13 +137,15 @@ fn compare_recordings(
     path2: &Path,
     import_opts: &ImportOptions,
     opts: &CompareOptions,
+    listed: usize,
 ) -> Result<ComparedRecordings, UpcmpError> {
     // The two recordings share the symbol tables of the files both map, until both are
-    // read.
+    // read. With `listed`, every function's sampled addresses are kept for the page.
     let import_opts = import_opts
         .clone()
         .with_stacks(true)
         .with_annotate(opts.annotate.functions.clone())
+        .with_annotate_all(listed > 0)
         .sharing_symbols();
     // The two imports are independent: each on its own core, and each makes its side of
     // the stack comparison as soon as it is read, so the core of the shorter import
@@ -206,12 +208,38 @@ fn compare_recordings(
             Ok(Some((stacks, files)))
         },
     );
-    let annotations = super::annotate::annotate_recordings(
-        (&i1.annotated, &i1.profile),
-        (&i2.annotated, &i2.profile),
-        [path1, path2],
-        &opts.annotate,
-    );
+    let (one, two) = ((&i1.annotated[..], &i1.profile), (&i2.annotated[..], &i2.profile));
+    let annotations = super::annotate::annotate_recordings(one, two, [path1, path2], &opts.annotate);
+    // The page's listed functions: those of largest |delta| not asked for whose code
+    // was found.
+    let listed = {
+        let mut rows: Vec<&crate::compare::FunctionDelta> = cmp
+            .tests
+            .iter()
+            .filter_map(|t| match &t.outcome {
+                crate::compare::runs::TestOutcome::Compared { profile, .. } => Some(profile.rows.iter()),
+                crate::compare::runs::TestOutcome::OnlyIn { .. } => None,
+            })
+            .flatten()
+            .filter(|r| r.listed)
+            .collect();
+        rows.sort_by(|a, b| b.delta.abs().total_cmp(&a.delta.abs()));
+        // A row names its function `name [module]`.
+        let mut functions: Vec<String> = Vec::new();
+        for r in rows {
+            let name = r.function.split(" [").next().unwrap_or(&r.function).to_string();
+            if functions.len() < listed && !opts.annotate.functions.contains(&name) && !functions.contains(&name) {
+                functions.push(name);
+            }
+        }
+        let listed_opts = crate::compare::annotate::AnnotateOptions {
+            functions,
+            ..opts.annotate.clone()
+        };
+        let mut all = super::annotate::annotate_recordings(one, two, [path1, path2], &listed_opts);
+        all.retain(|a| !a.lines.is_empty() || !a.instructions.is_empty());
+        all
+    };
     let mut cmp = cmp;
     if let Some((with, without)) = one_sided {
         cmp.warnings.push(format!(
@@ -219,7 +247,7 @@ fn compare_recordings(
              differential flame graph and no caller/callee table; record both with -g to get them"
         ));
     }
-    Ok((cmp, stacks?, annotations))
+    Ok((cmp, stacks?, annotations, listed))
 }
 
 /// What the reader must know of runs that did not complete: why a run failed, and which
@@ -372,9 +400,14 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
     let (cmp, stacks, stack_files, annotations, test_share) = match &opts.inputs {
         Inputs::Recordings { path1, path2, import } => {
             let import = ImportOptions::clone(import).with_filter(opts.filter.clone());
-            let (mut cmp, stacks, annotated) = compare_recordings(path1, path2, &import, &opts.compare)?;
+            let listed = if opts.html { opts.annotate.listed } else { 0 };
+            let (mut cmp, stacks, annotated, listed) =
+                compare_recordings(path1, path2, &import, &opts.compare, listed)?;
             let test = cmp.tests.first().map(|t| t.name.clone()).unwrap_or_default();
-            let annotated: Vec<_> = annotated.into_iter().map(|a| (test.clone(), a)).collect();
+            let of_test = |all: Vec<Annotation>| -> Vec<(String, Annotation)> {
+                all.into_iter().map(|a| (test.clone(), a)).collect()
+            };
+            let (annotated, listed) = (of_test(annotated), of_test(listed));
             // The imported profiles and the stacks' working copies are gone.
             super::give_back_freed_memory();
             if !opts.filter.is_empty() {
@@ -383,7 +416,7 @@ pub fn upcmp(opts: &UpcmpOptions) -> Result<UpcmpOutput, UpcmpError> {
             let (stacks, files) = stacks.unzip();
             let annotated = RunAnnotations {
                 asked: annotated,
-                ..RunAnnotations::default()
+                listed,
             };
             (cmp, stacks, files.unwrap_or_default(), annotated, None)
         }

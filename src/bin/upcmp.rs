@@ -123,9 +123,10 @@ struct Args {
     /// uprun, its debug file by build-id, or a module's .ko).
     #[arg(long, value_name = "N", conflicts_with = "perf")]
     annotate_top: Option<usize>,
-    /// How many listed kernel functions of each test results.html holds the lines and
-    /// instructions of, opened there on demand (uprun runs whose vmlinux is found; 0:
-    /// none).
+    /// How many listed functions of each test results.html holds the lines and
+    /// instructions of, opened there on demand (uprun runs whose vmlinux is found; with
+    /// --perf, a perf.data file's functions in ELF files, and its core-kernel ones with
+    /// --vmlinux; 0: none).
     #[arg(long, value_name = "N", default_value_t = PAGE_LISTED)]
     annotate_page: usize,
     #[command(flatten)]

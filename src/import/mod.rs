@@ -287,6 +287,10 @@ pub struct ImportOptions {
     /// Functions whose sampled addresses are collected (`--annotate FUNC`; perf.data's
     /// user-space functions): [`Imported::annotated`].
     pub annotate: Vec<String>,
+    /// Collect every function's sampled addresses (a perf.data file's user-space
+    /// functions in ELF files, and its core-kernel ones given `vmlinux`): the page's
+    /// listed functions are annotated from them (`upcmp --perf`, `--annotate-page`).
+    pub annotate_all: bool,
 }
 
 /// When a perf.data import hands the rest of its file to a second reader on another core,
@@ -363,6 +367,7 @@ impl ImportOptions {
             split: Split::default(),
             readers: Readers::default(),
             annotate: Vec::new(),
+            annotate_all: false,
         }
     }
 
@@ -394,6 +399,12 @@ impl ImportOptions {
     /// The same options, collecting the sampled addresses of `functions`.
     pub fn with_annotate(mut self, functions: Vec<String>) -> Self {
         self.annotate = functions;
+        self
+    }
+
+    /// The same options, collecting every function's sampled addresses when `all`.
+    pub fn with_annotate_all(mut self, all: bool) -> Self {
+        self.annotate_all = all;
         self
     }
 

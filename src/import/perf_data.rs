@@ -276,6 +276,9 @@ impl Located {
     }
 }
 
+/// A file's build-id (if known) and its index in [`Maps::dsos`].
+type BuildIdDso = (Option<Vec<u8>>, usize);
+
 /// The processes' executable mappings and the files behind them.
 #[derive(Default)]
 struct Maps {
@@ -286,7 +289,7 @@ struct Maps {
     /// path → (build-id, index in `dsos`) of each file mapped from it: looked up by a
     /// borrowed path, so a mapping of a known file allocates nothing (a fork load maps
     /// some 4,600 files a second).
-    dso_index: FastMap<Vec<u8>, Vec<(Option<Vec<u8>>, usize)>>,
+    dso_index: FastMap<Vec<u8>, Vec<BuildIdDso>>,
     /// Build-ids from the file's header, by path.
     header_ids: FastMap<Vec<u8>, Vec<u8>>,
     /// Symbol name → as perf prints it.
@@ -974,7 +977,9 @@ impl Reader<'_> {
     /// The annotated functions' samples by address, one entry per function and file.
     fn annotated_samples(&self) -> Vec<super::AnnotatedSamples> {
         use std::os::unix::ffi::OsStrExt;
-        let mut by: std::collections::BTreeMap<(String, usize), std::collections::BTreeMap<u64, u64>> =
+        // By (name, file): a function's clones in one file are one entry. Names are
+        // borrowed until the end (every function's places are here with `annotate_all`).
+        let mut by: std::collections::BTreeMap<(&str, usize), std::collections::BTreeMap<u64, u64>> =
             std::collections::BTreeMap::new();
         for (&(f, place), &n) in &self.annotated {
             let dso = &self.maps.dsos[place.dso];
@@ -985,7 +990,7 @@ impl Reader<'_> {
             let (Some(addr), Some(name)) = (addr, self.annotated_functions.get(&f)) else {
                 continue;
             };
-            *by.entry((name.clone(), place.dso))
+            *by.entry((name.as_str(), place.dso))
                 .or_default()
                 .entry(addr)
                 .or_default() += n;
@@ -995,7 +1000,7 @@ impl Reader<'_> {
             .map(|((function, dso), samples)| {
                 let d = &self.maps.dsos[dso];
                 super::AnnotatedSamples {
-                    function,
+                    function: function.to_string(),
                     file: PathBuf::from(std::ffi::OsStr::from_bytes(&d.path)),
                     build_id: d.build_id.clone(),
                     samples,
@@ -1115,11 +1120,13 @@ impl Reader<'_> {
                         };
                         let (m, name) = sample_function(mode, ip, kernel, (module::USER, UNKNOWN_FUNCTION));
                         let f = self.profile.function(m, name);
-                        let wanted = &self.kernel_source.opts.annotate;
+                        let opts = self.kernel_source.opts;
+                        let wanted = &opts.annotate;
                         // The core kernel's functions: their code is the vmlinux's.
                         if named
                             && m == module::KERNEL
-                            && wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w))
+                            && ((opts.annotate_all && opts.vmlinux.is_some())
+                                || wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w)))
                         {
                             self.annotated_functions.insert(f, name.to_string());
                         }
@@ -1145,8 +1152,11 @@ impl Reader<'_> {
                                 None => {
                                     let (m, name) = self.maps.name(key);
                                     let f = self.profile.function(m, name);
-                                    let wanted = &self.kernel_source.opts.annotate;
-                                    if wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w)) {
+                                    let opts = self.kernel_source.opts;
+                                    let wanted = &opts.annotate;
+                                    if (opts.annotate_all && matches!(key, NameKey::Symbol(..)))
+                                        || wanted.iter().any(|w| crate::symbols::lines::answers_to(name, w))
+                                    {
                                         self.annotated_functions.insert(f, name.to_string());
                                     }
                                     self.functions_by_name.insert(key, f);

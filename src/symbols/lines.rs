@@ -123,7 +123,6 @@ struct Found {
     name: String,
     address: u64,
     size: u64,
-    section: Option<object::SectionIndex>,
 }
 
 /// The code of each function of `wanted` (a name and the offsets to place besides its
@@ -139,15 +138,21 @@ pub fn functions_code(
 ) -> Result<Vec<Result<FunctionCode, CodeError>>, CodeError> {
     let map = map_file(code_file)?;
     let file = parse_elf(code_file, &map)?;
-    let found = find_symbols(&file, wanted.iter().map(|w| w.0));
     let debug_map;
-    let debug = match debug_file {
-        Some(p) if p != code_file => {
+    let separate = debug_file.filter(|p| *p != code_file);
+    let debug = match separate {
+        Some(p) => {
             debug_map = map_file(p)?;
             parse_elf(p, &debug_map)?
         }
-        _ => parse_elf(code_file, &map)?,
+        None => parse_elf(code_file, &map)?,
     };
+    // A stripped library has its functions in .dynsym alone; its debug file has them all.
+    let tables: Vec<&object::File<'_>> = match separate {
+        Some(_) => vec![&file, &debug],
+        None => vec![&file],
+    };
+    let found = find_symbols(&tables, wanted.iter().map(|w| w.0));
     let sections = debug_sections(&debug);
     let endian = if debug.is_little_endian() {
         gimli::RunTimeEndian::Little
@@ -173,8 +178,13 @@ pub fn functions_code(
             size: sym.size,
             ..FunctionCode::default()
         };
-        let section = sym.section.and_then(|i| file.section_by_index(i).ok());
-        match section.and_then(|s| s.data_range(code.start, code.size).ok().flatten()) {
+        // The code file's bytes at the symbol's address (a debug file's symbol has no
+        // bytes of its own).
+        let bytes = file
+            .sections()
+            .filter(|s| s.kind() == object::SectionKind::Text)
+            .find_map(|s| s.data_range(code.start, code.size).ok().flatten());
+        match bytes {
             Some(bytes) if !bytes.is_empty() => code.bytes = bytes.to_vec(),
             _ => code.missing.push(format!(
                 "{} holds no code bytes of {} (a separate debug file?): no disassembly; {packages}",
@@ -206,16 +216,17 @@ pub fn functions_code(
     Ok(out)
 }
 
-/// The symbol of each name of `names` in one pass over `file`'s symbols: the function
-/// itself (not a clone) first, else its largest clone (`name.isra.0`).
-fn find_symbols<'n>(file: &object::File<'_>, names: impl Iterator<Item = &'n str>) -> Vec<Option<Found>> {
+/// The symbol of each name of `names` in one pass over the symbols and dynamic symbols
+/// of `files`: the function itself (not a clone) first, else its largest clone
+/// (`name.isra.0`).
+fn find_symbols<'n>(files: &[&object::File<'_>], names: impl Iterator<Item = &'n str>) -> Vec<Option<Found>> {
     let mut index: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
     let mut found: Vec<Option<Found>> = Vec::new();
     for (k, n) in names.enumerate() {
         index.entry(n).or_default().push(k);
         found.push(None);
     }
-    for s in file.symbols() {
+    for s in files.iter().flat_map(|f| f.symbols().chain(f.dynamic_symbols())) {
         if s.kind() != object::SymbolKind::Text || s.size() == 0 {
             continue;
         }
@@ -238,7 +249,6 @@ fn find_symbols<'n>(file: &object::File<'_>, names: impl Iterator<Item = &'n str
                         name: sym_name.to_string(),
                         address: s.address(),
                         size: s.size(),
-                        section: s.section_index(),
                     });
                 }
             }
