@@ -105,6 +105,42 @@ fn an_elf_linked_at_kernel_addresses_gives_the_exact_lines_issue_32() {
     assert_eq!(checked, code.instructions.len());
 }
 
+/// A stripped shared library has its exported functions in `.dynsym` alone, and a
+/// separate debug file (`objcopy --only-keep-debug`) names its static ones: both are found,
+/// the bytes read from the library at the symbol's address, the lines from the debug file.
+#[test]
+fn a_stripped_librarys_functions_are_found_in_dynsym_and_its_debug_file_issue_32() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(
+        d.join("lib.c"),
+        "static __attribute__((noinline)) unsigned hidden(unsigned x)\n{\n\treturn x * 2654435761u + (x >> 7);\n}\n\
+         unsigned exported(unsigned x)\n{\n\treturn hidden(x) ^ hidden(x + 1);\n}\n",
+    )
+    .unwrap();
+    let o = run_in(d, "gcc", &["-O2", "-g", "-shared", "-fPIC", "-o", "lib.so", "lib.c"]);
+    assert!(o.status.success(), "gcc: {}", stderr(&o));
+    for args in [
+        &["--only-keep-debug", "lib.so", "lib.debug"][..],
+        &["--strip-all", "lib.so"][..],
+    ] {
+        let o = run_in(d, "objcopy", args);
+        assert!(o.status.success(), "objcopy: {}", stderr(&o));
+    }
+    let (lib, debug) = (d.join("lib.so"), d.join("lib.debug"));
+    let code = function_code(&lib, None, "exported", &[], USER_DEBUG_PACKAGES).expect("found in .dynsym");
+    assert!(!code.instructions.is_empty() && !code.bytes.is_empty());
+    assert!(
+        matches!(function_code(&lib, None, "hidden", &[], USER_DEBUG_PACKAGES), Err(_)),
+        "a static function is in no table of the stripped library"
+    );
+    let hidden =
+        function_code(&lib, Some(&debug), "hidden", &[], USER_DEBUG_PACKAGES).expect("found in the debug file");
+    assert!(!hidden.bytes.is_empty(), "its bytes come from the library");
+    let place = hidden.place_at(0).expect("its lines come from the debug file");
+    assert_eq!(place.line, 3, "{place:?}");
+}
+
 // Build A of the comparison program: the loop on line 7 of the `static inline` helper
 // (the whole loop on one line, so that a sample anywhere in it is that line's) runs
 // 20,000 times a call. Build B adds two lines on top and runs the same line's loop
