@@ -105,6 +105,20 @@ fn output_of_copy(cmd: &mut Command) -> std::process::Output {
     panic!("{cmd:?}: still busy after 5 s");
 }
 
+/// `cmd`, a program this test copied, started, as [`output_of_copy`] runs it (exec
+/// retried while another test's child holds the copy's write descriptor).
+fn spawn_copy(cmd: &mut Command) -> std::process::Child {
+    for _ in 0..50 {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(100))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{cmd:?}: still busy after 5 s");
+}
+
 // An empty PATH entry made uprun run ./unixperf from the current directory, as root,
 // when no unixperf lay beside it.
 #[test]
@@ -403,10 +417,7 @@ fn issue26_a_process_name_with_controls_is_escaped_in_every_text_output() {
     )
     .unwrap();
     fs::write(tmp.path().join("test_list"), "evil: sh ./spawn.sh\n").unwrap();
-    let mut hog = Command::new(tmp.path().join(EVIL_COMM))
-        .args(["-c", "while :; do :; done"])
-        .spawn()
-        .unwrap();
+    let mut hog = spawn_copy(Command::new(tmp.path().join(EVIL_COMM)).args(["-c", "while :; do :; done"]));
     let out = run_in(tmp.path(), UPRUN, &["auto", "run"]);
     let _ = hog.kill();
     let _ = hog.wait();
