@@ -6,7 +6,11 @@ use crate::compare::annotate::{annotate, AnnotateOptions, Annotation, SideSample
 use crate::import::{AnnotatedSamples, KERNEL_MAPPING};
 use crate::model::Profile;
 use crate::symbols::elf_build_id;
-use crate::symbols::lines::{answers_to, debug_file_for, function_code, KERNEL_DEBUG_PACKAGES, USER_DEBUG_PACKAGES};
+use crate::symbols::lines::{
+    answers_to, debug_file_for, function_code, functions_code, FunctionCode, KERNEL_DEBUG_PACKAGES, USER_DEBUG_PACKAGES,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 
 /// One recording (one repetition) of a side: the sampled addresses its import collected,
 /// and its profile.
@@ -17,6 +21,74 @@ pub type Recording<'a> = (&'a [AnnotatedSamples], &'a Profile);
 /// found. An ELF file the recording names is read only when each user of `readers` (the
 /// recordings' owners, when neither root nor this user) could read it.
 pub fn side_of(function: &str, reps: &[Recording<'_>], readers: &[u32]) -> SideSamples {
+    side_with(function, reps, readers, &Prefetched::new())
+}
+
+/// The code of functions read before [`side_of`] needs it, each file's functions
+/// together ([`functions_code`]): (file, symbol name) → the code, or why not.
+type Prefetched = HashMap<(PathBuf, String), Result<FunctionCode, String>>;
+
+/// The samples of `function` an annotation reads: those of each file that holds some,
+/// the file with most first.
+fn chosen<'a>(function: &str, annotated: &'a [AnnotatedSamples]) -> Vec<&'a AnnotatedSamples> {
+    let mut found: Vec<&AnnotatedSamples> = annotated.iter().filter(|a| answers_to(&a.function, function)).collect();
+    found.sort_by_key(|a| std::cmp::Reverse(a.samples.values().sum::<u64>()));
+    found
+}
+
+/// Whether each user of `readers` could read the file of `a` (a kernel function's is
+/// the vmlinux the user named).
+fn readable(a: &AnnotatedSamples, readers: &[u32]) -> Result<(), u32> {
+    match readers
+        .iter()
+        .find(|&&u| !a.kernel && !crate::fsio::readable_by(&a.file, u))
+    {
+        Some(&uid) => Err(uid),
+        None => Ok(()),
+    }
+}
+
+/// The code each side's annotation of `functions` will read, read a file at a time: a
+/// library's symbols scanned and its debug file's DWARF indexed (and decompressed) once
+/// for all its functions, not once per function and side.
+fn prefetch(functions: &[String], sides: [&[AnnotatedSamples]; 2], readers: &[u32]) -> Prefetched {
+    let mut by_file: BTreeMap<(&Path, bool), Vec<&str>> = BTreeMap::new();
+    for side in sides {
+        for f in functions {
+            let Some(a) = chosen(f, side).first().copied() else {
+                continue;
+            };
+            if a.file.as_os_str() == KERNEL_MAPPING || readable(a, readers).is_err() {
+                continue;
+            }
+            let names = by_file.entry((a.file.as_path(), a.kernel)).or_default();
+            if !names.contains(&a.function.as_str()) {
+                names.push(&a.function);
+            }
+        }
+    }
+    let mut out = Prefetched::new();
+    for ((file, kernel), names) in by_file {
+        let packages = if kernel {
+            KERNEL_DEBUG_PACKAGES
+        } else {
+            USER_DEBUG_PACKAGES
+        };
+        let wanted: Vec<(&str, &[u64])> = names.iter().map(|&n| (n, &[][..])).collect();
+        let codes = functions_code(file, debug_file_for(file).as_deref(), &wanted, packages);
+        for (k, name) in names.iter().enumerate() {
+            let code = match &codes {
+                Ok(all) => all[k].as_ref().map(Clone::clone).map_err(ToString::to_string),
+                Err(e) => Err(e.to_string()),
+            };
+            out.insert((file.to_path_buf(), name.to_string()), code);
+        }
+    }
+    out
+}
+
+/// [`side_of`], with the code of the functions in `prefetched` already read.
+fn side_with(function: &str, reps: &[Recording<'_>], readers: &[u32], prefetched: &Prefetched) -> SideSamples {
     let runs = reps.len().max(1);
     let period_of = |p: &Profile| p.period_sec().unwrap_or(p.period);
     let mut side = SideSamples {
@@ -33,8 +105,7 @@ pub fn side_of(function: &str, reps: &[Recording<'_>], readers: &[u32]) -> SideS
     let Some(&(annotated, _)) = reps.first() else {
         return side;
     };
-    let mut found: Vec<&AnnotatedSamples> = annotated.iter().filter(|a| answers_to(&a.function, function)).collect();
-    found.sort_by_key(|a| std::cmp::Reverse(a.samples.values().sum::<u64>()));
+    let found = chosen(function, annotated);
     let Some(a) = found.first() else {
         side.code.missing.push(format!(
             "no samples of {function} in an ELF file or in the kernel's core (functions of kernel modules \
@@ -54,10 +125,7 @@ pub fn side_of(function: &str, reps: &[Recording<'_>], readers: &[u32]) -> SideS
         ));
         return side;
     }
-    if let Some(uid) = readers
-        .iter()
-        .find(|&&u| !a.kernel && !crate::fsio::readable_by(&a.file, u))
-    {
+    if let Err(uid) = readable(a, readers) {
         side.code.missing.push(format!(
             "{} is not readable by the recording's owner (uid {uid}): not read for it (docs/security.md)",
             a.file.display()
@@ -89,8 +157,12 @@ pub fn side_of(function: &str, reps: &[Recording<'_>], readers: &[u32]) -> SideS
             a.file.display()
         ));
     }
-    let debug = debug_file_for(&a.file);
-    let code = match function_code(&a.file, debug.as_deref(), &a.function, &[], packages) {
+    let code = match prefetched.get(&(a.file.clone(), a.function.clone())) {
+        Some(code) => code.clone(),
+        None => function_code(&a.file, debug_file_for(&a.file).as_deref(), &a.function, &[], packages)
+            .map_err(|e| e.to_string()),
+    };
+    let code = match code {
         Ok(c) => c,
         Err(e) => {
             side.code.missing.push(format!("{e}; {packages}"));
@@ -125,7 +197,14 @@ pub fn side_of(function: &str, reps: &[Recording<'_>], readers: &[u32]) -> SideS
     offsets.dedup();
     // Without instructions, places are looked up at the sampled offsets themselves.
     let code = if code.instructions.is_empty() && !offsets.is_empty() {
-        function_code(&a.file, debug.as_deref(), &a.function, &offsets, packages).unwrap_or(code)
+        function_code(
+            &a.file,
+            debug_file_for(&a.file).as_deref(),
+            &a.function,
+            &offsets,
+            packages,
+        )
+        .unwrap_or(code)
     } else {
         code
     };
@@ -169,11 +248,13 @@ pub fn annotate_recordings(
     opts: &AnnotateOptions,
 ) -> Vec<Annotation> {
     let opts = with_readers(opts, paths.iter().filter_map(|p| crate::fsio::foreign_owner(p)));
+    let readers = &opts.source_readers;
+    let prefetched = prefetch(&opts.functions, [one.0, two.0], readers);
     opts.functions
         .iter()
         .map(|f| {
-            let s1 = side_of(f, &[one], &opts.source_readers);
-            let s2 = side_of(f, &[two], &opts.source_readers);
+            let s1 = side_with(f, &[one], readers, &prefetched);
+            let s2 = side_with(f, &[two], readers, &prefetched);
             annotate(f, &s1, &s2, &opts)
         })
         .collect()

@@ -101,17 +101,26 @@ impl Runs {
     }
 }
 
-/// The names of the `top` listed rows of largest |delta| that are kernel functions of
-/// `symbols` (a module's row is `name [module]`).
-fn top_functions(rows: &[crate::compare::FunctionDelta], top: usize, symbols: &KernelSymbols) -> Vec<String> {
+/// The function names of the `top` listed rows of largest |delta| that `keep` keeps,
+/// each once (a row names its function `name [module]`).
+pub(crate) fn top_functions(
+    rows: &[crate::compare::FunctionDelta],
+    top: usize,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let mut listed: Vec<&crate::compare::FunctionDelta> = rows.iter().filter(|r| r.listed).collect();
     listed.sort_by(|a, b| b.delta.abs().total_cmp(&a.delta.abs()));
-    listed
-        .into_iter()
-        .map(|r| r.function.split(" [").next().unwrap_or(&r.function).to_string())
-        .filter(|f| symbols.range_of(f).is_some())
-        .take(top)
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    for r in listed {
+        if out.len() == top {
+            break;
+        }
+        let name = r.function.split(" [").next().unwrap_or(&r.function);
+        if keep(name) && !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
 }
 
 /// Whether the first repetition's run names a kernel image that is there (the page's
@@ -167,13 +176,14 @@ pub fn annotate_runs(
         };
         let mut functions = what.options.functions.clone();
         let symbols = &runs.symbols[&first_run];
-        for f in top_functions(&profile.rows, what.top, symbols) {
+        let kernel_function = |f: &str| symbols.range_of(f).is_some();
+        for f in top_functions(&profile.rows, what.top, kernel_function) {
             if !functions.contains(&f) {
                 functions.push(f);
             }
         }
         let asked = functions.len();
-        for f in top_functions(&profile.rows, listed, symbols) {
+        for f in top_functions(&profile.rows, listed, kernel_function) {
             if !functions.contains(&f) {
                 functions.push(f);
             }

@@ -208,38 +208,23 @@ fn compare_recordings(
             Ok(Some((stacks, files)))
         },
     );
-    let (one, two) = ((&i1.annotated[..], &i1.profile), (&i2.annotated[..], &i2.profile));
-    let annotations = super::annotate::annotate_recordings(one, two, [path1, path2], &opts.annotate);
-    // The page's listed functions: those of largest |delta| not asked for whose code
-    // was found.
-    let listed = {
-        let mut rows: Vec<&crate::compare::FunctionDelta> = cmp
-            .tests
-            .iter()
-            .filter_map(|t| match &t.outcome {
-                crate::compare::runs::TestOutcome::Compared { profile, .. } => Some(profile.rows.iter()),
-                crate::compare::runs::TestOutcome::OnlyIn { .. } => None,
-            })
-            .flatten()
-            .filter(|r| r.listed)
-            .collect();
-        rows.sort_by(|a, b| b.delta.abs().total_cmp(&a.delta.abs()));
-        // A row names its function `name [module]`.
-        let mut functions: Vec<String> = Vec::new();
-        for r in rows {
-            let name = r.function.split(" [").next().unwrap_or(&r.function).to_string();
-            if functions.len() < listed && !opts.annotate.functions.contains(&name) && !functions.contains(&name) {
-                functions.push(name);
-            }
-        }
-        let listed_opts = crate::compare::annotate::AnnotateOptions {
-            functions,
-            ..opts.annotate.clone()
-        };
-        let mut all = super::annotate::annotate_recordings(one, two, [path1, path2], &listed_opts);
-        all.retain(|a| !a.lines.is_empty() || !a.instructions.is_empty());
-        all
+    // The functions asked for, then the page's listed ones (those of largest |delta| not
+    // asked for), annotated together; of the latter, those whose code was found are kept.
+    let mut functions = opts.annotate.functions.clone();
+    let asked = functions.len();
+    if let Some(crate::compare::runs::TestOutcome::Compared { profile, .. }) = cmp.tests.first().map(|t| &t.outcome) {
+        let listed =
+            super::annotate_runs::top_functions(&profile.rows, listed, |f| !functions[..asked].iter().any(|a| a == f));
+        functions.extend(listed);
+    }
+    let all = crate::compare::annotate::AnnotateOptions {
+        functions,
+        ..opts.annotate.clone()
     };
+    let (one, two) = ((&i1.annotated[..], &i1.profile), (&i2.annotated[..], &i2.profile));
+    let mut annotations = super::annotate::annotate_recordings(one, two, [path1, path2], &all);
+    let mut listed = annotations.split_off(asked);
+    listed.retain(|a| !a.lines.is_empty() || !a.instructions.is_empty());
     let mut cmp = cmp;
     if let Some((with, without)) = one_sided {
         cmp.warnings.push(format!(
