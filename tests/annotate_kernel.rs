@@ -329,17 +329,23 @@ fn the_page_opens_an_annotated_function_issue_32() {
     assert!(text.contains("samples 1") && text.contains("Instructions ("), "{text}");
     // The rendered line table holds the same lines and samples as results.annotate.json,
     // and only the changed line is highlighted.
-    let shown: Vec<Vec<String>> = serde_json::from_value(a["lines"].clone()).unwrap();
-    assert_eq!(shown.len(), rows.len(), "{shown:?}");
-    for (cells, row) in shown.iter().zip(&rows) {
-        assert_eq!(cells[0], format!("prog.c:{}", row.0), "{cells:?}");
-        assert_eq!(cells[5..7], [row.1[0].to_string(), row.1[1].to_string()], "{cells:?}");
-    }
+    assert_rendered_lines(a, &rows);
     let hot: Vec<Vec<String>> = serde_json::from_value(a["hot"].clone()).unwrap();
     assert_eq!(hot.len(), 1, "{hot:?}");
     assert_eq!(hot[0][0], "prog.c:8");
     assert!(a["lines_height"].as_u64().unwrap() > 40, "{a}");
     screenshot(browser, &r.join("results.html"), f.dir.path());
+}
+
+/// The line table the page's self-test read from an opened row (`a`) holds the lines
+/// and samples of `rows` (from results.annotate.json), in order.
+fn assert_rendered_lines(a: &serde_json::Value, rows: &[(u32, [u64; 2], String)]) {
+    let shown: Vec<Vec<String>> = serde_json::from_value(a["lines"].clone()).unwrap();
+    assert_eq!(shown.len(), rows.len(), "{shown:?}");
+    for (cells, row) in shown.iter().zip(rows) {
+        assert_eq!(cells[0], format!("prog.c:{}", row.0), "{cells:?}");
+        assert_eq!(cells[5..7], [row.1[0].to_string(), row.1[1].to_string()], "{cells:?}");
+    }
 }
 
 /// A picture of the page with every annotated row open, to look at
@@ -609,12 +615,7 @@ fn the_page_opens_every_listed_function_on_demand_issue_32() {
         "{work}"
     );
     assert_eq!(work["open"], true);
-    let shown: Vec<Vec<String>> = serde_json::from_value(work["lines"].clone()).unwrap();
-    assert_eq!(shown.len(), rows.len(), "{shown:?}");
-    for (cells, row) in shown.iter().zip(&rows) {
-        assert_eq!(cells[0], format!("prog.c:{}", row.0), "{cells:?}");
-        assert_eq!(cells[5..7], [row.1[0].to_string(), row.1[1].to_string()], "{cells:?}");
-    }
+    assert_rendered_lines(work, &rows);
     // The first linked name opened its own row, showing its line table.
     let first = links["names"][0].as_str().unwrap();
     assert_eq!(

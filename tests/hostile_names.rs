@@ -91,11 +91,12 @@ fn issue26_a_stale_test_group_in_the_environment_ends_nobody() {
     assert_eq!(stdout(&out), "parent survived, uprun said 0\n", "{}", stderr(&out));
 }
 
-/// The output of `cmd`, a program this test copied: while another test's thread forks, the
-/// child may hold the copy's write descriptor for a moment (ETXTBSY), so exec is retried.
-fn output_of_copy(cmd: &mut Command) -> std::process::Output {
+/// `run(cmd)` for `cmd`, a program this test copied: while another test's thread forks,
+/// the child may hold the copy's write descriptor for a moment (ETXTBSY), so exec is
+/// retried.
+fn retry_busy<T>(cmd: &mut Command, run: impl Fn(&mut Command) -> std::io::Result<T>) -> T {
     for _ in 0..50 {
-        match cmd.output() {
+        match run(cmd) {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                 std::thread::sleep(std::time::Duration::from_millis(100))
             }
@@ -105,18 +106,9 @@ fn output_of_copy(cmd: &mut Command) -> std::process::Output {
     panic!("{cmd:?}: still busy after 5 s");
 }
 
-/// `cmd`, a program this test copied, started, as [`output_of_copy`] runs it (exec
-/// retried while another test's child holds the copy's write descriptor).
-fn spawn_copy(cmd: &mut Command) -> std::process::Child {
-    for _ in 0..50 {
-        match cmd.spawn() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(100))
-            }
-            r => return r.unwrap(),
-        }
-    }
-    panic!("{cmd:?}: still busy after 5 s");
+/// The output of `cmd`, a program this test copied ([`retry_busy`]).
+fn output_of_copy(cmd: &mut Command) -> std::process::Output {
+    retry_busy(cmd, Command::output)
 }
 
 // An empty PATH entry made uprun run ./unixperf from the current directory, as root,
@@ -417,7 +409,10 @@ fn issue26_a_process_name_with_controls_is_escaped_in_every_text_output() {
     )
     .unwrap();
     fs::write(tmp.path().join("test_list"), "evil: sh ./spawn.sh\n").unwrap();
-    let mut hog = spawn_copy(Command::new(tmp.path().join(EVIL_COMM)).args(["-c", "while :; do :; done"]));
+    let mut hog = retry_busy(
+        Command::new(tmp.path().join(EVIL_COMM)).args(["-c", "while :; do :; done"]),
+        Command::spawn,
+    );
     let out = run_in(tmp.path(), UPRUN, &["auto", "run"]);
     let _ = hog.kill();
     let _ = hog.wait();
