@@ -138,22 +138,22 @@ pub fn functions_code(
 ) -> Result<Vec<Result<FunctionCode, CodeError>>, CodeError> {
     let map = map_file(code_file)?;
     let file = parse_elf(code_file, &map)?;
-    let debug_map;
-    let separate = debug_file.filter(|p| *p != code_file);
-    let debug = match separate {
+    let (debug_map, separate);
+    let debug = match debug_file.filter(|p| *p != code_file) {
         Some(p) => {
             debug_map = map_file(p)?;
-            parse_elf(p, &debug_map)?
+            separate = parse_elf(p, &debug_map)?;
+            &separate
         }
-        None => parse_elf(code_file, &map)?,
+        None => &file,
     };
     // A stripped library has its functions in .dynsym alone; its debug file has them all.
-    let tables: Vec<&object::File<'_>> = match separate {
-        Some(_) => vec![&file, &debug],
-        None => vec![&file],
+    let tables: Vec<&object::File<'_>> = match std::ptr::eq(debug, &file) {
+        true => vec![&file],
+        false => vec![&file, debug],
     };
     let found = find_symbols(&tables, wanted.iter().map(|w| w.0));
-    let sections = debug_sections(&debug);
+    let sections = debug_sections(debug);
     let endian = if debug.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
