@@ -366,7 +366,13 @@ impl KernelSymbols {
     /// Text symbols from a kallsyms file (normally /proc/kallsyms). `origin` names it in
     /// errors and in [`describe`](Self::describe).
     pub fn from_kallsyms_text(text: &str, origin: &str) -> Result<Self, SymbolError> {
-        let mut b = Builder::default();
+        // Room for every name and (at 32 bytes a line or more) every line: growing the
+        // two tables line by line copied them over and over.
+        let mut b = Builder {
+            names: String::with_capacity(text.len()),
+            candidates: Vec::with_capacity(text.len() / 32),
+            ..Builder::default()
+        };
         let (mut text_address, mut stext, mut etext, mut edata) = (None, None, None, None);
         let mut any_nonzero = false;
         for entry in kallsyms::entries(text, origin) {
