@@ -2088,6 +2088,8 @@ fn read_own(
         Some(_) => Split::Never,
         None => opts.split,
     };
+    // Where the two walks of a split file meet, once it is split.
+    let boundary = std::sync::OnceLock::new();
     std::thread::scope(|scope| {
         let mut second = None;
         perf_records::walk(
@@ -2108,46 +2110,53 @@ fn read_own(
                         // for their state (mappings, forks, exits), which on a fork load
                         // costs about half of reading them, and its profile is merged;
                         // with less left, that costs what the second core saves. Its part
-                        // starts at 13/20 of what is left.
+                        // is planned to start at 13/20 of what is left, and moved as the
+                        // two go ([`perf_records::Boundary`]).
                         Split::WhenCoreIdle => {
                             let read = at.pos() - records.data.0;
                             (read >= SPLIT_MIN_BYTES && left >= 2 * read && opts.readers.core_idle())
                                 .then(|| at.pos() + left / 20 * 13)
                         }
                     };
-                    if let Some(split_at) = split_at {
-                        let mut other = r.second_reader();
-                        let part = Part::From {
-                            split_at,
-                            resume: at.resume(),
-                        };
-                        let reading = opts.readers.enter();
-                        second = Some(scope.spawn(move || {
-                            let _reading = reading;
-                            perf_records::walk(
-                                file,
-                                records,
-                                perf_file,
-                                part,
-                                |step| match step {
-                                    Step::Record { attr, record, read } => {
-                                        other.raw_record(attr, record, read, path).map(|_| None)
-                                    }
-                                    Step::Round { .. } => Ok(None),
-                                },
-                                perf_err(path, stops_at),
-                            )
-                            .map(|()| other)
-                        }));
-                    }
-                    Ok(split_at)
+                    let Some(split_at) = split_at else {
+                        return Ok(None);
+                    };
+                    let boundary: &perf_records::Boundary =
+                        boundary.get_or_init(|| perf_records::Boundary::new(at.pos(), split_at, end));
+                    let mut other = r.second_reader();
+                    let part = Part::From {
+                        boundary,
+                        resume: at.resume(),
+                    };
+                    let reading = opts.readers.enter();
+                    second = Some(scope.spawn(move || {
+                        let _reading = reading;
+                        perf_records::walk(
+                            file,
+                            records,
+                            perf_file,
+                            part,
+                            |step| match step {
+                                Step::Record { attr, record, read } => {
+                                    other.raw_record(attr, record, read, path).map(|_| None)
+                                }
+                                Step::Round { .. } => Ok(None),
+                            },
+                            perf_err(path, stops_at),
+                        )
+                        .map(|()| other)
+                    }));
+                    Ok(Some(boundary))
                 }
             },
             perf_err(path, stops_at),
         )?;
         if let Some(second) = second {
             let other = second.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
-            r.absorb(other);
+            // A second reader the first read past reached no round of its own.
+            if !boundary.get().is_some_and(perf_records::Boundary::second_reads_nothing) {
+                r.absorb(other);
+            }
         }
         Ok(())
     })

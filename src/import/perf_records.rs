@@ -323,21 +323,137 @@ struct Pending {
 /// Which of a file's records a walk hands out as read ([`Step::Record`]'s `read`).
 ///
 /// A file can be read by two walks, each on its own core: the first from the start until
-/// the round that ends at or past a split offset, the second from where the first was
-/// when it split ([`Resume`]), handing out the records before that round only for the
-/// state they set (mappings, commands), and read from that round on. Records are handed
-/// out round by round, so each is read by exactly one of the two, in the order one walk
+/// the round where the two meet ([`Boundary`]), the second from where the first was when
+/// it split ([`Resume`]), handing out the records before that round only for the state
+/// they set (mappings, commands), and read from that round on. Records are handed out
+/// round by round, so each is read by exactly one of the two, in the order one walk
 /// would hand it out.
 #[derive(Debug, Clone)]
-pub(crate) enum Part {
+pub(crate) enum Part<'b> {
     /// Every record, read; the walk may be asked to split at each round's end.
     Whole,
-    /// The records of the rounds ending before `split_at` (all of them when none ends at
-    /// or past it, the last ones too).
-    Before(u64),
-    /// The rest: from `resume`, the records of the rounds ending at or past `split_at`
+    /// The records of the rounds ending before the boundary (all of them when none ends
+    /// at or past it, the last ones too).
+    Before(&'b Boundary),
+    /// The rest: from `resume`, the records of the rounds ending at or past the boundary
     /// read, those before for their state only.
-    From { split_at: u64, resume: Resume },
+    From { boundary: &'b Boundary, resume: Resume },
+}
+
+/// Where a file's two walks meet: the first round end the second walk reads from.
+///
+/// The second walk first walks the first one's part for its state, which costs it a
+/// share `k` of reading it (about half on a fork load, less where samples outnumber
+/// mappings); the two finish together when the first reads `1 / (2 - k)` of what was
+/// left. `k` is measured as they go, as the ratio of how far each has come since the
+/// split (the first reading, the second walking), and the meeting round moved to match
+/// at each of the first walk's round ends, until the second walk reaches it. So a
+/// second walk that is slower than planned (its core shared, heavier records) leaves
+/// more to the first, and a faster one takes more.
+#[derive(Debug)]
+pub(crate) struct Boundary {
+    meeting: std::sync::Mutex<Meeting>,
+    end: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Meeting {
+    /// Where both walks were when the file was split.
+    from: u64,
+    /// The first walk reads the rounds that end before `at`, the second from the first
+    /// one that ends at or past it.
+    at: u64,
+    /// The second walk reached `at`, which no longer moves.
+    fixed: bool,
+    /// The last round end the second walk passed walking for state (`from` before any).
+    second_at: u64,
+    /// The first walk read to the end of the data: the second reads nothing.
+    first_ended: bool,
+}
+
+/// How far both walks must have come before their rates are compared: below it they are
+/// noise (a round is about 10⁵ bytes).
+const MEASURED: u64 = 4 << 20;
+
+impl Boundary {
+    /// Two walks from `from`, planned to meet at `at`, of data that ends at `end`.
+    pub(crate) fn new(from: u64, at: u64, end: u64) -> Self {
+        Boundary {
+            meeting: std::sync::Mutex::new(Meeting {
+                from,
+                at: at.max(from + 1),
+                fixed: false,
+                second_at: from,
+                first_ended: false,
+            }),
+            end,
+        }
+    }
+
+    fn meeting(&self) -> std::sync::MutexGuard<'_, Meeting> {
+        self.meeting.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The first walk is at the round end `q`: whether it stops here (the second reads
+    /// from here on). It never stops before a round end the second walk has passed.
+    fn first_stops_at(&self, q: u64) -> bool {
+        let mut m = self.meeting();
+        if m.fixed {
+            return q >= m.at;
+        }
+        // Every round end the first walk reads is before `at`, and so is every one the
+        // second walk passes: the round where they meet is after both.
+        let at = m.balanced(q, self.end).unwrap_or(m.at).max(m.second_at + 1);
+        if at <= q {
+            m.at = q;
+            return true;
+        }
+        m.at = at;
+        false
+    }
+
+    /// The second walk, walking for state, is at the round end `p`: whether it reads from
+    /// here on.
+    fn second_reads_from(&self, p: u64) -> bool {
+        let mut m = self.meeting();
+        if p >= m.at && !m.first_ended {
+            m.fixed = true;
+            m.at = p;
+            return true;
+        }
+        m.second_at = p;
+        false
+    }
+
+    /// The first walk read to the end of the data.
+    fn first_ended(&self) {
+        self.meeting().first_ended = true;
+    }
+
+    /// Whether the second walk has nothing to read (the first read to the end).
+    pub(crate) fn second_reads_nothing(&self) -> bool {
+        let m = self.meeting();
+        m.first_ended && !m.fixed
+    }
+}
+
+impl Meeting {
+    /// Where the two walks finish together, the first at `q`, from their rates so far;
+    /// None before they are measured.
+    fn balanced(&self, q: u64, end: u64) -> Option<u64> {
+        let (first, second) = (q - self.from, self.second_at - self.from);
+        if first < MEASURED || second < MEASURED {
+            return None;
+        }
+        // What walking for state costs the second walk, reading costing 1: the first
+        // reads B - q more, the second walks B - second_at and reads end - B.
+        let k = first as f64 / second as f64;
+        if k >= 1.95 {
+            return Some(end);
+        }
+        let b = (q as f64 + end as f64 - k * self.second_at as f64) / (2.0 - k);
+        Some(b.clamp(q as f64, end as f64) as u64)
+    }
 }
 
 /// Where a walk was at a round's end, for a second walk to go on from.
@@ -356,8 +472,9 @@ pub(crate) enum Step<'a> {
         record: RawEventRecord<'a>,
         read: bool,
     },
-    /// A round ended (a [`Part::Whole`] walk only): the caller may answer with an offset
-    /// to split at, past `at`'s, and start another walk from [`RoundEnd::resume`].
+    /// A round ended (a [`Part::Whole`] walk only): the caller may answer with the
+    /// [`Boundary`] of a split from here, and start another walk from
+    /// [`RoundEnd::resume`].
     Round { at: RoundEnd<'a> },
 }
 
@@ -384,14 +501,14 @@ impl RoundEnd<'_> {
 
 /// Reads the records of `file` (checked as `records` says, [`eligible`]) and hands each
 /// kernel record to `each` with its attribute's index, in the crate's order: those of
-/// `part` of the file ([`Part`]). `each` answers a [`Step::Round`] with `Some(offset)`
+/// `part` of the file ([`Part`]). `each` answers a [`Step::Round`] with `Some(boundary)`
 /// to split there; other steps with `None`.
-pub(crate) fn walk(
+pub(crate) fn walk<'b>(
     file: &File,
     records: &Records,
     perf_file: &PerfFile,
-    mut part: Part,
-    mut each: impl FnMut(Step<'_>) -> Result<Option<u64>, super::ImportError>,
+    mut part: Part<'b>,
+    mut each: impl FnMut(Step<'_>) -> Result<Option<&'b Boundary>, super::ImportError>,
     err: impl Fn(linux_perf_data::Error) -> super::ImportError,
 ) -> Result<(), super::ImportError> {
     let attrs = perf_file.event_attributes();
@@ -465,18 +582,24 @@ pub(crate) fn walk(
         if kind == FINISHED_ROUND {
             match &part {
                 // The second walk reads from this round on.
-                Part::Before(split_at) if pos >= *split_at => return Ok(()),
-                Part::From { split_at, .. } if pos >= *split_at => read = true,
+                Part::Before(b) if b.first_stops_at(pos) => return Ok(()),
+                Part::From { boundary, .. } if !read => {
+                    if boundary.second_reads_from(pos) {
+                        read = true;
+                    } else if boundary.second_reads_nothing() {
+                        return Ok(());
+                    }
+                }
                 _ => {}
             }
             order.finish_round(&mut out);
             release(&w, &mut out, read, &parse_infos, &mut each)?;
             pos += u64::from(size);
             if let Part::Whole = part {
-                if let Some(split_at) = each(Step::Round {
+                if let Some(boundary) = each(Step::Round {
                     at: RoundEnd { pos, order: &order },
                 })? {
-                    part = Part::Before(split_at);
+                    part = Part::Before(boundary);
                 }
             }
             continue;
@@ -506,16 +629,20 @@ pub(crate) fn walk(
         pos += u64::from(size);
     }
     order.finish(&mut out);
-    release(&w, &mut out, read, &parse_infos, &mut each)
+    release(&w, &mut out, read, &parse_infos, &mut each)?;
+    if let Part::Before(b) = part {
+        b.first_ended();
+    }
+    Ok(())
 }
 
 /// Hands out, in key order, the records `order` released into `out`.
-fn release(
+fn release<'b>(
     w: &Walker<'_>,
     out: &mut Vec<Pending>,
     read: bool,
     parse_infos: &[RecordParseInfo],
-    each: &mut impl FnMut(Step<'_>) -> Result<Option<u64>, super::ImportError>,
+    each: &mut impl FnMut(Step<'_>) -> Result<Option<&'b Boundary>, super::ImportError>,
 ) -> Result<(), super::ImportError> {
     for p in out.drain(..) {
         let Some(attr) = p.attr else { continue };
@@ -812,6 +939,112 @@ mod tests {
         let body = [0u8; 16];
         let r = RawEventRecord::new(RecordType::SAMPLE, 2, RawData::Single(&body), info);
         assert!(Sample::parse_plain(&r, None).is_none());
+    }
+
+    /// Two walks meeting at a moving boundary, stepped in every kind of interleaving
+    /// (either much faster, the second walking ahead of the first, the first reading to
+    /// the end): each round is read by exactly one, the first's a prefix.
+    #[test]
+    fn walks_meeting_at_a_moving_boundary_read_each_round_once() {
+        const ROUND: u64 = 100_000;
+        let n = 2_000u64;
+        let end = n * ROUND + 17;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut moved_later, mut moved_earlier, mut unread) = (0, 0, 0);
+        for case in 0..400 {
+            // Rounds end at 1..=n times ROUND; the split is at round `from`.
+            let from = 1 + rand() % 200;
+            let plan = from + 1 + rand() % (n - from);
+            let b = Boundary::new(from * ROUND, plan * ROUND, end);
+            // Chances in 1000 that the first, not the second, takes the next step.
+            let first_share = [5, 200, 500, 800, 995][case % 5];
+            let (mut q, mut p) = (from + 1, from + 1);
+            let (mut first_read, mut second_from) = (Vec::new(), None);
+            let (mut first_done, mut second_done) = (false, false);
+            let mut seen_at = Vec::new();
+            while !(first_done && second_done) {
+                let first_turn = !first_done && (second_done || rand() % 1000 < first_share);
+                if first_turn {
+                    if q > n {
+                        b.first_ended();
+                        first_done = true;
+                    } else if b.first_stops_at(q * ROUND) {
+                        first_done = true;
+                    } else {
+                        first_read.push(q);
+                        q += 1;
+                    }
+                    seen_at.push(b.meeting().at);
+                } else if p > n {
+                    second_done = true;
+                } else if b.second_reads_from(p * ROUND) {
+                    second_from = Some(p);
+                    second_done = true;
+                } else if b.second_reads_nothing() {
+                    second_done = true;
+                } else {
+                    p += 1;
+                }
+            }
+            // The first read from+1.. up to where the second reads from, or everything.
+            let upto = second_from.unwrap_or(n + 1);
+            assert_eq!(first_read, (from + 1..upto).collect::<Vec<_>>(), "case {case}");
+            assert_eq!(b.second_reads_nothing(), second_from.is_none(), "case {case}");
+            unread += u32::from(second_from.is_none());
+            let planned = plan * ROUND;
+            moved_later += u32::from(seen_at.iter().any(|&a| a > planned));
+            moved_earlier += u32::from(seen_at.iter().any(|&a| a < planned && a > from * ROUND + MEASURED));
+        }
+        // Every kind of case came up.
+        assert!(
+            moved_later > 20 && moved_earlier > 20 && unread > 5,
+            "{moved_later} {moved_earlier} {unread}"
+        );
+    }
+
+    /// With walking for state costing `k` of reading, the meeting planned is where the two
+    /// finish together.
+    #[test]
+    fn the_meeting_is_where_both_finish_together() {
+        let (from, end) = (0u64, 1_000u64 << 20);
+        for k in [0.3, 0.5, 0.8] {
+            // After 100 MiB read by the first, the second has walked 100/k MiB.
+            let q = 100u64 << 20;
+            let m = Meeting {
+                from,
+                at: 1,
+                fixed: false,
+                second_at: (q as f64 / k) as u64,
+                first_ended: false,
+            };
+            let b = m.balanced(q, end).unwrap() as f64;
+            let first = b - q as f64;
+            let second = k * (b - m.second_at as f64) + (end as f64 - b);
+            assert!((first - second).abs() < 1e-6 * end as f64, "k {k}: {first} vs {second}");
+        }
+        // Walking for state slower than that, the first reads everything.
+        let slow = Meeting {
+            from,
+            at: 1,
+            fixed: false,
+            second_at: (100u64 << 20) * 5 / 6,
+            first_ended: false,
+        };
+        assert_eq!(slow.balanced(100 << 20, end), Some(end));
+        let early = Meeting {
+            from: 0,
+            at: 1,
+            fixed: false,
+            second_at: MEASURED - 1,
+            first_ended: false,
+        };
+        assert_eq!(early.balanced(MEASURED * 2, end), None);
     }
 
     /// The crate's own example of rounds (its `sorter.rs` test), with the keys as
