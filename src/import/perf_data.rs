@@ -15,7 +15,7 @@
 //! symbol is found.
 
 use super::perf_header::Records;
-use super::perf_records::{self, Chain, Part, Sample, Step};
+use super::perf_records::{self, Chain, Part, Sample, StateRecord, Step};
 use super::unwind::{DwarfUnwinder, MappedFile};
 use super::{
     bare_event_name, choose_event, other_events_note, push_frame_name, test_name, ImportError, ImportOptions, Imported,
@@ -279,6 +279,14 @@ impl Located {
 /// A file's build-id (if known) and its index in [`Maps::dsos`].
 type BuildIdDso = (Option<Vec<u8>>, usize);
 
+/// What is known of a path: the build-id the file's header gives it, and the files
+/// mapped from it.
+#[derive(Clone, Default)]
+struct PathDsos {
+    header_id: Option<Vec<u8>>,
+    dsos: Vec<BuildIdDso>,
+}
+
 /// The processes' executable mappings and the files behind them.
 #[derive(Default)]
 struct Maps {
@@ -286,12 +294,10 @@ struct Maps {
     /// address's (a process maps tens to hundreds of files; a fork copies them whole).
     by_pid: FastMap<i32, Vec<Mapping>>,
     dsos: Vec<Dso>,
-    /// path → (build-id, index in `dsos`) of each file mapped from it: looked up by a
-    /// borrowed path, so a mapping of a known file allocates nothing (a fork load maps
-    /// some 4,600 files a second).
-    dso_index: FastMap<Vec<u8>, Vec<BuildIdDso>>,
-    /// Build-ids from the file's header, by path.
-    header_ids: FastMap<Vec<u8>, Vec<u8>>,
+    /// path → its build-id from the file's header, and (build-id, index in `dsos`) of
+    /// each file mapped from it: looked up once, by a borrowed path, so a mapping of a
+    /// known file allocates nothing (a fork load maps some 4,600 files a second).
+    dso_index: FastMap<Vec<u8>, PathDsos>,
     /// Symbol name → as perf prints it.
     demangled: FastMap<String, String>,
     /// (DSO, ELF symbol index) → its name as perf prints it (`None`: unreadable).
@@ -310,12 +316,10 @@ impl Maps {
         } else {
             path
         };
-        let header_id = || self.header_ids.get(path).map(Vec::as_slice);
-        let id: Option<&[u8]> = build_id.or_else(header_id);
-        let known = self
-            .dso_index
-            .get(path)
-            .and_then(|ids| ids.iter().find(|(b, _)| b.as_deref() == id))
+        let entry = self.dso_index.get(path);
+        let id: Option<&[u8]> = build_id.or_else(|| entry?.header_id.as_deref());
+        let known = entry
+            .and_then(|e| e.dsos.iter().find(|(b, _)| b.as_deref() == id))
             .map(|&(_, i)| i);
         let i = match known {
             Some(i) => i,
@@ -329,7 +333,7 @@ impl Maps {
                     symbols: None,
                 });
                 let i = self.dsos.len() - 1;
-                self.dso_index.entry(path.to_vec()).or_default().push((id, i));
+                self.dso_index.entry(path.to_vec()).or_default().dsos.push((id, i));
                 i
             }
         };
@@ -365,7 +369,15 @@ impl Maps {
             pgoff,
             dso: i,
         };
-        maps.splice(first..last, head.into_iter().chain(std::iter::once(new)).chain(tail));
+        match (head, tail, last - first) {
+            // A new mapping, or one in place of another: no splice (a fork load maps four
+            // files per process).
+            (None, None, 0) => maps.insert(first, new),
+            (None, None, 1) => maps[first] = new,
+            _ => {
+                maps.splice(first..last, head.into_iter().chain(std::iter::once(new)).chain(tail));
+            }
+        }
     }
 
     /// The executable mappings of `pid` and their files, for unwinding its stacks.
@@ -484,7 +496,6 @@ impl Maps {
             by_pid: self.by_pid.clone(),
             dsos: self.dsos.clone(),
             dso_index: self.dso_index.clone(),
-            header_ids: self.header_ids.clone(),
             demangled: self.demangled.clone(),
             symbol_names: self.symbol_names.clone(),
             shared: self.shared.clone(),
@@ -808,22 +819,17 @@ impl Reader<'_> {
     ) -> Result<(), ImportError> {
         match record {
             EventRecord::Sample(s) => self.sample_of(attr_index, &Sample::of(&s))?,
-            EventRecord::Comm(c) => {
-                self.comms
-                    .insert(c.tid, String::from_utf8_lossy(&c.name.as_slice()).into_owned());
-                self.comm_frames.remove(&c.tid);
-            }
-            EventRecord::Fork(f) => {
-                self.maps.fork(f.ppid, f.pid);
-                self.comm_frames.remove(&f.tid);
-                // A new thread or process has its parent's command until it sets its own.
-                if let Some(c) = self.comms.get(&f.ptid).cloned() {
-                    self.comms.entry(f.tid).or_insert(c);
-                }
-            }
-            // A process that exited has no mappings: its pid may be given to another one,
-            // which starts with its own parent's (as perf replaces the thread).
-            EventRecord::Exit(e) if e.pid == e.tid => self.maps.exit(e.pid),
+            EventRecord::Comm(c) => self.state(StateRecord::Comm {
+                tid: c.tid,
+                name: &c.name.as_slice(),
+            }),
+            EventRecord::Fork(f) => self.state(StateRecord::Fork {
+                ppid: f.ppid,
+                pid: f.pid,
+                ptid: f.ptid,
+                tid: f.tid,
+            }),
+            EventRecord::Exit(e) => self.state(StateRecord::Exit { pid: e.pid, tid: e.tid }),
             // `[kernel.kallsyms]_text`, at the address `_text` had: where the kernel was.
             EventRecord::Mmap(m) if m.page_offset != 0 && m.path.as_slice().starts_with(b"[kernel.kallsyms]") => {
                 let path = m.path.as_slice();
@@ -835,21 +841,22 @@ impl Reader<'_> {
             EventRecord::Mmap(m) if m.pid == -1 && is_kernel_address(m.address) => {
                 self.kernel_modules.add(m.address, m.length, &m.path.as_slice())
             }
-            EventRecord::Mmap2(m) if m.pid == -1 && is_kernel_address(m.address) => {
-                self.kernel_modules.add(m.address, m.length, &m.path.as_slice())
-            }
             EventRecord::Mmap(m) if m.is_executable => {
                 self.maps
                     .add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), None)
             }
-            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
-                let id = match &m.file_id {
+            EventRecord::Mmap2(m) => self.state(StateRecord::Mmap2 {
+                pid: m.pid,
+                address: m.address,
+                length: m.length,
+                page_offset: m.page_offset,
+                build_id: match &m.file_id {
                     Mmap2FileId::BuildId(id) => Some(id.as_slice()),
                     Mmap2FileId::InodeAndVersion(_) => None,
-                };
-                self.maps
-                    .add(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), id)
-            }
+                },
+                protection: m.protection,
+                path: &m.path.as_slice(),
+            }),
             EventRecord::Lost(l) => {
                 let cpu = self.checked_cpu(cpu_of_record(), "a lost-samples record")?;
                 self.profile.lost(cpu, l.count)
@@ -857,6 +864,62 @@ impl Reader<'_> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A command, fork, exit or mapping: as the crate's record or read in place
+    /// ([`perf_records::state_record`]).
+    fn state(&mut self, st: StateRecord<'_>) {
+        match st {
+            StateRecord::Comm { tid, name } => {
+                // The command's string is reused: a fork load renames every child.
+                let name = String::from_utf8_lossy(name);
+                match self.comms.entry(tid) {
+                    std::collections::hash_map::Entry::Occupied(mut o) => {
+                        let c = o.get_mut();
+                        c.clear();
+                        c.push_str(&name);
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(name.into_owned());
+                    }
+                }
+                self.comm_frames.remove(&tid);
+            }
+            StateRecord::Fork { ppid, pid, ptid, tid } => {
+                self.maps.fork(ppid, pid);
+                self.comm_frames.remove(&tid);
+                // A new thread or process has its parent's command until it sets its own.
+                if !self.comms.contains_key(&tid) {
+                    if let Some(c) = self.comms.get(&ptid).cloned() {
+                        self.comms.insert(tid, c);
+                    }
+                }
+            }
+            // A process that exited has no mappings: its pid may be given to another one,
+            // which starts with its own parent's (as perf replaces the thread).
+            StateRecord::Exit { pid, tid } if pid == tid => self.maps.exit(pid),
+            StateRecord::Exit { .. } => {}
+            StateRecord::Mmap2 {
+                pid, address, length, ..
+            } if pid == -1 && is_kernel_address(address) => {
+                if let StateRecord::Mmap2 { path, .. } = st {
+                    self.kernel_modules.add(address, length, path)
+                }
+            }
+            StateRecord::Mmap2 {
+                pid,
+                address,
+                length,
+                page_offset,
+                build_id,
+                protection,
+                path,
+            } => {
+                if protection & PROT_EXEC != 0 {
+                    self.maps.add(pid, address, length, page_offset, path, build_id)
+                }
+            }
+        }
     }
 
     /// Kernel code registered or unregistered: the names of its addresses change from here.
@@ -901,6 +964,10 @@ impl Reader<'_> {
             if let Some(s) = Sample::parse_plain(&record, self.read_formats.get(attr).copied()) {
                 return self.sample_of(attr, &s);
             }
+        }
+        if let Some(st) = perf_records::state_record(&record) {
+            self.state(st);
+            return Ok(());
         }
         let parsed = record.parse().map_err(|_| record_err(path, &record))?;
         self.record(attr, parsed, || record.common_data().ok().and_then(|c| c.cpu))
@@ -1974,12 +2041,14 @@ fn read_records<R: Read>(
     for (key, info) in &perf_file.build_ids().map_err(perf_err(path, stops_at))? {
         match key {
             DsoKey::User { full_path, .. } => {
-                r.maps.header_ids.insert(full_path.clone(), info.build_id.clone());
+                r.maps.dso_index.entry(full_path.clone()).or_default().header_id = Some(info.build_id.clone());
             }
             DsoKey::Vdso32 | DsoKey::VdsoX32 | DsoKey::Vdso64 => {
                 r.maps
-                    .header_ids
-                    .insert(key.name().as_bytes().to_vec(), info.build_id.clone());
+                    .dso_index
+                    .entry(key.name().as_bytes().to_vec())
+                    .or_default()
+                    .header_id = Some(info.build_id.clone());
             }
             _ => {}
         }
