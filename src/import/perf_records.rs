@@ -516,7 +516,9 @@ pub(crate) fn walk<'b>(
         .iter()
         .map(|a| RecordParseInfo::new(&a.attr, Endianness::LittleEndian))
         .collect();
-    let mut by_id: HashMap<u64, usize> = HashMap::new();
+    // Looked up for every record when the file has several attributes (perf adds a dummy
+    // event beside the one asked for): a fast hasher, the ids being the kernel's.
+    let mut by_id: HashMap<u64, usize, foldhash::fast::RandomState> = HashMap::default();
     for (k, a) in attrs.iter().enumerate() {
         for id in &a.event_ids {
             by_id.insert(*id, k);
