@@ -649,6 +649,10 @@ fn release<'b>(
     for p in out.drain(..) {
         let Some(attr) = p.attr else { continue };
         let (kind, misc, body) = w.record(p.key.1);
+        // Samples and losses not read set no state: the reader would drop them at once.
+        if !read && (kind == SAMPLE || kind == LOST) {
+            continue;
+        }
         let record = RawEventRecord::new(
             RecordType(kind),
             misc,
@@ -666,6 +670,8 @@ fn release<'b>(
 
 /// `PERF_RECORD_SAMPLE`.
 const SAMPLE: u32 = 9;
+/// `PERF_RECORD_LOST`.
+const LOST: u32 = 2;
 
 /// A record's id where `info` puts it (the crate's `get_record_id`).
 fn record_id(kind: u32, body: &[u8], info: &RecordIdParseInfo) -> Option<u64> {
