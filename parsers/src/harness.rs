@@ -561,12 +561,21 @@ fn check_test_list(input: &Input<'_>) -> Result<(), ParseError> {
 fn check_kallsyms(input: &Input<'_>) -> Result<(), ParseError> {
     let mut first_error: Option<ParseError> = None;
     let mut last_line = 0;
-    for entry in kallsyms::entries(&input.text, INPUT_NAME) {
+    let lines = input.text.lines().filter(|l| !l.trim().is_empty());
+    for (entry, line) in kallsyms::entries(&input.text, INPUT_NAME).zip(lines) {
         match entry {
             Ok(e) => {
                 assert_name(e.name);
                 e.module.map(assert_name);
                 assert!(e.kind.is_ascii_alphabetic());
+                // The byte-by-byte reading of a line is nom's.
+                let nom = kallsyms::parse_line(INPUT_NAME, 1, line).expect("nom reads the line too");
+                assert_eq!(
+                    (nom.address, nom.kind, crate::bounded_name(nom.name).0),
+                    (e.address, e.kind, e.name),
+                    "{line:?}"
+                );
+                assert_eq!(nom.module.map(|m| crate::bounded_name(m).0), e.module, "{line:?}");
             }
             // Every bad line is reported, in order; the first error stands for the input
             // (and is checked in full by the caller).

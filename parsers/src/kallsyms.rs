@@ -291,6 +291,7 @@ mod tests {
         }
         lines.push("1ffffffff81000000 t foo".into());
         lines.push("ffffffff81000000 t foo\t[]".into());
+        lines.push(" T no_address".into());
         let (mut read, mut refused) = (0, 0);
         for line in &lines {
             let nom = parse_line("k", 1, line).ok();
