@@ -900,12 +900,12 @@ impl Reader<'_> {
             StateRecord::Exit { pid, tid } if pid == tid => self.maps.exit(pid),
             StateRecord::Exit { .. } => {}
             StateRecord::Mmap2 {
-                pid, address, length, ..
-            } if pid == -1 && is_kernel_address(address) => {
-                if let StateRecord::Mmap2 { path, .. } = st {
-                    self.kernel_modules.add(address, length, path)
-                }
-            }
+                pid,
+                address,
+                length,
+                path,
+                ..
+            } if pid == -1 && is_kernel_address(address) => self.kernel_modules.add(address, length, path),
             StateRecord::Mmap2 {
                 pid,
                 address,
@@ -914,11 +914,8 @@ impl Reader<'_> {
                 build_id,
                 protection,
                 path,
-            } => {
-                if protection & PROT_EXEC != 0 {
-                    self.maps.add(pid, address, length, page_offset, path, build_id)
-                }
-            }
+            } if protection & PROT_EXEC != 0 => self.maps.add(pid, address, length, page_offset, path, build_id),
+            StateRecord::Mmap2 { .. } => {}
         }
     }
 
@@ -941,21 +938,9 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// A record as this import's reader hands it out: a sample of a plain format read in
-    /// place, the rest as the crate parses them. `read` false: only for the state it
-    /// sets (a mapping, a command, a fork, an exit), its samples and losses left to the
-    /// reader that reads them ([`Part`]).
-    fn raw_record(
-        &mut self,
-        attr: usize,
-        record: RawEventRecord<'_>,
-        read: bool,
-        path: &Path,
-    ) -> Result<(), ImportError> {
-        let counted = matches!(record.record_type, RecordType::SAMPLE | RecordType::LOST);
-        if !read && counted {
-            return Ok(());
-        }
+    /// A record as this import's reader hands it out ([`Step::Record`]): a sample of a
+    /// plain format or a state record read in place, the rest as the crate parses them.
+    fn raw_record(&mut self, attr: usize, record: RawEventRecord<'_>, path: &Path) -> Result<(), ImportError> {
         if let Some(k) = perf_records::ksymbol_of(&record) {
             self.ksymbol(k);
             return Ok(());
@@ -2167,7 +2152,7 @@ fn read_own(
             perf_file,
             Part::Whole,
             |step| match step {
-                Step::Record { attr, record, read } => r.raw_record(attr, record, read, path).map(|_| None),
+                Step::Record { attr, record } => r.raw_record(attr, record, path).map(|_| None),
                 Step::Round { at } => {
                     let left = end.saturating_sub(at.pos());
                     let split_at = match split {
@@ -2176,11 +2161,12 @@ fn read_own(
                         // Not before SPLIT_MIN_BYTES are read, when the imports started
                         // beside this one have all begun, and while two thirds or more
                         // are left: the second reader walks the records before its part
-                        // for their state (mappings, forks, exits), which on a fork load
-                        // costs about half of reading them, and its profile is merged;
-                        // with less left, that costs what the second core saves. Its part
-                        // is planned to start at 13/20 of what is left, and moved as the
-                        // two go ([`perf_records::Boundary`]).
+                        // for their state (mappings, forks, exits), which costs a half
+                        // (many samples) to four fifths (a fork load) of reading them,
+                        // and its profile is merged; with less left, that costs what the
+                        // second core saves. Its part is planned to start at 13/20 of
+                        // what is left, and moved as the two go
+                        // ([`perf_records::Boundary`]).
                         Split::WhenCoreIdle => {
                             let read = at.pos() - records.data.0;
                             (read >= SPLIT_MIN_BYTES && left >= 2 * read && opts.readers.core_idle())
@@ -2206,9 +2192,7 @@ fn read_own(
                             perf_file,
                             part,
                             |step| match step {
-                                Step::Record { attr, record, read } => {
-                                    other.raw_record(attr, record, read, path).map(|_| None)
-                                }
+                                Step::Record { attr, record } => other.raw_record(attr, record, path).map(|_| None),
                                 Step::Round { .. } => Ok(None),
                             },
                             perf_err(path, stops_at),

@@ -288,6 +288,12 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes))
 }
 
+/// The little-endian u32 at byte `at` of `b`, if `b` holds it.
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    let bytes: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(u32::from_le_bytes(bytes))
+}
+
 /// Whether this reader reads the file whose header `perf_file` describes and whose
 /// records the check saw as `records` (see the module's documentation).
 pub(crate) fn eligible(perf_file: &PerfFile, records: &Records) -> bool {
@@ -320,7 +326,7 @@ struct Pending {
     attr: Option<u32>,
 }
 
-/// Which of a file's records a walk hands out as read ([`Step::Record`]'s `read`).
+/// Which of a file's records a walk reads, and which it hands out for their state only.
 ///
 /// A file can be read by two walks, each on its own core: the first from the start until
 /// the round where the two meet ([`Boundary`]), the second from where the first was when
@@ -413,16 +419,20 @@ impl Boundary {
     }
 
     /// The second walk, walking for state, is at the round end `p`: whether it reads from
-    /// here on.
-    fn second_reads_from(&self, p: u64) -> bool {
+    /// here on, walks on, or stops (the first read to the end of the data).
+    fn second_at(&self, p: u64) -> SecondStep {
         let mut m = self.meeting();
-        if p >= m.at && !m.first_ended {
+        if m.first_ended {
+            // The first read every round: none was at or past `at`.
+            return SecondStep::Stop;
+        }
+        if p >= m.at {
             m.fixed = true;
             m.at = p;
-            return true;
+            return SecondStep::Read;
         }
         m.second_at = p;
-        false
+        SecondStep::Walk
     }
 
     /// The first walk read to the end of the data.
@@ -435,6 +445,14 @@ impl Boundary {
         let m = self.meeting();
         m.first_ended && !m.fixed
     }
+}
+
+/// What the second walk does at a round end ([`Boundary::second_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SecondStep {
+    Read,
+    Walk,
+    Stop,
 }
 
 impl Meeting {
@@ -466,12 +484,9 @@ pub(crate) struct Resume {
 
 /// What a walk hands out.
 pub(crate) enum Step<'a> {
-    /// A record with its attribute's index; `read`: to be read, not only for its state.
-    Record {
-        attr: usize,
-        record: RawEventRecord<'a>,
-        read: bool,
-    },
+    /// A record with its attribute's index: each of the walk's part, and before it
+    /// those that set state (mappings, commands, forks, exits; not samples nor losses).
+    Record { attr: usize, record: RawEventRecord<'a> },
     /// A round ended (a [`Part::Whole`] walk only): the caller may answer with the
     /// [`Boundary`] of a split from here, and start another walk from
     /// [`RoundEnd::resume`].
@@ -585,13 +600,11 @@ pub(crate) fn walk<'b>(
             match &part {
                 // The second walk reads from this round on.
                 Part::Before(b) if b.first_stops_at(pos) => return Ok(()),
-                Part::From { boundary, .. } if !read => {
-                    if boundary.second_reads_from(pos) {
-                        read = true;
-                    } else if boundary.second_reads_nothing() {
-                        return Ok(());
-                    }
-                }
+                Part::From { boundary, .. } if !read => match boundary.second_at(pos) {
+                    SecondStep::Read => read = true,
+                    SecondStep::Walk => {}
+                    SecondStep::Stop => return Ok(()),
+                },
                 _ => {}
             }
             order.finish_round(&mut out);
@@ -662,7 +675,6 @@ fn release<'b>(
         each(Step::Record {
             attr: attr as usize,
             record,
-            read,
         })?;
     }
     Ok(())
@@ -867,8 +879,7 @@ pub(crate) fn state_record<'a>(r: &RawEventRecord<'a>) -> Option<StateRecord<'a>
     let RawData::Single(b) = r.data else {
         return None;
     };
-    let i32_at = |at: usize| Some(i32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?));
-    let u64_at = |at: usize| Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?));
+    let i32_at = |at: usize| u32_at(b, at).map(|v| v as i32);
     let string_at = |at: usize| {
         let rest = b.get(at..)?;
         Some(&rest[..memchr::memchr(0, rest).unwrap_or(rest.len())])
@@ -879,7 +890,8 @@ pub(crate) fn state_record<'a>(r: &RawEventRecord<'a>) -> Option<StateRecord<'a>
             name: string_at(8)?,
         }),
         RecordType::FORK | RecordType::EXIT => {
-            u64_at(16)?;
+            // The crate reads the timestamp too: a record without one is its to refuse.
+            u64_at(b, 16)?;
             let (pid, ppid, tid, ptid) = (i32_at(0)?, i32_at(4)?, i32_at(8)?, i32_at(12)?);
             Some(match r.record_type {
                 RecordType::FORK => StateRecord::Fork { ppid, pid, ptid, tid },
@@ -894,11 +906,11 @@ pub(crate) fn state_record<'a>(r: &RawEventRecord<'a>) -> Option<StateRecord<'a>
             };
             Some(StateRecord::Mmap2 {
                 pid: i32_at(0)?,
-                address: u64_at(8)?,
-                length: u64_at(16)?,
-                page_offset: u64_at(24)?,
+                address: u64_at(b, 8)?,
+                length: u64_at(b, 16)?,
+                page_offset: u64_at(b, 24)?,
                 build_id,
-                protection: i32_at(56)? as u32,
+                protection: u32_at(b, 56)?,
                 path: string_at(64)?,
             })
         }
@@ -947,44 +959,39 @@ mod tests {
         RecordParseInfo::new(&reader.perf_file.event_attributes()[0].attr, Endianness::LittleEndian)
     }
 
-    /// The crate's parse of a state record, as a [`StateRecord`].
-    fn crate_state<'a>(r: &RawEventRecord<'a>) -> Option<(StateRecord<'a>, Vec<u8>, Vec<u8>)> {
+    /// The crate's parse of a state record, as a [`StateRecord`]; the build-id it
+    /// allocates is kept in `id`, the name and path are the record's bytes.
+    fn crate_state<'a>(r: &RawEventRecord<'a>, id: &'a mut Option<Vec<u8>>) -> Option<StateRecord<'a>> {
         use linux_perf_data::linux_perf_event_reader::{EventRecord, Mmap2FileId};
-        // The slices a parsed record holds are its own: compared by value.
+        let bytes = |d: RawData<'a>| match d {
+            RawData::Single(b) => b,
+            RawData::Split(..) => unreachable!("the test's records are whole"),
+        };
         Some(match r.parse().ok()? {
-            EventRecord::Comm(c) => {
-                let name = c.name.as_slice().to_vec();
-                (StateRecord::Comm { tid: c.tid, name: &[] }, name, Vec::new())
-            }
-            EventRecord::Fork(f) => (
-                StateRecord::Fork {
-                    ppid: f.ppid,
-                    pid: f.pid,
-                    ptid: f.ptid,
-                    tid: f.tid,
-                },
-                Vec::new(),
-                Vec::new(),
-            ),
-            EventRecord::Exit(e) => (StateRecord::Exit { pid: e.pid, tid: e.tid }, Vec::new(), Vec::new()),
+            EventRecord::Comm(c) => StateRecord::Comm {
+                tid: c.tid,
+                name: bytes(c.name),
+            },
+            EventRecord::Fork(f) => StateRecord::Fork {
+                ppid: f.ppid,
+                pid: f.pid,
+                ptid: f.ptid,
+                tid: f.tid,
+            },
+            EventRecord::Exit(e) => StateRecord::Exit { pid: e.pid, tid: e.tid },
             EventRecord::Mmap2(m) => {
-                let id = match &m.file_id {
-                    Mmap2FileId::BuildId(id) => Some(id.clone()),
-                    Mmap2FileId::InodeAndVersion(_) => None,
-                };
-                (
-                    StateRecord::Mmap2 {
-                        pid: m.pid,
-                        address: m.address,
-                        length: m.length,
-                        page_offset: m.page_offset,
-                        build_id: id.as_ref().map(|_| &[][..]),
-                        protection: m.protection,
-                        path: &[],
-                    },
-                    m.path.as_slice().to_vec(),
-                    id.unwrap_or_default(),
-                )
+                if let Mmap2FileId::BuildId(b) = m.file_id {
+                    *id = Some(b);
+                }
+                StateRecord::Mmap2 {
+                    pid: m.pid,
+                    address: m.address,
+                    length: m.length,
+                    page_offset: m.page_offset,
+                    build_id: id.as_deref(),
+                    protection: m.protection,
+                    path: bytes(m.path),
+                }
             }
             _ => return None,
         })
@@ -1033,43 +1040,10 @@ mod tests {
                     assert_eq!(ours, None);
                     continue;
                 }
-                let theirs = crate_state(&r);
-                let Some(ours) = ours else {
-                    assert!(theirs.is_none(), "{kind:?} {len}: refused, the crate reads {theirs:?}");
-                    continue;
-                };
-                let (theirs, text, id) = theirs.unwrap_or_else(|| panic!("{kind:?} {len}: the crate refuses"));
-                let (ours_blank, our_text, our_id) = match ours {
-                    StateRecord::Comm { tid, name } => (StateRecord::Comm { tid, name: &[] }, name, &[][..]),
-                    StateRecord::Mmap2 {
-                        pid,
-                        address,
-                        length,
-                        page_offset,
-                        build_id,
-                        protection,
-                        path,
-                    } => (
-                        StateRecord::Mmap2 {
-                            pid,
-                            address,
-                            length,
-                            page_offset,
-                            build_id: build_id.map(|_| &[][..]),
-                            protection,
-                            path: &[],
-                        },
-                        path,
-                        build_id.unwrap_or(&[]),
-                    ),
-                    other => (other, &[][..], &[][..]),
-                };
-                assert_eq!(
-                    (ours_blank, our_text, our_id),
-                    (theirs, &text[..], &id[..]),
-                    "{kind:?} {len}"
-                );
-                read += 1;
+                let mut id = None;
+                let theirs = crate_state(&r, &mut id);
+                assert_eq!(ours, theirs, "{kind:?} {len}");
+                read += usize::from(ours.is_some());
             }
         }
         assert!(read > 100, "{read}");
@@ -1202,13 +1176,15 @@ mod tests {
                     seen_at.push(b.meeting().at);
                 } else if p > n {
                     second_done = true;
-                } else if b.second_reads_from(p * ROUND) {
-                    second_from = Some(p);
-                    second_done = true;
-                } else if b.second_reads_nothing() {
-                    second_done = true;
                 } else {
-                    p += 1;
+                    match b.second_at(p * ROUND) {
+                        SecondStep::Read => {
+                            second_from = Some(p);
+                            second_done = true;
+                        }
+                        SecondStep::Stop => second_done = true,
+                        SecondStep::Walk => p += 1,
+                    }
                 }
             }
             // The first read from+1.. up to where the second reads from, or everything.
