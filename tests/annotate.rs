@@ -51,8 +51,8 @@ fn build(dir: &Path, extra: &[&str]) -> std::path::PathBuf {
 fn a_static_inline_helpers_line_is_found_inlined_into_its_caller_issue_32() {
     let dir = tempdir();
     let prog = build(dir.path(), &[]);
-    assert_eq!(debug_file_for(&prog).as_deref(), Some(prog.as_path()));
-    let code = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES).unwrap();
+    assert_eq!(debug_file_for(&prog, &[]).as_deref(), Some(prog.as_path()));
+    let code = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES, &[]).unwrap();
     assert!(code.missing.is_empty(), "{:?}", code.missing);
     assert!(code.instructions.len() > 5, "{:?}", code.instructions);
     // Every instruction has a place; the helper's loop lines are there, inlined into work.
@@ -91,7 +91,7 @@ fn an_elf_linked_at_kernel_addresses_gives_the_exact_lines_issue_32() {
             "-no-pie",
         ],
     );
-    let code = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES).unwrap();
+    let code = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES, &[]).unwrap();
     assert!(code.start >= 0xffffffff81000000, "{:#x}", code.start);
     // objdump's own line table for the same addresses agrees with ours, line for line.
     let mut checked = 0;
@@ -128,14 +128,14 @@ fn a_stripped_librarys_functions_are_found_in_dynsym_and_its_debug_file_issue_32
         assert!(o.status.success(), "objcopy: {}", stderr(&o));
     }
     let (lib, debug) = (d.join("lib.so"), d.join("lib.debug"));
-    let code = function_code(&lib, None, "exported", &[], USER_DEBUG_PACKAGES).expect("found in .dynsym");
+    let code = function_code(&lib, None, "exported", &[], USER_DEBUG_PACKAGES, &[]).expect("found in .dynsym");
     assert!(!code.instructions.is_empty() && !code.bytes.is_empty());
     assert!(
-        function_code(&lib, None, "hidden", &[], USER_DEBUG_PACKAGES).is_err(),
+        function_code(&lib, None, "hidden", &[], USER_DEBUG_PACKAGES, &[]).is_err(),
         "a static function is in no table of the stripped library"
     );
     let hidden =
-        function_code(&lib, Some(&debug), "hidden", &[], USER_DEBUG_PACKAGES).expect("found in the debug file");
+        function_code(&lib, Some(&debug), "hidden", &[], USER_DEBUG_PACKAGES, &[]).expect("found in the debug file");
     assert!(!hidden.bytes.is_empty(), "its bytes come from the library");
     let place = hidden.place_at(0).expect("its lines come from the debug file");
     assert_eq!(place.line, 3, "{place:?}");
@@ -484,4 +484,98 @@ fn repetitions_mark_the_changed_line_significant_and_an_a_a_nothing_issue_32() {
     let aa = annotate("work", &one, &again, &opts);
     assert!(aa.same_build);
     assert!(marked(&aa).is_empty(), "A/A marks a line: {aa:#?}");
+}
+
+/// Exchanges the two names `a` and `b` (`renameat2` with `RENAME_EXCHANGE`): one of them
+/// a file, the other a link, as a hostile owner of their directory would, in a loop.
+fn exchange(a: &Path, b: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let (a, b) = (c(a), c(b));
+    // SAFETY: two NUL-terminated paths that outlive the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+}
+
+/// Issue 46: a source file or ELF file that another user's recording names, swapped in a
+/// loop with a link to a file only root may reach, is never read for that user: the check
+/// and the open are one walk (`fsio::foreign::open_as`). Before, a check of the path and
+/// an open afterwards let the link through within a few hundred reads.
+#[test]
+fn a_file_swapped_for_a_link_to_roots_file_is_never_read_for_its_owner_issue_46() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if !crate::util::is_root() {
+        eprintln!("skipped: a directory of another user needs root");
+        return;
+    }
+    let nobody = crate::hostile::NOBODY;
+    let dir = tempdir();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    mode(dir.path(), 0o755);
+    // Root's: a source and a build of another `work`, in a directory only root may search.
+    let private = dir.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::write(private.join("prog.c"), PROGRAM.replace("2654435761u", "SECRET")).unwrap();
+    let secret_prog = {
+        let src = PROGRAM.replace("y ^= y >> 7", "y ^= y >> 13").replace("k++", "k += 3");
+        std::fs::write(private.join("other.c"), src).unwrap();
+        let o = run_in(&private, "gcc", &["-O2", "-g", "-o", "prog", "other.c"]);
+        assert!(o.status.success(), "gcc: {}", stderr(&o));
+        private.join("prog")
+    };
+    mode(&private, 0o700);
+    // The recording owner's: the file and a link to root's beside it, swapped in a loop.
+    let public = dir.path().join("public");
+    std::fs::create_dir(&public).unwrap();
+    let prog = build(&public, &[]);
+    std::os::unix::fs::symlink(private.join("prog.c"), public.join("swap.c")).unwrap();
+    std::os::unix::fs::symlink(&secret_prog, public.join("swap")).unwrap();
+    crate::hostile::chown_tree(&public, nobody);
+    let own = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES, &[]).unwrap().bytes;
+    let secret = function_code(&secret_prog, None, "work", &[], USER_DEBUG_PACKAGES, &[]).unwrap().bytes;
+    assert_ne!(own, secret, "the two builds differ");
+    let stop = AtomicBool::new(false);
+    let (mut sources, mut codes, mut leaked) = (0, 0, None);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                exchange(&public.join("prog.c"), &public.join("swap.c"));
+                exchange(&public.join("prog"), &public.join("swap"));
+            }
+        });
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let source = public.join("prog.c");
+        'reading: while std::time::Instant::now() < end {
+            for _ in 0..50 {
+                if let Some(lines) = read_source(source.to_str().unwrap(), &[], &[nobody]) {
+                    if lines.iter().any(|l| l.contains("SECRET")) {
+                        leaked = Some(format!("root's source, after {sources} reads"));
+                        break 'reading;
+                    }
+                    sources += 1;
+                }
+            }
+            if let Ok(code) = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES, &[nobody]) {
+                if code.bytes != own {
+                    leaked = Some(format!("root's build, after {codes} reads"));
+                    break;
+                }
+                codes += 1;
+            }
+        }
+        // Stopped before any assertion, so a failure cannot leave the swapper running.
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert_eq!(leaked, None, "read for nobody");
+    // The owner's own files were read while they stood in place: the test saw both sides.
+    assert!(sources > 0 && codes > 0, "{sources} sources and {codes} codes read");
 }

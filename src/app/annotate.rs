@@ -39,12 +39,17 @@ fn chosen<'a>(function: &str, annotated: &'a [AnnotatedSamples]) -> Vec<&'a Anno
 /// Whether each user of `readers` could read the file of `a` (a kernel function's is
 /// the vmlinux the user named).
 fn readable(a: &AnnotatedSamples, readers: &[u32]) -> Result<(), u32> {
-    match readers
-        .iter()
-        .find(|&&u| !a.kernel && !crate::fsio::readable_by(&a.file, u))
-    {
-        Some(&uid) => Err(uid),
-        None => Ok(()),
+    crate::fsio::foreign::may_read(&a.file, file_readers(a, readers))
+}
+
+/// The users `a`'s files are read for: none for a kernel function (its vmlinux is the one
+/// the user named), else `readers`. Every read of them goes through
+/// `fsio::foreign::open_as` with these, so a file swapped after [`readable`] is not read.
+fn file_readers<'r>(a: &AnnotatedSamples, readers: &'r [u32]) -> &'r [u32] {
+    if a.kernel {
+        &[]
+    } else {
+        readers
     }
 }
 
@@ -53,6 +58,7 @@ fn readable(a: &AnnotatedSamples, readers: &[u32]) -> Result<(), u32> {
 /// for all its functions, not once per function and side.
 fn prefetch(functions: &[String], sides: [&[AnnotatedSamples]; 2], readers: &[u32]) -> Prefetched {
     let mut by_file: BTreeMap<(&Path, bool), Vec<&str>> = BTreeMap::new();
+    let no_readers: &[u32] = &[];
     for side in sides {
         for f in functions {
             let Some(a) = chosen(f, side).first().copied() else {
@@ -75,7 +81,14 @@ fn prefetch(functions: &[String], sides: [&[AnnotatedSamples]; 2], readers: &[u3
             USER_DEBUG_PACKAGES
         };
         let wanted: Vec<(&str, &[u64])> = names.iter().map(|&n| (n, &[][..])).collect();
-        let codes = functions_code(file, debug_file_for(file).as_deref(), &wanted, packages);
+        let readers = if kernel { no_readers } else { readers };
+        let codes = functions_code(
+            file,
+            debug_file_for(file, readers).as_deref(),
+            &wanted,
+            packages,
+            readers,
+        );
         for (k, name) in names.iter().enumerate() {
             let code = match &codes {
                 Ok(all) => all[k].as_ref().map(Clone::clone).map_err(ToString::to_string),
@@ -159,8 +172,15 @@ fn side_with(function: &str, reps: &[Recording<'_>], readers: &[u32], prefetched
     }
     let code = match prefetched.get(&(a.file.clone(), a.function.clone())) {
         Some(code) => code.clone(),
-        None => function_code(&a.file, debug_file_for(&a.file).as_deref(), &a.function, &[], packages)
-            .map_err(|e| e.to_string()),
+        None => function_code(
+            &a.file,
+            debug_file_for(&a.file, file_readers(a, readers)).as_deref(),
+            &a.function,
+            &[],
+            packages,
+            file_readers(a, readers),
+        )
+        .map_err(|e| e.to_string()),
     };
     let code = match code {
         Ok(c) => c,
@@ -199,10 +219,11 @@ fn side_with(function: &str, reps: &[Recording<'_>], readers: &[u32], prefetched
     let code = if code.instructions.is_empty() && !offsets.is_empty() {
         function_code(
             &a.file,
-            debug_file_for(&a.file).as_deref(),
+            debug_file_for(&a.file, file_readers(a, readers)).as_deref(),
             &a.function,
             &offsets,
             packages,
+            file_readers(a, readers),
         )
         .unwrap_or(code)
     } else {

@@ -28,7 +28,8 @@ pub struct KernelCode {
     /// The root the module directories are looked for under (`/`; a test tree).
     pub root: PathBuf,
     /// The run's owner when neither root nor this user: only files that user could read
-    /// are read for the run (`fsio::readable_by`, docs/security.md).
+    /// are read for the run, each opened as that user could (`fsio::foreign::open_as`,
+    /// docs/security.md).
     pub owner: Option<u32>,
 }
 
@@ -61,18 +62,22 @@ impl KernelCode {
 
     /// The ELF holding the code of a function of `module` (`None`: the core kernel) and
     /// the file with its lines, both readable by the run's owner; or what is missing.
+    /// A check for messages: the files are read later, through `fsio::foreign::open_as`
+    /// with [`KernelCode::readers`] again.
     fn files(&self, module: Option<&str>) -> Result<(PathBuf, Option<PathBuf>), String> {
         let (code, debug) = self.find_files(module)?;
-        let Some(uid) = self.owner else {
-            return Ok((code, debug));
-        };
-        if !crate::fsio::readable_by(&code, uid) {
+        if let Err(uid) = crate::fsio::foreign::may_read(&code, self.readers()) {
             return Err(format!(
                 "{} is not readable by the run's owner (uid {uid}): not read for the run (docs/security.md)",
                 code.display()
             ));
         }
-        Ok((code, debug.filter(|d| crate::fsio::readable_by(d, uid))))
+        Ok((code, debug))
+    }
+
+    /// The users the run's files are read for: its owner, when neither root nor this user.
+    fn readers(&self) -> &[u32] {
+        self.owner.as_slice()
     }
 
     /// The ELF holding the code of a function of `module` (`None`: the core kernel) and
@@ -86,7 +91,7 @@ impl KernelCode {
                     self.release.as_deref().unwrap_or("its kernel release")
                 ));
             };
-            return Ok((v.clone(), debug_file_for(v)));
+            return Ok((v.clone(), debug_file_for(v, self.readers())));
         };
         let Some(release) = &self.release else {
             return Err(format!(
@@ -114,12 +119,12 @@ impl KernelCode {
             ));
         };
         // The module's own file first; the debug tree's copy for the lines.
-        let debug = debug_file_for(&code).or_else(|| {
+        let debug = debug_file_for(&code, self.readers()).or_else(|| {
             found
                 .iter()
                 .filter(plain)
                 .filter(|p| p.starts_with(&dirs[1]))
-                .find_map(|p| debug_file_for(p))
+                .find_map(|p| debug_file_for(p, self.readers()))
         });
         Ok((code, debug))
     }
@@ -243,7 +248,7 @@ pub fn run_side_samples(
             .zip(&offsets)
             .map(|(&(k, _), o)| (functions[k], o.as_slice()))
             .collect();
-        match functions_code(&elf, debug.as_deref(), &wanted, KERNEL_DEBUG_PACKAGES) {
+        match functions_code(&elf, debug.as_deref(), &wanted, KERNEL_DEBUG_PACKAGES, code.readers()) {
             Ok(all) => {
                 for (&(k, size), c) in ks.iter().zip(all) {
                     codes[k] = Some(c.unwrap_or_else(|e| missing_code(functions[k], size, e.to_string())));

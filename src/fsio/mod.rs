@@ -12,6 +12,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
+pub mod foreign;
+
 /// Whether an open may follow a symbolic link in the last component of its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Links {
@@ -421,24 +423,6 @@ pub fn foreign_owner(path: &Path) -> Option<u32> {
     (uid != 0 && uid != euid()).then_some(uid)
 }
 
-/// Whether the user `uid` (not a member of any group, to be safe) could read `path`:
-/// every directory on its resolved path searchable and the file readable, by owner or by
-/// everyone. A file a run names (its vmlinux, a source file its DWARF names) is read
-/// for it only then: root must not show one user what only another may read.
-pub fn readable_by(path: &Path, uid: u32) -> bool {
-    let may = |m: &std::fs::Metadata, owner_bit: u32, other_bit: u32| {
-        uid == 0 || m.mode() & other_bit != 0 || (m.uid() == uid && m.mode() & owner_bit != 0)
-    };
-    let Ok(real) = std::fs::canonicalize(path) else {
-        return false;
-    };
-    let dirs_ok = real
-        .ancestors()
-        .skip(1)
-        .all(|d| std::fs::metadata(d).is_ok_and(|m| may(&m, 0o100, 0o001)));
-    dirs_ok && std::fs::metadata(&real).is_ok_and(|m| may(&m, 0o400, 0o004))
-}
-
 /// A symbolic link on a path that [`check_links`] refuses to follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UntrustedLink {
@@ -610,29 +594,6 @@ impl Drop for DirLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn readable_by_needs_the_file_and_every_directory_open_to_the_user() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("d");
-        std::fs::create_dir(&dir).unwrap();
-        let file = dir.join("f");
-        std::fs::write(&file, "x").unwrap();
-        let set = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
-        let me = std::fs::metadata(&file).unwrap().uid();
-        let other = me.wrapping_add(12345);
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        set(&dir, 0o755);
-        set(&file, 0o644);
-        assert!(readable_by(&file, other) && readable_by(&file, me));
-        set(&file, 0o600);
-        assert!(!readable_by(&file, other), "only its owner may read it");
-        assert!(readable_by(&file, me) && readable_by(&file, 0));
-        set(&file, 0o644);
-        set(&dir, 0o700);
-        assert!(!readable_by(&file, other), "its directory is closed to others");
-        assert!(!readable_by(&dir.join("missing"), me));
-    }
 
     #[test]
     fn only_regular_files_open() {

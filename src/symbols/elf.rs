@@ -131,6 +131,17 @@ pub(super) fn map_file(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
     map_open_file(path).map(|(_, map)| map)
 }
 
+/// [`map_file`] of a file another user's run or recording names: opened only as far as
+/// each user of `readers` could (`fsio::foreign::open_as`, docs/security.md).
+pub(super) fn map_file_as(path: &Path, readers: &[u32]) -> Result<memmap2::Mmap, SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = crate::fsio::foreign::open_as(path, readers).map_err(io)?;
+    map_opened(f, path).map(|(_, map)| map)
+}
+
 /// [`map_file`], and the file it maps.
 fn map_open_file(path: &Path) -> Result<(std::fs::File, memmap2::Mmap), SymbolError> {
     let io = |source| SymbolError::Io {
@@ -145,6 +156,15 @@ fn map_open_file(path: &Path) -> Result<(std::fs::File, memmap2::Mmap), SymbolEr
     static RAISED: std::sync::Once = std::sync::Once::new();
     RAISED.call_once(raise_open_file_limit);
     let f = crate::fsio::open_regular(path, crate::fsio::Links::Follow).map_err(io)?;
+    map_opened(f, path)
+}
+
+/// Maps the opened regular file `f` (`path` for messages), at most `ELF_CAP` bytes.
+fn map_opened(f: std::fs::File, path: &Path) -> Result<(std::fs::File, memmap2::Mmap), SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     if f.metadata().map_err(io)?.len() > super::ELF_CAP {
         return Err(io(crate::fsio::too_large(super::ELF_CAP)));
     }

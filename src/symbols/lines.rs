@@ -3,7 +3,7 @@
 //! information says (`docs/annotate.md`). DWARF is read with `gimli`/`addr2line`, code
 //! with `iced-x86`.
 
-use super::elf::{map_file, parse_elf};
+use super::elf::{map_file_as, parse_elf};
 use super::{buildid_dir, hex};
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::borrow::Cow;
@@ -107,14 +107,17 @@ pub fn answers_to(symbol: &str, name: &str) -> bool {
 
 /// The code of the function `name` in `code_file`, with lines from `debug_file` (the
 /// same file when `None`), and a place for each of `offsets` as well as each instruction.
+/// The files are read only as far as each user of `readers` could read them
+/// (`fsio::foreign::open_as`; none: as this process).
 pub fn function_code(
     code_file: &Path,
     debug_file: Option<&Path>,
     name: &str,
     offsets: &[u64],
     packages: &str,
+    readers: &[u32],
 ) -> Result<FunctionCode, CodeError> {
-    let mut all = functions_code(code_file, debug_file, &[(name, offsets)], packages)?;
+    let mut all = functions_code(code_file, debug_file, &[(name, offsets)], packages, readers)?;
     all.pop().expect("one function asked, one answered")
 }
 
@@ -129,19 +132,21 @@ struct Found {
 /// instructions) in `code_file`, lines from `debug_file` (the same file when `None`).
 /// The files are mapped and parsed, their symbols scanned and their DWARF indexed once
 /// for all the functions: a vmlinux has some 10^5 symbols and 10^3 compile units, and
-/// its debug sections may be compressed.
+/// its debug sections may be compressed. The files are read only as far as each user of
+/// `readers` could read them (`fsio::foreign::open_as`).
 pub fn functions_code(
     code_file: &Path,
     debug_file: Option<&Path>,
     wanted: &[(&str, &[u64])],
     packages: &str,
+    readers: &[u32],
 ) -> Result<Vec<Result<FunctionCode, CodeError>>, CodeError> {
-    let map = map_file(code_file)?;
+    let map = map_file_as(code_file, readers)?;
     let file = parse_elf(code_file, &map)?;
     let (debug_map, separate);
     let debug = match debug_file.filter(|p| *p != code_file) {
         Some(p) => {
-            debug_map = map_file(p)?;
+            debug_map = map_file_as(p, readers)?;
             separate = parse_elf(p, &debug_map)?;
             &separate
         }
@@ -324,9 +329,10 @@ fn place<R: gimli::Reader>(ctx: &addr2line::Context<R>, addr: u64) -> Option<Sou
 /// The file holding `path`'s debug information: the file itself when it has DWARF, else
 /// the separate debug file by build-id (`/usr/lib/debug/.build-id/ab/cdef….debug`,
 /// perf's `~/.debug` cache) or by `.gnu_debuglink` (beside it, `.debug/`, under
-/// `/usr/lib/debug`). `None` when none is found.
-pub fn debug_file_for(path: &Path) -> Option<PathBuf> {
-    let map = map_file(path).ok()?;
+/// `/usr/lib/debug`). `None` when none is found. Only files each user of `readers` could
+/// read are opened (`fsio::foreign::open_as`).
+pub fn debug_file_for(path: &Path, readers: &[u32]) -> Option<PathBuf> {
+    let map = map_file_as(path, readers).ok()?;
     let file = parse_elf(path, &map).ok()?;
     if file.section_by_name(".debug_line").is_some() {
         return Some(path.to_path_buf());
@@ -354,7 +360,7 @@ pub fn debug_file_for(path: &Path) -> Option<PathBuf> {
         candidates.push(Path::new("/usr/lib/debug").join(rel).join(link));
     }
     candidates.into_iter().find(|c| {
-        map_file(c)
+        map_file_as(c, readers)
             .ok()
             .is_some_and(|m| parse_elf(c, &m).is_ok_and(|f| f.section_by_name(".debug_line").is_some()))
     })
@@ -363,15 +369,13 @@ pub fn debug_file_for(path: &Path) -> Option<PathBuf> {
 /// The lines of source `file` (as DWARF names it), read where it is or under one of
 /// `dirs` (`--source-dir`): the path itself, then each shorter tail of it under each
 /// directory. `None` when not found; a file over 16 MiB is not read, nor one that any
-/// of `readers` could not read (`fsio::readable_by`).
+/// of `readers` could not read: the check and the open are one (`fsio::foreign::open_as`),
+/// so the file cannot be swapped for a link in between.
 pub fn read_source(file: &str, dirs: &[PathBuf], readers: &[u32]) -> Option<Vec<String>> {
     const CAP: u64 = 16 << 20;
     let read = |p: &Path| -> Option<Vec<String>> {
         use std::io::Read;
-        if !readers.iter().all(|&uid| crate::fsio::readable_by(p, uid)) {
-            return None;
-        }
-        let f = crate::fsio::open_regular(p, crate::fsio::Links::Follow).ok()?;
+        let f = crate::fsio::foreign::open_as(p, readers).ok()?;
         let mut bytes = Vec::new();
         f.take(CAP + 1).read_to_end(&mut bytes).ok()?;
         (bytes.len() as u64 <= CAP).then(|| String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect())
