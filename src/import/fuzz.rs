@@ -350,7 +350,7 @@ pub fn code_records(base: &[u8], data: &[u8]) -> Option<Vec<u8>> {
         } else {
             d.take(n)
         };
-        let body = ksymbol_body(addr, len, u16::from(op >> 4 & 3), op & 8 != 0, &name);
+        let body = ksymbol_body(addr, len, u16::from((op >> 4) & 3), op & 8 != 0, &name);
         records.push((at, KSYMBOL, body));
     }
     with_records_in(base, &l, &records)
