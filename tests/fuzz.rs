@@ -11,7 +11,7 @@
 use crate::util::testdata;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use upcmp::import::fuzz::{check_perf_data, check_perf_script};
+use upcmp::import::fuzz::{check_ksymbols, check_perf_data, check_perf_script};
 use upcmp_parsers::harness::{self, measured, CountingAllocator};
 use upcmp_parsers::mutate::{mutate, mutate_binary};
 
@@ -23,15 +23,18 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 enum Target {
     PerfData,
     PerfScript,
+    /// KSYMBOL and BPF_EVENT records made from the bytes, inside a real recording.
+    Ksymbol,
 }
 
 impl Target {
-    const ALL: [Target; 2] = [Target::PerfData, Target::PerfScript];
+    const ALL: [Target; 3] = [Target::PerfData, Target::PerfScript, Target::Ksymbol];
 
     fn name(self) -> &'static str {
         match self {
             Target::PerfData => "import_perf_data",
             Target::PerfScript => "import_perf_script",
+            Target::Ksymbol => "import_ksymbol",
         }
     }
 
@@ -40,6 +43,10 @@ impl Target {
         match self {
             Target::PerfData => check_perf_data(data, &kallsyms),
             Target::PerfScript => check_perf_script(data, &kallsyms),
+            Target::Ksymbol => {
+                let base = std::fs::read(testdata("import/stacks.data")).unwrap();
+                check_ksymbols(data, &base, &kallsyms)
+            }
         }
     }
 }
@@ -93,7 +100,7 @@ fn mutation_pass(target: Target) {
     let mut seeds: Vec<Vec<u8>> = listed_seeds(target).into_iter().map(|s| s.1).collect();
     seeds.extend(corpus(target).into_iter().map(|s| s.1));
     let mutator = match target {
-        Target::PerfData => mutate_binary,
+        Target::PerfData | Target::Ksymbol => mutate_binary,
         Target::PerfScript => mutate,
     };
     let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
@@ -109,6 +116,11 @@ fn mutation_pass_import_perf_data() {
 #[test]
 fn mutation_pass_import_perf_script() {
     mutation_pass(Target::PerfScript);
+}
+
+#[test]
+fn mutation_pass_import_ksymbol_issue_46() {
+    mutation_pass(Target::Ksymbol);
 }
 
 #[test]

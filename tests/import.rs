@@ -1649,3 +1649,132 @@ fn flamegraph_java_faults_stack_shares_equal_the_flat_profile() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// KSYMBOL records (kernel code loaded while recording) in numbers and lengths no kernel
+// writes
+
+/// 300,000 KSYMBOL records (a 30 MB file) took minutes: each record scanned every live
+/// symbol and every cached address. The bound is not a timing: linear work takes well
+/// under a second here, quadratic work takes minutes, a busy machine neither.
+#[test]
+fn three_hundred_thousand_ksymbol_records_import_in_linear_time_issue_46() {
+    use upcmp::import::fuzz::{ksymbol_body, with_records};
+    let base = std::fs::read(testdata("import/stacks.data")).unwrap();
+    // Registered from the top address down (each one first in address order), and every
+    // fourth one unregistered again.
+    let mut records = Vec::new();
+    for i in 0u64.. {
+        if records.len() >= 300_000 {
+            break;
+        }
+        let addr = 0xffff_ffff_a000_0000 - 0x40 * i;
+        let name = format!("bpf_prog_{i:016x}_f");
+        records.push((0, 17, ksymbol_body(addr, 0x40, 1, false, name.as_bytes())));
+        if i % 4 == 3 {
+            records.push((0, 17, ksymbol_body(addr, 0x40, 1, true, name.as_bytes())));
+        }
+    }
+    let file = with_records(&base, &records).unwrap();
+    let tmp = tempdir();
+    let path = tmp.path().join("ksymbols.data");
+    std::fs::write(&path, &file).unwrap();
+    let opts = upcmp::import::ImportOptions::new(None, Some(testdata("upsrun/callgraph/kallsyms")), None, None)
+        .with_stacks(true);
+    let started = std::time::Instant::now();
+    let imported = upcmp::import::import(&path, &opts).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "{} MB of KSYMBOL records took {took:?}",
+        file.len() >> 20
+    );
+    assert!(imported.profile.cpus.iter().map(|c| c.samples).sum::<u64>() > 0);
+}
+
+/// A KSYMBOL record naming all kernel addresses with 5000 bytes: the name reached the
+/// profile whole, and the fuzz check's bound on names panicked.
+#[test]
+fn a_ksymbol_name_of_5000_bytes_is_cut_to_4_kib_issue_46() {
+    use upcmp::import::fuzz::{check_perf_data, ksymbol_body, with_records};
+    let base = std::fs::read(testdata("import/stacks.data")).unwrap();
+    let name = format!("bpf_prog_0123456789abcdef_{}", "n".repeat(5000 - 26));
+    let body = ksymbol_body(0xffff_ffff_0000_0000, u32::MAX, 1, false, name.as_bytes());
+    let file = with_records(&base, &[(0, 17, body)]).unwrap();
+    let kallsyms = testdata("upsrun/callgraph/kallsyms");
+    assert!(check_perf_data(&file, &kallsyms), "the file imports");
+    let tmp = tempdir();
+    let path = tmp.path().join("long-ksymbol.data");
+    std::fs::write(&path, &file).unwrap();
+    let opts = upcmp::import::ImportOptions::new(None, Some(kallsyms), None, None).with_stacks(true);
+    let imported = upcmp::import::import(&path, &opts).unwrap();
+    let p = &imported.profile;
+    let named: Vec<&upcmp::model::profile::FunctionSamples> = p
+        .functions
+        .iter()
+        .filter(|f| f.name.starts_with("bpf_prog_0123456789abcdef_"))
+        .collect();
+    assert_eq!(named.len(), 1, "the kernel samples are the program's");
+    assert_eq!(named[0].name.len(), upcmp_parsers::MAX_NAME_BYTES);
+    assert_eq!(named[0].module, "bpf");
+    assert!(
+        p.warnings.iter().any(|w| w.starts_with(
+            "1 names longer than 4096 bytes were cut to that length (kernel code named by KSYMBOL records"
+        )),
+        "{:?}",
+        p.warnings
+    );
+    let stacks = imported.stacks.expect("call chains");
+    assert!(stacks
+        .names()
+        .iter()
+        .all(|n| n.len() <= upcmp_parsers::MAX_NAME_BYTES + 16));
+    assert!(stacks
+        .names()
+        .iter()
+        .any(|n| n.starts_with("bpf_prog_0123456789abcdef_")));
+}
+
+/// The loaded code kept in address order names every address as the sorted vector it
+/// replaced did (a register replaces what it overlaps, an unregister removes it), over
+/// records that overlap, nest, repeat and unload in every way.
+#[test]
+fn loaded_code_names_addresses_as_before_issue_46() {
+    use upcmp::model::code::LoadedCode;
+    use upcmp::model::mode::Record;
+    use upcmp_parsers::samples::Ksymbol;
+    // The former implementation: (start, end, name), sorted by start.
+    let mut reference: Vec<(u64, u64, String)> = Vec::new();
+    let mut code = LoadedCode::default();
+    let mut x = 46u64;
+    let mut next = |n: u64| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    for i in 0..4000 {
+        let (addr, len, unregister) = (0x1000 + next(0x400), next(0x60) as u32, next(4) == 0);
+        let name = format!("f{i}");
+        let (start, end) = (addr, addr + u64::from(len).max(1));
+        reference.retain(|r| r.1 <= start || r.0 >= end);
+        if !unregister {
+            let at = reference.partition_point(|r| r.0 < start);
+            reference.insert(at, (start, end, name.clone()));
+        }
+        let range = code.observe(&Record::Ksymbol(Ksymbol {
+            addr,
+            len,
+            kind: 1,
+            unregister,
+            name,
+        }));
+        assert_eq!(range, Some(start..end));
+        assert_eq!(code.len(), reference.len(), "after record {i}");
+        for pc in (0x1000 + next(8)..0x1480).step_by(7) {
+            let expected = reference
+                .iter()
+                .find(|r| (r.0..r.1).contains(&pc))
+                .map(|r| r.2.as_str());
+            assert_eq!(code.resolve(pc).map(|r| r.0), expected, "{pc:#x} after record {i}");
+        }
+    }
+}

@@ -162,3 +162,221 @@ pub fn check_profile(p: &Profile) {
     assert_name(&p.test);
     assert_name(&p.event);
 }
+
+/// Kernel code records made from `data` ([`code_records`]) inside the recording `base`,
+/// imported and checked as [`check_perf_data`] does: the fuzz target `import_ksymbol`.
+/// Returns whether the file imported; `false` for a `base` that is no perf.data file.
+pub fn check_ksymbols(data: &[u8], base: &[u8], kallsyms: &Path) -> bool {
+    match code_records(base, data) {
+        Some(file) => check_perf_data(&file, kallsyms),
+        None => false,
+    }
+}
+
+/// `PERF_RECORD_KSYMBOL` and `PERF_RECORD_BPF_EVENT`.
+const KSYMBOL: u32 = 17;
+const BPF_EVENT: u32 = 18;
+
+/// A KSYMBOL record as the kernel writes it (`u64 addr; u32 len; u16 ksym_type; u16
+/// flags; char name[]`, NUL-terminated and padded to 8 bytes), without its header and
+/// `sample_id` trailer: the body [`with_records`] frames.
+pub fn ksymbol_body(addr: u64, len: u32, kind: u16, unregister: bool, name: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(24 + name.len());
+    b.extend_from_slice(&addr.to_le_bytes());
+    b.extend_from_slice(&len.to_le_bytes());
+    b.extend_from_slice(&kind.to_le_bytes());
+    b.extend_from_slice(&u16::from(unregister).to_le_bytes());
+    b.extend_from_slice(name);
+    b.push(0);
+    b.resize(b.len().next_multiple_of(8), 0);
+    b
+}
+
+/// What [`with_records`] needs of a (little-endian, file-mode) recording: where its data
+/// section and feature table are, its records' offsets, its first event's `sample_id`
+/// trailer and the kernel addresses its samples hit.
+struct Layout {
+    data_at: usize,
+    data_len: usize,
+    features: usize,
+    records: Vec<usize>,
+    trailer: Vec<u8>,
+    kernel_ips: Vec<u64>,
+}
+
+fn layout(base: &[u8]) -> Option<Layout> {
+    let u64_at = |at: usize| Some(u64::from_le_bytes(base.get(at..at + 8)?.try_into().ok()?));
+    if base.get(..8)? != b"PERFILE2" {
+        return None;
+    }
+    let attr_size = usize::try_from(u64_at(16)?).ok()?;
+    let attrs_at = usize::try_from(u64_at(24)?).ok()?;
+    let (data_at, data_len) = (usize::try_from(u64_at(40)?).ok()?, usize::try_from(u64_at(48)?).ok()?);
+    let features = base.get(72..104)?.iter().map(|b| b.count_ones() as usize).sum();
+    if data_at < 104 {
+        return None;
+    }
+    base.get(data_at..data_at.checked_add(data_len)?.checked_add(16 * features)?)?;
+    // The first event's sample_type and flags (`sample_id_all` is bit 18).
+    let sample_type = u64_at(attrs_at.checked_add(24)?)?;
+    let id_all = u64_at(attrs_at.checked_add(40)?)? & (1 << 18) != 0;
+    let id = u64_at(attrs_at.checked_add(attr_size)?.checked_sub(16)?)
+        .and_then(|at| u64_at(usize::try_from(at).ok()?))
+        .unwrap_or(0);
+    // TID, TIME (0: before every other record of its round), ID, STREAM_ID, CPU,
+    // IDENTIFIER, in the kernel's order.
+    let mut trailer = Vec::new();
+    if id_all {
+        for (bit, value) in [
+            (1 << 1, 0),
+            (1 << 2, 0),
+            (1 << 6, id),
+            (1 << 9, id),
+            (1 << 7, 0),
+            (1 << 16, id),
+        ] {
+            if sample_type & bit != 0 {
+                trailer.extend_from_slice(&u64::to_le_bytes(value));
+            }
+        }
+    }
+    let mut records = Vec::new();
+    let mut kernel_ips = Vec::new();
+    let mut at = data_at;
+    while at + 8 <= data_at + data_len {
+        let size = usize::from(u16::from_le_bytes(base[at + 6..at + 8].try_into().ok()?));
+        if size < 8 {
+            return None;
+        }
+        records.push(at);
+        // A sample's IP: its first field, after the IDENTIFIER where there is one.
+        let kind = u32::from_le_bytes(base[at..at + 4].try_into().ok()?);
+        if kind == 9 && sample_type & 1 != 0 {
+            let ip_at = at + 8 + if sample_type & (1 << 16) != 0 { 8 } else { 0 };
+            if let Some(ip) = u64_at(ip_at).filter(|&ip| crate::model::mode::is_kernel_address(ip)) {
+                kernel_ips.push(ip);
+            }
+        }
+        at += size;
+    }
+    if kernel_ips.is_empty() {
+        kernel_ips.push(0xffff_ffff_8100_0000);
+    }
+    Some(Layout {
+        data_at,
+        data_len,
+        features,
+        records,
+        trailer,
+        kernel_ips,
+    })
+}
+
+/// `base` with records of type `kind` and body `body` put before its records of the
+/// given indices (modulo their count): each framed with a header and the first event's
+/// `sample_id` trailer (time 0), the data section's size and the feature sections'
+/// offsets moved to match. `None` when `base` is not a little-endian perf.data file or a
+/// record would pass 64 KiB.
+pub fn with_records(base: &[u8], records: &[(usize, u32, Vec<u8>)]) -> Option<Vec<u8>> {
+    let l = layout(base)?;
+    with_records_in(base, &l, records)
+}
+
+fn with_records_in(base: &[u8], l: &Layout, records: &[(usize, u32, Vec<u8>)]) -> Option<Vec<u8>> {
+    let mut before: Vec<Vec<u8>> = vec![Vec::new(); l.records.len() + 1];
+    for (at, kind, body) in records {
+        let size = u16::try_from(8 + body.len() + l.trailer.len()).ok()?;
+        let slots = before.len();
+        let out = &mut before[at % slots];
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(&l.trailer);
+    }
+    let added: usize = before.iter().map(Vec::len).sum();
+    let table = l.data_at + l.data_len;
+    let mut out = Vec::with_capacity(base.len() + added);
+    out.extend_from_slice(&base[..l.data_at]);
+    out[48..56].copy_from_slice(&((l.data_len + added) as u64).to_le_bytes());
+    let ends = l.records.iter().skip(1).copied().chain([table]);
+    for ((&start, end), extra) in l.records.iter().zip(ends).zip(&before) {
+        out.extend_from_slice(extra);
+        out.extend_from_slice(&base[start..end]);
+    }
+    out.extend_from_slice(&before[l.records.len()]);
+    for i in 0..l.features {
+        let at = table + 16 * i;
+        let offset = u64::from_le_bytes(base[at..at + 8].try_into().ok()?);
+        out.extend_from_slice(&(offset + added as u64).to_le_bytes());
+        out.extend_from_slice(&base[at + 8..at + 16]);
+    }
+    out.extend_from_slice(&base[table + 16 * l.features..]);
+    Some(out)
+}
+
+/// `base` with KSYMBOL and BPF_EVENT records read from `data` (the fuzzer's bytes) put
+/// among its records: for each, an operation byte and a place among the records (u16),
+/// then a BPF_EVENT's 16 bytes, or a KSYMBOL's address (near a kernel address the
+/// samples hit, or any), length, type, unregister flag and name (short, or past 4 KiB:
+/// up to 8 of those).
+/// `None` when `base` is not a little-endian perf.data file.
+pub fn code_records(base: &[u8], data: &[u8]) -> Option<Vec<u8>> {
+    let l = layout(base)?;
+    let mut d = Bytes(data);
+    let mut records = Vec::new();
+    // Names past 4 KiB, each up to 20 KB: a few per input keep the file small.
+    let mut long_names = 0;
+    while !d.0.is_empty() {
+        let op = d.u8();
+        let at = usize::from(d.u16());
+        if op & 3 == 3 {
+            records.push((at, BPF_EVENT, d.take(16)));
+            continue;
+        }
+        let addr = if op & 4 != 0 {
+            d.u64()
+        } else {
+            let ip = l.kernel_ips[usize::from(d.u8()) % l.kernel_ips.len()];
+            ip.wrapping_sub(u64::from(d.u16()))
+        };
+        let len = u32::from(d.u16());
+        let n = usize::from(d.u8());
+        let name = if op & 0x40 != 0 && long_names < 8 {
+            long_names += 1;
+            // Past 4 KiB, below a record's 64 KiB; no NUL inside.
+            let fill = [d.u8() | 0x20, d.u8() | 0x20];
+            (0..4000 + 64 * n).map(|i| fill[i % 2]).collect()
+        } else {
+            d.take(n)
+        };
+        let body = ksymbol_body(addr, len, u16::from((op >> 4) & 3), op & 8 != 0, &name);
+        records.push((at, KSYMBOL, body));
+    }
+    with_records_in(base, &l, &records)
+}
+
+/// The fuzzer's bytes, read front to back; zeros past their end.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn take(&mut self, n: usize) -> Vec<u8> {
+        let (head, rest) = self.0.split_at(n.min(self.0.len()));
+        self.0 = rest;
+        let mut v = head.to_vec();
+        v.resize(n, 0);
+        v
+    }
+
+    fn u8(&mut self) -> u8 {
+        self.take(1)[0]
+    }
+
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes([self.u8(), self.u8()])
+    }
+
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take(8).try_into().unwrap_or_default())
+    }
+}

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::host::running_kernel_build_id;
 use crate::model::builder::{sample_function, KernelResolver};
-use crate::model::code::{LoadedCode, WithLoadedCode};
+use crate::model::code::{AddressCache, LoadedCode, WithLoadedCode};
 use crate::model::mode::Record as ModelRecord;
 use crate::model::mode::{context_mode, is_kernel_address, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use crate::model::profile::{
@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 use upcmp_parsers::samples::Ksymbol;
-use upcmp_parsers::MAX_CPUS;
+use upcmp_parsers::{MAX_CPUS, MAX_NAME_BYTES};
 
 /// What the kernel's symbols are looked up by: the recording and its kernel.
 #[derive(Clone)]
@@ -722,14 +722,14 @@ struct Reader<'o> {
     /// Thread id → command, for the stacks' root frame.
     comms: FastMap<i32, String>,
     /// The function of each kernel address seen, and whether a symbol named it.
-    kernel_functions: FastMap<u64, (usize, bool)>,
+    kernel_functions: AddressCache<(usize, bool), foldhash::fast::RandomState>,
     /// The function of each user place seen.
     user_functions: FastMap<Place, usize>,
     /// The same by what names the place (the places of one function share it).
     functions_by_name: FastMap<NameKey, usize>,
     frames_by_name: FastMap<NameKey, u32>,
     /// The stack frame of each kernel address, user place and thread seen.
-    kernel_frames: FastMap<u64, u32>,
+    kernel_frames: AddressCache<u32, foldhash::fast::RandomState>,
     user_frames: FastMap<Place, u32>,
     comm_frames: FastMap<i32, u32>,
     /// The frames named alike wherever they are ([`FixedFrame`]), once interned.
@@ -748,6 +748,9 @@ struct Reader<'o> {
     recent: Recent,
     /// BPF programs and other kernel code loaded as recorded (KSYMBOL records).
     code: LoadedCode,
+    /// The addresses of KSYMBOL records whose name was cut: a set, as the two readers
+    /// of a split file both see the records where they meet.
+    ksymbol_names_cut: std::collections::BTreeSet<u64>,
     /// Kernel modules as mapped (MMAP records of pid -1).
     kernel_modules: ModuleMaps,
     /// How the event's samples weigh when they carry read values (`PERF_SAMPLE_READ`).
@@ -920,10 +923,14 @@ impl Reader<'_> {
     }
 
     /// Kernel code registered or unregistered: the names of its addresses change from here.
-    fn ksymbol(&mut self, k: Ksymbol) {
+    /// `cut`: its name was longer than the names kept, and was cut.
+    fn ksymbol(&mut self, (k, cut): (Ksymbol, bool)) {
+        if cut {
+            self.ksymbol_names_cut.insert(k.addr);
+        }
         if let Some(range) = self.code.observe(&ModelRecord::Ksymbol(k)) {
-            self.kernel_functions.retain(|a, _| !range.contains(a));
-            self.kernel_frames.retain(|a, _| !range.contains(a));
+            self.kernel_functions.forget(range.clone());
+            self.kernel_frames.forget(range);
         }
     }
 
@@ -990,6 +997,7 @@ impl Reader<'_> {
             read_formats: self.read_formats.clone(),
             recent: Recent::default(),
             code: self.code.clone(),
+            ksymbol_names_cut: Default::default(),
             kernel_modules: self.kernel_modules.clone(),
             read_weights: self.read_weights.clone(),
             dwarf: self.dwarf.for_second_reader(),
@@ -1017,6 +1025,7 @@ impl Reader<'_> {
         }
         self.maps.absorb(other.maps);
         self.dwarf.absorb(other.dwarf);
+        self.ksymbol_names_cut.extend(other.ksymbol_names_cut);
         self.annotated_functions.extend(other.annotated_functions);
         for (k, n) in other.annotated {
             *self.annotated.entry(k).or_default() += n;
@@ -1154,7 +1163,7 @@ impl Reader<'_> {
         let f = match mode {
             Mode::Kernel => {
                 self.kernel_samples += 1;
-                let (f, named) = match self.kernel_functions.get(&ip) {
+                let (f, named) = match self.kernel_functions.get(ip) {
                     Some(&hit) => hit,
                     None => {
                         let symbols: &dyn KernelResolver = match &self.kernel {
@@ -1268,7 +1277,7 @@ impl Reader<'_> {
             }
             let name = &mut self.frame_name;
             let id = match mode {
-                Mode::Kernel => match self.kernel_frames.get(&addr) {
+                Mode::Kernel => match self.kernel_frames.get(addr) {
                     Some(&id) => id,
                     None => {
                         name.clear();
@@ -1420,6 +1429,14 @@ impl Reader<'_> {
                 } else {
                     files.join(", ")
                 }
+            ));
+        }
+        if !self.ksymbol_names_cut.is_empty() {
+            warnings.push(format!(
+                "{} names longer than {MAX_NAME_BYTES} bytes were cut to that length (kernel code named by \
+                 KSYMBOL records, the lowest at {:#x})",
+                self.ksymbol_names_cut.len(),
+                self.ksymbol_names_cut.first().copied().unwrap_or(0)
             ));
         }
         if self.user_unmapped > 0 {
@@ -1996,11 +2013,11 @@ fn read_records<R: Read>(
         profile: ProfileBuilder::new(),
         stacks: StackCollector::counted_apart(opts.stacks),
         comms: FastMap::default(),
-        kernel_functions: FastMap::default(),
+        kernel_functions: AddressCache::default(),
         user_functions: FastMap::default(),
         functions_by_name: FastMap::default(),
         frames_by_name: FastMap::default(),
-        kernel_frames: FastMap::default(),
+        kernel_frames: AddressCache::default(),
         user_frames: FastMap::default(),
         comm_frames: FastMap::default(),
         fixed_frames: [None; 5],
@@ -2017,6 +2034,7 @@ fn read_records<R: Read>(
         annotated: FastMap::default(),
         kernel_annotated: FastMap::default(),
         code: LoadedCode::default(),
+        ksymbol_names_cut: Default::default(),
         kernel_modules: ModuleMaps::default(),
         read_weights: None,
     };

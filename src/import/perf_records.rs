@@ -920,8 +920,10 @@ pub(crate) fn state_record<'a>(r: &RawEventRecord<'a>) -> Option<StateRecord<'a>
 
 /// A `PERF_RECORD_KSYMBOL` (type 17: `u64 addr; u32 len; u16 ksym_type; u16 flags;
 /// char name[]`, the name NUL-terminated and padded); `None` for another record or one
-/// too short. The linux-perf-event-reader crate does not parse it.
-pub(crate) fn ksymbol_of(r: &RawEventRecord<'_>) -> Option<upcmp_parsers::samples::Ksymbol> {
+/// too short. The linux-perf-event-reader crate does not parse it. A name longer than
+/// [`MAX_NAME_BYTES`](upcmp_parsers::MAX_NAME_BYTES) is cut, as every name the suite
+/// reads, and the second value says so.
+pub(crate) fn ksymbol_of(r: &RawEventRecord<'_>) -> Option<(upcmp_parsers::samples::Ksymbol, bool)> {
     if r.record_type != RecordType::KSYMBOL {
         return None;
     }
@@ -935,15 +937,19 @@ pub(crate) fn ksymbol_of(r: &RawEventRecord<'_>) -> Option<upcmp_parsers::sample
         }))
     };
     let name = body.get(16..)?;
-    let name = &name[..name.iter().position(|&c| c == 0)?];
-    Some(upcmp_parsers::samples::Ksymbol {
-        addr: field(0, 8)?,
-        len: field(8, 4)? as u32,
-        kind: field(12, 2)? as u16,
-        // PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER
-        unregister: field(14, 2)? & 1 != 0,
-        name: String::from_utf8_lossy(name).into_owned(),
-    })
+    let name = String::from_utf8_lossy(&name[..name.iter().position(|&c| c == 0)?]);
+    let (name, cut) = upcmp_parsers::bounded_name(&name);
+    Some((
+        upcmp_parsers::samples::Ksymbol {
+            addr: field(0, 8)?,
+            len: field(8, 4)? as u32,
+            kind: field(12, 2)? as u16,
+            // PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER
+            unregister: field(14, 2)? & 1 != 0,
+            name: name.to_string(),
+        },
+        cut,
+    ))
 }
 
 #[cfg(test)]

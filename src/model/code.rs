@@ -5,17 +5,22 @@
 
 use super::builder::KernelResolver;
 use super::mode::Record;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::BuildHasher;
 use upcmp_parsers::samples::{Ksymbol, KSYMBOL_TYPE_BPF};
 
 /// The module of a BPF program, as `/proc/kallsyms` lists it (`[bpf]`).
 pub const BPF_MODULE: &str = "bpf";
 
-/// The kernel code symbols live at this point of a record stream, sorted by start and
-/// not overlapping: a register replaces what it overlaps, an unregister removes its
-/// symbol.
+/// The kernel code symbols live at this point of a record stream, by start and not
+/// overlapping: a register replaces what it overlaps, an unregister removes its symbol.
+/// A record costs a search and what it removes: a file of N records is read in
+/// O(N log N), whatever their order (a sorted vector's insert and a scan of every live
+/// symbol per record made 300,000 of them take minutes).
 #[derive(Debug, Clone, Default)]
 pub struct LoadedCode {
-    ranges: Vec<(u64, u64, String, bool)>,
+    /// Start → (end, name, whether a BPF program).
+    ranges: BTreeMap<u64, (u64, String, bool)>,
 }
 
 impl LoadedCode {
@@ -29,12 +34,19 @@ impl LoadedCode {
     fn apply(&mut self, k: &Ksymbol) -> std::ops::Range<u64> {
         let (start, end) = (k.addr, k.addr.saturating_add(u64::from(k.len).max(1)));
         // Whatever the new range overlaps is gone (code freed and its memory reused
-        // without its unregister seen, or the symbol itself on unregister).
-        self.ranges.retain(|r| r.1 <= start || r.0 >= end);
-        if !k.unregister {
-            let at = self.ranges.partition_point(|r| r.0 < start);
+        // without its unregister seen, or the symbol itself on unregister): the symbol
+        // starting before it if it reaches into it (the ranges do not overlap, so no
+        // other one can), and those starting inside it.
+        if let Some((&s, _)) = self.ranges.range(..start).next_back().filter(|(_, r)| r.0 > start) {
+            self.ranges.remove(&s);
+        }
+        while let Some((&s, _)) = self.ranges.range(start..end).next() {
+            self.ranges.remove(&s);
+        }
+        // An empty range (at the top of the address space) names nothing.
+        if !k.unregister && start < end {
             self.ranges
-                .insert(at, (start, end, k.name.clone(), k.kind == KSYMBOL_TYPE_BPF));
+                .insert(start, (end, k.name.clone(), k.kind == KSYMBOL_TYPE_BPF));
         }
         start..end
     }
@@ -52,9 +64,58 @@ impl LoadedCode {
     /// The symbol holding `pc` and its module (`bpf` for a BPF program, `None` for other
     /// kernel code).
     pub fn resolve(&self, pc: u64) -> Option<(&str, Option<&str>)> {
-        let i = self.ranges.partition_point(|r| r.0 <= pc).checked_sub(1)?;
-        let (_, end, name, bpf) = &self.ranges[i];
+        let (_, (end, name, bpf)) = self.ranges.range(..=pc).next_back()?;
         (pc < *end).then_some((name.as_str(), bpf.then_some(BPF_MODULE)))
+    }
+}
+
+/// What each address seen is named as, cached, and forgotten over a range when a
+/// KSYMBOL record renames it: a hash map for the lookups beside the addresses in order,
+/// so that forgetting costs what it removes, not a scan of the cache per record.
+#[derive(Debug, Clone)]
+pub struct AddressCache<V, S = std::collections::hash_map::RandomState> {
+    map: HashMap<u64, V, S>,
+    order: BTreeSet<u64>,
+}
+
+impl<V, S: Default> Default for AddressCache<V, S> {
+    fn default() -> Self {
+        AddressCache {
+            map: HashMap::default(),
+            order: BTreeSet::new(),
+        }
+    }
+}
+
+impl<V, S: BuildHasher> AddressCache<V, S> {
+    /// What `addr` was cached as.
+    pub fn get(&self, addr: u64) -> Option<&V> {
+        self.map.get(&addr)
+    }
+
+    /// Caches `v` for `addr`.
+    pub fn insert(&mut self, addr: u64, v: V) {
+        if self.map.insert(addr, v).is_none() {
+            self.order.insert(addr);
+        }
+    }
+
+    /// Forgets the addresses of `range`.
+    pub fn forget(&mut self, range: std::ops::Range<u64>) {
+        while let Some(&a) = self.order.range(range.clone()).next() {
+            self.order.remove(&a);
+            self.map.remove(&a);
+        }
+    }
+
+    /// How many addresses are cached.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 }
 

@@ -539,7 +539,7 @@ pub struct StackBuilder<'a, K: ?Sized> {
     code: super::code::LoadedCode,
     opts: StackOptions,
     threads: ThreadNames,
-    kernel_frames: HashMap<u64, u32>,
+    kernel_frames: super::code::AddressCache<u32>,
     /// The root frame of each thread seen, until it changes its command.
     command_frames: HashMap<u32, u32>,
     profile: StackProfile,
@@ -554,7 +554,7 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
             code: Default::default(),
             opts,
             threads: ThreadNames::default(),
-            kernel_frames: HashMap::new(),
+            kernel_frames: Default::default(),
             command_frames: HashMap::new(),
             profile: StackProfile::default(),
             scratch: Vec::new(),
@@ -562,7 +562,7 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
     }
 
     fn kernel_frame(&mut self, addr: u64) -> u32 {
-        if let Some(&id) = self.kernel_frames.get(&addr) {
+        if let Some(&id) = self.kernel_frames.get(addr) {
             return id;
         }
         let kernel = super::code::WithLoadedCode {
@@ -622,7 +622,7 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
             Record::Ksymbol(_) => {
                 // Names by address change over the range: the cache forgets it.
                 if let Some(range) = self.code.observe(r) {
-                    self.kernel_frames.retain(|a, _| !range.contains(a));
+                    self.kernel_frames.forget(range);
                 }
             }
         }
