@@ -129,10 +129,7 @@ impl<W: io::Write> ShownText<W> {
     }
 
     fn write_str(&mut self, text: &str) -> io::Result<()> {
-        match escaped_text(text) {
-            Cow::Borrowed(t) => self.inner.write_all(t.as_bytes()),
-            Cow::Owned(t) => self.inner.write_all(t.as_bytes()),
-        }
+        self.inner.write_all(escaped_text(text).as_bytes())
     }
 }
 
