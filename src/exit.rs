@@ -48,7 +48,9 @@ pub fn run_as(
         Ok(c) => c,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let text = message(&e);
+            // A message may quote a name or a line of someone else's file.
+            let message = message(&e);
+            let text = crate::model::shown::escaped_text(&message);
             match voice(&e) {
                 Voice::Tool => eprintln!("{prog}: error: {text}"),
                 Voice::Helper => eprintln!("{prog}: {text}"),

@@ -571,3 +571,80 @@ fn feat_says_clearly_when_the_kernel_forbids_changing_features() {
     );
     assert!(stderr.contains("scheduler features cannot be changed on this machine"));
 }
+
+// ------------------------------------------------------------ hackdiff's inputs
+
+/// Runs hackdiff with `args` and standard input from `stdin`, its address space capped at
+/// 1 GiB (an input read whole without a cap ends there, not in the machine's memory);
+/// fails the test after 20 s.
+fn hackdiff_within(args: &[&str], stdin: Stdio) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(HACKDIFF);
+    cmd.args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: 1 << 30,
+                rlim_max: 1 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("hackdiff {args:?} still running after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+// `hackdiff /dev/zero` read one endless line until its memory ran out and it aborted.
+#[test]
+fn hackdiff_refuses_a_device_issue_46() {
+    let out = hackdiff_within(&["/dev/zero"], Stdio::null());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("hackdiff: opening \"/dev/zero\": a character device, not a regular file"),
+        "{err}"
+    );
+    // Standard input that never ends stops at the cap.
+    let out = hackdiff_within(&[], Stdio::from(fs::File::open("/dev/zero").unwrap()));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("hackdiff: reading standard input: larger than 16 MiB"),
+        "{err}"
+    );
+}
+
+// `hackdiff FIFO` waited in its open for a writer that never came.
+#[test]
+fn hackdiff_refuses_a_fifo_issue_46() {
+    let dir = tempdir();
+    let fifo = dir.path().join("series.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = hackdiff_within(&[fifo.to_str().unwrap()], Stdio::null());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with(&format!("hackdiff: opening {fifo:?}: a FIFO, not a regular file")),
+        "{err}"
+    );
+}

@@ -546,3 +546,270 @@ fn issue26_stacks_of_a_process_named_like_a_count_read_back_exactly() {
     let prof = fs::read_to_string(dir.join("prof.out")).unwrap();
     assert!(!raw_controls(&prof) && prof.contains("user:x\\x1b 2"), "{prof}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 46: every output
+
+/// A kernel function of run 2 only: a window title set, the screen cleared by ESC and by
+/// the C1 CSI, a carriage return, a line separator and a right-to-left override.
+const ONLY2: &str = "only2\x1b]0;title\x07\x1b[2J\u{9b}2J\rX\u{2028}Y\u{202e}end";
+/// A function of run 1's stacks that run 2 lacks, with a newline that starts a line.
+const VANISHED: &str = "vanished\x1b]0;t\x07\r\nforged\u{2029}\u{9b}\u{202e}z";
+/// Its caller, whose self time grows in run 2.
+const CALLER: &str = "caller\x1b[2J\x07\u{2028}\u{9b}c";
+/// A module of run 2.
+const MODULE: &str = "evilmod\x1b[2J\u{2028}";
+/// A busy process beside run 2's test.
+const PROCESS: &str = "evilproc\x1b]0;t\x07\u{9b}";
+
+/// Whether a text for people may not hold `c` raw: C0 controls but a line's end and a
+/// tab (a carriage return included), DEL, C1 controls, the Unicode line and paragraph
+/// separators, and the bidirectional controls.
+fn forbidden(c: char) -> bool {
+    matches!(c,
+        '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f' | '\u{80}'..='\u{9f}' | '\u{2028}' | '\u{2029}'
+        | '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The first character of `text` it may not hold raw, with what surrounds it.
+fn first_forbidden(text: &str) -> Option<String> {
+    let (at, c) = text.char_indices().find(|&(_, c)| forbidden(c))?;
+    let before: String = text[..at]
+        .chars()
+        .rev()
+        .take(60)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let after: String = text[at..].chars().take(40).collect();
+    Some(format!("{c:?} at byte {at}: {:?}", before + &after))
+}
+
+/// Records in `failed` what `text`, the output `what`, holds raw, and which of `words`
+/// it lacks.
+fn check(failed: &mut Vec<String>, what: &str, text: &str, words: &[&str]) {
+    if let Some(raw) = first_forbidden(text) {
+        failed.push(format!("{what}: raw {raw}"));
+    }
+    for w in words {
+        if !text.contains(w) {
+            failed.push(format!("{what}: no {w:?} in it"));
+        }
+    }
+}
+
+/// A frame of a suite-written folded file (`\xHH` for ASCII controls).
+fn folded_frame(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            c if c.is_ascii_control() => format!("\\x{:02x}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// Two upsrun runs made from the format-2 fixture: run 2 has [`ONLY2`] where run 1 has
+/// `read_zero`, `fdget_pos` in [`MODULE`], and [`PROCESS`] busy beside it; run 1's stacks
+/// have [`VANISHED`] under [`CALLER`], run 2's the caller alone.
+fn hostile_runs(dir: &Path) {
+    for run in ["run1", "run2"] {
+        copy_tree(&testdata("upsrun/format2-run"), &dir.join(run));
+    }
+    let prfout = dir.join("run2/work/prfout");
+    let text = fs::read_to_string(&prfout)
+        .unwrap()
+        .replace("[kernel] read_zero\n", &format!("[kernel] {ONLY2}\n"))
+        .replace("[kernel] fdget_pos\n", &format!("[{MODULE}] fdget_pos\n"))
+        .replace("rustc(18761)", &format!("{PROCESS}(18761)"));
+    fs::write(&prfout, text).unwrap();
+    let marker = dir.join("run2/upcmp-run");
+    let text = fs::read_to_string(&marker).unwrap().replace("12:55:25Z", "13:55:25Z");
+    fs::write(&marker, text).unwrap();
+    let stack = "entry_SYSCALL_64_after_hwframe;do_syscall_64";
+    let (caller, vanished) = (folded_frame(CALLER), folded_frame(VANISHED));
+    for (run, line) in [
+        ("run1", format!("{stack};{caller};{vanished} 300\n")),
+        ("run2", format!("{stack};{caller} 300\n")),
+    ] {
+        let folded = dir.join(run).join("work/stacks.folded");
+        let text = fs::read_to_string(&folded).unwrap() + &line;
+        fs::write(&folded, text).unwrap();
+    }
+}
+
+/// The records of an RFC 4180 CSV text, each a list of fields.
+fn csv_records(text: &str) -> Vec<Vec<String>> {
+    let (mut records, mut record, mut field) = (Vec::new(), Vec::new(), String::new());
+    let (mut quoted, mut chars) = (false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => record.push(std::mem::take(&mut field)),
+            (false, '\r') if chars.peek() == Some(&'\n') => {}
+            (false, '\n') => {
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    records
+}
+
+/// Whether the JSON value `v` holds the string `s` anywhere.
+fn json_holds(v: &serde_json::Value, s: &str) -> bool {
+    match v {
+        serde_json::Value::String(t) => t == s,
+        serde_json::Value::Array(a) => a.iter().any(|x| json_holds(x, s)),
+        serde_json::Value::Object(o) => o.iter().any(|(k, x)| k == s || json_holds(x, s)),
+        _ => false,
+    }
+}
+
+// The "Only in run N:" note, "Where did its time go", the cost shifts and the stack
+// section's test lines wrote function names raw (ESC, BEL, CR, U+2028) into `results`,
+// the terminal and `.callers`, and the page's data carried C1 and U+2028 raw. Each text
+// output of each command is read for a raw control; each is checked to carry the names
+// (by the plain words they begin with), so that a name that never reached an output
+// cannot pass for one escaped.
+#[test]
+fn every_output_escapes_a_hostile_name_issue_46() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    hostile_runs(dir);
+    let mut failed: Vec<String> = Vec::new();
+    let f = &mut failed;
+    let read = |p: &str| String::from_utf8_lossy(&fs::read(dir.join(p)).unwrap()).into_owned();
+
+    let out = run_in(dir, UPCMP, &["run1", "run2", "res", "0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    check(
+        f,
+        "upcmp's standard output",
+        &stdout(&out),
+        &["only2", "vanished", "evilproc"],
+    );
+    check(f, "upcmp's standard error", &stderr(&out), &[]);
+    let results = read("res/results");
+    check(
+        f,
+        "results",
+        &results,
+        &["only2", "vanished", "caller", "evilproc", "evilmod"],
+    );
+    for note in ["Only in run 2: only2", "Where did its time go", "  vanished"] {
+        if !results.contains(note) {
+            f.push(format!("results: no {note:?}"));
+        }
+    }
+    // A name's newline is written `\n`: it starts no line of its own.
+    if results.lines().any(|l| l.starts_with("forged")) {
+        f.push("results: a name's newline started a line".into());
+    }
+    check(f, "results.html", &read("res/results.html"), &["only2", "vanished"]);
+    check(f, "work.callers", &read("res/work.callers"), &["vanished", "caller"]);
+    check(f, "work.flamediff.svg", &read("res/work.flamediff.svg"), &["caller"]);
+    check(
+        f,
+        "work.flamediff-run1.svg",
+        &read("res/work.flamediff-run1.svg"),
+        &["vanished", "caller"],
+    );
+    // Data for programs keeps the exact bytes, in its format's quoting.
+    let csv = csv_records(&read("res/results.csv"));
+    if !csv.iter().flatten().any(|f| f == ONLY2) {
+        f.push("results.csv: no field is the name exactly".into());
+    }
+    let json: serde_json::Value = serde_json::from_str(&read("res/results.json")).unwrap();
+    if !json_holds(&json, ONLY2) {
+        f.push("results.json: no string is the name exactly".into());
+    }
+    for format in ["mail", "markdown"] {
+        let res = format!("res-{format}");
+        let out = run_in(dir, UPCMP, &["run1", "run2", &res, "0", "--format", format]);
+        assert!(out.status.success(), "{format}: {}", stderr(&out));
+        check(
+            f,
+            &format!("upcmp --format {format}"),
+            &stdout(&out),
+            &["only2", "evilproc"],
+        );
+    }
+
+    let (p1, p2) = ("run1/work/prfout", "run2/work/prfout");
+    for format in ["text", "mail", "markdown"] {
+        let out = run_in(dir, PRFCMP, &[p1, p2, "--cutoff", "0", "--format", format]);
+        assert!(out.status.success(), "prfcmp {format}: {}", stderr(&out));
+        check(f, &format!("prfcmp --format {format}"), &stdout(&out), &["only2"]);
+        check(
+            f,
+            &format!("prfcmp --format {format}, standard error"),
+            &stderr(&out),
+            &["evilproc"],
+        );
+    }
+
+    #[cfg(feature = "parquet")]
+    {
+        let out = run_in(dir, UPCMP, &["export", "run1", "run2", "--to", "ds"]);
+        assert!(out.status.success(), "export: {}", stderr(&out));
+        let out = run_in(
+            dir,
+            UPCMP,
+            &["history", "ds", "--test", "work", "--top", "50", "--out", "hist"],
+        );
+        assert!(out.status.success(), "history: {}", stderr(&out));
+        check(f, "upcmp history's standard output", &stdout(&out), &["only2"]);
+        check(f, "upcmp history's standard error", &stderr(&out), &[]);
+        check(f, "history.txt", &read("hist/history.txt"), &["only2"]);
+        check(f, "history.html", &read("hist/history.html"), &["only2"]);
+    }
+
+    // upsrun's analysis of a test whose stacks carry the names.
+    let folded = format!(
+        "{};{};{} 5\n{};{} 3\n",
+        folded_frame(PROCESS),
+        folded_frame(CALLER),
+        folded_frame(VANISHED),
+        folded_frame(PROCESS),
+        folded_frame(ONLY2)
+    );
+    let p = upcmp::model::StackProfile::from_suite_folded(&folded, "stacks.folded").unwrap();
+    let opts = upcmp::model::stacks::StackOptions {
+        max_stack: 127,
+        user_by: upcmp::model::UserBy::Comm,
+        default_period: 1_000_000,
+        command_roots: false,
+    };
+    let o = upcmp::analyse::stacks::AnalyseOptions {
+        test: format!("test{PROCESS}"),
+        run: "run".into(),
+        event: "cpu-clock".into(),
+        period_sec: 0.001,
+        stacks: opts,
+    };
+    let analysed = dir.join("analysed");
+    fs::create_dir(&analysed).unwrap();
+    upcmp::analyse::stacks::write_analysis(&analysed, &p, &o).unwrap();
+    check(
+        f,
+        "prof.out",
+        &read("analysed/prof.out"),
+        &["vanished", "caller", "only2", "evilproc"],
+    );
+    check(
+        f,
+        "flame.svg",
+        &read("analysed/flame.svg"),
+        &["vanished", "caller", "only2"],
+    );
+
+    assert!(failed.is_empty(), "raw names:\n{}", failed.join("\n"));
+}

@@ -6,6 +6,7 @@ use crate::fsio;
 use crate::host::kernel_max_stack;
 use crate::model::stacks::{StackBuilder, StackOptions};
 use crate::model::{CallGraph, Profile, StackProfile, UserBy};
+use crate::report::format::for_people;
 use crate::report::{flame, gprof};
 use crate::store::outdir::{check_links, check_not_foreign};
 use crate::store::outdir::{RunMarker, COMMAND_ROOTS_FORMAT, FORMAT_VERSION};
@@ -105,7 +106,7 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
     } else {
         CallGraph::of(p)
     };
-    write_file(PROF_OUT, &|w| gprof::render(&graph, &header, w))?;
+    write_file(PROF_OUT, &|w| for_people(w, |w| gprof::render(&graph, &header, w)))?;
     let path = dir.join(FLAME_SVG);
     if p.samples == 0 {
         // inferno refuses an empty graph; say so in the file instead.
@@ -119,7 +120,9 @@ pub fn write_analysis(dir: &Path, p: &StackProfile, o: &AnalyseOptions) -> Resul
     let subtitle =
         (p.truncated > 0).then(|| format!("{} stacks truncated at {} frames", p.truncated, o.stacks.max_stack));
     write_file(FLAME_SVG, &|w| {
-        flame::render(p, &title, subtitle.clone(), o.stacks.command_roots, w)
+        for_people(w, |w| {
+            flame::render(p, &title, subtitle.clone(), o.stacks.command_roots, w)
+        })
     })?;
     Ok(warnings)
 }

@@ -9,6 +9,7 @@ use crate::compare::stacks::{compare_prepared, compare_run_stacks_with, Prepared
 use crate::compare::CompareOptions;
 use crate::import::{import, ImportError, ImportOptions, Imported};
 use crate::model::{IdleSet, SampleFilter};
+use crate::report::format::for_people;
 use crate::report::html::{self, HtmlOptions};
 use crate::report::{export, stackcmp, text};
 use crate::store::outdir::{
@@ -544,10 +545,13 @@ pub(crate) fn publish_results(
         page
     });
     let mut report = Vec::new();
-    text::render_runs(&cmp, &mut report)?;
-    if let Some(s) = &stacks {
-        stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), &mut report)?;
-    }
+    for_people(&mut report, |w| {
+        text::render_runs(&cmp, w)?;
+        if let Some(s) = &stacks {
+            stackcmp::render_index(s, &stack_files, &results_dir.display().to_string(), w)?;
+        }
+        Ok(())
+    })?;
     // Each file goes to disk as it is rendered (results.json is 0.9 kB per function
     // row), and the two largest are rendered beside the rest; the function rows of all
     // three are made in blocks on whichever core is free (report::write_blocks).
@@ -724,7 +728,7 @@ pub fn after_writing(out: &UpcmpOutput, opts: &AfterOptions) -> u8 {
     match opts.fail_if_worse {
         Some(limit) => {
             let v = crate::compare::verdict::fail_if_worse(&out.comparison, limit);
-            eprintln!("upcmp: {}", v.reason());
+            eprintln!("upcmp: {}", crate::model::Shown(&v.reason()));
             super::verdict_status(&v)
         }
         None => 0,

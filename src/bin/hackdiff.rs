@@ -5,12 +5,16 @@ mod generate;
 
 use anyhow::Context;
 use clap::Parser;
-use std::fs::File;
-use std::io::{self, BufReader};
+use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use upcmp::exit::Voice;
+use upcmp::fsio::{self, Links};
 use upcmp::helpers::hackdiff;
+
+/// The most input hackdiff reads: a hackseries run writes a few kilobytes, and
+/// `/dev/zero` or an endless pipe must end in an error, not in all the memory there is.
+const INPUT_CAP: u64 = 16 << 20;
 
 /// Print the difference between two identical series of `runmany hackbench`
 /// runs: the first occurrence of each group is the base, the next the new one.
@@ -38,10 +42,16 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let rows = match args.input {
         Some(path) if path.as_os_str() != "-" => {
-            let file = File::open(&path).with_context(|| format!("opening {path:?}"))?;
-            hackdiff::parse(BufReader::new(file)).with_context(|| format!("{path:?}"))?
+            // A regular file only, opened without blocking: a FIFO would wait for a writer
+            // and a device would never end (docs/security.md).
+            let file = fsio::open_regular(&path, Links::Follow).with_context(|| format!("opening {path:?}"))?;
+            let text = fsio::read_capped(file, INPUT_CAP).with_context(|| format!("reading {path:?}"))?;
+            hackdiff::parse(&text[..]).with_context(|| format!("{path:?}"))?
         }
-        _ => hackdiff::parse(io::stdin().lock())?,
+        _ => {
+            let text = fsio::read_capped(io::stdin().lock(), INPUT_CAP).context("reading standard input")?;
+            hackdiff::parse(&text[..])?
+        }
     };
     hackdiff::render(&rows, io::stdout().lock())?;
     Ok(())

@@ -119,7 +119,7 @@ fn main() -> ExitCode {
         std::io::stdout().write_all(&out)?;
         if let Some(limit) = a.fail_if_worse {
             let v = fail_if_worse_profile(&c.profile1.test, &c.comparison, limit);
-            eprintln!("prfcmp: {}", v.reason());
+            eprintln!("prfcmp: {}", upcmp::model::Shown(&v.reason()));
             return Ok(ExitCode::from(upcmp::app::verdict_status(&v)));
         }
         Ok(ExitCode::SUCCESS)

@@ -21,7 +21,7 @@ pub use callgraph::CallGraph;
 pub use filter::{ModeFilter, SampleFilter};
 pub use idle::{IdleSet, DEFAULT_IDLE_FUNCTIONS};
 pub use profile::{CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy};
-pub use shown::{escaped, Shown};
+pub use shown::{escaped, escaped_text, Shown, ShownText};
 pub use stacks::StackProfile;
 
 /// Bytes as lower-case hex: how build-ids are written and named.

@@ -19,8 +19,14 @@ fn where_of(r: &LineRow) -> String {
     }
 }
 
-/// The text of the annotations, one block per function.
+/// The text of the annotations, one block per function (through
+/// [`super::format::for_people`]: a disassembled instruction or a source line is foreign
+/// text too).
 pub fn write_text(annotations: &[Annotation], out: &mut impl Write) -> io::Result<()> {
+    super::format::for_people(out, |w| write_blocks(annotations, w))
+}
+
+fn write_blocks(annotations: &[Annotation], out: &mut dyn Write) -> io::Result<()> {
     for a in annotations {
         writeln!(out)?;
         writeln!(

@@ -4,7 +4,7 @@
 
 use crate::compare::changepoint::ChangePoint;
 use crate::compare::history::{History, Newest, SeriesHistory};
-use crate::model::escaped;
+use crate::model::{escaped, ShownText};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::io::{self, Write};
 
@@ -39,7 +39,8 @@ fn label_of<'a>(h: &'a History, c: &ChangePoint) -> &'a str {
 
 /// The text report: each series with its change points and the newest run's verdict;
 /// every name and label escaped.
-pub fn write_text(h: &History, mut out: impl Write) -> io::Result<()> {
+pub fn write_text(h: &History, out: impl Write) -> io::Result<()> {
+    let mut out = ShownText::new(out);
     writeln!(
         out,
         "History of {} ({} points by {}, change points at p <= {})",
@@ -88,7 +89,7 @@ pub fn write_text(h: &History, mut out: impl Write) -> io::Result<()> {
     } else {
         writeln!(out, "The newest run is worse in: {}", worse.join(", "))?;
     }
-    Ok(())
+    out.finish().map(drop)
 }
 
 fn csv_field(s: &str) -> String {
@@ -153,7 +154,7 @@ fn stats(vals: &[f64]) -> (Option<f64>, Option<f64>, Option<f64>) {
 }
 
 /// The page: a table of the change points, then one plot per series.
-pub fn write_html(h: &History, mut out: impl Write) -> io::Result<()> {
+pub fn write_html(h: &History, out: impl Write) -> io::Result<()> {
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -205,7 +206,10 @@ pub fn write_html(h: &History, mut out: impl Write) -> io::Result<()> {
             }
         }
     };
-    out.write_all(page.into_string().as_bytes())
+    // Labels and names reach the page's text: none may put a control character in it.
+    let mut out = ShownText::new(out);
+    out.write_all(page.into_string().as_bytes())?;
+    out.finish().map(drop)
 }
 
 fn worse(s: &SeriesHistory, c: &ChangePoint) -> bool {

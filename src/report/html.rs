@@ -14,6 +14,7 @@ use crate::compare::runs::{RunComparison, TestComparison, TestOutcome};
 use crate::compare::stacks::{ArcChange, FunctionChange, RunStacks, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::compare::stats::{Mark, Significance};
 use crate::compare::{ratio, Basis, FunctionDelta, Measure, ProfileComparison, ProfileSummary};
+use crate::model::shown::{is_unsafe, ShownText};
 use crate::report::stackcmp::{flame_file, flame_run1_file};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::io::{self, Write};
@@ -72,8 +73,11 @@ pub fn render(
     stacks: Option<&RunStacks>,
     stack_svgs: &[(String, Vec<u8>)],
     opts: &HtmlOptions,
-    mut out: impl Write,
+    out: impl Write,
 ) -> io::Result<()> {
+    // Names reach the page's text from many places: none may put a control character
+    // in the file (docs/security.md).
+    let mut out = ShownText::new(out);
     let stacks_of = |name: &str| stacks.and_then(|s| s.tests.iter().find(|t| t.test == name));
     // The test's share of each test, in the comparison's test order.
     let share: Vec<Option<&ProfileComparison>> = cmp
@@ -152,7 +156,8 @@ pub fn render(
     let at = page.find(DATA_SLOT).expect("the page has its data slot");
     out.write_all(&page.as_bytes()[..at])?;
     page_data(cmp, opts, &share, &mut out)?;
-    out.write_all(&page.as_bytes()[at + DATA_SLOT.len()..])
+    out.write_all(&page.as_bytes()[at + DATA_SLOT.len()..])?;
+    out.finish().map(drop)
 }
 
 /// A test's differential flame graphs on the page: the numbers of their JSON blocks, in
@@ -183,7 +188,10 @@ fn script_safe_json(value: &impl serde::Serialize) -> io::Result<String> {
     String::from_utf8(w.0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-/// A writer that replaces `<` by its JSON escape (serde_json writes `<` only in strings).
+/// A writer that replaces `<` by its JSON escape (serde_json writes `<` only in strings),
+/// and so every character a text for people must not hold raw that serde_json leaves
+/// as it is (DEL, the C1 controls, U+2028, the bidirectional controls): the page's
+/// [`ShownText`] would write them `\u{2028}`, which is no JSON.
 struct ScriptSafe<W>(W);
 
 impl<W: Write> Write for ScriptSafe<W> {
@@ -193,6 +201,18 @@ impl<W: Write> Write for ScriptSafe<W> {
     }
 
     fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        // serde_json writes a string in pieces cut at its escapes, all ASCII: each piece is
+        // UTF-8 whole.
+        if let Ok(text) = std::str::from_utf8(buf) {
+            let mut rest = text;
+            while let Some(k) = rest.find(|c: char| c == '<' || is_unsafe(c)) {
+                self.0.write_all(&rest.as_bytes()[..k])?;
+                let c = rest[k..].chars().next().expect("found at k");
+                write!(self.0, "\\u{:04x}", c as u32)?;
+                rest = &rest[k + c.len_utf8()..];
+            }
+            return self.0.write_all(rest.as_bytes());
+        }
         while let Some(at) = memchr::memchr(b'<', buf) {
             self.0.write_all(&buf[..at])?;
             self.0.write_all(b"\\u003c")?;

@@ -145,7 +145,11 @@ pub(crate) fn idle_set_words(set: &[String]) -> String {
     {
         format!("the Linux default set of {} (docs/formulas.md)", set.len())
     } else {
-        set.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+        // An idle set named on the command line or read from a run's files.
+        set.iter()
+            .map(|s| format!("\"{}\"", crate::model::shown::Shown(s)))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

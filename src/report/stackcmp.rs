@@ -5,6 +5,7 @@ use crate::compare::moves::MIN_PCT;
 use crate::compare::stacks::{ArcChange, RunStacks, Shape, ShareChange, TestStacks, FRAME_CUTOFF_PCT};
 use crate::model::shown::Shown;
 use crate::report::flame::{render_differential, render_shape, Subtitle};
+use crate::report::format::for_people;
 use std::io::{self, Write};
 
 /// `test` as part of a file name: blanks and slashes become `_` (an imported comparison
@@ -150,16 +151,17 @@ fn render_inlined(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
             } else {
                 format!("{:.2}% in run 2", f.run2_pct)
             };
-            writeln!(w, "  {}: {:.2}% in run 1, {now}.", f.function, f.run1_pct)?;
+            writeln!(w, "  {}: {:.2}% in run 1, {now}.", Shown(&f.function), f.run1_pct)?;
             for c in &f.callers {
+                let caller = Shown(&c.caller);
                 writeln!(
                     w,
-                    "    under {}: {:.2}% (self {:.2}%) in run 1; {}'s self time {:+.2} points in run 2",
-                    c.caller, c.under_pct, c.self_under_pct, c.caller, c.self_growth_pct
+                    "    under {caller}: {:.2}% (self {:.2}%) in run 1; {caller}'s self time {:+.2} points in run 2",
+                    c.under_pct, c.self_under_pct, c.self_growth_pct
                 )?;
             }
             match f.likely_caller() {
-                Some(c) => writeln!(w, "    inlined into {} in run 2?", c.caller)?,
+                Some(c) => writeln!(w, "    inlined into {} in run 2?", Shown(&c.caller))?,
                 None => writeln!(w, "    no caller's self time grew by {:.0} point or more", MIN_PCT)?,
             }
         }
@@ -183,12 +185,13 @@ fn render_shifts(t: &TestStacks, mut w: impl Write) -> io::Result<()> {
             let callers = if c.callers.is_empty() {
                 "no callers".to_string()
             } else {
-                c.callers.join(", ")
+                let callers: Vec<String> = c.callers.iter().map(|n| Shown(n).to_string()).collect();
+                callers.join(", ")
             };
             writeln!(
                 w,
                 "  {}: self {a:.2}% -> {b:.2}% ({:+.2}); with {callers}: {g1:.2}% -> {g2:.2}% ({:+.2}): {}",
-                c.function,
+                Shown(&c.function),
                 b - a,
                 g2 - g1,
                 if c.within_group() {
@@ -207,20 +210,29 @@ pub fn files(s: &RunStacks) -> io::Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
     for t in &s.tests {
         let mut svg = Vec::new();
-        let title = format!("{} → {}: test {}", s.dir1.display(), s.dir2.display(), t.test);
+        let title = format!(
+            "{} → {}: test {}",
+            Shown(&s.dir1.display().to_string()),
+            Shown(&s.dir2.display().to_string()),
+            Shown(&t.test)
+        );
         if t.diff.samples[1] > 0 {
-            render_differential(&t.diff, &title, Some(flame_subtitle(t, 2)), &mut svg)?;
+            for_people(&mut svg, |w| {
+                render_differential(&t.diff, &title, Some(flame_subtitle(t, 2)), w)
+            })?;
             out.push((flame_file(&t.test), svg));
         }
         // Run 1's shape: what run 2 lost is drawn too.
         if t.diff.samples[0] > 0 {
             let mut svg = Vec::new();
             let title = format!("{title} (run 1's shape)");
-            render_shape(&t.diff, Shape::Run1, &title, Some(flame_subtitle(t, 1)), &mut svg)?;
+            for_people(&mut svg, |w| {
+                render_shape(&t.diff, Shape::Run1, &title, Some(flame_subtitle(t, 1)), w)
+            })?;
             out.push((flame_run1_file(&t.test), svg));
         }
         let mut table = Vec::new();
-        render_callers(t, &mut table)?;
+        for_people(&mut table, |w| render_callers(t, w))?;
         out.push((callers_file(&t.test), table));
     }
     Ok(out)
@@ -262,7 +274,7 @@ pub fn render_index(
     // each test's callers file.
     for t in s.tests.iter().filter(|t| !t.inlined.is_empty()) {
         writeln!(w)?;
-        writeln!(w, "Test {}:", t.test)?;
+        writeln!(w, "Test {}:", Shown(&t.test))?;
         render_inlined(t, &mut w)?;
     }
     Ok(())

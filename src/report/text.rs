@@ -216,7 +216,9 @@ pub fn render_profile(c: &ProfileComparison, out: &mut dyn Write) -> io::Result<
 
 /// The notes on how the listed rows were matched across the runs: the clones folded
 /// into a row, the functions that moved between a module and the core kernel, and what
-/// a row of one run only was tested for (shared with the other text renderers).
+/// a row of one run only was tested for (shared with the other text renderers). Each
+/// name in them is escaped here, where the note is made: every renderer writes them as
+/// they are.
 pub(crate) fn matching_notes(c: &ProfileComparison) -> Vec<String> {
     let value = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| fmt_sec(x / c.measure.scale));
     let mut notes = Vec::new();
@@ -225,23 +227,23 @@ pub(crate) fn matching_notes(c: &ProfileComparison) -> Vec<String> {
             let each: Vec<String> = r
                 .clones
                 .iter()
-                .map(|k| format!("{} {}/{}", k.name, value(k.run1), value(k.run2)))
+                .map(|k| format!("{} {}/{}", Shown(&k.name), value(k.run1), value(k.run2)))
                 .collect();
             notes.push(format!(
                 "Clones: {} is one row of {} (run 1/run 2; --keep-clones lists them apart).",
-                r.function,
+                Shown(&r.function),
                 each.join(", ")
             ));
         }
         if let Some(m) = &r.matched {
-            notes.push(format!("Moved: {}: {m}; one row.", r.function));
+            notes.push(format!("Moved: {}: {}; one row.", Shown(&r.function), Shown(m)));
         }
     }
     for k in [1, 2] {
-        let only: Vec<&str> = c
+        let only: Vec<std::borrow::Cow<'_, str>> = c
             .listed()
             .filter(|r| r.only_in() == Some(k))
-            .map(|r| r.function.as_str())
+            .map(|r| escaped(&r.function))
             .collect();
         if !only.is_empty() {
             let other = 3 - k;
@@ -366,7 +368,7 @@ pub(crate) fn render_notes(c: &ProfileComparison, out: &mut dyn Write) -> io::Re
         if let Some(hint) = super::unknown::unknown_hint(&r.function) {
             if !hinted.contains(&r.function.as_str()) {
                 hinted.push(&r.function);
-                writeln!(out, "{}: {hint}.", r.function)?;
+                writeln!(out, "{}: {hint}.", Shown(&r.function))?;
             }
         }
     }

@@ -26,8 +26,9 @@ pub fn unknown_hint(name: &str) -> Option<String> {
                       or JIT code)"
             .into(),
         _ => format!(
-            "addresses in {dso} that its symbols do not cover: a stripped build, or JIT code in \
-             its mapping"
+            "addresses in {} that its symbols do not cover: a stripped build, or JIT code in \
+             its mapping",
+            crate::model::shown::Shown(dso)
         ),
     })
 }
