@@ -23,7 +23,8 @@
 //! | 5 | [`app`] | each command's orchestration, called by `src/bin` |
 //!
 //! [`helpers`] (runmany, hackdiff) and [`exit`] stand beside the house: they use no
-//! module of it but [`host`].
+//! module of it but [`host`] (and [`exit`], the model's escape for the names its
+//! messages quote).
 //!
 //! ```
 //! use upcmp::compare::{compare_profiles, CompareOptions};

@@ -540,8 +540,12 @@ fn a_file_swapped_for_a_link_to_roots_file_is_never_read_for_its_owner_issue_46(
     std::os::unix::fs::symlink(private.join("prog.c"), public.join("swap.c")).unwrap();
     std::os::unix::fs::symlink(&secret_prog, public.join("swap")).unwrap();
     crate::hostile::chown_tree(&public, nobody);
-    let own = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES, &[]).unwrap().bytes;
-    let secret = function_code(&secret_prog, None, "work", &[], USER_DEBUG_PACKAGES, &[]).unwrap().bytes;
+    let own = function_code(&prog, None, "work", &[], USER_DEBUG_PACKAGES, &[])
+        .unwrap()
+        .bytes;
+    let secret = function_code(&secret_prog, None, "work", &[], USER_DEBUG_PACKAGES, &[])
+        .unwrap()
+        .bytes;
     assert_ne!(own, secret, "the two builds differ");
     let stop = AtomicBool::new(false);
     let (mut sources, mut codes, mut leaked) = (0, 0, None);

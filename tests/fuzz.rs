@@ -25,16 +25,19 @@ enum Target {
     PerfScript,
     /// KSYMBOL and BPF_EVENT records made from the bytes, inside a real recording.
     Ksymbol,
+    /// An ELF file a recording or run names, read for symbols and annotated.
+    Elf,
 }
 
 impl Target {
-    const ALL: [Target; 3] = [Target::PerfData, Target::PerfScript, Target::Ksymbol];
+    const ALL: [Target; 4] = [Target::PerfData, Target::PerfScript, Target::Ksymbol, Target::Elf];
 
     fn name(self) -> &'static str {
         match self {
             Target::PerfData => "import_perf_data",
             Target::PerfScript => "import_perf_script",
             Target::Ksymbol => "import_ksymbol",
+            Target::Elf => "elf_annotate",
         }
     }
 
@@ -47,6 +50,7 @@ impl Target {
                 let base = std::fs::read(testdata("import/stacks.data")).unwrap();
                 check_ksymbols(data, &base, &kallsyms)
             }
+            Target::Elf => upcmp::symbols::fuzz::check_elf(data),
         }
     }
 }
@@ -100,7 +104,7 @@ fn mutation_pass(target: Target) {
     let mut seeds: Vec<Vec<u8>> = listed_seeds(target).into_iter().map(|s| s.1).collect();
     seeds.extend(corpus(target).into_iter().map(|s| s.1));
     let mutator = match target {
-        Target::PerfData | Target::Ksymbol => mutate_binary,
+        Target::PerfData | Target::Ksymbol | Target::Elf => mutate_binary,
         Target::PerfScript => mutate,
     };
     let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
@@ -121,6 +125,11 @@ fn mutation_pass_import_perf_script() {
 #[test]
 fn mutation_pass_import_ksymbol_issue_46() {
     mutation_pass(Target::Ksymbol);
+}
+
+#[test]
+fn mutation_pass_elf_annotate_issue_46() {
+    mutation_pass(Target::Elf);
 }
 
 #[test]

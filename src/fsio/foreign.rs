@@ -91,14 +91,7 @@ fn read_link(link: &OwnedFd) -> io::Result<OsString> {
     let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
     // SAFETY: an empty name reads the link the descriptor itself refers to; `buf` is
     // writable for its length.
-    let n = unsafe {
-        libc::readlinkat(
-            link.as_raw_fd(),
-            c"".as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
+    let n = unsafe { libc::readlinkat(link.as_raw_fd(), c"".as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }

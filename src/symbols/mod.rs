@@ -4,6 +4,7 @@
 
 mod cfi;
 mod elf;
+pub mod fuzz;
 mod kernel;
 pub mod lines;
 mod ranges;
