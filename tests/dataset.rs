@@ -208,3 +208,232 @@ fn duckdb_means_agree_with_upcmp() {
     }
     assert!(checked > 500, "only {checked} means compared");
 }
+
+// Issue 46: a dataset another user may write: its links, FIFOs, run ids and values, and
+// the writers of the dataset and of the history.
+
+/// The outcome of [`run_for`]: the exit code (`None` when it was killed at the timeout),
+/// standard output and standard error.
+pub(crate) struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `upcmp args` in `cwd`, killed after `secs` seconds (a hang is then a failure of
+/// the caller's assertions, not of the whole suite).
+pub(crate) fn run_for(cwd: &Path, args: &[&str], secs: u64) -> Ran {
+    use std::io::Read;
+    let mut child = std::process::Command::new(UPCMP)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reader = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = reader(Box::new(child.stdout.take().unwrap()));
+    let err = reader(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ran {
+        code,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// A dataset `ds` in `dir` of demo/run1 (`side=a`) and demo/run2 (`side=b`).
+pub(crate) fn two_runs(dir: &Path) -> PathBuf {
+    let (r1, r2) = (testdata("demo/run1"), testdata("demo/run2"));
+    export(dir, &[r1.to_str().unwrap(), "--to", "ds", "--label", "side=a"]);
+    export(dir, &[r2.to_str().unwrap(), "--to", "ds", "--label", "side=b"]);
+    dir.join("ds")
+}
+
+/// The files of `table` for test `test` in `ds`, sorted.
+pub(crate) fn files_of(ds: &Path, table: &str, test: &str) -> Vec<PathBuf> {
+    parquet_files(&ds.join(table).join(format!("test={test}")))
+}
+
+/// A functions file of getpid whose heaviest kernel function is `secret_fn_46`, in a
+/// directory of `dir` that only root may enter (0700): what another user must never see.
+pub(crate) fn secret_functions(dir: &Path) -> PathBuf {
+    let run = dir.join("secret-run");
+    copy_tree(&testdata("demo/run1"), &run);
+    let prfout = run.join("getpid/prfout");
+    let text = fs::read_to_string(&prfout)
+        .unwrap()
+        .replace("do_syscall_64", "secret_fn_46");
+    fs::write(&prfout, text).unwrap();
+    let private = dir.join("private");
+    fs::create_dir(&private).unwrap();
+    export(&private, &[run.to_str().unwrap(), "--to", "ds"]);
+    let file = files_of(&private.join("ds"), "functions", "getpid").remove(0);
+    let secret = private.join("secret.parquet");
+    fs::rename(&file, &secret).unwrap();
+    fs::remove_dir_all(private.join("ds")).unwrap();
+    fs::remove_dir_all(&run).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    secret
+}
+
+/// Rewrites the Parquet file `path` with `change` applied to its rows.
+pub(crate) fn rewrite(path: &Path, change: impl FnOnce(DataFrame) -> DataFrame) {
+    let df = ParquetReader::new(fs::File::open(path).unwrap()).finish().unwrap();
+    let mut df = change(df);
+    let mut bytes = Vec::new();
+    ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
+    fs::remove_file(path).unwrap();
+    fs::write(path, bytes).unwrap();
+}
+
+/// Makes a FIFO at `path` (in place of a file removed first).
+pub(crate) fn fifo_at(path: &Path) {
+    let _ = fs::remove_file(path);
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+}
+
+/// A failed export (one table's directory is a file) leaves nothing of the run: no file of
+/// any table, no temporary file.
+#[test]
+fn a_failed_export_leaves_nothing_issue_46() {
+    let tmp = tempdir();
+    let ds = tmp.path().join("ds");
+    fs::create_dir(&ds).unwrap();
+    fs::write(ds.join("counters"), "in the way").unwrap();
+    let run1 = testdata("demo/run1");
+    let out = run_in(tmp.path(), UPCMP, &["export", run1.to_str().unwrap(), "--to", "ds"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("counters"), "{}", stderr(&out));
+    let mut left = Vec::new();
+    let mut stack = vec![ds.clone()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                left.push(p);
+            }
+        }
+    }
+    assert_eq!(left, [ds.join("counters")], "half a run left");
+}
+
+/// `export --to` follows the rules of every output directory: a parent every user may
+/// write without the sticky bit is refused unless insisted, and a link another user placed
+/// in a shared sticky directory is not followed.
+#[test]
+fn export_follows_the_rules_of_every_output_issue_46() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempdir();
+    let run1 = testdata("demo/run1");
+    let r1 = run1.to_str().unwrap();
+    let shared = tmp.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["export", r1, "--to", "shared/ds"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("--allow-world-writable-parent"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!shared.join("ds").exists());
+    let out = run_in(
+        tmp.path(),
+        UPCMP,
+        &["export", r1, "--to", "shared/ds", "--allow-world-writable-parent"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    if !crate::util::is_root() {
+        return;
+    }
+    let sticky = tmp.path().join("sticky");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = tmp.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    // /tmp/x -> /victim, placed by another user: `--to /tmp/x/ds` would land in /victim.
+    std::os::unix::fs::symlink(&victim, sticky.join("x")).unwrap();
+    let nobody = Some(crate::hostile::NOBODY);
+    std::os::unix::fs::lchown(sticky.join("x"), nobody, nobody).unwrap();
+    let out = run_in(tmp.path(), UPCMP, &["export", r1, "--to", "sticky/x/ds"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("is not followed"), "{}", stderr(&out));
+    assert_eq!(fs::read_dir(&victim).unwrap().count(), 0, "written through the link");
+}
+
+/// Root exports into a dataset of `nobody`'s while he swaps one of its partition
+/// directories for a link to a directory only root may write, over and over: no file ever
+/// lands there (each export succeeds, or fails naming the link).
+#[test]
+fn export_never_writes_through_a_swapped_partition_issue_46() {
+    use std::os::unix::fs::PermissionsExt;
+    if !crate::util::is_root() {
+        return;
+    }
+    let tmp = tempdir();
+    let run1 = testdata("demo/run1");
+    let r1 = run1.to_str().unwrap().to_string();
+    export(tmp.path(), &[&r1, "--to", "ds"]);
+    let ds = tmp.path().join("ds");
+    crate::hostile::chown_tree(&ds, crate::hostile::NOBODY);
+    let private = tmp.path().join("private");
+    fs::create_dir(&private).unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    let part = files_of(&ds, "functions", "getpid")[0].parent().unwrap().to_path_buf();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, part, private) = (stop.clone(), part.clone(), private.clone());
+        std::thread::spawn(move || {
+            // Each time under a new name (never a `host=` one: readers skip it), so that a
+            // directory an export made in the gap is swapped as well.
+            for k in 0.. {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let aside = part.with_file_name(format!("aside-{k}"));
+                if fs::rename(&part, &aside).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&private, &part);
+                    std::thread::yield_now();
+                    let _ = fs::remove_file(&part);
+                    let _ = fs::rename(&aside, &part);
+                }
+            }
+        })
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    let mut exports = 0;
+    while std::time::Instant::now() < until && fs::read_dir(&private).unwrap().count() == 0 {
+        let out = run_in(tmp.path(), UPCMP, &["export", &r1, "--to", "ds"]);
+        // Success, or an error (the link met, the directory gone): never a crash.
+        assert!(out.status.code().is_some(), "{}", stderr(&out));
+        exports += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    let landed: Vec<_> = fs::read_dir(&private).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(landed.is_empty(), "after {exports} exports, root wrote {landed:?}");
+}

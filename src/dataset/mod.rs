@@ -32,6 +32,15 @@ pub enum DatasetError {
     /// polars could not build or read a table.
     #[error("{0}")]
     Polars(#[from] polars::prelude::PolarsError),
+    /// A value of a dataset's file that upcmp export never writes (a NaN, a negative
+    /// count, a name longer than the suite keeps, a run id that is no run id).
+    #[error("{path}: {what}")]
+    Bad {
+        /// The file (and row, in `what`).
+        path: std::path::PathBuf,
+        /// What is wrong, and what was expected.
+        what: String,
+    },
     /// A bad argument (a label that is not KEY=VALUE, ...).
     #[error("{0}")]
     Usage(String),
