@@ -144,6 +144,15 @@ impl DatasetFile {
         Ok(DatasetFile { path, file: copy })
     }
 
+    /// Its bytes (of the copy: the same whoever reads them, and whenever), from the start
+    /// whatever the file's offset.
+    pub fn bytes(&self) -> Result<Vec<u8>, DatasetError> {
+        beneath::read_all(&self.file, FILE_CAP).map_err(|source| DatasetError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
     /// The run id its name carries.
     pub fn run_id(&self) -> Option<String> {
         self.path.file_name().and_then(run_id_of)

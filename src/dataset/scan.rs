@@ -399,26 +399,22 @@ fn check_partition(df: &DataFrame, files: &[DatasetFile], part: &Partition) -> R
 }
 
 /// A lazy scan of `files` (no partition columns: each file holds one run's rows of one
-/// test). polars is handed the files opened (copies in memory, [`DatasetFile::snapshot`]),
-/// never a path: nothing renamed or swapped since the open is read.
+/// test). polars is handed the bytes of the files opened (their copies in memory,
+/// [`DatasetFile::snapshot`]), never a path: nothing renamed, swapped or rewritten since
+/// the open is read, and no file descriptor is held for polars.
 pub(super) fn scan_files(files: &[DatasetFile]) -> Result<LazyFrame, DatasetError> {
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),
         glob: false,
         ..Default::default()
     };
-    let opened = files
-        .iter()
-        .map(|f| {
-            f.file.try_clone().map_err(|source| DatasetError::Io {
-                path: f.path.clone(),
-                source,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut buffers = Vec::with_capacity(files.len());
+    for f in files {
+        buffers.push(f.bytes()?.into());
+    }
     // Each file's content is checked before polars reads it (check.rs).
     Ok(LazyFrame::scan_parquet_sources(
-        ScanSources::Files(opened.into()),
+        ScanSources::Buffers(buffers.into()),
         args,
     )?)
 }
