@@ -280,12 +280,12 @@ pub(super) fn check_rows(df: &DataFrame, files: &[DatasetFile], rules: RowRules)
     for name in rules.amounts {
         let Ok(c) = df.column(name) else { continue };
         let c = c.cast(&DataType::Float64)?;
-        if let Some((i, v)) = c
+        let found = c
             .f64()?
             .iter()
             .enumerate()
-            .find_map(|(i, v)| v.filter(|v| !(v.is_finite() && *v >= 0.0)).map(|v| (i, v)))
-        {
+            .find_map(|(i, v)| v.filter(|v| !(v.is_finite() && *v >= 0.0)).map(|v| (i, v)));
+        if let Some((i, v)) = found {
             return Err(bad(i, format!("{name} is {v}, expected a finite number, not negative")));
         }
     }
