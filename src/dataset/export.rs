@@ -131,36 +131,7 @@ pub fn export_into(run: &StoredRun, root: &Dir, opts: &ExportOptions) -> Result<
         ..Default::default()
     };
     let mut pending: Vec<Pending> = Vec::new();
-    let written = (|| -> Result<(), DatasetError> {
-        for test in run.tests.iter().filter(|t| !t.repetitions.is_empty()) {
-            let tables = [
-                ("runs", runs_table(run, test, &facts)?),
-                ("labels", labels_table(&facts, &opts.labels)?),
-                ("system", system_table(run, &facts)?),
-                ("benchmarks", benchmarks_table(test, &facts)?),
-                ("functions", functions_table(test, &facts)?),
-                ("counters", counters_table(test, &facts)?),
-            ];
-            for (table, mut df) in tables {
-                let rel = Path::new(table).join(partition(&test.name, kernel, host));
-                let dir = make_dirs(root, &rel)?;
-                let mut bytes = Vec::new();
-                ParquetWriter::new(&mut bytes).finish(&mut df)?;
-                let name = OsString::from(format!("{}.parquet", facts.id));
-                let tmp = dir.write_temp(&name, &bytes, 0o644)?;
-                pending.push(Pending {
-                    dir: rel,
-                    tmp,
-                    name,
-                    runs: table == "runs",
-                });
-                sum.files += 1;
-                sum.bytes += bytes.len() as u64;
-            }
-            sum.tests += 1;
-        }
-        Ok(())
-    })();
+    let written = write_temps(run, root, opts, &facts, &mut pending, &mut sum);
     if let Err(e) = written {
         remove_temps(root, &pending);
         return Err(e);
@@ -178,6 +149,46 @@ pub fn export_into(run: &StoredRun, root: &Dir, opts: &ExportOptions) -> Result<
         }
     }
     Ok(sum)
+}
+
+/// Writes every table's file of every test of `run` as a temporary file in its partition
+/// (made if missing), adding each to `pending` and `sum`.
+fn write_temps(
+    run: &StoredRun,
+    root: &Dir,
+    opts: &ExportOptions,
+    facts: &RunFacts,
+    pending: &mut Vec<Pending>,
+    sum: &mut ExportSummary,
+) -> Result<(), DatasetError> {
+    for test in run.tests.iter().filter(|t| !t.repetitions.is_empty()) {
+        let tables = [
+            ("runs", runs_table(run, test, facts)?),
+            ("labels", labels_table(facts, &opts.labels)?),
+            ("system", system_table(run, facts)?),
+            ("benchmarks", benchmarks_table(test, facts)?),
+            ("functions", functions_table(test, facts)?),
+            ("counters", counters_table(test, facts)?),
+        ];
+        for (table, mut df) in tables {
+            let rel = Path::new(table).join(partition(&test.name, facts.kernel, facts.host));
+            let dir = make_dirs(root, &rel)?;
+            let mut bytes = Vec::new();
+            ParquetWriter::new(&mut bytes).finish(&mut df)?;
+            let name = OsString::from(format!("{}.parquet", facts.id));
+            let tmp = dir.write_temp(&name, &bytes, 0o644)?;
+            pending.push(Pending {
+                dir: rel,
+                tmp,
+                name,
+                runs: table == "runs",
+            });
+            sum.files += 1;
+            sum.bytes += bytes.len() as u64;
+        }
+        sum.tests += 1;
+    }
+    Ok(())
 }
 
 fn str_col(name: &str, v: Vec<String>) -> Column {

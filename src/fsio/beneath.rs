@@ -325,7 +325,7 @@ impl Dir {
     pub fn make_dir(&self, name: &OsStr, mode: u32) -> Result<Dir, Error> {
         let c = c_name(name).map_err(|e| self.error(name, e))?;
         // SAFETY: our fd and a NUL-terminated name.
-        let made = unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) } == 0;
+        let made = unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), mode) } == 0;
         if !made {
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::AlreadyExists {
@@ -336,7 +336,7 @@ impl Dir {
         if made {
             // mkdirat applied the umask: the mode asked for, on the directory opened.
             // SAFETY: fchmod on our fd.
-            if unsafe { libc::fchmod(dir.fd.as_raw_fd(), mode as libc::mode_t) } != 0 {
+            if unsafe { libc::fchmod(dir.fd.as_raw_fd(), mode) } != 0 {
                 return Err(self.error(name, io::Error::last_os_error()));
             }
         }
@@ -349,7 +349,7 @@ impl Dir {
         let fd = self.openat(
             name,
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
-            mode as libc::c_uint,
+            mode,
             Kind::File,
         )?;
         Ok(File::from(fd))
