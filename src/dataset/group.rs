@@ -54,17 +54,15 @@ struct RepRow {
 /// strings, projection pushed down).
 fn scan_table(dataset: &Path, table: &str, columns: &[&str]) -> Result<DataFrame, DatasetError> {
     let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
-    Ok(
-        super::scan::scan_table(dataset, table, &super::scan::Selection::default())?
-            .select(cols)
-            .collect()?,
-    )
+    let lf = super::scan::scan_table(dataset, table, &super::scan::Selection::default())?.select(cols);
+    super::check::contained(&[dataset.join(table)], || Ok(lf.collect()?))
 }
 
 /// The files of one table for some runs of one test, read in one scan (no hive columns:
 /// each file holds one run's rows of one test).
 fn read_files(paths: &[PathBuf]) -> Result<DataFrame, DatasetError> {
-    Ok(super::scan::scan_files(paths)?.collect()?)
+    let lf = super::scan::scan_files(paths)?;
+    super::check::contained(paths, || Ok(lf.collect()?))
 }
 
 fn strs<'a>(df: &'a DataFrame, name: &str) -> Result<impl Iterator<Item = Option<&'a str>> + 'a, DatasetError> {

@@ -5,6 +5,7 @@
 //! batch whatever the number of runs. Rows come back as plain structs (or, for the large
 //! functions table, as borrowed rows to a callback) for the statistics, which stay ours.
 
+use super::check::contained;
 use super::layout::{encode, partition_dir};
 use super::{io_err, DatasetError, SCHEMA_VERSION};
 use polars::prelude::*;
@@ -108,6 +109,8 @@ pub fn scan_table(dataset: &Path, table: &str, sel: &Selection) -> Result<LazyFr
             format!("no table {table:?}: not a dataset written by upcmp export"),
         )));
     }
+    // Every file the glob reads is checked first (docs/security.md).
+    super::check::check_tree(&dir)?;
     let glob = format!("{}/**/*.parquet", dir.display());
     let args = ScanArgsParquet {
         // The partitions are strings (a kernel `6.1` is no number), never dates.
@@ -224,6 +227,10 @@ fn selected_files(dataset: &Path, table: &str, sel: &Selection) -> Result<Vec<Ve
 /// A lazy scan of `files` (no partition columns: each file holds one run's rows of one
 /// test).
 pub(super) fn scan_files(files: &[PathBuf]) -> Result<LazyFrame, DatasetError> {
+    for p in files {
+        let f = crate::fsio::open_regular(p, crate::fsio::Links::Refuse).map_err(io_err(p))?;
+        super::check::check_file(&f, p)?;
+    }
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),
         glob: false,
@@ -279,14 +286,15 @@ fn runs_in_batches(dataset: &Path, sel: &Selection, batch: usize) -> Result<Vec<
             // One test's files: a run id names its labels.
             let mut labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
             if !label_files.is_empty() {
-                let df = scan_columns(&label_files, &["run_id", "key", "value", "schema_version"])?.collect()?;
+                let lf = scan_columns(&label_files, &["run_id", "key", "value", "schema_version"])?;
+                let df = contained(&label_files, || Ok(lf.collect()?))?;
                 check_version(&df, dataset, "labels")?;
                 let (ids, keys, values) = (strs(&df, "run_id")?, strs(&df, "key")?, strs(&df, "value")?);
                 for ((id, k), v) in ids.into_iter().zip(keys).zip(values) {
                     labels.entry(id).or_default().insert(k, v);
                 }
             }
-            let df = scan_columns(
+            let lf = scan_columns(
                 chunk,
                 &[
                     "run_id",
@@ -302,8 +310,8 @@ fn runs_in_batches(dataset: &Path, sel: &Selection, batch: usize) -> Result<Vec<
                     "wall_sec",
                 ],
             )?
-            .sort(["run_id", "repetition"], Default::default())
-            .collect()?;
+            .sort(["run_id", "repetition"], Default::default());
+            let df = contained(chunk, || Ok(lf.collect()?))?;
             check_version(&df, dataset, "runs")?;
             let (ids, tests, hosts, kernels, started) = (
                 strs(&df, "run_id")?,
@@ -409,7 +417,8 @@ fn each_batch(
     }
     for (test, paths) in by_test {
         for chunk in paths.chunks(batch.max(1)) {
-            each(test, scan_columns(chunk, columns)?)?;
+            let lf = scan_columns(chunk, columns)?;
+            contained(chunk, || each(test, lf))?;
         }
     }
     Ok(())
