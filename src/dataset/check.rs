@@ -4,8 +4,8 @@
 //! 335 KB decode to gigabytes. So each file is read here first, from its bytes (positioned
 //! reads of the open file, which leave its offset as it was): the magic at both ends, the
 //! footer (at most [`MAX_FOOTER_BYTES`]) by a bounded reader of our own
-//! ([`super::thrift`]), the schema and the key-value metadata (exactly those `upcmp export`
-//! writes for one of its tables), every row group, column chunk and page header against the
+//! ([`super::thrift`]), the schema and the key-value metadata (exactly those polars writes
+//! for some or all of the columns of one of the exporter's tables, of the exporter's types), every row group, column chunk and page header against the
 //! others and against the file's length, and what the file would decode to against
 //! [`decoded_cap`]. A file that passes is one polars reads in bounded memory; one that does
 //! not is an error naming it, the byte and what was expected.
@@ -38,8 +38,9 @@ pub const MAX_PAGE_BYTES: i64 = 256 << 20;
 
 /// What a file may decode to in memory: 16 MiB, or 64 times its size if more. Rows cost
 /// their columns' widths (8 bytes a number, 16 a string's view, a byte a boolean, a bit of
-/// validity each) and strings their bytes; an export's files decode to 5 to 20 times their
-/// size, a file of 10^7 run-length-encoded rows in 335 KB to over 3,000 times.
+/// validity each) and strings their bytes; an export's files decode to less than 20 times their
+/// size (less than 20 times: a test holds it), a file of 10^7 run-length-encoded rows in
+/// 335 KB to over 3,000 times.
 pub fn decoded_cap(file_bytes: u64) -> u64 {
     (16 << 20u64).max(file_bytes.saturating_mul(64))
 }
@@ -166,45 +167,58 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
 /// key-value metadata (the Arrow schema polars reads back) and the column orders.
 struct Reference {
     table: &'static str,
-    columns: &'static [(&'static str, Kind)],
+    columns: Vec<(&'static str, Kind)>,
     schema: Value,
     key_values: Option<Value>,
     column_orders: Option<Value>,
 }
 
-/// The references, made once by writing each table with no rows, as the exporter does with
-/// rows (the same writer and types).
-fn references() -> Result<&'static [Reference], String> {
-    static REFS: OnceLock<Result<Vec<Reference>, String>> = OnceLock::new();
-    REFS.get_or_init(|| {
-        TABLES
-            .iter()
-            .map(|&(table, columns)| {
-                let cols: Vec<Column> = columns
-                    .iter()
-                    .map(|(n, k)| Column::new_empty((*n).into(), &k.dtype()))
-                    .collect();
-                let mut df = DataFrame::new(0, cols).map_err(|e| e.to_string())?;
-                let mut bytes = Vec::new();
-                polars_io::parquet::write::ParquetWriter::new(&mut bytes)
-                    .finish(&mut df)
-                    .map_err(|e| e.to_string())?;
-                let n = bytes.len();
-                let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap_or_default()) as usize;
-                let footer = &bytes[n - 8 - len..n - 8];
-                let (meta, _) = thrift::read(footer, &FILE_META_DATA).map_err(|e| e.reason)?;
-                Ok(Reference {
-                    table,
-                    columns,
-                    schema: meta.field(2).cloned().unwrap_or(Value::List(vec![])),
-                    key_values: meta.field(5).cloned(),
-                    column_orders: meta.field(7).cloned(),
-                })
-            })
-            .collect()
-    })
-    .as_deref()
-    .map_err(|e| format!("upcmp could not describe its own tables: {e}"))
+/// The reference of `columns` of `table`, made by writing them with no rows, as the
+/// exporter does with rows (the same writer and types). Kept for the next file (a few
+/// column lists a dataset: each table's, and those of files written with fewer columns).
+fn reference_for(table: &'static str, columns: Vec<(&'static str, Kind)>) -> Result<Arc<Reference>, String> {
+    type Cache = std::sync::Mutex<Vec<Arc<Reference>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(r) = cache
+        .lock()
+        .ok()
+        .and_then(|c| c.iter().find(|r| r.table == table && r.columns == columns).cloned())
+    {
+        return Ok(r);
+    }
+    let cols: Vec<Column> = columns
+        .iter()
+        .map(|(n, k)| Column::new_empty((*n).into(), &k.dtype()))
+        .collect();
+    let fail = |e: String| format!("upcmp could not describe its own table {table}: {e}");
+    let mut df = DataFrame::new(0, cols).map_err(|e| fail(e.to_string()))?;
+    let mut bytes = Vec::new();
+    polars_io::parquet::write::ParquetWriter::new(&mut bytes)
+        .finish(&mut df)
+        .map_err(|e| fail(e.to_string()))?;
+    let n = bytes.len();
+    let len = bytes
+        .get(n.saturating_sub(8)..n.saturating_sub(4))
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map_or(0, |b| u32::from_le_bytes(b) as usize);
+    let footer = bytes
+        .get(n.saturating_sub(8 + len)..n.saturating_sub(8))
+        .unwrap_or_default();
+    let (meta, _) = thrift::read(footer, &FILE_META_DATA).map_err(|e| fail(e.reason))?;
+    let r = Arc::new(Reference {
+        table,
+        columns,
+        schema: meta.field(2).cloned().unwrap_or(Value::List(vec![])),
+        key_values: meta.field(5).cloned(),
+        column_orders: meta.field(7).cloned(),
+    });
+    if let Ok(mut c) = cache.lock() {
+        if c.len() < 64 {
+            c.push(r.clone());
+        }
+    }
+    Ok(r)
 }
 
 /// Checks that `file` (at `path`) is a Parquet file of a dataset table as `upcmp export`
@@ -277,32 +291,52 @@ impl Check<'_> {
             );
         }
         let reference = self.reference(&meta, footer_at)?;
-        self.row_groups(&meta, reference, footer_at)
+        self.row_groups(&meta, &reference, footer_at)
     }
 
-    /// The table whose schema the file has.
-    fn reference(&self, meta: &Value, at: u64) -> Result<&'static Reference, Fail> {
-        let refs = references().map_err(|e| (0, e))?;
-        let schema = meta.field(2).cloned().unwrap_or(Value::List(vec![]));
-        let Some(r) = refs.iter().find(|r| r.schema == schema) else {
-            let elements: &[Value] = match &schema {
-                Value::List(v) => v,
-                _ => &[],
-            };
-            let names: Vec<String> = elements
+    /// The table whose columns the file has (all or some, each once, of the types the
+    /// exporter gives them), and the reference its footer must equal.
+    fn reference(&self, meta: &Value, at: u64) -> Result<Arc<Reference>, Fail> {
+        let elements = meta.list(2);
+        let leaves: Vec<(&[u8], Option<i64>)> = elements
+            .iter()
+            .skip(1)
+            .map(|e| (e.bytes(4).unwrap_or_default(), e.int(1)))
+            .collect();
+        let fits = |columns: &'static [(&'static str, Kind)]| -> Option<Vec<(&'static str, Kind)>> {
+            let mut out: Vec<(&'static str, Kind)> = Vec::new();
+            for (name, ty) in &leaves {
+                let c = columns
+                    .iter()
+                    .find(|c| c.0.as_bytes() == *name && Some(c.1.physical()) == *ty)?;
+                if out.iter().any(|o| o.0 == c.0) {
+                    return None;
+                }
+                out.push(*c);
+            }
+            (!out.is_empty()).then_some(out)
+        };
+        let Some((table, columns)) = TABLES.iter().find_map(|(t, cols)| Some((*t, fits(*cols)?))) else {
+            let names: Vec<String> = leaves
                 .iter()
-                .skip(1)
-                .map(|e| crate::model::escaped(&String::from_utf8_lossy(e.bytes(4).unwrap_or_default())).into_owned())
+                .map(|(n, _)| crate::model::escaped(&String::from_utf8_lossy(n)).into_owned())
                 .collect();
             return fail(
                 at,
                 format!(
-                    "its schema (columns {}) is that of none of the tables ({})",
+                    "its columns ({}) are not those of a table ({})",
                     names.join(", "),
                     super::TABLES.join(", ")
                 ),
             );
         };
+        let r = reference_for(table, columns).map_err(|e| (0, e))?;
+        if meta.field(2) != Some(&r.schema) {
+            return fail(
+                at,
+                format!("its schema is not the one polars writes for its columns of table {table}"),
+            );
+        }
         if meta.field(5) != r.key_values.as_ref() {
             return fail(
                 at,
@@ -346,7 +380,7 @@ impl Check<'_> {
                     ),
                 );
             }
-            for (c, (chunk, (name, kind))) in cols.iter().zip(r.columns).enumerate() {
+            for (c, (chunk, (name, kind))) in cols.iter().zip(&r.columns).enumerate() {
                 let what = format!("row group {g}, column {c} ({name})");
                 let m = self.column_chunk(chunk, *kind, name, n, footer_at, &what)?;
                 decoded = decoded
@@ -791,6 +825,9 @@ mod tests {
     fn the_tables_are_those_of_the_dataset() {
         let names: Vec<&str> = TABLES.iter().map(|t| t.0).collect();
         assert_eq!(names, super::super::TABLES);
-        assert_eq!(references().unwrap().len(), 6);
+        for (table, columns) in TABLES {
+            let r = reference_for(table, columns.to_vec()).unwrap();
+            assert!(matches!(&r.schema, Value::List(l) if l.len() == columns.len() + 1));
+        }
     }
 }
