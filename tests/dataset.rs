@@ -6,6 +6,7 @@ use crate::util::{copy_tree, repo, run_in, stderr, tempdir, testdata};
 use polars::prelude::*;
 use std::fs;
 use std::path::{Path, PathBuf};
+use upcmp::dataset::thrift::{self, Value};
 
 const UPCMP: &str = env!("CARGO_BIN_EXE_upcmp");
 
@@ -436,4 +437,217 @@ fn export_never_writes_through_a_swapped_partition_issue_46() {
     swapper.join().unwrap();
     let landed: Vec<_> = fs::read_dir(&private).unwrap().map(|e| e.unwrap().path()).collect();
     assert!(landed.is_empty(), "after {exports} exports, root wrote {landed:?}");
+}
+
+/// How a run of upcmp ended, what it printed on stderr, and the most memory it held.
+struct Measured {
+    status: i32,
+    signal: Option<i32>,
+    stderr: String,
+    max_rss_bytes: u64,
+}
+
+/// Runs upcmp in `cwd` with `args`; its peak resident memory from `wait4`.
+fn run_measured(cwd: &Path, args: &[&str]) -> Measured {
+    let err = cwd.join(format!("stderr-{}", std::process::id()));
+    let child = std::process::Command::new(UPCMP)
+        .args(args)
+        .current_dir(cwd)
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is valid; wait4 on our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let stderr = fs::read_to_string(&err).unwrap_or_default();
+    fs::remove_file(&err).unwrap();
+    Measured {
+        status: if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -1
+        },
+        signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+        stderr,
+        max_rss_bytes: usage.ru_maxrss as u64 * 1024,
+    }
+}
+
+/// A dataset of demo/run1 (`side=a`) and demo/run2 (`side=b`) at `tmp/ds`, and the
+/// functions file of run1's test getpid in it.
+fn two_sides(tmp: &Path) -> PathBuf {
+    let (r1, r2) = (testdata("demo/run1"), testdata("demo/run2"));
+    export(tmp, &[r1.to_str().unwrap(), "--to", "ds", "--label", "side=a"]);
+    export(tmp, &[r2.to_str().unwrap(), "--to", "ds", "--label", "side=b"]);
+    let runs = scan(&tmp.join("ds"), "runs");
+    let c = runs.column("run_id").unwrap().str().unwrap().clone();
+    let started = runs.column("started").unwrap().str().unwrap().clone();
+    // run1 started first.
+    let first = (0..c.len())
+        .min_by_key(|&i| started.get(i).unwrap().to_string())
+        .unwrap();
+    let id = c.get(first).unwrap().to_string();
+    parquet_files(&tmp.join("ds/functions"))
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("test=getpid") && p.ends_with(format!("{id}.parquet")))
+        .unwrap()
+}
+
+/// Parquet `data`'s footer and the offset it starts at.
+fn footer(data: &[u8]) -> (usize, &[u8]) {
+    let n = data.len();
+    let len = u32::from_le_bytes(data[n - 8..n - 4].try_into().unwrap()) as usize;
+    (n - 8 - len, &data[n - 8 - len..n - 8])
+}
+
+/// `data` with its footer replaced by `new`.
+fn with_footer(data: &[u8], new: &[u8]) -> Vec<u8> {
+    let (at, _) = footer(data);
+    let mut out = data[..at].to_vec();
+    out.extend_from_slice(new);
+    out.extend_from_slice(&(new.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"PAR1");
+    out
+}
+
+/// `data` with its footer read, changed by `edit` and written back.
+fn edit_footer(data: &[u8], edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let (mut meta, _) = thrift::read(footer(data).1, &thrift::FILE_META_DATA).unwrap();
+    edit(&mut meta);
+    let mut new = Vec::new();
+    thrift::write(&meta, &thrift::FILE_META_DATA, &mut new);
+    with_footer(data, &new)
+}
+
+/// Field `id` of the structure `v`.
+fn field(v: &mut Value, id: i16) -> &mut Value {
+    match v {
+        Value::Struct(f) => &mut f.iter_mut().find(|x| x.0 == id).unwrap().1,
+        _ => panic!("not a structure"),
+    }
+}
+
+fn item(v: &mut Value, k: usize) -> &mut Value {
+    match v {
+        Value::List(l) => &mut l[k],
+        _ => panic!("not a list"),
+    }
+}
+
+/// `upcmp history` and a group comparison of the dataset at `tmp/ds` whose file `bad` was
+/// crafted: each ends with an error naming the file (not a panic or an abort), in bounded
+/// memory.
+fn refused_by_history_and_groups(tmp: &Path, bad: &Path, why: &str) {
+    let name = bad.file_name().unwrap().to_string_lossy().to_string();
+    for args in [
+        &["history", "ds", "--test", "getpid", "-q"][..],
+        &["ds", "--side", "side=a", "--side", "side=b", "res", "-q"][..],
+    ] {
+        let m = run_measured(tmp, args);
+        let what = format!(
+            "upcmp {}: exit {} signal {:?}: {}",
+            args.join(" "),
+            m.status,
+            m.signal,
+            m.stderr
+        );
+        assert_eq!(m.signal, None, "{what}");
+        assert!(m.status == 1 || m.status == 2, "{what}");
+        assert!(!m.stderr.contains("panicked"), "{what}");
+        assert!(m.stderr.contains(&name) && m.stderr.contains(why), "{what}");
+        assert!(
+            m.max_rss_bytes < 400 << 20,
+            "{what}: {} bytes resident",
+            m.max_rss_bytes
+        );
+    }
+}
+
+#[test]
+fn a_footer_with_a_boolean_for_a_number_is_an_error_naming_the_file_issue_46() {
+    let tmp = tempdir();
+    let bad = two_sides(tmp.path());
+    let data = fs::read(&bad).unwrap();
+    // FileMetaData.version, an i32 (header 0x15 and a varint), sent as a boolean (0x11).
+    let f = footer(&data).1;
+    assert_eq!(f[0], 0x15);
+    let mut new = vec![0x11];
+    new.extend_from_slice(&f[2..]);
+    fs::write(&bad, with_footer(&data, &new)).unwrap();
+    refused_by_history_and_groups(tmp.path(), &bad, "FileMetaData.version: wire type 1");
+}
+
+#[test]
+fn a_row_group_unlike_its_file_is_an_error_naming_the_file_issue_46() {
+    let tmp = tempdir();
+    let bad = two_sides(tmp.path());
+    let data = fs::read(&bad).unwrap();
+    // The row group says one row more than its file and its columns.
+    let crafted = edit_footer(&data, |m| {
+        let n = field(item(field(m, 4), 0), 3);
+        if let Value::Int(x) = n {
+            *x += 1;
+        }
+    });
+    fs::write(&bad, crafted).unwrap();
+    refused_by_history_and_groups(tmp.path(), &bad, "row group 0:");
+}
+
+#[test]
+fn a_row_count_of_2_to_the_61_is_an_error_naming_the_file_issue_46() {
+    let tmp = tempdir();
+    let bad = two_sides(tmp.path());
+    let data = fs::read(&bad).unwrap();
+    // File, row group and every column: 2^61 rows, consistent with one another.
+    let crafted = edit_footer(&data, |m| {
+        *field(m, 3) = Value::Int(1 << 61);
+        let rg = item(field(m, 4), 0);
+        *field(rg, 3) = Value::Int(1 << 61);
+        if let Value::List(cols) = field(rg, 1) {
+            for c in cols {
+                *field(field(c, 3), 5) = Value::Int(1 << 61);
+            }
+        }
+    });
+    fs::write(&bad, crafted).unwrap();
+    refused_by_history_and_groups(tmp.path(), &bad, "rows that decode to about");
+}
+
+#[test]
+fn ten_million_run_length_encoded_rows_are_refused_before_reading_issue_46() {
+    let tmp = tempdir();
+    let bad = two_sides(tmp.path());
+    // The functions table's columns, 10^5 rows of one value each, in one row group that
+    // the footer then lists 100 times: 10^7 rows in about 300 KB.
+    let n = 100_000;
+    let mut df = df! {
+        "run_id" => vec![bad.file_stem().unwrap().to_string_lossy().to_string(); n],
+        "schema_version" => vec![1i64; n],
+        "repetition" => vec![1i64; n],
+        "function" => vec!["f"; n],
+        "module" => vec!["kernel"; n],
+        "samples" => vec![1i64; n],
+        "weight" => vec![1.0f64; n],
+        "seconds" => vec![Some(1e-9f64); n],
+        "clones" => vec![None::<String>; n],
+    }
+    .unwrap();
+    let mut bytes = Vec::new();
+    polars_io::parquet::write::ParquetWriter::new(&mut bytes)
+        .finish(&mut df)
+        .unwrap();
+    let crafted = edit_footer(&bytes, |m| {
+        *field(m, 3) = Value::Int(100 * n as i64);
+        if let Value::List(groups) = field(m, 4) {
+            assert_eq!(groups.len(), 1);
+            let g = groups[0].clone();
+            groups.resize(100, g);
+        }
+    });
+    assert!(crafted.len() < 1 << 20, "{} bytes", crafted.len());
+    fs::write(&bad, &crafted).unwrap();
+    refused_by_history_and_groups(tmp.path(), &bad, "rows that decode to about");
 }

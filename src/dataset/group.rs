@@ -54,18 +54,16 @@ struct RepRow {
 /// strings, projection pushed down).
 fn scan_table(dataset: &Path, table: &str, columns: &[&str]) -> Result<DataFrame, DatasetError> {
     let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
-    Ok(
-        super::scan::scan_table(dataset, table, &super::scan::Selection::default())?
-            .select(cols)
-            .collect()?,
-    )
+    let lf = super::scan::scan_table(dataset, table, &super::scan::Selection::default())?.select(cols);
+    super::check::contained(&[dataset.join(table)], || Ok(lf.collect()?))
 }
 
 /// The files of one table for some runs of one test, read in one scan (no hive columns:
 /// each file holds one run's rows of one test).
 fn read_files(files: &[DatasetFile]) -> Result<DataFrame, DatasetError> {
-    // Each file's content is checked before polars reads it (check.rs).
-    Ok(super::scan::scan_files(files)?.collect()?)
+    // Each file's content is checked before polars reads it (check.rs, in scan_files).
+    let lf = super::scan::scan_files(files)?;
+    super::check::contained(files, || Ok(lf.collect()?))
 }
 
 /// Run files kept open at once while a table is read for some runs.

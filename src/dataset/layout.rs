@@ -102,9 +102,9 @@ pub fn run_id_of(name: &OsStr) -> Option<String> {
 /// The file name of run `id`'s rows; an id that is not a run id is an error naming `what`.
 pub fn file_name(id: &str, what: &Path) -> Result<String, DatasetError> {
     if !is_run_id(id) {
-        return Err(DatasetError::Bad {
+        return Err(DatasetError::BadFile {
             path: what.to_path_buf(),
-            what: format!(
+            reason: format!(
                 "run id {:?} is not one upcmp export writes (16 hex digits): a run id is never a path",
                 crate::model::escaped(&id.chars().take(64).collect::<String>())
             ),
@@ -156,6 +156,13 @@ impl DatasetFile {
     /// The run id its name carries.
     pub fn run_id(&self) -> Option<String> {
         self.path.file_name().and_then(run_id_of)
+    }
+}
+
+/// Its path, for messages (as [`check::contained`](super::check) names the files it reads).
+impl AsRef<Path> for DatasetFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
     }
 }
 

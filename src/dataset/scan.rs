@@ -5,6 +5,7 @@
 //! batch whatever the number of runs. Rows come back as plain structs (or, for the large
 //! functions table, as borrowed rows to a callback) for the statistics, which stay ours.
 
+use super::check::{check_file, contained};
 use super::layout::{decode, encode, is_run_id, partition, partition_dirs, run_files, Dataset, DatasetFile};
 use super::{DatasetError, SCHEMA_VERSION};
 use polars::prelude::*;
@@ -166,7 +167,8 @@ pub fn scan_table(dataset: &Path, table: &str, sel: &Selection) -> Result<LazyFr
                 .iter()
                 .map(|id| ds.must_open_run_file(table, &part.rel, id))
                 .collect::<Result<Vec<_>, _>>()?;
-            let df = scan_files(&files)?.collect()?;
+            let lf = scan_files(&files)?;
+            let df = contained(&files, || Ok(lf.collect()?))?;
             check_rows(&df, &files, rules_of(table))?;
             if table == "runs" {
                 check_partition(&df, &files, &part)?;
@@ -256,9 +258,9 @@ pub(super) fn check_rows(df: &DataFrame, files: &[DatasetFile], rules: RowRules)
     };
     let bad = |i: usize, what: String| {
         let (path, row) = at(i);
-        DatasetError::Bad {
+        DatasetError::BadFile {
             path,
-            what: format!("row {row}: {what}"),
+            reason: format!("row {row}: {what}"),
         }
     };
     for (i, id) in ids.iter().enumerate() {
@@ -271,9 +273,9 @@ pub(super) fn check_rows(df: &DataFrame, files: &[DatasetFile], rules: RowRules)
                 format!("run_id {shown:?} is not a run id (16 hex digits): a run id is never a path")
             };
             let path = files.first().map(|f| f.path.clone()).unwrap_or_default();
-            return Err(DatasetError::Bad {
+            return Err(DatasetError::BadFile {
                 path,
-                what: format!("row {}: {what}", i + 1),
+                reason: format!("row {}: {what}", i + 1),
             });
         }
     }
@@ -386,9 +388,9 @@ fn check_partition(df: &DataFrame, files: &[DatasetFile], part: &Partition) -> R
             hosts.get(i).unwrap_or_default(),
         );
         if got != part.rel {
-            return Err(DatasetError::Bad {
+            return Err(DatasetError::BadFile {
                 path: files.first().map(|f| f.path.clone()).unwrap_or_default(),
-                what: format!(
+                reason: format!(
                     "row {}: its test, kernel and host are not those of the directory it is in",
                     i + 1
                 ),
@@ -401,7 +403,9 @@ fn check_partition(df: &DataFrame, files: &[DatasetFile], part: &Partition) -> R
 /// A lazy scan of `files` (no partition columns: each file holds one run's rows of one
 /// test). polars is handed the bytes of the files opened (their copies in memory,
 /// [`DatasetFile::snapshot`]), never a path: nothing renamed, swapped or rewritten since
-/// the open is read, and no file descriptor is held for polars.
+/// the open is read, and no file descriptor is held for polars. Each copy is checked
+/// ([`check_file`]) before polars is given it: the bytes checked are the bytes read. The
+/// caller collects the scan under [`contained`].
 pub(super) fn scan_files(files: &[DatasetFile]) -> Result<LazyFrame, DatasetError> {
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),
@@ -410,9 +414,10 @@ pub(super) fn scan_files(files: &[DatasetFile]) -> Result<LazyFrame, DatasetErro
     };
     let mut buffers = Vec::with_capacity(files.len());
     for f in files {
+        // Each file's content is checked before polars reads it (check.rs).
+        check_file(&f.file, &f.path)?;
         buffers.push(f.bytes()?.into());
     }
-    // Each file's content is checked before polars reads it (check.rs).
     Ok(LazyFrame::scan_parquet_sources(
         ScanSources::Buffers(buffers.into()),
         args,
@@ -462,7 +467,8 @@ fn runs_of(ds: &Dataset, part: &Partition, ids: &[String]) -> Result<Vec<Scanned
     // One test's files: a run id names its labels.
     let mut labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
     if !label_files.is_empty() {
-        let df = scan_columns(&label_files, &["run_id", "key", "value", "schema_version"])?.collect()?;
+        let lf = scan_columns(&label_files, &["run_id", "key", "value", "schema_version"])?;
+        let df = contained(&label_files, || Ok(lf.collect()?))?;
         check_version(&df, dataset, "labels")?;
         check_rows(&df, &label_files, PAIRS_RULES)?;
         let (ids, keys, values) = (strs(&df, "run_id")?, strs(&df, "key")?, strs(&df, "value")?);
@@ -474,7 +480,7 @@ fn runs_of(ds: &Dataset, part: &Partition, ids: &[String]) -> Result<Vec<Scanned
         .iter()
         .map(|id| ds.must_open_run_file("runs", &part.rel, id))
         .collect::<Result<Vec<_>, _>>()?;
-    let df = scan_columns(
+    let lf = scan_columns(
         &files,
         &[
             "run_id",
@@ -489,8 +495,8 @@ fn runs_of(ds: &Dataset, part: &Partition, ids: &[String]) -> Result<Vec<Scanned
             "operations",
             "wall_sec",
         ],
-    )?
-    .collect()?;
+    )?;
+    let df = contained(&files, || Ok(lf.collect()?))?;
     check_version(&df, dataset, "runs")?;
     check_rows(&df, &files, RUNS_RULES)?;
     check_partition(&df, &files, part)?;
@@ -583,8 +589,8 @@ pub fn scan_benchmarks(dataset: &Path, runs: &[ScannedRun]) -> Result<Vec<Scanne
 const FILES_PER_BATCH: usize = 256;
 
 /// Calls `each` with the test, the files and a lazy scan of `columns` of `runs`' files of
-/// `table`, `batch` files of one test at a time. A run without a file has no rows (as in
-/// a join).
+/// `table`, `batch` files of one test at a time, under [`contained`] (`each` collects the
+/// scan). A run without a file has no rows (as in a join).
 fn each_batch(
     dataset: &Path,
     table: &str,
@@ -605,7 +611,8 @@ fn each_batch(
                 files.extend(ds.open_run_file(table, &partition(&r.test, &r.kernel, &r.host), &r.run_id)?);
             }
             if !files.is_empty() {
-                each(test, &files, scan_columns(&files, columns)?)?;
+                let lf = scan_columns(&files, columns)?;
+                contained(&files, || each(test, &files, lf))?;
             }
         }
     }
