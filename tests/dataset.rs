@@ -448,6 +448,8 @@ struct Measured {
 }
 
 /// Runs upcmp in `cwd` with `args`; its peak resident memory from `wait4`.
+// The child is reaped by wait4 (for its rusage), which clippy does not see.
+#[allow(clippy::zombie_processes)]
 fn run_measured(cwd: &Path, args: &[&str]) -> Measured {
     let err = cwd.join(format!("stderr-{}", std::process::id()));
     let child = std::process::Command::new(UPCMP)

@@ -316,7 +316,7 @@ impl Check<'_> {
             }
             (!out.is_empty()).then_some(out)
         };
-        let Some((table, columns)) = TABLES.iter().find_map(|(t, cols)| Some((*t, fits(*cols)?))) else {
+        let Some((table, columns)) = TABLES.iter().find_map(|(t, cols)| Some((*t, fits(cols)?))) else {
             let names: Vec<String> = leaves
                 .iter()
                 .map(|(n, _)| crate::model::escaped(&String::from_utf8_lossy(n)).into_owned())
