@@ -207,3 +207,83 @@ fn the_allocator_counts() {
     assert!(m.peak_bytes >= 1 << 20, "{}", m.peak_bytes);
     assert_eq!(m.outcome.map(|v| v.len()), Ok(1 << 20));
 }
+
+/// A dataset's Parquet files (issue 46): the corpus of `testdata/fuzz/dataset_parquet/`
+/// and a mutation pass over the exported seeds, each input read by the history's and the
+/// group comparison's readers (`upcmp::dataset::fuzz`).
+#[cfg(feature = "parquet")]
+mod dataset_parquet {
+    use super::*;
+    use upcmp::dataset::fuzz::{check_parquet, fuzz_dataset, set_number, FuzzDataset};
+    use upcmp_parsers::mutate::Rng;
+
+    const TARGET: &str = "dataset_parquet";
+
+    /// As for the importers: a fixed allowance (the dataset's other files, polars' own
+    /// tables) and a multiple of the input. Counted on this thread, where the check runs;
+    /// polars' threads are bounded by the check's decoded-size cap.
+    fn memory_bound(input_len: usize) -> isize {
+        (256 << 20) + 64 * input_len as isize
+    }
+
+    /// Each input is read up to six times (once in each table's place).
+    const TIME_BOUND: Duration = Duration::from_secs(60);
+
+    fn dataset(tmp: &Path) -> FuzzDataset {
+        fuzz_dataset(&testdata("demo/run1"), &testdata("demo/run2"), &tmp.join("ds")).unwrap()
+    }
+
+    fn run(ds: &FuzzDataset, data: &[u8]) -> Result<(), String> {
+        harness::within_bounds(data.len(), memory_bound(data.len()), TIME_BOUND, || {
+            check_parquet(data, ds)
+        })
+    }
+
+    #[test]
+    fn every_dataset_seed_is_read_and_every_corpus_input_returns_within_bounds_issue_46() {
+        let tmp = crate::util::tempdir();
+        let ds = dataset(tmp.path());
+        let seeds = harness::listed_seeds(Path::new(env!("CARGO_MANIFEST_DIR")), TARGET);
+        assert_eq!(seeds.len(), 6, "a seed a table");
+        for (path, data) in seeds {
+            assert!(check_parquet(&data, &ds), "{}: refused", path.display());
+        }
+        let mut failures = Vec::new();
+        for (path, data) in harness::corpus_files(&testdata(&format!("fuzz/{TARGET}"))) {
+            if let Err(f) = run(&ds, &data) {
+                failures.push(format!("{}: {f}", path.display()));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// Half the inputs: one integer of the footer or of a page header set to 0, -1, 2^31,
+    /// 2^61, 2^63 - 1 and the like; the other half: the binary mutator's bit flips,
+    /// truncations and splices.
+    fn mutate_parquet(rng: &mut Rng, data: &[u8], seeds: &[Vec<u8>]) -> Vec<u8> {
+        if rng.below(2) == 0 {
+            if let Some(m) = set_number(data, rng.next_u64()) {
+                return m;
+            }
+        }
+        mutate_binary(rng, data, seeds)
+    }
+
+    #[test]
+    fn mutation_pass_dataset_parquet_issue_46() {
+        let tmp = crate::util::tempdir();
+        let ds = dataset(tmp.path());
+        let mut seeds: Vec<Vec<u8>> = harness::listed_seeds(Path::new(env!("CARGO_MANIFEST_DIR")), TARGET)
+            .into_iter()
+            .map(|s| s.1)
+            .collect();
+        seeds.extend(
+            harness::corpus_files(&testdata(&format!("fuzz/{TARGET}")))
+                .into_iter()
+                .map(|s| s.1),
+        );
+        let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
+        let failures = harness::mutation_pass(TARGET, &seeds, MUTATIONS, mutate_parquet, |d| run(&ds, d), &keep);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}

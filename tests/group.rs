@@ -210,3 +210,39 @@ fn spark_means_agree_with_upcmp() {
         .unwrap_or(0);
     assert!(compared > 500, "{said}");
 }
+
+// Issue 46: a dataset another user may write.
+
+use crate::dataset::{fifo_at, files_of, run_for, secret_functions, two_runs};
+
+/// Root's group comparison of `nobody`'s dataset: a functions file that is a link to a
+/// file only root may read is an error naming the link (nothing of the file in the
+/// results), and a FIFO in place of a labels file is refused at once.
+#[test]
+fn group_never_reads_through_a_link_or_waits_on_a_fifo_issue_46() {
+    let args = ["ds", "--side", "side=a", "--side", "side=b", "res", "-q"];
+    if crate::util::is_root() {
+        let tmp = tempdir();
+        let ds = two_runs(tmp.path());
+        let secret = secret_functions(tmp.path());
+        let planted = files_of(&ds, "functions", "getpid").remove(0);
+        fs::remove_file(&planted).unwrap();
+        std::os::unix::fs::symlink(&secret, &planted).unwrap();
+        crate::hostile::chown_tree(&ds, crate::hostile::NOBODY);
+        let out = run_for(tmp.path(), &args, 60);
+        assert_ne!(out.code, Some(0), "{}", out.stderr);
+        assert!(
+            out.stderr.contains("a symbolic link, which is not followed"),
+            "{}",
+            out.stderr
+        );
+        assert!(!tmp.path().join("res").exists());
+    }
+    let tmp = tempdir();
+    let ds = two_runs(tmp.path());
+    fifo_at(&files_of(&ds, "labels", "getpid")[0]);
+    let out = run_for(tmp.path(), &args, 30);
+    assert!(out.code.is_some(), "still waiting on the FIFO after 30 s");
+    assert_ne!(out.code, Some(0));
+    assert!(out.stderr.contains("a FIFO"), "{}", out.stderr);
+}

@@ -261,3 +261,151 @@ fn fail_if_changed_sees_a_worse_newest_run_and_cannot_tell_from_three() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+// Issue 46: a dataset another user may write.
+
+use crate::dataset::{fifo_at, files_of, rewrite, run_for, secret_functions, two_runs};
+use polars::prelude::{Column, DataFrame};
+
+/// Root's history of `nobody`'s dataset, one of whose functions files is a link to a file
+/// only root may read: the link is an error naming it, and nothing of the file is shown
+/// or written.
+#[test]
+fn history_never_reads_through_a_link_in_the_dataset_issue_46() {
+    if !crate::util::is_root() {
+        return;
+    }
+    let tmp = tempdir();
+    let ds = two_runs(tmp.path());
+    let secret = secret_functions(tmp.path());
+    let planted = files_of(&ds, "functions", "getpid").remove(0);
+    fs::remove_file(&planted).unwrap();
+    std::os::unix::fs::symlink(&secret, &planted).unwrap();
+    crate::hostile::chown_tree(&ds, crate::hostile::NOBODY);
+    let out = run_for(tmp.path(), &["history", "ds", "--test", "getpid", "--out", "h"], 60);
+    assert!(!out.stdout.contains("secret_fn_46") && !out.stderr.contains("secret_fn_46"));
+    assert_ne!(out.code, Some(0), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("a symbolic link, which is not followed"),
+        "{}",
+        out.stderr
+    );
+    let named = planted.strip_prefix(tmp.path()).unwrap().to_string_lossy().into_owned();
+    assert!(out.stderr.contains(&named), "{}", out.stderr);
+    assert!(!tmp.path().join("h").exists());
+}
+
+/// A FIFO in place of a labels or functions file is refused at once (a plain open would
+/// wait for a writer forever), and a runs row whose run id is a path (absolute, or with
+/// `..`) never becomes one.
+#[test]
+fn history_refuses_fifos_and_run_ids_that_are_paths_issue_46() {
+    for table in ["labels", "functions"] {
+        let tmp = tempdir();
+        let ds = two_runs(tmp.path());
+        fifo_at(&files_of(&ds, table, "getpid")[0]);
+        let out = run_for(tmp.path(), &["history", "ds", "--test", "getpid"], 30);
+        assert!(out.code.is_some(), "{table}: still waiting on the FIFO after 30 s");
+        assert_ne!(out.code, Some(0), "{table}");
+        assert!(out.stderr.contains("a FIFO"), "{table}: {}", out.stderr);
+    }
+    let tmp = tempdir();
+    let ds = two_runs(tmp.path());
+    let secret = secret_functions(tmp.path());
+    // Absolute, and relative to the partition directory (five levels below `tmp`).
+    let stem = secret.with_extension("");
+    for id in [stem.display().to_string(), "../../../../../private/secret".to_string()] {
+        let runs = files_of(&ds, "runs", "getpid")[0].clone();
+        rewrite(&runs, |mut df| {
+            let n = df.height();
+            df.with_column(Column::new("run_id".into(), vec![id.clone(); n]))
+                .unwrap();
+            df
+        });
+        let out = run_for(tmp.path(), &["history", "ds", "--test", "getpid"], 60);
+        assert!(!out.stdout.contains("secret_fn_46"), "{id}: {}", out.stdout);
+        assert_ne!(out.code, Some(0), "{id}");
+        assert!(out.stderr.contains("is not a run id"), "{id}: {}", out.stderr);
+    }
+}
+
+/// NaN, infinite and negative amounts and a 10 MB name in a dataset's files are errors
+/// naming the file and the row, not values taken as they are.
+#[test]
+fn history_refuses_impossible_values_and_huge_names_issue_46() {
+    type Change = Box<dyn Fn(DataFrame) -> DataFrame>;
+    let set_f64 = |column: &'static str, v: f64| -> Change {
+        Box::new(move |mut df: DataFrame| {
+            let n = df.height();
+            df.with_column(Column::new(column.into(), vec![v; n])).unwrap();
+            df
+        })
+    };
+    let cases: Vec<(&str, Change, &str)> = vec![
+        ("runs", set_f64("cpu_seconds", f64::NAN), "cpu_seconds is NaN"),
+        ("runs", set_f64("wall_sec", -1.0), "wall_sec is -1"),
+        ("functions", set_f64("seconds", f64::INFINITY), "seconds is inf"),
+        ("benchmarks", set_f64("value", f64::NAN), "value is NaN"),
+        (
+            "functions",
+            Box::new(|mut df: DataFrame| {
+                let n = df.height();
+                let mut names = vec!["f".to_string(); n];
+                names[1] = "x".repeat(10 << 20);
+                df.with_column(Column::new("function".into(), names)).unwrap();
+                df
+            }),
+            "row 2: function is 10485760 bytes long",
+        ),
+    ];
+    for (table, change, want) in cases {
+        let tmp = tempdir();
+        let ds = two_runs(tmp.path());
+        let file = files_of(&ds, table, "getpid")[0].clone();
+        rewrite(&file, change);
+        let out = run_for(tmp.path(), &["history", "ds", "--test", "getpid"], 60);
+        assert_ne!(out.code, Some(0), "{table} {want}: {}", out.stdout);
+        assert!(out.stderr.contains(want), "{table} {want}: {}", out.stderr);
+        let named = file.strip_prefix(tmp.path()).unwrap().to_string_lossy().into_owned();
+        assert!(out.stderr.contains(&named), "{}", out.stderr);
+    }
+}
+
+/// `history --out` follows the rules of every output directory: a parent every user may
+/// write without the sticky bit is refused unless insisted, and a link another user placed
+/// in a shared sticky directory is not followed.
+#[test]
+fn history_out_follows_the_rules_of_every_output_issue_46() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempdir();
+    two_runs(tmp.path());
+    let shared = tmp.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let args = |out: &'static str| ["history", "ds", "--test", "getpid", "-q", "--out", out];
+    let out = run_for(tmp.path(), &args("shared/h"), 60);
+    assert_ne!(out.code, Some(0));
+    assert!(out.stderr.contains("--allow-world-writable-parent"), "{}", out.stderr);
+    assert!(!shared.join("h").exists());
+    let mut insist = args("shared/h").to_vec();
+    insist.push("--allow-world-writable-parent");
+    let out = run_for(tmp.path(), &insist, 60);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(shared.join("h/history.json").is_file());
+    if !crate::util::is_root() {
+        return;
+    }
+    let sticky = tmp.path().join("sticky");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = tmp.path().join("victim");
+    fs::create_dir(&victim).unwrap();
+    // /tmp/x -> /victim, placed by another user: `--out /tmp/x/h` would land in /victim.
+    std::os::unix::fs::symlink(&victim, sticky.join("x")).unwrap();
+    let nobody = Some(crate::hostile::NOBODY);
+    std::os::unix::fs::lchown(sticky.join("x"), nobody, nobody).unwrap();
+    let out = run_for(tmp.path(), &args("sticky/x/h"), 60);
+    assert_ne!(out.code, Some(0));
+    assert!(out.stderr.contains("is not followed"), "{}", out.stderr);
+    assert_eq!(fs::read_dir(&victim).unwrap().count(), 0, "written through the link");
+}

@@ -212,19 +212,27 @@ fn group(runs: &[ScannedRun], by: By) -> Result<(Vec<HistoryPoint>, PointOf), Da
     Ok((points, point_of))
 }
 
-/// Writes `files` (name, bytes) into `dir`, created if missing (a real directory, never a
-/// link), each through a temporary file and a rename.
-pub fn write_files(dir: &Path, files: &[(&str, Vec<u8>)]) -> Result<(), DatasetError> {
-    let err = |e| DatasetError::Io {
-        path: dir.to_path_buf(),
-        source: e,
-    };
-    if !crate::fsio::is_real_dir(dir) {
-        crate::fsio::create_dir(dir, 0o755).map_err(err)?;
+/// Writes `files` (name, bytes) into `dir`, created if missing, under the rules of every
+/// output directory (docs/security.md): its parent not one every user may write without
+/// the sticky bit (unless `allow_shared_parent`), no link in a shared sticky directory on
+/// its path, one writer at a time (`DIR.lock`). Each file is a temporary file renamed in,
+/// both relative to the directory's fd: a link at a file's name is replaced, never
+/// followed, and the directory swapped for a link after it was opened changes nothing.
+pub fn write_files(dir: &Path, files: &[(&str, Vec<u8>)], allow_shared_parent: bool) -> Result<(), DatasetError> {
+    let claim = crate::store::outdir::claim_dir(dir, "upcmp history", allow_shared_parent)?;
+    match crate::fsio::create_dir(&claim.path, 0o755) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(DatasetError::Io {
+                path: claim.path.clone(),
+                source,
+            })
+        }
     }
+    let out = crate::fsio::beneath::Dir::open(&claim.path)?;
     for (name, bytes) in files {
-        let path = dir.join(name);
-        crate::fsio::write_atomic(&path, bytes, 0o644).map_err(|source| DatasetError::Io { path, source })?;
+        out.write_atomic(std::ffi::OsStr::new(name), bytes, 0o644)?;
     }
     Ok(())
 }

@@ -521,6 +521,8 @@ fn export_run(opts: &UprunOptions, outdir: &Path, outcome: &RunOutcome, out: &mu
     }
     let o = crate::dataset::ExportOptions {
         labels: opts.export_labels.clone(),
+        // The one --allow-world-writable-parent of the command covers both outputs.
+        allow_shared_parent: opts.allow_shared_parent,
     };
     let done = super::dataset::export_runs(&[outdir.to_path_buf()], dataset, &o).map_err(|e| {
         UprunError::Export(format!(

@@ -1,27 +1,38 @@
 //! `upcmp export RUN... --to DATASET`: each test of each run becomes one file per table,
-//! named after the run's id, written to a unique temporary file and renamed into place.
-//! Exporting a run again replaces its files; two exporters never write the same temporary
-//! file, so concurrent exports into one dataset lose and corrupt nothing.
+//! named after the run's id. The dataset may be another user's: every directory in it is
+//! made and opened relative to the fd of the one above without following a link, and each
+//! file is written as a temporary file and renamed within its directory's fd, so a
+//! directory swapped for a link never redirects a write. All of a run's files are written
+//! as temporary files first and renamed in only when all are written, the `runs` files
+//! last (readers go by the runs table): a failed export leaves nothing, and a reader sees
+//! a run whole or not at all. Exporting a run again replaces its files; two exporters never
+//! write the same temporary file, so concurrent exports into one dataset lose and corrupt
+//! nothing.
 
-use super::layout::{make_dirs, partition_dir, run_id};
+use super::layout::{partition, run_id};
 use super::{io_err, DatasetError, SCHEMA_VERSION};
+use crate::fsio::beneath::Dir;
 use crate::model::naming::base_name;
 use crate::model::profile::Unit;
 use crate::model::Profile;
 use crate::store::run::{StoredRepetition, StoredRun, StoredTest};
+use crate::store::StoreError;
 use polars::prelude::*;
 use polars_io::parquet::write::ParquetWriter;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 use upcmp_parsers::counters::CounterValue;
 use upcmp_parsers::upout::Direction;
 
-/// What to add to each exported run.
+/// What to add to each exported run, and where the dataset may be.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ExportOptions {
     /// `KEY=VALUE` labels (commit, patch, ...), in order.
     pub labels: Vec<(String, String)>,
+    /// Write into a dataset whose parent directory every user may write (no sticky bit).
+    pub allow_shared_parent: bool,
 }
 
 /// What an export wrote.
@@ -54,8 +65,58 @@ struct RunFacts<'a> {
     kernel: &'a str,
 }
 
+/// Opens the dataset at `dataset` for writing, made if missing, under the rules of every
+/// output path (docs/security.md): no parent that every user may write without the sticky
+/// bit (unless `allow_shared_parent`), no link in a shared sticky directory on the path.
+pub fn open_for_export(dataset: &Path, allow_shared_parent: bool) -> Result<Dir, DatasetError> {
+    let path = crate::fsio::clean(dataset);
+    if let (Some(parent), false) = (crate::fsio::shared_parent(&path), allow_shared_parent) {
+        return Err(StoreError::SharedParent { path, parent }.into());
+    }
+    crate::store::outdir::check_links(&path)?;
+    match crate::fsio::create_dir(&path, 0o755) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io_err(&path)(e)),
+    }
+    Ok(Dir::open(&path)?)
+}
+
+/// Opens the directory `rel` below `root`, making each missing component (mode 0755) as a
+/// real directory: one made meanwhile by another exporter is fine, a link is an error.
+fn make_dirs(root: &Dir, rel: &Path) -> Result<Dir, DatasetError> {
+    let mut at = root.try_clone()?;
+    for c in rel.components() {
+        at = at.make_dir(c.as_os_str(), 0o755)?;
+    }
+    Ok(at)
+}
+
+/// A file written as a temporary file, to be renamed in.
+struct Pending {
+    dir: PathBuf,
+    tmp: OsString,
+    name: OsString,
+    runs: bool,
+}
+
+/// Removes the temporary files of `pending` (after a failure: nothing of the run stays).
+fn remove_temps(root: &Dir, pending: &[Pending]) {
+    for p in pending {
+        if let Ok(dir) = root.open_dir_beneath(&p.dir) {
+            let _ = dir.remove_file(&p.tmp);
+        }
+    }
+}
+
 /// Exports every test of `run` into `dataset` (created if missing).
 pub fn export_run(run: &StoredRun, dataset: &Path, opts: &ExportOptions) -> Result<ExportSummary, DatasetError> {
+    let root = open_for_export(dataset, opts.allow_shared_parent)?;
+    export_into(run, &root, opts)
+}
+
+/// Exports every test of `run` into the dataset opened at `root` ([`open_for_export`]).
+pub fn export_into(run: &StoredRun, root: &Dir, opts: &ExportOptions) -> Result<ExportSummary, DatasetError> {
     let host = run.system.get("host").unwrap_or("unknown");
     let kernel = run.system.get("kernel-release").unwrap_or("unknown");
     let m = &run.marker;
@@ -65,40 +126,69 @@ pub fn export_run(run: &StoredRun, dataset: &Path, opts: &ExportOptions) -> Resu
         host,
         kernel,
     };
-    if !crate::fsio::is_real_dir(dataset) {
-        match crate::fsio::create_dir(dataset, 0o755) {
-            Err(e) if !(e.kind() == std::io::ErrorKind::AlreadyExists && crate::fsio::is_real_dir(dataset)) => {
-                return Err(io_err(dataset)(e))
-            }
-            _ => {}
-        }
-    }
     let mut sum = ExportSummary {
         run_id: facts.id.clone(),
         ..Default::default()
     };
+    let mut pending: Vec<Pending> = Vec::new();
+    let written = write_temps(run, root, opts, &facts, &mut pending, &mut sum);
+    if let Err(e) = written {
+        remove_temps(root, &pending);
+        return Err(e);
+    }
+    // The runs files last: a reader finds a run by its runs file, so it sees all of the
+    // run's files or none.
+    pending.sort_by_key(|p| p.runs);
+    for (k, p) in pending.iter().enumerate() {
+        let renamed = root
+            .open_dir_beneath(&p.dir)
+            .and_then(|dir| dir.rename(&p.tmp, OsStr::new(&p.name)));
+        if let Err(e) = renamed {
+            remove_temps(root, &pending[k..]);
+            return Err(e.into());
+        }
+    }
+    Ok(sum)
+}
+
+/// Writes every table's file of every test of `run` as a temporary file in its partition
+/// (made if missing), adding each to `pending` and `sum`.
+fn write_temps(
+    run: &StoredRun,
+    root: &Dir,
+    opts: &ExportOptions,
+    facts: &RunFacts,
+    pending: &mut Vec<Pending>,
+    sum: &mut ExportSummary,
+) -> Result<(), DatasetError> {
     for test in run.tests.iter().filter(|t| !t.repetitions.is_empty()) {
         let tables = [
-            ("runs", runs_table(run, test, &facts)?),
-            ("labels", labels_table(&facts, &opts.labels)?),
-            ("system", system_table(run, &facts)?),
-            ("benchmarks", benchmarks_table(test, &facts)?),
-            ("functions", functions_table(test, &facts)?),
-            ("counters", counters_table(test, &facts)?),
+            ("runs", runs_table(run, test, facts)?),
+            ("labels", labels_table(facts, &opts.labels)?),
+            ("system", system_table(run, facts)?),
+            ("benchmarks", benchmarks_table(test, facts)?),
+            ("functions", functions_table(test, facts)?),
+            ("counters", counters_table(test, facts)?),
         ];
-        for (name, mut df) in tables {
-            let dir = partition_dir(dataset, name, &test.name, kernel, host);
-            make_dirs(dataset, &dir)?;
+        for (table, mut df) in tables {
+            let rel = Path::new(table).join(partition(&test.name, facts.kernel, facts.host));
+            let dir = make_dirs(root, &rel)?;
             let mut bytes = Vec::new();
             ParquetWriter::new(&mut bytes).finish(&mut df)?;
-            let path = dir.join(format!("{}.parquet", facts.id));
-            crate::fsio::write_atomic(&path, &bytes, 0o644).map_err(io_err(&path))?;
+            let name = OsString::from(format!("{}.parquet", facts.id));
+            let tmp = dir.write_temp(&name, &bytes, 0o644)?;
+            pending.push(Pending {
+                dir: rel,
+                tmp,
+                name,
+                runs: table == "runs",
+            });
             sum.files += 1;
             sum.bytes += bytes.len() as u64;
         }
         sum.tests += 1;
     }
-    Ok(sum)
+    Ok(())
 }
 
 fn str_col(name: &str, v: Vec<String>) -> Column {

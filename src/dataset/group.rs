@@ -5,8 +5,8 @@
 //! so that a fast and a slow machine do not become noise (docs/formulas.md, "Group
 //! comparisons: hosts as blocks").
 
-use super::layout::partition_dir;
-use super::{io_err, DatasetError, SCHEMA_VERSION};
+use super::layout::{partition, partition_dir, Dataset, DatasetFile};
+use super::{DatasetError, SCHEMA_VERSION};
 use crate::model::profile::Unit;
 use crate::model::{CpuTotals, FunctionSamples, IdleSet, Profile};
 use crate::store::outdir::{RunKind, RunMarker, Status, FORMAT_VERSION};
@@ -54,17 +54,40 @@ struct RepRow {
 /// strings, projection pushed down).
 fn scan_table(dataset: &Path, table: &str, columns: &[&str]) -> Result<DataFrame, DatasetError> {
     let cols: Vec<Expr> = columns.iter().map(|c| col(*c)).collect();
-    Ok(
-        super::scan::scan_table(dataset, table, &super::scan::Selection::default())?
-            .select(cols)
-            .collect()?,
-    )
+    let lf = super::scan::scan_table(dataset, table, &super::scan::Selection::default())?.select(cols);
+    super::check::contained(&[dataset.join(table)], || Ok(lf.collect()?))
 }
 
 /// The files of one table for some runs of one test, read in one scan (no hive columns:
 /// each file holds one run's rows of one test).
-fn read_files(paths: &[PathBuf]) -> Result<DataFrame, DatasetError> {
-    Ok(super::scan::scan_files(paths)?.collect()?)
+fn read_files(files: &[DatasetFile]) -> Result<DataFrame, DatasetError> {
+    // Each file's content is checked before polars reads it (check.rs, in scan_files).
+    let lf = super::scan::scan_files(files)?;
+    super::check::contained(files, || Ok(lf.collect()?))
+}
+
+/// Run files kept open at once while a table is read for some runs.
+const FILES_AT_ONCE: usize = 256;
+
+/// `table`'s files of `runs` (run id, test, kernel, host; each must have one), read
+/// [`FILES_AT_ONCE`] at a time through [`read_files`], each batch's rows checked.
+fn read_table(ds: &Dataset, table: &str, runs: &[(&str, &str, &str, &str)]) -> Result<DataFrame, DatasetError> {
+    let mut out: Option<DataFrame> = None;
+    for chunk in runs.chunks(FILES_AT_ONCE) {
+        let files = chunk
+            .iter()
+            .map(|(id, test, kernel, host)| ds.must_open_run_file(table, &partition(test, kernel, host), id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let df = read_files(&files)?;
+        super::scan::check_rows(&df, &files, super::scan::rules_of(table))?;
+        match &mut out {
+            Some(all) => {
+                all.vstack_mut(&df)?;
+            }
+            None => out = Some(df),
+        }
+    }
+    out.ok_or_else(|| DatasetError::Usage(format!("{}: no run to read", ds.path().join(table).display())))
 }
 
 fn strs<'a>(df: &'a DataFrame, name: &str) -> Result<impl Iterator<Item = Option<&'a str>> + 'a, DatasetError> {
@@ -330,27 +353,18 @@ fn build_tests(
     for r in rows {
         by_test.entry(r.test.clone()).or_default().push(r);
     }
+    let ds = Dataset::open(dataset)?;
     let mut out = BTreeMap::new();
     for (test, rows) in by_test {
-        let files = |table: &str| -> Vec<PathBuf> {
-            let mut seen = BTreeSet::new();
-            rows.iter()
-                .filter(|r| seen.insert(r.run_id.clone()))
-                .map(|r| {
-                    partition_dir(dataset, table, &r.test, &r.kernel, &r.host).join(format!("{}.parquet", r.run_id))
-                })
-                .collect()
-        };
-        for p in files("functions")
+        let mut seen = BTreeSet::new();
+        let runs: Vec<(&str, &str, &str, &str)> = rows
             .iter()
-            .chain(&files("benchmarks"))
-            .chain(&files("counters"))
-        {
-            std::fs::symlink_metadata(p).map_err(io_err(p))?;
-        }
-        let functions = read_files(&files("functions"))?;
-        let benchmarks = read_files(&files("benchmarks"))?;
-        let counters = read_files(&files("counters"))?;
+            .filter(|r| seen.insert(r.run_id.clone()))
+            .map(|r| (r.run_id.as_str(), r.test.as_str(), r.kernel.as_str(), r.host.as_str()))
+            .collect();
+        let functions = read_table(&ds, "functions", &runs)?;
+        let benchmarks = read_table(&ds, "benchmarks", &runs)?;
+        let counters = read_table(&ds, "counters", &runs)?;
         let mut fns: HashMap<(String, i64), Vec<FunctionRow>> = HashMap::new();
         for (((((id, rep), f), m), n), w) in strs(&functions, "run_id")?
             .zip(i64s(&functions, "repetition")?)

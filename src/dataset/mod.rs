@@ -2,10 +2,13 @@
 //! (docs/dataset.md), that upcmp writes one run at a time and any engine (polars, DuckDB,
 //! Spark) reads unchanged. Built only with the `parquet` cargo feature.
 
+mod check;
 pub mod export;
+pub mod fuzz;
 pub mod group;
 pub mod layout;
 pub mod scan;
+pub mod thrift;
 
 pub use export::{export_run, ExportOptions, ExportSummary};
 
@@ -32,6 +35,16 @@ pub enum DatasetError {
     /// polars could not build or read a table.
     #[error("{0}")]
     Polars(#[from] polars::prelude::PolarsError),
+    /// A file of the dataset that is not one `upcmp export` writes: its layout (checked
+    /// before polars reads it, check.rs), a value in it (a NaN, a negative count, a name
+    /// longer than the suite keeps, a run id that is no run id), or one polars failed on.
+    #[error("{path}: {reason}")]
+    BadFile {
+        /// The file (and row or byte, in `reason`).
+        path: std::path::PathBuf,
+        /// What is wrong with it, where, and what was expected.
+        reason: String,
+    },
     /// A bad argument (a label that is not KEY=VALUE, ...).
     #[error("{0}")]
     Usage(String),

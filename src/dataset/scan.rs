@@ -5,10 +5,12 @@
 //! batch whatever the number of runs. Rows come back as plain structs (or, for the large
 //! functions table, as borrowed rows to a callback) for the statistics, which stay ours.
 
-use super::layout::{encode, partition_dir};
-use super::{io_err, DatasetError, SCHEMA_VERSION};
+use super::check::{check_file, contained};
+use super::layout::{decode, encode, is_run_id, partition, partition_dirs, run_files, Dataset, DatasetFile};
+use super::{DatasetError, SCHEMA_VERSION};
 use polars::prelude::*;
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// The keys of `--where` that are hive partitions; any other key is a label.
@@ -98,40 +100,96 @@ pub struct ScannedBenchmark {
     pub higher_is_better: bool,
 }
 
-/// The lazy scan of one table, with the partitions as string columns and the test,
-/// kernel and host conditions pushed down.
-pub fn scan_table(dataset: &Path, table: &str, sel: &Selection) -> Result<LazyFrame, DatasetError> {
-    let dir = dataset.join(table);
-    if !crate::fsio::is_real_dir(&dir) {
-        return Err(io_err(&dir)(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no table {table:?}: not a dataset written by upcmp export"),
-        )));
-    }
-    let glob = format!("{}/**/*.parquet", dir.display());
-    let args = ScanArgsParquet {
-        // The partitions are strings (a kernel `6.1` is no number), never dates.
-        hive_options: HiveOptions {
-            schema: Some(Arc::new(Schema::from_iter(
-                PARTITIONS.iter().map(|k| Field::new((*k).into(), DataType::String)),
-            ))),
-            try_parse_dates: false,
-            ..HiveOptions::new_enabled()
-        },
-        ..Default::default()
+/// The run files of one partition of a table: its directory below the table
+/// (`test=T/kernel=K/host=H`), the decoded partition values, and its run ids, sorted.
+#[derive(Debug, Clone)]
+struct Partition {
+    rel: PathBuf,
+    test: String,
+    kernel: String,
+    host: String,
+    ids: Vec<String>,
+}
+
+/// The partitions of `table` that `sel` picks, by test directory (each list sorted). The
+/// partition values are matched in their encoded form (the directory names), so no name
+/// is decoded to be matched. Every directory is listed through its fd, none through a link.
+fn partitions(ds: &Dataset, table: &str, sel: &Selection) -> Result<Vec<Vec<Partition>>, DatasetError> {
+    let root = ds.table(table)?;
+    let wanted = |key: &str| -> Vec<String> {
+        sel.test
+            .iter()
+            .filter(|_| key == "test")
+            .chain(sel.conditions.iter().filter(|c| c.0 == key).map(|c| &c.1))
+            .map(|v| format!("{key}={}", encode(v)))
+            .collect()
     };
-    let mut lf = LazyFrame::scan_parquet(PlRefPath::new(glob.as_str()), args)?;
-    if let Some(t) = &sel.test {
-        lf = lf.filter(col("test").eq(lit(t.as_str())));
+    let (tw, kw, hw) = (wanted("test"), wanted("kernel"), wanted("host"));
+    let value = |name: &str| decode(name.split_once('=').map_or("", |x| x.1));
+    let mut out = Vec::new();
+    for t in partition_dirs(&root, "test", |n| tw.iter().all(|w| w == n))? {
+        let tdir = root.open_dir(OsStr::new(&t))?;
+        let mut parts = Vec::new();
+        for k in partition_dirs(&tdir, "kernel", |n| kw.iter().all(|w| w == n))? {
+            let kdir = tdir.open_dir(OsStr::new(&k))?;
+            for h in partition_dirs(&kdir, "host", |n| hw.iter().all(|w| w == n))? {
+                let hdir = kdir.open_dir(OsStr::new(&h))?;
+                let ids = run_files(&hdir)?;
+                if !ids.is_empty() {
+                    parts.push(Partition {
+                        rel: Path::new(&t).join(&k).join(&h),
+                        test: value(&t),
+                        kernel: value(&k),
+                        host: value(&h),
+                        ids,
+                    });
+                }
+            }
+        }
+        if !parts.is_empty() {
+            out.push(parts);
+        }
     }
-    for (k, v) in sel
-        .conditions
-        .iter()
-        .filter(|c| c.0 != "test" && PARTITIONS.contains(&c.0.as_str()))
-    {
-        lf = lf.filter(col(k.as_str()).eq(lit(v.as_str())));
+    Ok(out)
+}
+
+/// The lazy scan of one table, with the partitions as string columns (`test`, `kernel`,
+/// `host`, decoded from the directory names) and the test, kernel and host conditions
+/// applied to the directories. Each file is opened without following a link and read
+/// whole ([`DatasetFile`]), and its rows checked ([`check_rows`]; a runs row must name
+/// the partition it is in); a table with no file of the selection is an error.
+pub fn scan_table(dataset: &Path, table: &str, sel: &Selection) -> Result<LazyFrame, DatasetError> {
+    let ds = Dataset::open(dataset)?;
+    let mut frames = Vec::new();
+    for part in partitions(&ds, table, sel)?.into_iter().flatten() {
+        for ids in part.ids.chunks(FILES_PER_BATCH) {
+            let files = ids
+                .iter()
+                .map(|id| ds.must_open_run_file(table, &part.rel, id))
+                .collect::<Result<Vec<_>, _>>()?;
+            let lf = scan_files(&files)?;
+            let df = contained(&files, || Ok(lf.collect()?))?;
+            check_rows(&df, &files, rules_of(table))?;
+            if table == "runs" {
+                check_partition(&df, &files, &part)?;
+            }
+            frames.push(df.lazy().with_columns([
+                lit(part.test.as_str()).alias("test"),
+                lit(part.kernel.as_str()).alias("kernel"),
+                lit(part.host.as_str()).alias("host"),
+            ]));
+        }
     }
-    Ok(lf)
+    if frames.is_empty() {
+        return Err(DatasetError::Io {
+            path: dataset.join(table),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no RUNID.parquet file in the partitions selected",
+            ),
+        });
+    }
+    Ok(concat(frames, UnionArgs::default())?)
 }
 
 fn strs(df: &DataFrame, name: &str) -> Result<Vec<String>, DatasetError> {
@@ -163,91 +221,212 @@ fn check_version(df: &DataFrame, dataset: &Path, table: &str) -> Result<(), Data
     Ok(())
 }
 
-/// The files of `table` in the partitions `sel` picks, one list per test directory, each
-/// sorted. The partition values are matched in their encoded form (the directory names),
-/// so no name is decoded.
-fn selected_files(dataset: &Path, table: &str, sel: &Selection) -> Result<Vec<Vec<PathBuf>>, DatasetError> {
-    let root = dataset.join(table);
-    if !crate::fsio::is_real_dir(&root) {
-        return Err(io_err(&root)(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no table {table:?}: not a dataset written by upcmp export"),
-        )));
+/// What the rows of a table read from a batch of files must hold: the columns of counts,
+/// seconds and weights (finite and not negative where not null), and the columns of names
+/// with the most bytes each may have.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RowRules<'a> {
+    /// Columns of amounts.
+    pub amounts: &'a [&'a str],
+    /// Columns of names, and the most bytes of one.
+    pub names: &'a [(&'a str, usize)],
+}
+
+/// The most bytes of a name (function, module, test, host, benchmark, counter, label): the
+/// suite's cap everywhere ([`upcmp_parsers::MAX_NAME_BYTES`]). upcmp export writes names
+/// cut to it already, so a longer one is an error here, not a name to cut.
+pub(super) const NAME: usize = upcmp_parsers::MAX_NAME_BYTES;
+
+/// Checks the rows of `df`, read from `files` (one run's rows each, in order): every row's
+/// `run_id` is the run id of one of the files (a run id is a key, never a path), and
+/// `rules` hold. An error names the file and the row in it.
+pub(super) fn check_rows(df: &DataFrame, files: &[DatasetFile], rules: RowRules) -> Result<(), DatasetError> {
+    let ids = df.column("run_id")?.str()?;
+    let known: HashMap<String, &Path> = files
+        .iter()
+        .filter_map(|f| Some((f.run_id()?, f.path.as_path())))
+        .collect();
+    // The file and 1-based row of row `i` (counted among the rows of its run id).
+    let at = |i: usize| -> (PathBuf, usize) {
+        let id = ids.get(i).unwrap_or_default();
+        let row = (0..i).filter(|&j| ids.get(j) == Some(id)).count() + 1;
+        let path = known.get(id).map_or_else(
+            || files.first().map(|f| f.path.clone()).unwrap_or_default(),
+            |p| p.to_path_buf(),
+        );
+        (path, row)
+    };
+    let bad = |i: usize, what: String| {
+        let (path, row) = at(i);
+        DatasetError::BadFile {
+            path,
+            reason: format!("row {row}: {what}"),
+        }
+    };
+    for (i, id) in ids.iter().enumerate() {
+        let id = id.unwrap_or_default();
+        if !known.contains_key(id) {
+            let shown = crate::model::escaped(&id.chars().take(64).collect::<String>()).into_owned();
+            let what = if is_run_id(id) {
+                format!("run_id {shown} is not the run id of this file")
+            } else {
+                format!("run_id {shown:?} is not a run id (16 hex digits): a run id is never a path")
+            };
+            let path = files.first().map(|f| f.path.clone()).unwrap_or_default();
+            return Err(DatasetError::BadFile {
+                path,
+                reason: format!("row {}: {what}", i + 1),
+            });
+        }
     }
-    let wanted = |key: &str| -> Vec<String> {
-        sel.test
+    for name in rules.amounts {
+        let Ok(c) = df.column(name) else { continue };
+        let c = c.cast(&DataType::Float64)?;
+        let found = c
+            .f64()?
             .iter()
-            .filter(|_| key == "test")
-            .chain(sel.conditions.iter().filter(|c| c.0 == key).map(|c| &c.1))
-            .map(|v| format!("{key}={}", encode(v)))
-            .collect()
-    };
-    // The real directories below `dir` named `key=...` that every condition on `key` allows.
-    let dirs = |dir: &Path, key: &str| -> Result<Vec<PathBuf>, DatasetError> {
-        let want = wanted(key);
-        let mut out = Vec::new();
-        for e in std::fs::read_dir(dir).map_err(io_err(dir))? {
-            let e = e.map_err(io_err(dir))?;
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&format!("{key}="))
-                && want.iter().all(|w| *w == name)
-                && e.file_type().is_ok_and(|t| t.is_dir())
-            {
-                out.push(e.path());
-            }
-        }
-        out.sort();
-        Ok(out)
-    };
-    let mut out = Vec::new();
-    for test in dirs(&root, "test")? {
-        let mut files = Vec::new();
-        for kernel in dirs(&test, "kernel")? {
-            for host in dirs(&kernel, "host")? {
-                for e in std::fs::read_dir(&host).map_err(io_err(&host))? {
-                    let e = e.map_err(io_err(&host))?;
-                    if e.file_name().to_string_lossy().ends_with(".parquet") && e.file_type().is_ok_and(|t| t.is_file())
-                    {
-                        files.push(e.path());
-                    }
-                }
-            }
-        }
-        files.sort();
-        if !files.is_empty() {
-            out.push(files);
+            .enumerate()
+            .find_map(|(i, v)| v.filter(|v| !(v.is_finite() && *v >= 0.0)).map(|v| (i, v)));
+        if let Some((i, v)) = found {
+            return Err(bad(i, format!("{name} is {v}, expected a finite number, not negative")));
         }
     }
-    Ok(out)
+    for (name, most) in rules.names {
+        let Ok(c) = df.column(name) else { continue };
+        if let Some((i, n)) = c
+            .str()?
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| v.filter(|v| v.len() > *most).map(|v| (i, v.len())))
+        {
+            return Err(bad(
+                i,
+                format!(
+                    "{name} is {n} bytes long, longer than upcmp keeps ({}): not written by upcmp export",
+                    crate::fsio::human_bytes(*most as u64)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The rules of the `runs` table.
+pub(super) const RUNS_RULES: RowRules<'static> = RowRules {
+    amounts: &[
+        "repetition",
+        "cpu_seconds",
+        "cpu_weight",
+        "operations",
+        "wall_sec",
+        "period",
+        "cpus",
+    ],
+    names: &[
+        ("test_name", NAME),
+        ("host_name", NAME),
+        ("kernel_release", NAME),
+        ("event", NAME),
+        ("unit", NAME),
+        ("started", NAME),
+    ],
+};
+
+/// The rules of the `labels` and `system` tables (a system value may be a long line of
+/// the machine's description: it is held to the `system` file's own cap).
+pub(super) const PAIRS_RULES: RowRules<'static> = RowRules {
+    amounts: &[],
+    names: &[("key", NAME), ("value", 1 << 20)],
+};
+
+/// The rules of the `functions` table.
+pub(super) const FUNCTIONS_RULES: RowRules<'static> = RowRules {
+    amounts: &["repetition", "samples", "weight", "seconds"],
+    names: &[("function", NAME), ("module", NAME)],
+};
+
+/// The rules of the `benchmarks` table.
+pub(super) const BENCHMARKS_RULES: RowRules<'static> = RowRules {
+    amounts: &["repetition", "copy", "value"],
+    names: &[("benchmark", NAME), ("unit", NAME)],
+};
+
+/// The rules of the `counters` table (a delta may be negative: a level that fell).
+pub(super) const COUNTERS_RULES: RowRules<'static> = RowRules {
+    amounts: &["repetition", "level_start", "level_end", "window_sec"],
+    names: &[("counter", NAME)],
+};
+
+/// The rules of `table`'s rows.
+pub(super) fn rules_of(table: &str) -> RowRules<'static> {
+    match table {
+        "runs" => RUNS_RULES,
+        "labels" | "system" => PAIRS_RULES,
+        "functions" => FUNCTIONS_RULES,
+        "benchmarks" => BENCHMARKS_RULES,
+        "counters" => COUNTERS_RULES,
+        _ => RowRules {
+            amounts: &[],
+            names: &[],
+        },
+    }
+}
+
+/// Checks that each runs row of `df` (from `files`, in `part`) names the test, kernel and
+/// host of the partition its file is in: the other tables' files of the run are looked up
+/// there.
+fn check_partition(df: &DataFrame, files: &[DatasetFile], part: &Partition) -> Result<(), DatasetError> {
+    let (tests, kernels, hosts) = (
+        df.column("test_name")?.str()?,
+        df.column("kernel_release")?.str()?,
+        df.column("host_name")?.str()?,
+    );
+    for i in 0..df.height() {
+        let got = super::layout::partition(
+            tests.get(i).unwrap_or_default(),
+            kernels.get(i).unwrap_or_default(),
+            hosts.get(i).unwrap_or_default(),
+        );
+        if got != part.rel {
+            return Err(DatasetError::BadFile {
+                path: files.first().map(|f| f.path.clone()).unwrap_or_default(),
+                reason: format!(
+                    "row {}: its test, kernel and host are not those of the directory it is in",
+                    i + 1
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A lazy scan of `files` (no partition columns: each file holds one run's rows of one
-/// test).
-pub(super) fn scan_files(files: &[PathBuf]) -> Result<LazyFrame, DatasetError> {
+/// test). polars is handed the bytes of the files opened (their copies in memory,
+/// [`DatasetFile::snapshot`]), never a path: nothing renamed, swapped or rewritten since
+/// the open is read, and no file descriptor is held for polars. Each copy is checked
+/// ([`check_file`]) before polars is given it: the bytes checked are the bytes read. The
+/// caller collects the scan under [`contained`].
+pub(super) fn scan_files(files: &[DatasetFile]) -> Result<LazyFrame, DatasetError> {
     let args = ScanArgsParquet {
         hive_options: HiveOptions::new_disabled(),
         glob: false,
         ..Default::default()
     };
-    let paths: Vec<PlRefPath> = files
-        .iter()
-        .map(|p| PlRefPath::new(p.to_string_lossy().as_ref()))
-        .collect();
-    Ok(LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)?)
+    let mut buffers = Vec::with_capacity(files.len());
+    for f in files {
+        // Each file's content is checked before polars reads it (check.rs).
+        check_file(&f.file, &f.path)?;
+        buffers.push(f.bytes()?.into());
+    }
+    Ok(LazyFrame::scan_parquet_sources(
+        ScanSources::Buffers(buffers.into()),
+        args,
+    )?)
 }
 
 /// [`scan_files`], only `columns`.
-fn scan_columns(files: &[PathBuf], columns: &[&str]) -> Result<LazyFrame, DatasetError> {
+fn scan_columns(files: &[DatasetFile], columns: &[&str]) -> Result<LazyFrame, DatasetError> {
     Ok(scan_files(files)?.select(columns.iter().map(|c| col(*c)).collect::<Vec<Expr>>()))
-}
-
-/// Whether `path` exists (a file missing is no error; any other failure to look is).
-fn exists(path: &Path) -> Result<bool, DatasetError> {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(io_err(path)(e)),
-    }
 }
 
 /// The selected runs of each test, in start order (then run id and test), with their labels
@@ -264,88 +443,103 @@ fn runs_in_batches(dataset: &Path, sel: &Selection, batch: usize) -> Result<Vec<
         .iter()
         .filter(|c| !PARTITIONS.contains(&c.0.as_str()))
         .collect();
-    let runs_root = dataset.join("runs");
-    let labels_root = dataset.join("labels");
+    let ds = Dataset::open(dataset)?;
     let mut out: Vec<ScannedRun> = Vec::new();
-    for files in selected_files(dataset, "runs", sel)? {
-        for chunk in files.chunks(batch.max(1)) {
-            let mut label_files: Vec<PathBuf> = Vec::new();
-            for rel in chunk.iter().filter_map(|p| p.strip_prefix(&runs_root).ok()) {
-                let p = labels_root.join(rel);
-                if exists(&p)? {
-                    label_files.push(p);
-                }
-            }
-            // One test's files: a run id names its labels.
-            let mut labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
-            if !label_files.is_empty() {
-                let df = scan_columns(&label_files, &["run_id", "key", "value", "schema_version"])?.collect()?;
-                check_version(&df, dataset, "labels")?;
-                let (ids, keys, values) = (strs(&df, "run_id")?, strs(&df, "key")?, strs(&df, "value")?);
-                for ((id, k), v) in ids.into_iter().zip(keys).zip(values) {
-                    labels.entry(id).or_default().insert(k, v);
-                }
-            }
-            let df = scan_columns(
-                chunk,
-                &[
-                    "run_id",
-                    "test_name",
-                    "schema_version",
-                    "repetition",
-                    "host_name",
-                    "kernel_release",
-                    "started",
-                    "cpu_seconds",
-                    "cpu_weight",
-                    "operations",
-                    "wall_sec",
-                ],
-            )?
-            .sort(["run_id", "repetition"], Default::default())
-            .collect()?;
-            check_version(&df, dataset, "runs")?;
-            let (ids, tests, hosts, kernels, started) = (
-                strs(&df, "run_id")?,
-                strs(&df, "test_name")?,
-                strs(&df, "host_name")?,
-                strs(&df, "kernel_release")?,
-                strs(&df, "started")?,
-            );
-            let (reps, cpu_s, cpu_w, ops, wall) = (
-                i64s(&df, "repetition")?,
-                f64s(&df, "cpu_seconds")?,
-                f64s(&df, "cpu_weight")?,
-                i64s(&df, "operations")?,
-                f64s(&df, "wall_sec")?,
-            );
-            let first = out.len();
-            for i in 0..ids.len() {
-                let rep = ScannedRepetition {
-                    repetition: reps[i].unwrap_or(1),
-                    cpu_seconds: cpu_s[i],
-                    cpu_weight: cpu_w[i].unwrap_or(0.0),
-                    operations: ops[i],
-                    wall_sec: wall[i].unwrap_or(0.0),
-                };
-                if let Some(last) = out[first..].last_mut().filter(|r| r.run_id == ids[i]) {
-                    last.repetitions.push(rep);
-                    continue;
-                }
-                out.push(ScannedRun {
-                    run_id: ids[i].clone(),
-                    test: tests[i].clone(),
-                    host: hosts[i].clone(),
-                    kernel: kernels[i].clone(),
-                    started: started[i].clone(),
-                    labels: labels.remove(&ids[i]).unwrap_or_default(),
-                    repetitions: vec![rep],
-                });
+    for parts in partitions(&ds, "runs", sel)? {
+        for part in parts {
+            for chunk in part.ids.chunks(batch.max(1)) {
+                out.extend(runs_of(&ds, &part, chunk)?);
             }
         }
     }
     out.retain(|r| wanted.iter().all(|(k, v)| r.labels.get(k) == Some(v)));
     out.sort_by(|a, b| (&a.started, &a.run_id, &a.test).cmp(&(&b.started, &b.run_id, &b.test)));
+    Ok(out)
+}
+
+/// The runs `ids` of one partition, with their labels.
+fn runs_of(ds: &Dataset, part: &Partition, ids: &[String]) -> Result<Vec<ScannedRun>, DatasetError> {
+    let dataset = ds.path();
+    let mut label_files = Vec::new();
+    for id in ids {
+        label_files.extend(ds.open_run_file("labels", &part.rel, id)?);
+    }
+    // One test's files: a run id names its labels.
+    let mut labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+    if !label_files.is_empty() {
+        let lf = scan_columns(&label_files, &["run_id", "key", "value", "schema_version"])?;
+        let df = contained(&label_files, || Ok(lf.collect()?))?;
+        check_version(&df, dataset, "labels")?;
+        check_rows(&df, &label_files, PAIRS_RULES)?;
+        let (ids, keys, values) = (strs(&df, "run_id")?, strs(&df, "key")?, strs(&df, "value")?);
+        for ((id, k), v) in ids.into_iter().zip(keys).zip(values) {
+            labels.entry(id).or_default().insert(k, v);
+        }
+    }
+    let files = ids
+        .iter()
+        .map(|id| ds.must_open_run_file("runs", &part.rel, id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let lf = scan_columns(
+        &files,
+        &[
+            "run_id",
+            "test_name",
+            "schema_version",
+            "repetition",
+            "host_name",
+            "kernel_release",
+            "started",
+            "cpu_seconds",
+            "cpu_weight",
+            "operations",
+            "wall_sec",
+        ],
+    )?;
+    let df = contained(&files, || Ok(lf.collect()?))?;
+    check_version(&df, dataset, "runs")?;
+    check_rows(&df, &files, RUNS_RULES)?;
+    check_partition(&df, &files, part)?;
+    let (ids, tests, hosts, kernels, started) = (
+        strs(&df, "run_id")?,
+        strs(&df, "test_name")?,
+        strs(&df, "host_name")?,
+        strs(&df, "kernel_release")?,
+        strs(&df, "started")?,
+    );
+    let (reps, cpu_s, cpu_w, ops, wall) = (
+        i64s(&df, "repetition")?,
+        f64s(&df, "cpu_seconds")?,
+        f64s(&df, "cpu_weight")?,
+        i64s(&df, "operations")?,
+        f64s(&df, "wall_sec")?,
+    );
+    // By run, then repetition (the rows were checked in file order, to name their row).
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by(|&a, &b| (&ids[a], reps[a]).cmp(&(&ids[b], reps[b])));
+    let mut out: Vec<ScannedRun> = Vec::new();
+    for i in order {
+        let rep = ScannedRepetition {
+            repetition: reps[i].unwrap_or(1),
+            cpu_seconds: cpu_s[i],
+            cpu_weight: cpu_w[i].unwrap_or(0.0),
+            operations: ops[i],
+            wall_sec: wall[i].unwrap_or(0.0),
+        };
+        if let Some(last) = out.last_mut().filter(|r| r.run_id == ids[i]) {
+            last.repetitions.push(rep);
+            continue;
+        }
+        out.push(ScannedRun {
+            run_id: ids[i].clone(),
+            test: tests[i].clone(),
+            host: hosts[i].clone(),
+            kernel: kernels[i].clone(),
+            started: started[i].clone(),
+            labels: labels.remove(&ids[i]).unwrap_or_default(),
+            repetitions: vec![rep],
+        });
+    }
     Ok(out)
 }
 
@@ -361,55 +555,65 @@ pub fn scan_benchmarks(dataset: &Path, runs: &[ScannedRun]) -> Result<Vec<Scanne
         "higher_is_better",
     ];
     let mut out = Vec::new();
-    each_batch(dataset, "benchmarks", runs, FILES_PER_BATCH, &columns, |test, lf| {
-        let df = lf.collect()?;
-        let (ids, names, units) = (strs(&df, "run_id")?, strs(&df, "benchmark")?, strs(&df, "unit")?);
-        let (reps, copies, values) = (i64s(&df, "repetition")?, i64s(&df, "copy")?, f64s(&df, "value")?);
-        let hib: Vec<Option<bool>> = df.column("higher_is_better")?.bool()?.iter().collect();
-        out.extend((0..df.height()).map(|i| ScannedBenchmark {
-            run_id: ids[i].clone(),
-            test: test.to_string(),
-            repetition: reps[i].unwrap_or(1),
-            benchmark: names[i].clone(),
-            copy: copies[i],
-            value: values[i].unwrap_or(f64::NAN),
-            unit: units[i].clone(),
-            higher_is_better: hib[i].unwrap_or(true),
-        }));
-        Ok(())
-    })?;
+    each_batch(
+        dataset,
+        "benchmarks",
+        runs,
+        FILES_PER_BATCH,
+        &columns,
+        |test, files, lf| {
+            let df = lf.collect()?;
+            check_rows(&df, files, BENCHMARKS_RULES)?;
+            let (ids, names, units) = (strs(&df, "run_id")?, strs(&df, "benchmark")?, strs(&df, "unit")?);
+            let (reps, copies, values) = (i64s(&df, "repetition")?, i64s(&df, "copy")?, f64s(&df, "value")?);
+            let hib: Vec<Option<bool>> = df.column("higher_is_better")?.bool()?.iter().collect();
+            out.extend((0..df.height()).map(|i| ScannedBenchmark {
+                run_id: ids[i].clone(),
+                test: test.to_string(),
+                repetition: reps[i].unwrap_or(1),
+                benchmark: names[i].clone(),
+                copy: copies[i],
+                value: values[i].unwrap_or(f64::NAN),
+                unit: units[i].clone(),
+                higher_is_better: hib[i].unwrap_or(true),
+            }));
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 
 /// Files read by one collect when a large table is scanned run by run: the memory of the
 /// scan is that of one batch (about 2,000 function rows a file), whatever the number of runs.
+/// It also bounds the files held open at once, well below the usual limit of 1024.
 const FILES_PER_BATCH: usize = 256;
 
-/// The file of `table` holding the rows of `run` (the layout of [`super::layout`]).
-fn run_file(dataset: &Path, table: &str, run: &ScannedRun) -> PathBuf {
-    partition_dir(dataset, table, &run.test, &run.kernel, &run.host).join(format!("{}.parquet", run.run_id))
-}
-
-/// Calls `each` with the test and a lazy scan of `columns` of `runs`' files of `table`,
-/// `batch` files of one test at a time. A run without a file has no rows (as in a join).
+/// Calls `each` with the test, the files and a lazy scan of `columns` of `runs`' files of
+/// `table`, `batch` files of one test at a time, under [`contained`] (`each` collects the
+/// scan). A run without a file has no rows (as in a join).
 fn each_batch(
     dataset: &Path,
     table: &str,
     runs: &[ScannedRun],
     batch: usize,
     columns: &[&str],
-    mut each: impl FnMut(&str, LazyFrame) -> Result<(), DatasetError>,
+    mut each: impl FnMut(&str, &[DatasetFile], LazyFrame) -> Result<(), DatasetError>,
 ) -> Result<(), DatasetError> {
-    let mut by_test: BTreeMap<&str, Vec<PathBuf>> = BTreeMap::new();
+    let ds = Dataset::open(dataset)?;
+    let mut by_test: BTreeMap<&str, Vec<&ScannedRun>> = BTreeMap::new();
     for r in runs {
-        let path = run_file(dataset, table, r);
-        if exists(&path)? {
-            by_test.entry(r.test.as_str()).or_default().push(path);
-        }
+        by_test.entry(r.test.as_str()).or_default().push(r);
     }
-    for (test, paths) in by_test {
-        for chunk in paths.chunks(batch.max(1)) {
-            each(test, scan_columns(chunk, columns)?)?;
+    for (test, runs) in by_test {
+        for chunk in runs.chunks(batch.max(1)) {
+            let mut files = Vec::new();
+            for r in chunk {
+                files.extend(ds.open_run_file(table, &partition(&r.test, &r.kernel, &r.host), &r.run_id)?);
+            }
+            if !files.is_empty() {
+                let lf = scan_columns(&files, columns)?;
+                contained(&files, || each(test, &files, lf))?;
+            }
         }
     }
     Ok(())
@@ -497,7 +701,11 @@ fn function_frames(
         None => None,
     };
     let columns = ["run_id", "repetition", "function", "module", "seconds"];
-    each_batch(dataset, "functions", runs, batch, &columns, |test, mut lf| {
+    each_batch(dataset, "functions", runs, batch, &columns, |test, files, lf| {
+        // Every row is checked (and named by its row in its file), then the names picked.
+        let df = lf.collect()?;
+        check_rows(&df, files, FUNCTIONS_RULES)?;
+        let mut lf = df.lazy();
         if let Some(names) = &names {
             lf = lf.join(
                 names.clone().lazy(),
@@ -536,9 +744,12 @@ fn top_in_batches(
         "functions",
         runs,
         batch,
-        &["function", "module", "weight"],
-        |_, lf| {
-            let df = lf
+        &["run_id", "function", "module", "weight"],
+        |_, files, lf| {
+            let df = lf.collect()?;
+            check_rows(&df, files, FUNCTIONS_RULES)?;
+            let df = df
+                .lazy()
                 .group_by([col("function"), col("module")])
                 .agg([col("weight").sum().alias("total")])
                 .collect()?;
@@ -601,8 +812,8 @@ mod tests {
     use polars_io::parquet::write::ParquetWriter;
 
     fn write(dataset: &Path, table: &str, test: &str, kernel: &str, host: &str, id: &str, mut df: DataFrame) {
-        let dir = partition_dir(dataset, table, test, kernel, host);
-        super::super::layout::make_dirs(dataset, &dir).unwrap();
+        let dir = dataset.join(table).join(partition(test, kernel, host));
+        std::fs::create_dir_all(&dir).unwrap();
         let mut bytes = Vec::new();
         ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
         crate::fsio::write_atomic(&dir.join(format!("{id}.parquet")), &bytes, 0o644).unwrap();

@@ -5,6 +5,8 @@
 //! asked for whatever the umask, renames that never replace, and a lock beside a
 //! directory. Plain `std` and `libc`: no module of the house is used.
 
+pub mod beneath;
+
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Read};

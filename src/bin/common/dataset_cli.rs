@@ -20,6 +20,9 @@ pub struct ExportArgs {
     /// KEY=VALUE labels given to every run exported (commit=..., patch=...).
     #[arg(long = "label", value_name = "KEY=VALUE")]
     pub labels: Vec<String>,
+    /// Write into DATASET even when its directory may be written by every user.
+    #[arg(long)]
+    pub allow_world_writable_parent: bool,
 }
 
 /// Runs `upcmp export` on `args` (the command line after `export`).
@@ -29,6 +32,7 @@ pub fn export(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
     let a = ExportArgs::parse_from(args);
     let mut opts = upcmp::dataset::ExportOptions::default();
     opts.labels = a.labels.iter().map(|l| parse_label(l)).collect::<Result<_, _>>()?;
+    opts.allow_shared_parent = a.allow_world_writable_parent;
     for (run, s) in a
         .runs
         .iter()

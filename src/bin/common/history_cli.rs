@@ -54,6 +54,9 @@ pub struct HistoryArgs {
     /// missing).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Write --out DIR even when its directory may be written by every user.
+    #[arg(long)]
+    pub allow_world_writable_parent: bool,
     /// Format on standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: HistoryFormat,
@@ -98,7 +101,7 @@ pub fn history(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
             ("history.json", render(&|b| write_json(&h, b))?),
             ("history.html", render(&|b| write_html(&h, b))?),
         ];
-        write_files(dir, &files)?;
+        write_files(dir, &files, a.allow_world_writable_parent)?;
     }
     if !a.quiet {
         use std::io::Write;
