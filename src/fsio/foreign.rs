@@ -169,10 +169,10 @@ impl Walk<'_> {
                 libc::S_IFREG if last => {
                     if path_only {
                         // A link when opened, a file now: someone is swapping it.
-                        return Err(io::Error::new(
-                            io::ErrorKind::Other,
-                            format!("{}: changed while it was opened: not read", self.path.display()),
-                        ));
+                        return Err(io::Error::other(format!(
+                            "{}: changed while it was opened: not read",
+                            self.path.display()
+                        )));
                     }
                     if let Some(uid) = self.may(&st, 0o400, 0o004) {
                         return Err(self.refused(uid, "the file"));
