@@ -371,15 +371,8 @@ fn export_follows_the_rules_of_every_output_issue_46() {
     if !crate::util::is_root() {
         return;
     }
-    let sticky = tmp.path().join("sticky");
-    fs::create_dir(&sticky).unwrap();
-    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
-    let victim = tmp.path().join("victim");
-    fs::create_dir(&victim).unwrap();
     // /tmp/x -> /victim, placed by another user: `--to /tmp/x/ds` would land in /victim.
-    std::os::unix::fs::symlink(&victim, sticky.join("x")).unwrap();
-    let nobody = Some(crate::hostile::NOBODY);
-    std::os::unix::fs::lchown(sticky.join("x"), nobody, nobody).unwrap();
+    let victim = sticky_link_by_nobody(tmp.path());
     let out = run_in(tmp.path(), UPCMP, &["export", r1, "--to", "sticky/x/ds"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("is not followed"), "{}", stderr(&out));
@@ -652,4 +645,31 @@ fn ten_million_run_length_encoded_rows_are_refused_before_reading_issue_46() {
     assert!(crafted.len() < 1 << 20, "{} bytes", crafted.len());
     fs::write(&bad, &crafted).unwrap();
     refused_by_history_and_groups(tmp.path(), &bad, "rows that decode to about");
+}
+
+/// `AT/sticky` (mode 1777, as /tmp) holding `x`, a link owned by `nobody` to the new
+/// directory `AT/victim`, which it returns: an output under `sticky/x` would land there.
+pub(crate) fn sticky_link_by_nobody(at: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let sticky = at.join("sticky");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = at.join("victim");
+    fs::create_dir(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, sticky.join("x")).unwrap();
+    let nobody = Some(crate::hostile::NOBODY);
+    std::os::unix::fs::lchown(sticky.join("x"), nobody, nobody).unwrap();
+    victim
+}
+
+/// [`two_runs`] given to `nobody`, one of whose functions files is a link to a file of
+/// root's ([`secret_functions`]): the dataset a hostile user would plant, and the link.
+pub(crate) fn two_runs_with_a_link_to_a_secret(dir: &Path) -> (PathBuf, PathBuf) {
+    let ds = two_runs(dir);
+    let secret = secret_functions(dir);
+    let planted = files_of(&ds, "functions", "getpid").remove(0);
+    fs::remove_file(&planted).unwrap();
+    std::os::unix::fs::symlink(&secret, &planted).unwrap();
+    crate::hostile::chown_tree(&ds, crate::hostile::NOBODY);
+    (ds, planted)
 }

@@ -213,7 +213,7 @@ fn spark_means_agree_with_upcmp() {
 
 // Issue 46: a dataset another user may write.
 
-use crate::dataset::{fifo_at, files_of, run_for, secret_functions, two_runs};
+use crate::dataset::{fifo_at, files_of, run_for, two_runs, two_runs_with_a_link_to_a_secret};
 
 /// Root's group comparison of `nobody`'s dataset: a functions file that is a link to a
 /// file only root may read is an error naming the link (nothing of the file in the
@@ -223,12 +223,7 @@ fn group_never_reads_through_a_link_or_waits_on_a_fifo_issue_46() {
     let args = ["ds", "--side", "side=a", "--side", "side=b", "res", "-q"];
     if crate::util::is_root() {
         let tmp = tempdir();
-        let ds = two_runs(tmp.path());
-        let secret = secret_functions(tmp.path());
-        let planted = files_of(&ds, "functions", "getpid").remove(0);
-        fs::remove_file(&planted).unwrap();
-        std::os::unix::fs::symlink(&secret, &planted).unwrap();
-        crate::hostile::chown_tree(&ds, crate::hostile::NOBODY);
+        two_runs_with_a_link_to_a_secret(tmp.path());
         let out = run_for(tmp.path(), &args, 60);
         assert_ne!(out.code, Some(0), "{}", out.stderr);
         assert!(

@@ -264,7 +264,9 @@ fn fail_if_changed_sees_a_worse_newest_run_and_cannot_tell_from_three() {
 
 // Issue 46: a dataset another user may write.
 
-use crate::dataset::{fifo_at, files_of, rewrite, run_for, secret_functions, two_runs};
+use crate::dataset::{
+    fifo_at, files_of, rewrite, run_for, secret_functions, two_runs, two_runs_with_a_link_to_a_secret,
+};
 use polars::prelude::{Column, DataFrame};
 
 /// Root's history of `nobody`'s dataset, one of whose functions files is a link to a file
@@ -276,12 +278,7 @@ fn history_never_reads_through_a_link_in_the_dataset_issue_46() {
         return;
     }
     let tmp = tempdir();
-    let ds = two_runs(tmp.path());
-    let secret = secret_functions(tmp.path());
-    let planted = files_of(&ds, "functions", "getpid").remove(0);
-    fs::remove_file(&planted).unwrap();
-    std::os::unix::fs::symlink(&secret, &planted).unwrap();
-    crate::hostile::chown_tree(&ds, crate::hostile::NOBODY);
+    let (_, planted) = two_runs_with_a_link_to_a_secret(tmp.path());
     let out = run_for(tmp.path(), &["history", "ds", "--test", "getpid", "--out", "h"], 60);
     assert!(!out.stdout.contains("secret_fn_46") && !out.stderr.contains("secret_fn_46"));
     assert_ne!(out.code, Some(0), "{}", out.stdout);
@@ -395,15 +392,8 @@ fn history_out_follows_the_rules_of_every_output_issue_46() {
     if !crate::util::is_root() {
         return;
     }
-    let sticky = tmp.path().join("sticky");
-    fs::create_dir(&sticky).unwrap();
-    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
-    let victim = tmp.path().join("victim");
-    fs::create_dir(&victim).unwrap();
     // /tmp/x -> /victim, placed by another user: `--out /tmp/x/h` would land in /victim.
-    std::os::unix::fs::symlink(&victim, sticky.join("x")).unwrap();
-    let nobody = Some(crate::hostile::NOBODY);
-    std::os::unix::fs::lchown(sticky.join("x"), nobody, nobody).unwrap();
+    let victim = crate::dataset::sticky_link_by_nobody(tmp.path());
     let out = run_for(tmp.path(), &args("sticky/x/h"), 60);
     assert_ne!(out.code, Some(0));
     assert!(out.stderr.contains("is not followed"), "{}", out.stderr);
