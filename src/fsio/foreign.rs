@@ -136,7 +136,8 @@ impl Walk<'_> {
                 continue;
             }
             let last = todo.is_empty();
-            let mut path_only = !last;
+            // The file opened only as a path (it was a link when first opened).
+            let mut path_only = false;
             let fd = if last {
                 // The file itself, opened for reading at once: a link gives ELOOP (read
                 // below), a FIFO does not block, and what was opened is what is judged.
