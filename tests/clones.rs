@@ -315,8 +315,10 @@ fn compare_recordings(dir: &Path, home: &Path, a: &str, b: &str, extra: &[&str])
 // spin_sra.isra.0 and spin_const.constprop.0, -O2 -fno-ipa-sra -fno-ipa-cp spin_sra and
 // spin_const. About 0.4 s of CPU time each side, 800 samples a function: a 5% difference of
 // speed between the builds is 40 samples against a sampling error of 40, so the
-// renamed functions stay within it; a false failure needs a build to run its loop
-// over 10% slower than the other (none in 9 runs on this busy 2-CPU machine).
+// renamed functions stay within it. A busy machine can run one recording's loop over 10%
+// slower than the other's (CI saw 12%), and then a single recording's sampling error
+// rightly calls the change real: the verdict is judged against the change each row
+// measured (`fits_its_change`), not against the work alone.
 #[test]
 fn issue_29_two_gcc_builds_compare_their_renamed_functions() {
     if !perf_usable(false) {
@@ -344,7 +346,7 @@ fn issue_29_two_gcc_builds_compare_their_renamed_functions() {
         let r = &rows[f];
         let (r1, r2) = (r["run1"].as_f64().unwrap(), r["run2"].as_f64().unwrap());
         assert!(r1 > 0.1 && r2 > 0.1, "{f}: {r}");
-        assert!(!stands_out(r), "{f}: {r}");
+        fits_its_change(f, r);
         eprintln!("{f}: {r1:.3} s against {r2:.3} s");
     }
     assert!(rows["spin_sra [prog]"]["clones"]
@@ -371,7 +373,25 @@ fn issue_29_two_gcc_builds_compare_their_renamed_functions() {
         100.0 * growth
     );
     assert!(stands_out(r), "{r}");
-    assert!(!stands_out(&more["spin_const [prog]"]), "{}", more["spin_const [prog]"]);
+    fits_its_change("spin_const [prog]", &more["spin_const [prog]"]);
+}
+
+/// A row whose time moved under 5% (under 1.3 sampling errors at 800 samples) is never
+/// called real; one that moved over 20% (over 5 errors) always is; between, the machine's
+/// speed decided, and either verdict is right.
+fn fits_its_change(f: &str, r: &Value) {
+    let (r1, r2) = (r["run1"].as_f64().unwrap(), r["run2"].as_f64().unwrap());
+    let change = (r2 / r1 - 1.0).abs();
+    if change < 0.05 {
+        assert!(!stands_out(r), "{f} moved {:.1}% and stands out: {r}", 100.0 * change);
+    } else if change > 0.2 {
+        assert!(stands_out(r), "{f} moved {:.1}% and is noise: {r}", 100.0 * change);
+    } else {
+        eprintln!(
+            "{f} moved {:.1}% on this machine: either verdict is right",
+            100.0 * change
+        );
+    }
 }
 
 /// `work` calls `calc` (a third of the program's time); `INLINE` decides whether calc
