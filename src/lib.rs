@@ -10,21 +10,25 @@
 //! ## The house
 //!
 //! Data flows one way: [`collect`] → [`store`] → [`model`] → [`compare`] → [`report`].
-//! Each module uses only the modules of the layers below its own
-//! (`docs/architecture.md`; a test reads every `use crate::` and holds it to this table):
+//! The lowest floors are crates of their own, so the compiler holds them: `upcmp-parsers`
+//! (the text formats), `upcmp-stats` (the statistics of a verdict, numbers only),
+//! `upcmp-model` (the profile model, re-exported as [`model`]) and `upcmp-fsio` (safe
+//! files, re-exported as [`fsio`]); `tests/architecture.rs` checks the crate graph from
+//! `cargo metadata`. Inside this crate each module uses only the modules of the layers
+//! below its own (`docs/architecture.md`; the same test reads every `use crate::` and
+//! holds it to [`LAYERS`]):
 //!
 //! | layer | modules | what they own |
 //! |---|---|---|
-//! | 0 | [`model`], [`fsio`] | profiles, the one profile builder, idle set, stacks, call graph: data, no I/O; files opened and written safely |
-//! | 1 | [`symbols`], [`host`], [`store`] | symbol tables; facts about this machine; the output-directory format |
-//! | 2 | [`collect`], [`import`], [`compare`] | sampling and running tests; perf's files → model; model → comparison |
-//! | 3 | [`report`] | pure renderers |
-//! | 4 | [`analyse`] | per-test analyses of a stored run |
-//! | 5 | [`app`] | each command's orchestration, called by `src/bin` |
+//! | 0 | [`symbols`], [`host`], [`store`] | symbol tables; facts about this machine; the output-directory format |
+//! | 1 | [`collect`], [`import`], [`compare`] | sampling and running tests; perf's files → model; model → comparison |
+//! | 2 | [`report`] | pure renderers |
+//! | 3 | [`analyse`] | per-test analyses of a stored run |
+//! | 4 | [`app`] | each command's orchestration, called by `src/bin` |
 //!
 //! [`helpers`] (runmany, hackdiff) and [`exit`] stand beside the house: they use no
-//! module of it but [`host`] (and [`exit`], the model's escape for the names its
-//! messages quote).
+//! module of it but [`host`] and [`compare`]'s statistics (and [`exit`], the model's
+//! escape for the names its messages quote).
 //!
 //! ```
 //! use upcmp::compare::{compare_profiles, CompareOptions};
@@ -48,11 +52,13 @@ pub mod compare;
 #[cfg(feature = "parquet")]
 pub mod dataset;
 pub mod exit;
-pub mod fsio;
+/// Files opened and written safely: the crate `upcmp-fsio`.
+pub use upcmp_fsio as fsio;
 pub mod helpers;
 pub mod host;
 pub mod import;
-pub mod model;
+/// The profile model: the crate `upcmp-model`.
+pub use upcmp_model as model;
 pub mod report;
 pub mod store;
 pub mod symbols;
@@ -62,10 +68,10 @@ pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub use upcmp_parsers::ParseError;
 
-/// The layers of the house, lowest first: a module may use only modules of lower layers
+/// The layers of this crate's modules, lowest first: a module may use only modules of
+/// lower layers, and the crates below (`model`, `fsio`, `compare::stats`) from anywhere
 /// (the test `the_house_has_one_way_layers` checks every `use crate::` against it).
 pub const LAYERS: &[&[&str]] = &[
-    &["model", "fsio"],
     &["symbols", "host", "store"],
     &["collect", "import", "compare", "dataset"],
     &["report"],

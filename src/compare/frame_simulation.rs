@@ -6,8 +6,8 @@
 //! 30% (its whole subtree) found at least 60% of the time. `--nocapture` prints the rates.
 
 use super::stacks::StackDiff;
-use super::stats::simulation::Rng;
 use crate::model::StackProfile;
+use upcmp_stats::rng::Rng;
 
 const NODES: usize = 400;
 const SAMPLES: f64 = 60_000.0;

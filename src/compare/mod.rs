@@ -17,7 +17,8 @@ pub mod owners;
 pub mod runs;
 pub mod settings;
 pub mod stacks;
-pub mod stats;
+/// The statistics of a verdict: the crate `upcmp-stats`.
+pub use upcmp_stats as stats;
 pub mod value;
 pub mod verdict;
 

@@ -156,17 +156,18 @@ pub fn cpu_list(s: &str) -> Result<CpuList, String> {
 impl FilterArgs {
     /// The library's filter.
     pub fn filter(&self) -> upcmp::model::SampleFilter {
-        let mut f = upcmp::model::SampleFilter::default();
-        f.comms = self.comm.clone();
-        f.pids = self.pid.clone();
-        f.tids = self.tid.clone();
-        f.cpus = self.cpu.clone().map(|c| c.0).unwrap_or_default();
-        f.mode = match (self.kernel_only, self.user_only) {
-            (true, _) => Some(upcmp::model::ModeFilter::Kernel),
-            (_, true) => Some(upcmp::model::ModeFilter::User),
-            _ => None,
-        };
-        f
+        upcmp::model::SampleFilter {
+            comms: self.comm.clone(),
+            pids: self.pid.clone(),
+            tids: self.tid.clone(),
+            cpus: self.cpu.clone().map(|c| c.0).unwrap_or_default(),
+            mode: match (self.kernel_only, self.user_only) {
+                (true, _) => Some(upcmp::model::ModeFilter::Kernel),
+                (_, true) => Some(upcmp::model::ModeFilter::User),
+                _ => None,
+            },
+            only_test: false,
+        }
     }
 }
 

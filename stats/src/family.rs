@@ -75,8 +75,8 @@ pub fn adjust_verdicts(correction: Correction, verdicts: &[Verdict]) -> Vec<Opti
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Growth, NoiseTest, NotTested, Tested};
     use super::*;
+    use crate::{Growth, NoiseTest, NotTested, Tested};
 
     fn close_all(a: &[f64], b: &[f64]) {
         assert_eq!(a.len(), b.len());

@@ -295,7 +295,7 @@ mod tests {
     // both tails, bit for bit.
     #[test]
     fn the_exact_test_needs_one_tail_only_when_it_is_the_smaller() {
-        for m in (0..60u64).chain((100..super::super::EXACT_BELOW).step_by(113)) {
+        for m in (0..60u64).chain((100..crate::EXACT_BELOW).step_by(113)) {
             for x2 in 0..=m {
                 for (e1, e2) in [(1.0, 1.0), (3.0, 1.0), (1.0, 7.5), (1e6, 2e6), (0.0, 1.0), (5.0, 0.0)] {
                     let both = if e1 + e2 <= 0.0 || m == 0 {

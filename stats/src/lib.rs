@@ -20,13 +20,37 @@
 //! [`Significance`] is what the report carries of a test: the test, its p-value, and the
 //! verdict ([`Mark`]) once its family has been adjusted ([`adjust_family`]).
 
+//!
+//! The crate knows numbers only: no profile, file or report. The comparison of upcmp
+//! (`upcmp::compare`) builds each row's numbers and calls it.
+//!
+//! ```
+//! use upcmp_stats::{time_test, SampledTime};
+//!
+//! // A function's samples of 1 ms each in two runs of 100,000 samples: 800, then 1,000.
+//! let side = |n: u64| SampledTime {
+//!     samples: n,
+//!     weight: n as f64 * 1e-3,
+//!     weight_sq: n as f64 * 1e-6,
+//!     run_samples: 100_000,
+//!     run_weight: 100.0,
+//!     scale: 1.0,
+//! };
+//! // 200 samples more against a sampling error of about 42: no noise.
+//! assert!(time_test(&[side(800)], &[side(1000)]).p_value().unwrap() < 1e-4);
+//! // 20 more: within it.
+//! assert!(time_test(&[side(800)], &[side(820)]).p_value().unwrap() > 0.3);
+//! ```
+#![deny(missing_docs)]
+
 mod counts;
 mod dist;
 mod family;
 mod moderated;
 mod power;
+pub mod rng;
 #[cfg(test)]
-pub(crate) mod simulation;
+mod simulation;
 mod spread;
 
 pub use counts::{exact_conditional_p, multinomial_count_var, share_se, SampledTime, ShareCount};

@@ -498,7 +498,7 @@ mod tests {
             test: "t".into(),
             command: None,
             event: "cpu-clock".into(),
-            unit: crate::model::profile::Unit::Nanoseconds,
+            unit: crate::profile::Unit::Nanoseconds,
             period: Some(1e6),
             wall_sec: 1.0,
         }

@@ -17,7 +17,6 @@ pub enum ModeFilter {
 /// The samples a profile keeps: a sample is kept when it passes every list given (an
 /// empty list passes all) and the mode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct SampleFilter {
     /// Command names (`--comm`): the thread's name when the sample was taken.
     pub comms: Vec<String>,

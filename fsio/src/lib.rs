@@ -3,7 +3,25 @@
 //! blocks or a device that never ends), reads capped at a size, no symbolic link followed
 //! where the caller says so, new files and directories created exclusively with the mode
 //! asked for whatever the umask, renames that never replace, and a lock beside a
-//! directory. Plain `std` and `libc`: no module of the house is used.
+//! directory. Plain `std` and `libc`: it knows nothing of profiles or runs.
+//!
+//! ```
+//! use upcmp_fsio::{read_file, write_atomic, Links};
+//!
+//! let dir = std::env::temp_dir().join(format!("upcmp-fsio-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("results");
+//! // Written whole under a new name, then renamed into place: a reader sees the old
+//! // file or the new one, never half of one.
+//! write_atomic(&path, b"bcopy 1.0\n", 0o644).unwrap();
+//! assert_eq!(read_file(&path, Links::Refuse, 1 << 20).unwrap(), b"bcopy 1.0\n");
+//! // A link where a file is read is refused when the caller says so.
+//! let link = dir.join("link");
+//! std::os::unix::fs::symlink(&path, &link).unwrap();
+//! assert!(read_file(&link, Links::Refuse, 1 << 20).is_err());
+//! std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+#![deny(missing_docs)]
 
 pub mod beneath;
 

@@ -702,17 +702,27 @@ impl<'a, K: KernelResolver + ?Sized> StackBuilder<'a, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::mode::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
-    use crate::model::CallGraph;
-    use crate::symbols::KernelSymbols;
+    use crate::mode::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
+    use crate::CallGraph;
 
-    fn syms() -> KernelSymbols {
-        KernelSymbols::from_kallsyms_text(
-            "ffffffff81000000 T _text\nffffffff81000000 T entry\nffffffff81000100 T sys_x\n\
-             ffffffff81000200 T helper\nffffffff81000300 T _etext\nffffffffc0000000 t modfn\t[ext4]\n",
-            "test",
-        )
-        .unwrap()
+    /// The kernel of a kallsyms of `entry`, `sys_x` and `helper` (0x100 bytes each from
+    /// 0xffffffff81000000) and ext4's `modfn` at 0xffffffffc0000000.
+    struct Syms;
+
+    impl KernelResolver for Syms {
+        fn resolve_kernel(&self, pc: u64) -> Option<(&str, Option<&str>)> {
+            match pc {
+                0xffffffff81000000..=0xffffffff810000ff => Some(("entry", None)),
+                0xffffffff81000100..=0xffffffff810001ff => Some(("sys_x", None)),
+                0xffffffff81000200..=0xffffffff810002ff => Some(("helper", None)),
+                0xffffffffc0000000..=0xffffffffc0000fff => Some(("modfn", Some("ext4"))),
+                _ => None,
+            }
+        }
+    }
+
+    fn syms() -> Syms {
+        Syms
     }
 
     fn sample(mode: Mode, pc: u64, callchain: Vec<u64>) -> Record {

@@ -4,6 +4,30 @@
 //! A live run, a run rebuilt from its raw samples and an imported
 //! recording all count samples through [`builder::ProfileBuilder`], so
 //! there is one comparison path whatever the source.
+//!
+//! ```
+//! use upcmp_model::{IdleSet, ProfileBuilder, ProfileMeta};
+//! use upcmp_model::profile::Unit;
+//!
+//! // Samples of 1 ms on CPU 0 over 4 s: two in bcopy, one in the idle loop.
+//! let mut b = ProfileBuilder::new();
+//! for f in ["bcopy", "bcopy", "default_idle"] {
+//!     b.add_one(0, "[kernel]", f, 1_000_000);
+//! }
+//! let meta = ProfileMeta {
+//!     test: "bcopy".into(),
+//!     command: None,
+//!     event: "cpu-clock".into(),
+//!     unit: Unit::Nanoseconds,
+//!     period: None,
+//!     wall_sec: 4.0,
+//! };
+//! let p = b.finish(meta, &IdleSet::linux_default(), Vec::new());
+//! assert_eq!(p.functions[0].name, "bcopy"); // the most samples first
+//! assert_eq!(p.functions[0].total(), 2);
+//! assert_eq!(p.period_sec(), Some(0.001));
+//! ```
+#![deny(missing_docs)]
 
 pub mod builder;
 pub mod callgraph;
