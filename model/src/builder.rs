@@ -10,14 +10,8 @@ use super::profile::{
     module, user_function_of, CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy, GUEST_FUNCTION,
     HYPERVISOR_FUNCTION, JIT_FUNCTION, JIT_NOTE, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION,
 };
+use super::resolver::KernelResolver;
 use std::collections::HashMap;
-
-/// Names kernel PCs: the kernel's symbol table implements it.
-pub trait KernelResolver {
-    /// The function containing `pc` and its module (`None` for the core kernel); `None`
-    /// when no symbol covers it.
-    fn resolve_kernel(&self, pc: u64) -> Option<(&str, Option<&str>)>;
-}
 
 /// Per-function, per-CPU sample counts and weights, and the per-CPU totals. A sample
 /// weighs its period (in the profile's unit); sums saturate at 2^64 rather than wrap.

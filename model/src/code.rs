@@ -3,8 +3,8 @@
 //! sample between a program's load and its unload is named as perf names it
 //! (`bpf_prog_<tag>_<name>`, module `bpf` as kallsyms lists BPF programs).
 
-use super::builder::KernelResolver;
 use super::mode::Record;
+use super::resolver::KernelResolver;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasher;
 use upcmp_parsers::samples::{Ksymbol, KSYMBOL_TYPE_BPF};

@@ -37,14 +37,16 @@ pub mod idle;
 pub mod mode;
 pub mod naming;
 pub mod profile;
+pub mod resolver;
 pub mod shown;
 pub mod stacks;
 
-pub use builder::{KernelResolver, ProfileBuilder, RecordProfiler};
+pub use builder::{ProfileBuilder, RecordProfiler};
 pub use callgraph::CallGraph;
 pub use filter::{ModeFilter, SampleFilter};
 pub use idle::{IdleSet, DEFAULT_IDLE_FUNCTIONS};
 pub use profile::{CpuTotals, FunctionSamples, Profile, ProfileMeta, UserBy};
+pub use resolver::KernelResolver;
 pub use shown::{escaped, escaped_text, Shown, ShownText};
 pub use stacks::StackProfile;
 

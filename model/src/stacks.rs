@@ -5,11 +5,11 @@
 //! from sample records ([`StackBuilder`]) or read back from folded stacks
 //! ([`StackProfile::from_folded`]); both feed the same call graph and flame graphs.
 
-use super::builder::KernelResolver;
 use super::idle::IdleSet;
 use super::mode::{context_mode, Mode, Record, ThreadNames, PERF_CONTEXT_MAX};
 use super::profile::{user_function_of, UserBy, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION, USER_FUNCTION};
 use super::profile::{GUEST_FUNCTION, HYPERVISOR_FUNCTION};
+use super::resolver::KernelResolver;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use upcmp_parsers::folded::{escape_frame, unescape_frame};

@@ -14,7 +14,7 @@
 //! recorded build), under the DSO's file name as module; `[unknown]` when no file or
 //! symbol is found.
 
-use super::perf_header::Records;
+use super::perf_header::{Records, PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_TRACING_DATA};
 use super::perf_records::{self, Chain, Part, Sample, StateRecord, Step};
 use super::unwind::{DwarfUnwinder, MappedFile};
 use super::{
@@ -22,7 +22,7 @@ use super::{
     SampleTimes, Split, StackCollector, SPLIT_MIN_BYTES,
 };
 use crate::host::running_kernel_build_id;
-use crate::model::builder::{sample_function, KernelResolver};
+use crate::model::builder::sample_function;
 use crate::model::code::{AddressCache, LoadedCode, WithLoadedCode};
 use crate::model::mode::Record as ModelRecord;
 use crate::model::mode::{context_mode, is_kernel_address, Mode, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
@@ -30,6 +30,7 @@ use crate::model::profile::{
     module, GUEST_FUNCTION, HYPERVISOR_FUNCTION, JIT_FUNCTION, UNKNOWN_FUNCTION, UNKNOWN_MODE_FUNCTION,
 };
 use crate::model::stacks::IDLE_COMMAND;
+use crate::model::KernelResolver;
 use crate::model::ProfileBuilder;
 use crate::symbols::{
     buildid_dir, demangle, hex, load_user_symbols, FunctionAt, KernelSymbols, SymbolCache, UserSymbols,
@@ -1774,9 +1775,6 @@ struct Framing {
     lost: bool,
 }
 
-/// `PERF_RECORD_AUXTRACE`, whose trace data follows the record outside its size.
-const PERF_RECORD_AUXTRACE: u32 = 71;
-
 impl Framing {
     fn new(first_record: u64, big_endian: bool) -> Self {
         Framing {
@@ -1833,10 +1831,6 @@ impl Framing {
         (self.ended && !self.lost && (self.have > 0 || self.pos < self.record_end)).then_some(self.pos)
     }
 }
-
-/// pipe mode's `PERF_RECORD_HEADER_TRACING_DATA`: the tracepoints' formats follow it,
-/// outside its size (`perf record -e TRACEPOINT -o -`).
-pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
 
 /// A pipe-mode stream without the tracing data that follows a
 /// `PERF_RECORD_HEADER_TRACING_DATA` record (its `size`, padded to 8 bytes), skipped as

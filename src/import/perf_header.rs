@@ -30,7 +30,11 @@ const HEADER_CMDLINE: u32 = 11;
 const HEADER_EVENT_DESC: u32 = 12;
 const HEADER_PMU_MAPPINGS: u32 = 16;
 const PERF_RECORD_HEADER_FEATURE: u32 = 80;
+/// `PERF_RECORD_AUXTRACE`, whose trace data follows the record outside its size.
 pub(crate) const PERF_RECORD_AUXTRACE: u32 = 71;
+/// pipe mode's `PERF_RECORD_HEADER_TRACING_DATA`: the tracepoints' formats follow it,
+/// outside its size (`perf record -e TRACEPOINT -o -`).
+pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
 pub(crate) const PERF_RECORD_COMPRESSED: u32 = 81;
 pub(crate) const PERF_RECORD_COMPRESSED2: u32 = 83;
 /// A header alone: the crate skips 8 bytes past it whatever its size says, so a larger
@@ -529,7 +533,7 @@ fn check_records(file: &mut File, e: Endian, start: u64, end: u64, pipe: bool) -
                 continue;
             }
             // The tracepoints' formats follow it outside its size (its first u32), padded to 8.
-            crate::import::perf_data::PERF_RECORD_HEADER_TRACING_DATA if pipe && body_len >= 4 => {
+            PERF_RECORD_HEADER_TRACING_DATA if pipe && body_len >= 4 => {
                 body.resize(body_len as usize, 0);
                 r.read_exact(&mut body).map_err(io_refused)?;
                 let data = u64::from(e.u32(&body[..4])).next_multiple_of(8);

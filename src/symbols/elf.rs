@@ -1,7 +1,7 @@
 //! User-space ELF symbols: functions named as perf names them, looked up by file offset.
 
-use super::kernel::{Binding, Builder, Span};
 use super::ranges::RangeNames;
+use super::table::{Binding, Builder, Span};
 use super::SymbolError;
 use object::read::elf::{ElfFile, FileHeader, SectionHeader as _, Sym as _};
 use object::{Object, ObjectSymbol as _};
@@ -103,13 +103,6 @@ fn code_symbols_of<'d, Elf: FileHeader<Endian = object::Endianness>>(
         });
     }
     Some(names)
-}
-
-/// The name starting at `at` in `data`, NUL-terminated before `end`; `None` if it is not
-/// (or is not UTF-8).
-pub(super) fn name_at(data: &[u8], at: usize, end: usize) -> Option<&str> {
-    let bytes = data.get(at..end.min(data.len()))?;
-    std::str::from_utf8(&bytes[..memchr::memchr(0, bytes)?]).ok()
 }
 
 pub(super) fn parse_elf<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<'d>, SymbolError> {

@@ -8,6 +8,7 @@ pub mod fuzz;
 mod kernel;
 pub mod lines;
 mod ranges;
+mod table;
 mod user;
 mod vdso;
 
@@ -19,7 +20,7 @@ pub use ranges::{
 };
 pub use user::{demangle, function_name, load_user_symbols, UserSymbols, UserSymbolsMissing};
 
-use crate::model::builder::KernelResolver;
+use crate::model::KernelResolver;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::{Path, PathBuf};

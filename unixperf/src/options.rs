@@ -9,8 +9,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::bench::sched::HackbenchConfig;
 use crate::suite::{self, TestDef};
+use crate::workload::HackbenchConfig;
 
 /// The most copies `-mp` and `-scaling` start.
 pub const MAX_COPIES: u32 = 1024;

@@ -456,7 +456,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("unixperf-unit-{}-suite", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut ctx = Ctx::new(&dir);
-        ctx.hackbench = crate::bench::sched::HackbenchConfig {
+        ctx.hackbench = crate::workload::HackbenchConfig {
             groups: 1,
             fds: 2,
             messages: 3,

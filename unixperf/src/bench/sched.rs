@@ -3,58 +3,7 @@
 use std::os::fd::RawFd;
 
 use crate::sys::{self, check_failed, os_error, Fd, Result};
-use crate::workload::Workload;
-
-/// hackbench's parameters (its defaults: 10 groups, 20 fds, 100 loops of 100 bytes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HackbenchConfig {
-    /// Groups of senders and receivers.
-    pub groups: u32,
-    /// Senders per group, and receivers per group.
-    pub fds: u32,
-    /// Messages each sender sends to each receiver of its group.
-    pub messages: u32,
-    /// Bytes per message.
-    pub datasize: usize,
-    /// Threads instead of processes.
-    pub threads: bool,
-    /// Pipes instead of Unix socketpairs.
-    pub pipes: bool,
-}
-
-impl Default for HackbenchConfig {
-    fn default() -> Self {
-        HackbenchConfig {
-            groups: 10,
-            fds: 20,
-            messages: 100,
-            datasize: 100,
-            threads: false,
-            pipes: false,
-        }
-    }
-}
-
-impl HackbenchConfig {
-    /// The test's description, naming every parameter.
-    pub fn describe(&self) -> String {
-        format!(
-            "hackbench, {} groups of {} senders and {} receivers, {} messages of {} bytes, {} over {}",
-            self.groups,
-            self.fds,
-            self.fds,
-            self.messages,
-            self.datasize,
-            if self.threads { "threads" } else { "processes" },
-            if self.pipes { "pipes" } else { "socketpairs" },
-        )
-    }
-
-    /// Bytes each receiver must get in one run.
-    fn bytes_per_receiver(&self) -> u64 {
-        self.fds as u64 * self.messages as u64 * self.datasize as u64
-    }
-}
+use crate::workload::{HackbenchConfig, Workload};
 
 /// One operation is one complete hackbench run: start all senders and receivers, let every
 /// sender pass its messages to every receiver of its group, wait for all. hackbench's own
