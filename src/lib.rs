@@ -24,7 +24,8 @@
 //! | 1 | [`collect`], [`import`], [`compare`] | sampling and running tests; perf's files → model; model → comparison |
 //! | 2 | [`report`] | pure renderers |
 //! | 3 | [`analyse`] | per-test analyses of a stored run |
-//! | 4 | [`app`] | each command's orchestration, called by `src/bin` |
+//! | 4 | [`app`] | each command's orchestration |
+//! | 5 | [`cli`] | the command lines that `src/bin` parses, built once |
 //!
 //! [`helpers`] (runmany, hackdiff) and [`exit`] stand beside the house: they use no
 //! module of it but [`host`] and [`compare`]'s statistics (and [`exit`], the model's
@@ -47,6 +48,7 @@
 
 pub mod analyse;
 pub mod app;
+pub mod cli;
 pub mod collect;
 pub mod compare;
 #[cfg(feature = "parquet")]
@@ -77,4 +79,5 @@ pub const LAYERS: &[&[&str]] = &[
     &["report"],
     &["analyse"],
     &["app"],
+    &["cli"],
 ];

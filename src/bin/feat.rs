@@ -1,7 +1,6 @@
 //! `feat`: list or toggle scheduler features.
 
-#[path = "common/generate.rs"]
-mod generate;
+use upcmp::cli::generate;
 
 use clap::Parser;
 use std::io;

@@ -1,7 +1,6 @@
 //! `hackdiff`: compare a base and a new series of runmany hackbench results.
 
-#[path = "common/generate.rs"]
-mod generate;
+use upcmp::cli::generate;
 
 use anyhow::Context;
 use clap::Parser;

@@ -1,9 +1,7 @@
 //! `prfcmp PROFILE1 PROFILE2 [cutoff%]`: compare two profiles.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/generate.rs"]
-mod generate;
+use upcmp::cli::generate;
+use upcmp::cli::options as cli;
 
 use clap::Parser;
 use std::io::Write;

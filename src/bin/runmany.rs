@@ -1,7 +1,6 @@
 //! `runmany`: run a command many times and print the times, average and stdev.
 
-#[path = "common/generate.rs"]
-mod generate;
+use upcmp::cli::generate;
 
 use clap::Parser;
 use std::ffi::OsString;

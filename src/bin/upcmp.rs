@@ -1,13 +1,9 @@
 //! `upcmp OUTDIR1 OUTDIR2 RESULTS_DIR [cutoff%]`: compare two uprun runs.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/dataset_cli.rs"]
-mod dataset_cli;
-#[path = "common/generate.rs"]
-mod generate;
-#[path = "common/history_cli.rs"]
-mod history_cli;
+use upcmp::cli::dataset as dataset_cli;
+use upcmp::cli::generate;
+use upcmp::cli::history as history_cli;
+use upcmp::cli::options as cli;
 
 use clap::Parser;
 use std::io::Write;

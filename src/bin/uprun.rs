@@ -1,9 +1,7 @@
 //! `uprun VMLINUX OUTDIR [PARALLELISM]`: run the test list while sampling every CPU.
 
-#[path = "common/generate.rs"]
-mod generate;
-#[path = "common/run_cli.rs"]
-mod run_cli;
+use upcmp::cli::generate;
+use upcmp::cli::run as run_cli;
 
 use clap::Parser;
 use run_cli::{finish, with_option, RunArgs};

@@ -1,10 +1,8 @@
 //! `upsrun VMLINUX OUTDIR [PARALLELISM]`: uprun with call stacks, and a gprof-style
 //! analysis, folded stacks and a flame graph per test.
 
-#[path = "common/generate.rs"]
-mod generate;
-#[path = "common/run_cli.rs"]
-mod run_cli;
+use upcmp::cli::generate;
+use upcmp::cli::run as run_cli;
 
 use clap::Parser;
 use run_cli::{finish, with_option, RunArgs};

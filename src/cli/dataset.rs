@@ -9,7 +9,6 @@ use std::process::ExitCode;
 /// table, hive-partitioned by test, kernel and host. Exporting a run again replaces it.
 #[derive(Parser, Debug)]
 #[command(name = "upcmp export", version)]
-#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub struct ExportArgs {
     /// uprun output directories.
     #[arg(required = true)]
@@ -28,19 +27,20 @@ pub struct ExportArgs {
 /// Runs `upcmp export` on `args` (the command line after `export`).
 #[cfg(feature = "parquet")]
 pub fn export(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
-    use upcmp::dataset::export::parse_label;
+    use crate::dataset::export::parse_label;
     let a = ExportArgs::parse_from(args);
-    let mut opts = upcmp::dataset::ExportOptions::default();
-    opts.labels = a.labels.iter().map(|l| parse_label(l)).collect::<Result<_, _>>()?;
-    opts.allow_shared_parent = a.allow_world_writable_parent;
+    let opts = crate::dataset::ExportOptions {
+        labels: a.labels.iter().map(|l| parse_label(l)).collect::<Result<_, _>>()?,
+        allow_shared_parent: a.allow_world_writable_parent,
+    };
     for (run, s) in a
         .runs
         .iter()
-        .zip(upcmp::app::dataset::export_runs(&a.runs, &a.to, &opts)?)
+        .zip(crate::app::dataset::export_runs(&a.runs, &a.to, &opts)?)
     {
         eprintln!(
             "upcmp: {} exported as run {} ({} tests, {} files, {} bytes)",
-            upcmp::model::escaped(&run.display().to_string()),
+            crate::model::escaped(&run.display().to_string()),
             s.run_id,
             s.tests,
             s.files,
@@ -64,7 +64,6 @@ pub fn export(_: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
     version,
     after_help = "Examples:\n  upcmp ds --side kernel=6.1 --side kernel=6.2 61vs62\n  upcmp ds --side commit=abc,test=getpid --side commit=def,test=getpid res"
 )]
-#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub struct GroupArgs {
     /// The dataset's directory (written by upcmp export).
     pub dataset: PathBuf,
@@ -76,7 +75,7 @@ pub struct GroupArgs {
     #[arg(long = "side", value_name = "KEY=VALUE,...", required = true, num_args = 1)]
     pub sides: Vec<String>,
     /// List a function when its time is at least this % of its side's CPU time (default 0.5).
-    #[arg(long = "cutoff", value_name = "PCT", value_parser = super::cli::percent)]
+    #[arg(long = "cutoff", value_name = "PCT", value_parser = super::options::percent)]
     pub cutoff: Option<f64>,
     /// List only the functions whose change is beyond the noise.
     #[arg(long)]
@@ -89,7 +88,7 @@ pub struct GroupArgs {
     pub all_counters: bool,
     /// Exit 1 when a benchmark of side 2 is worse than side 1's by more than PCT percent
     /// and the change is significant (as upcmp --fail-if-worse).
-    #[arg(long, value_name = "PCT", value_parser = super::cli::limit_percent)]
+    #[arg(long, value_name = "PCT", value_parser = super::options::limit_percent)]
     pub fail_if_worse: Option<f64>,
     /// Do not print the report; only say where it was written.
     #[arg(long, short)]
@@ -108,15 +107,15 @@ pub struct GroupArgs {
 /// Runs `upcmp DATASET --side ... RESULTS_DIR` on `args` (the whole command line).
 #[cfg(feature = "parquet")]
 pub fn group(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
-    use upcmp::app::group::{group_compare, GroupOptions};
-    use upcmp::app::upcmp::{after_writing, AfterOptions};
-    use upcmp::dataset::export::parse_label;
+    use crate::app::upcmp::{after_writing, AfterOptions};
+    use crate::app::group::{group_compare, GroupOptions};
+    use crate::dataset::export::parse_label;
     let a = GroupArgs::parse_from(args);
     let [s1, s2] = a.sides.as_slice() else {
         anyhow::bail!("give --side twice, the base then the change (e.g. --side kernel=6.1 --side kernel=6.2)");
     };
     let side = |s: &str| s.split(',').map(parse_label).collect::<Result<Vec<_>, _>>();
-    let mut compare = upcmp::compare::CompareOptions::new(super::cli::resolve_cutoff(None, a.cutoff)?, None);
+    let mut compare = crate::compare::CompareOptions::new(super::options::resolve_cutoff(None, a.cutoff)?, None);
     compare.hide_noise = a.hide_noise;
     compare.keep_clones = a.keep_clones;
     compare.all_counters = a.all_counters;

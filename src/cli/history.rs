@@ -33,7 +33,6 @@ pub enum HistoryFormat {
     version,
     after_help = "Examples:\n  upcmp history ds --test getpid\n  upcmp history ds --test getpid --where host=box1 --by commit --out hist\n  upcmp history ds --test getpid --fail-if-changed -q   # nightly CI"
 )]
-#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub struct HistoryArgs {
     /// The dataset's directory.
     pub dataset: PathBuf,
@@ -74,14 +73,14 @@ pub struct HistoryArgs {
 /// Runs `upcmp history` on `args` (the command line after `history`).
 #[cfg(feature = "parquet")]
 pub fn history(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
-    use upcmp::app::history::{history, write_files, By, HistoryOptions};
-    use upcmp::report::history::{write_csv, write_html, write_json, write_text};
+    use crate::app::history::{history, write_files, By, HistoryOptions};
+    use crate::report::history::{write_csv, write_html, write_json, write_text};
     let a = HistoryArgs::parse_from(args);
     let mut opts = HistoryOptions::new(a.dataset, a.test);
     opts.conditions = a
         .conditions
         .iter()
-        .map(|c| upcmp::dataset::scan::parse_condition(c))
+        .map(|c| crate::dataset::scan::parse_condition(c))
         .collect::<Result<_, _>>()?;
     opts.by = match a.by {
         ByArg::Time => By::Time,
@@ -115,8 +114,8 @@ pub fn history(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
     if !a.fail_if_changed {
         return Ok(ExitCode::SUCCESS);
     }
-    let names = |it: &mut dyn Iterator<Item = &upcmp::compare::history::SeriesHistory>| {
-        it.map(|s| upcmp::model::escaped(&s.series.name).into_owned())
+    let names = |it: &mut dyn Iterator<Item = &crate::compare::history::SeriesHistory>| {
+        it.map(|s| crate::model::escaped(&s.series.name).into_owned())
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -124,10 +123,10 @@ pub fn history(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
     let untested = names(&mut h.untestable());
     Ok(ExitCode::from(if !worse.is_empty() {
         eprintln!("upcmp: the newest run is worse in: {worse}");
-        upcmp::exit::EXIT_WORSE
+        crate::exit::EXIT_WORSE
     } else if !untested.is_empty() {
         eprintln!("upcmp: cannot tell whether the newest run changed: {untested}");
-        upcmp::exit::EXIT_CANNOT_TEST
+        crate::exit::EXIT_CANNOT_TEST
     } else {
         eprintln!("upcmp: the newest run starts no regression");
         0
@@ -147,7 +146,7 @@ mod tests {
 
     #[test]
     fn history_cli_is_consistent() {
-        crate::generate::assert_documented(HistoryArgs::command());
+        crate::cli::generate::assert_documented(HistoryArgs::command());
         let a = HistoryArgs::parse_from([
             "upcmp history",
             "ds",

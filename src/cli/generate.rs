@@ -1,5 +1,5 @@
 //! `--generate`: shell completions and man pages from each command's clap definition.
-//! Included with `#[path]` by every command that has it.
+//! Every command has it, so it is built once, in the library.
 
 use clap::ValueEnum;
 use std::io::Write;
@@ -31,15 +31,14 @@ pub fn parse_or_generate<A: clap::Parser>(generate_of: fn(&A) -> Option<Generate
 /// The `main` of a helper command (feat, hackdiff, runmany): parses the command line of
 /// `A` (or prints what `--generate` asks for), runs `body`, and exits as `run_as` does,
 /// with 1 on failure.
-#[allow(dead_code)] // Included by every command; the suite's own have mains of their own.
 pub fn helper_main<A: clap::Parser>(
     prog: &str,
-    voice: impl Fn(&anyhow::Error) -> upcmp::exit::Voice,
+    voice: impl Fn(&anyhow::Error) -> crate::exit::Voice,
     generate_of: fn(&A) -> Option<GenerateArg>,
     body: fn(A) -> anyhow::Result<()>,
 ) -> std::process::ExitCode {
     use std::process::ExitCode;
-    upcmp::exit::run_as(prog, upcmp::exit::EXIT_FAILURE, voice, || {
+    crate::exit::run_as(prog, crate::exit::EXIT_FAILURE, voice, || {
         let Some(args) = parse_or_generate::<A>(generate_of)? else {
             return Ok(ExitCode::SUCCESS);
         };
@@ -93,7 +92,6 @@ fn man_page(cmd: clap::Command, out: &mut Vec<u8>) -> std::io::Result<()> {
 
 /// Asserts that `cmd` is well formed (clap's own checks) and that `--help` explains
 /// every argument and shows examples (each command's unit tests call this).
-#[cfg(test)]
 pub fn assert_documented(mut cmd: clap::Command) {
     cmd.clone().debug_assert();
     cmd.build();

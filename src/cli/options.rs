@@ -1,12 +1,12 @@
 //! Command-line pieces shared by upcmp and prfcmp: output formats and import options.
-//! Included with `#[path]`; clap stays in `src/bin`.
+//! Built once, in the library, for every command that has them.
 
+use crate::compare::DEFAULT_CUTOFF_PCT;
+use crate::import::{ImportOptions, InputFormat};
+use crate::report::format::OutputFormat;
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use upcmp::compare::DEFAULT_CUTOFF_PCT;
-use upcmp::import::{ImportOptions, InputFormat};
-use upcmp::report::format::OutputFormat;
 
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -155,15 +155,15 @@ pub fn cpu_list(s: &str) -> Result<CpuList, String> {
 
 impl FilterArgs {
     /// The library's filter.
-    pub fn filter(&self) -> upcmp::model::SampleFilter {
-        upcmp::model::SampleFilter {
+    pub fn filter(&self) -> crate::model::SampleFilter {
+        crate::model::SampleFilter {
             comms: self.comm.clone(),
             pids: self.pid.clone(),
             tids: self.tid.clone(),
             cpus: self.cpu.clone().map(|c| c.0).unwrap_or_default(),
             mode: match (self.kernel_only, self.user_only) {
-                (true, _) => Some(upcmp::model::ModeFilter::Kernel),
-                (_, true) => Some(upcmp::model::ModeFilter::User),
+                (true, _) => Some(crate::model::ModeFilter::Kernel),
+                (_, true) => Some(crate::model::ModeFilter::User),
                 _ => None,
             },
             only_test: false,
@@ -246,8 +246,8 @@ pub fn resolve_cutoff(positional: Option<f64>, option: Option<f64>) -> anyhow::R
 pub fn with_import_hint(e: anyhow::Error) -> anyhow::Error {
     let needs_symbols = e.chain().any(|c| {
         matches!(
-            c.downcast_ref::<upcmp::import::ImportError>(),
-            Some(upcmp::import::ImportError::NoKernelSymbols { .. })
+            c.downcast_ref::<crate::import::ImportError>(),
+            Some(crate::import::ImportError::NoKernelSymbols { .. })
         )
     });
     if needs_symbols {
@@ -299,8 +299,8 @@ pub struct AnnotateArgs {
 
 impl AnnotateArgs {
     /// The library's options.
-    pub fn options(&self) -> upcmp::compare::annotate::AnnotateOptions {
-        upcmp::compare::annotate::AnnotateOptions {
+    pub fn options(&self) -> crate::compare::annotate::AnnotateOptions {
+        crate::compare::annotate::AnnotateOptions {
             functions: self.functions.clone(),
             source_dirs: self.source_dirs.clone(),
             ..Default::default()
@@ -311,10 +311,9 @@ impl AnnotateArgs {
 /// The annotations after the report in `format`: as text after the table in the text
 /// formats; CSV and JSON on standard output stay one document each (upcmp writes
 /// `results.annotate.csv` and `results.annotate.json`), so a note goes to standard error.
-#[allow(dead_code)] // prfcmp's: upcmp writes its annotations to RESULTS_DIR.
 pub fn append_annotations(
     format: OutputFormat,
-    annotations: &[upcmp::compare::annotate::Annotation],
+    annotations: &[crate::compare::annotate::Annotation],
     out: &mut Vec<u8>,
 ) -> std::io::Result<()> {
     match format {
@@ -323,6 +322,6 @@ pub fn append_annotations(
             eprintln!("note: --annotate is printed with --format text, markdown or mail");
             Ok(())
         }
-        _ => upcmp::report::annotate::write_text(annotations, out),
+        _ => crate::report::annotate::write_text(annotations, out),
     }
 }

@@ -1,19 +1,19 @@
-//! The options uprun and upsrun share (clap stays in src/bin; both binaries include this
-//! file as a module).
+//! The options uprun and upsrun share.
 
+use crate::app::uprun::{RunOutcome, UprunError, UprunOptions};
+use crate::collect::run::RunError;
+use crate::collect::sampler::{EventChoice, EVENTS};
+use crate::collect::KernelImage;
+use crate::exit::EXIT_INTERRUPTED;
+use crate::host::tuning::TuningError;
+use crate::model::{IdleSet, UserBy};
+use crate::store::outdir::Status;
+use crate::symbols::SymbolError;
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use upcmp::app::uprun::{RunOutcome, UprunError, UprunOptions};
-use upcmp::collect::run::RunError;
-use upcmp::collect::sampler::{EventChoice, EVENTS};
-use upcmp::collect::KernelImage;
-use upcmp::exit::EXIT_INTERRUPTED;
-use upcmp::host::tuning::TuningError;
-use upcmp::model::{IdleSet, UserBy};
-use upcmp::store::outdir::Status;
-use upcmp::symbols::SymbolError;
 
+/// `--user-by`: how user time is named.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum UserNaming {
     /// all user time is one function, `user`
@@ -23,6 +23,7 @@ pub enum UserNaming {
 }
 
 impl UserNaming {
+    /// The model's naming.
     pub fn user_by(self) -> UserBy {
         match self {
             UserNaming::Single => UserBy::Single,
@@ -31,6 +32,7 @@ impl UserNaming {
     }
 }
 
+/// The options of a run, uprun's and upsrun's.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// The test list to run instead of ./test_list, e.g. --test-list lists/syscalls.
@@ -193,7 +195,7 @@ pub fn with_option(e: UprunError) -> anyhow::Error {
         UprunError::Tuning(TuningError::Write { path, .. }) if path.starts_with("/sys") => Some("--set-governor"),
         UprunError::Tuning(_) | UprunError::Run(RunError::Tuning(_)) => Some("--drop-caches"),
         UprunError::Run(RunError::Pre(_)) => Some("--pre"),
-        UprunError::Plan(upcmp::collect::plan::PlanError::NoUnixperf { .. }) => Some("--unixperf"),
+        UprunError::Plan(crate::collect::plan::PlanError::NoUnixperf { .. }) => Some("--unixperf"),
         _ => None,
     };
     let forcible = matches!(
