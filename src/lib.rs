@@ -12,16 +12,17 @@
 //! Data flows one way: [`collect`] → [`store`] → [`model`] → [`compare`] → [`report`].
 //! The lowest floors are crates of their own, so the compiler holds them: `upcmp-parsers`
 //! (the text formats), `upcmp-stats` (the statistics of a verdict, numbers only),
-//! `upcmp-model` (the profile model, re-exported as [`model`]) and `upcmp-fsio` (safe
-//! files, re-exported as [`fsio`]); `tests/architecture.rs` checks the crate graph from
-//! `cargo metadata`. Inside this crate each module uses only the modules of the layers
+//! `upcmp-model` (the profile model, re-exported as [`model`]), `upcmp-fsio` (safe
+//! files, re-exported as [`fsio`]) and `upcmp-perf` (perf's files read into the model,
+//! and the symbols: [`import`] and [`symbols`]); `tests/architecture.rs` checks the
+//! crate graph from `cargo metadata`. Inside this crate each module uses only the modules of the layers
 //! below its own (`docs/architecture.md`; the same test reads every `use crate::` and
 //! holds it to [`LAYERS`]):
 //!
 //! | layer | modules | what they own |
 //! |---|---|---|
-//! | 0 | [`symbols`], [`host`], [`store`] | symbol tables; facts about this machine; the output-directory format |
-//! | 1 | [`collect`], [`import`], [`compare`] | sampling and running tests; perf's files → model; model → comparison |
+//! | 0 | [`host`], [`store`] | facts about this machine; the output-directory format |
+//! | 1 | [`collect`], [`compare`], `dataset` | sampling and running tests; model → comparison; many runs as Parquet |
 //! | 2 | [`report`] | pure renderers |
 //! | 3 | [`analyse`] | per-test analyses of a stored run |
 //! | 4 | [`app`] | each command's orchestration |
@@ -58,12 +59,14 @@ pub mod exit;
 pub use upcmp_fsio as fsio;
 pub mod helpers;
 pub mod host;
-pub mod import;
 /// The profile model: the crate `upcmp-model`.
 pub use upcmp_model as model;
+/// perf's files into the model: the crate `upcmp-perf`.
+pub use upcmp_perf::import;
 pub mod report;
 pub mod store;
-pub mod symbols;
+/// Symbol tables: the crate `upcmp-perf`.
+pub use upcmp_perf::symbols;
 
 /// The version of the tools, written into every output directory.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -71,11 +74,12 @@ pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use upcmp_parsers::ParseError;
 
 /// The layers of this crate's modules, lowest first: a module may use only modules of
-/// lower layers, and the crates below (`model`, `fsio`, `compare::stats`) from anywhere
+/// lower layers, and the crates below (`model`, `fsio`, `import`, `symbols`,
+/// `compare::stats`) from anywhere
 /// (the test `the_house_has_one_way_layers` checks every `use crate::` against it).
 pub const LAYERS: &[&[&str]] = &[
-    &["symbols", "host", "store"],
-    &["collect", "import", "compare", "dataset"],
+    &["host", "store"],
+    &["collect", "compare", "dataset"],
     &["report"],
     &["analyse"],
     &["app"],

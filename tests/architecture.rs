@@ -12,17 +12,18 @@ const BESIDE: &[(&str, &[&str])] = &[("helpers", &["host", "compare"]), ("exit",
 
 /// The crates of the workspace, lowest first: a crate may depend only on crates of lower
 /// floors (`cargo metadata` says which it does). The parsers, the statistics and the safe
-/// files know nothing of each other; the model reads what the parsers parse; the app
-/// crate holds the rest; the benchmark suite is a crate of its own that upcmp uses for
-/// its test names.
+/// files know nothing of each other; the model reads what the parsers parse; perf's
+/// files and the symbols are read into the model; the app crate holds the rest; the
+/// benchmark suite is a crate of its own that upcmp uses for its test names.
 const CRATES: &[&[&str]] = &[
     &["upcmp-parsers", "upcmp-stats", "upcmp-fsio", "unixperf"],
     &["upcmp-model"],
+    &["upcmp-perf"],
     &["upcmp"],
 ];
 
 /// The crates below this one, re-exported under the names the house's files use.
-const CRATES_BELOW: &[&str] = &["model", "fsio"];
+const CRATES_BELOW: &[&str] = &["model", "fsio", "import", "symbols"];
 
 fn rust_files(p: &Path) -> Vec<PathBuf> {
     if p.is_file() {
@@ -217,6 +218,7 @@ fn the_crates_depend_only_downward() {
     }
     // What the compiler now holds: the model and the statistics never reach the app.
     assert_eq!(graph["upcmp-model"], ["upcmp-parsers"]);
+    assert_eq!(graph["upcmp-perf"], ["upcmp-fsio", "upcmp-model", "upcmp-parsers"]);
     assert!(graph["upcmp-stats"].is_empty() && graph["upcmp-fsio"].is_empty());
 }
 

@@ -1,6 +1,7 @@
 //! A profile: samples per function and CPU, with what they stand for.
 
 use super::idle::IdleSet;
+use upcmp_parsers::prfout::{implied_weight, Prfout};
 
 /// Module names a profile uses besides kernel modules' and user files' own names.
 pub mod module {
@@ -322,6 +323,61 @@ impl ProfileMeta {
             cpus,
             warnings,
             functions,
+        }
+    }
+}
+
+impl Profile {
+    /// The profile a prfout file describes: a row without weights weighs its counts times
+    /// the period (version 1 files, and fixed periods).
+    pub fn from_prfout(f: Prfout) -> Profile {
+        let period = f.period;
+        let implied = |n: u64| implied_weight(n, period).unwrap_or(u64::MAX);
+        Profile {
+            test: f.test,
+            command: f.command,
+            event: f.event,
+            unit: if f.unit == "ns" {
+                Unit::Nanoseconds
+            } else {
+                Unit::Events
+            },
+            period,
+            wall_sec: f.wall_sec,
+            idle_set: f.idle_set,
+            cpus: f
+                .cpus
+                .into_iter()
+                .map(|c| CpuTotals {
+                    cpu: c.cpu,
+                    samples: c.samples,
+                    weight: c.weight.unwrap_or_else(|| implied(c.samples)),
+                    lost: c.lost,
+                    throttled: c.throttled,
+                    procstat_busy_sec: c.procstat_busy_sec,
+                })
+                .collect(),
+            warnings: f.warnings,
+            functions: f
+                .functions
+                .into_iter()
+                .map(|r| {
+                    let (weight_per_cpu, weight_sq) = r.weights.unwrap_or_else(|| {
+                        let n: u64 = r.per_cpu.iter().sum();
+                        (
+                            r.per_cpu.iter().map(|&c| implied(c)).collect(),
+                            n as f64 * period * period,
+                        )
+                    });
+                    FunctionSamples {
+                        module: r.module,
+                        name: r.name,
+                        per_cpu: r.per_cpu,
+                        weight_per_cpu,
+                        weight_sq,
+                    }
+                })
+                .collect(),
         }
     }
 }

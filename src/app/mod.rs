@@ -18,7 +18,7 @@ use crate::analyse::profile::rebuild_filtered;
 use crate::import::ImportError;
 use crate::model::profile::USER_FUNCTION;
 use crate::model::{IdleSet, Profile, SampleFilter, UserBy};
-use crate::store::{unquoted, StoreError};
+use crate::store::unquoted;
 use crate::symbols::KernelSymbols;
 use std::path::Path;
 
@@ -30,7 +30,6 @@ pub(crate) fn unquoted_import(e: ImportError, path: &Path) -> ImportError {
     }
     match e {
         ImportError::Parse(p) => ImportError::Parse(unquoted(p, true)),
-        ImportError::Store(StoreError::Parse(p)) => ImportError::Store(StoreError::Parse(unquoted(p, true))),
         e => e,
     }
 }

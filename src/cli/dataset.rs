@@ -107,8 +107,8 @@ pub struct GroupArgs {
 /// Runs `upcmp DATASET --side ... RESULTS_DIR` on `args` (the whole command line).
 #[cfg(feature = "parquet")]
 pub fn group(args: Vec<std::ffi::OsString>) -> anyhow::Result<ExitCode> {
-    use crate::app::upcmp::{after_writing, AfterOptions};
     use crate::app::group::{group_compare, GroupOptions};
+    use crate::app::upcmp::{after_writing, AfterOptions};
     use crate::dataset::export::parse_label;
     let a = GroupArgs::parse_from(args);
     let [s1, s2] = a.sides.as_slice() else {

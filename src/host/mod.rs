@@ -118,35 +118,9 @@ pub fn governors() -> Vec<String> {
         .collect()
 }
 
-/// The GNU build-id in a dump of ELF notes (the format of /sys/kernel/notes, in the
-/// machine's byte order); `None` if no `GNU` note of type 3 is there.
-pub fn build_id_from_notes(mut notes: &[u8]) -> Option<Vec<u8>> {
-    const NT_GNU_BUILD_ID: u32 = 3;
-    let word = |b: &[u8], at: usize| -> Option<u32> { Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?)) };
-    let align4 = |n: usize| n.checked_add(3).map(|n| n & !3);
-    while notes.len() >= 12 {
-        let name_size = word(notes, 0)? as usize;
-        let desc_size = word(notes, 4)? as usize;
-        let kind = word(notes, 8)?;
-        let name_end = 12usize.checked_add(name_size)?;
-        let desc_start = align4(name_end)?;
-        let desc_end = desc_start.checked_add(desc_size)?;
-        let name = notes.get(12..name_end)?;
-        let desc = notes.get(desc_start..desc_end)?;
-        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" {
-            return Some(desc.to_vec());
-        }
-        notes = notes.get(align4(desc_end)?.min(notes.len())..)?;
-    }
-    None
-}
-
-/// GNU build-id of the running kernel from /sys/kernel/notes; `None` if absent.
-pub fn running_kernel_build_id() -> Option<Vec<u8>> {
-    std::fs::read("/sys/kernel/notes")
-        .ok()
-        .and_then(|b| build_id_from_notes(&b))
-}
+/// The running kernel's build-id: the kernel's symbols read it (`symbols`), and a run
+/// records it.
+pub use crate::symbols::{build_id_from_notes, running_kernel_build_id};
 
 /// The running kernel's call-chain depth limit (`/proc/sys/kernel/perf_event_max_stack`).
 pub fn kernel_max_stack() -> usize {

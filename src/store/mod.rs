@@ -130,9 +130,8 @@ pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
 pub const SMALL_FILE_CAP: u64 = 1 << 20;
 /// The most a benchmark's `upout` may hold.
 pub const UPOUT_CAP: u64 = 256 << 20;
-/// The most a profile or a stack file may hold (`prfout`, `stacks.folded`): a profile of
-/// 10^5 functions on 64 CPUs takes about 100 MB.
-pub const PROFILE_CAP: u64 = 2 << 30;
+/// The most a profile or a stack file may hold: the importer's bound, one for both.
+pub use crate::import::PROFILE_CAP;
 
 /// Reads a whole regular text file of at most `cap` bytes, naming it in the error. Inside
 /// a run directory `links` is [`Links::Refuse`]: a run may have been written by another

@@ -3,68 +3,14 @@
 
 use super::{io_err, read_text_with, StoreError, PROFILE_CAP};
 use crate::fsio::Links;
-use crate::model::profile::Unit;
-use crate::model::{CpuTotals, FunctionSamples, Profile};
+use crate::model::Profile;
 use std::io::Write;
 use std::path::Path;
-use upcmp_parsers::prfout::{implied_weight, parse_prfout, Prfout, FORMAT_VERSION, MAGIC};
+use upcmp_parsers::prfout::{parse_prfout, FORMAT_VERSION, MAGIC};
 use upcmp_parsers::ParseError;
 
 /// The file's name in a test directory.
 pub const PRFOUT_FILE: &str = "prfout";
-
-/// The profile a prfout file describes: a row without weights weighs its counts times
-/// the period (version 1 files, and fixed periods).
-fn profile_of(f: Prfout) -> Profile {
-    let period = f.period;
-    let implied = |n: u64| implied_weight(n, period).unwrap_or(u64::MAX);
-    Profile {
-        test: f.test,
-        command: f.command,
-        event: f.event,
-        unit: if f.unit == "ns" {
-            Unit::Nanoseconds
-        } else {
-            Unit::Events
-        },
-        period,
-        wall_sec: f.wall_sec,
-        idle_set: f.idle_set,
-        cpus: f
-            .cpus
-            .into_iter()
-            .map(|c| CpuTotals {
-                cpu: c.cpu,
-                samples: c.samples,
-                weight: c.weight.unwrap_or_else(|| implied(c.samples)),
-                lost: c.lost,
-                throttled: c.throttled,
-                procstat_busy_sec: c.procstat_busy_sec,
-            })
-            .collect(),
-        warnings: f.warnings,
-        functions: f
-            .functions
-            .into_iter()
-            .map(|r| {
-                let (weight_per_cpu, weight_sq) = r.weights.unwrap_or_else(|| {
-                    let n: u64 = r.per_cpu.iter().sum();
-                    (
-                        r.per_cpu.iter().map(|&c| implied(c)).collect(),
-                        n as f64 * period * period,
-                    )
-                });
-                FunctionSamples {
-                    module: r.module,
-                    name: r.name,
-                    per_cpu: r.per_cpu,
-                    weight_per_cpu,
-                    weight_sq,
-                }
-            })
-            .collect(),
-    }
-}
 
 /// The longest function or module name kept: the parser cuts longer names, merges the
 /// rows whose cut names are one, and says so in a warning. A 100 MB name would otherwise
@@ -74,7 +20,7 @@ pub use upcmp_parsers::MAX_NAME_BYTES;
 /// Parses a prfout text; `file` names it in errors. Names longer than
 /// [`MAX_NAME_BYTES`] are cut, with a warning.
 pub fn parse(text: &str, file: &str) -> Result<Profile, ParseError> {
-    parse_prfout(text, file).map(profile_of)
+    parse_prfout(text, file).map(Profile::from_prfout)
 }
 
 /// Reads and parses a prfout file named by the user (a symbolic link is followed).
@@ -159,6 +105,8 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::profile::Unit;
+    use crate::model::{CpuTotals, FunctionSamples};
 
     fn profile(unit: Unit, period: f64, weights: [Vec<u64>; 2], squares: [f64; 2]) -> Profile {
         let cpu = |cpu, samples, weight, lost, throttled, busy| CpuTotals {

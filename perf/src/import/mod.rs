@@ -16,10 +16,10 @@ pub(crate) mod perf_records;
 pub mod script;
 mod unwind;
 
+use crate::fsio::{self, Links};
 use crate::model::mode::is_kernel_address;
 use crate::model::profile::{module, Unit, UNKNOWN_FUNCTION};
 use crate::model::{IdleSet, Profile, ProfileBuilder, ProfileMeta, SampleFilter, StackProfile};
-use crate::store::{prfout, StoreError};
 use crate::symbols::SymbolCache;
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Cursor, Read};
@@ -27,6 +27,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use upcmp_parsers::ParseError;
+
+/// The most a profile or a stack file may hold (`prfout`, `stacks.folded`): a profile of
+/// 10^5 functions on 64 CPUs takes about 100 MB.
+pub const PROFILE_CAP: u64 = 2 << 30;
 
 /// Why a profile could not be imported.
 #[derive(Debug, thiserror::Error)]
@@ -74,9 +78,14 @@ pub enum ImportError {
     /// A text input did not parse.
     #[error(transparent)]
     Parse(#[from] ParseError),
-    /// A prfout or test directory could not be read.
-    #[error(transparent)]
-    Store(#[from] StoreError),
+    /// A prfout file could not be read.
+    #[error("{}: {source}", path.display())]
+    Prfout {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
     /// perf.data could not be read.
     #[error("{}: not a readable perf.data file: {reason}; `perf report -i {}` should read it", path.display(), path.display())]
     PerfData {
@@ -689,8 +698,13 @@ pub fn import(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError
             } else {
                 path.to_path_buf()
             };
+            let text = fsio::read_text(&p, Links::Follow, PROFILE_CAP).map_err(|source| ImportError::Prfout {
+                path: p.clone(),
+                source,
+            })?;
             Ok(Imported {
-                profile: prfout::read(&p)?,
+                profile: upcmp_parsers::prfout::parse_prfout(&text, &p.display().to_string())
+                    .map(Profile::from_prfout)?,
                 stacks: None,
                 annotated: Vec::new(),
             })

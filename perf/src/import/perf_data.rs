@@ -21,7 +21,6 @@ use super::{
     bare_event_name, choose_event, other_events_note, push_frame_name, test_name, ImportError, ImportOptions, Imported,
     SampleTimes, Split, StackCollector, SPLIT_MIN_BYTES,
 };
-use crate::host::running_kernel_build_id;
 use crate::model::builder::sample_function;
 use crate::model::code::{AddressCache, LoadedCode, WithLoadedCode};
 use crate::model::mode::Record as ModelRecord;
@@ -32,6 +31,7 @@ use crate::model::profile::{
 use crate::model::stacks::IDLE_COMMAND;
 use crate::model::KernelResolver;
 use crate::model::ProfileBuilder;
+use crate::symbols::running_kernel_build_id;
 use crate::symbols::{
     buildid_dir, demangle, hex, load_user_symbols, FunctionAt, KernelSymbols, SymbolCache, UserSymbols,
     UserSymbolsMissing,
