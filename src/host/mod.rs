@@ -120,7 +120,7 @@ pub fn governors() -> Vec<String> {
 
 /// The running kernel's build-id: the kernel's symbols read it (`symbols`), and a run
 /// records it.
-pub use crate::symbols::{build_id_from_notes, running_kernel_build_id};
+pub use upcmp_perf::symbols::{build_id_from_notes, running_kernel_build_id};
 
 /// The running kernel's call-chain depth limit (`/proc/sys/kernel/perf_event_max_stack`).
 pub fn kernel_max_stack() -> usize {

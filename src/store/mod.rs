@@ -131,7 +131,7 @@ pub const SMALL_FILE_CAP: u64 = 1 << 20;
 /// The most a benchmark's `upout` may hold.
 pub const UPOUT_CAP: u64 = 256 << 20;
 /// The most a profile or a stack file may hold: the importer's bound, one for both.
-pub use crate::import::PROFILE_CAP;
+pub use upcmp_perf::import::PROFILE_CAP;
 
 /// Reads a whole regular text file of at most `cap` bytes, naming it in the error. Inside
 /// a run directory `links` is [`Links::Refuse`]: a run may have been written by another
