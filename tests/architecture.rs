@@ -242,3 +242,40 @@ fn a_crate_that_depends_on_its_own_floor_or_above_is_named() {
         ]
     );
 }
+
+/// The source directories of the workspace's crates.
+const CRATE_SOURCES: &[&str] = &[
+    "src",
+    "parsers/src",
+    "stats/src",
+    "model/src",
+    "fsio/src",
+    "perf/src",
+    "unixperf/src",
+];
+
+#[test]
+fn a_file_over_1000_lines_says_why_in_its_header() {
+    let mut silent = Vec::new();
+    for dir in CRATE_SOURCES {
+        for f in rust_files(&repo().join(dir)) {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let header: String = text
+                .lines()
+                .take_while(|l| l.starts_with("//!"))
+                .map(|l| l.trim_start_matches("//!").trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase();
+            let lines = text.lines().count();
+            if lines > 1000 && !header.contains("over 1,000 lines") {
+                silent.push(format!("{} ({lines} lines)", f.display()));
+            }
+        }
+    }
+    assert!(
+        silent.is_empty(),
+        "files over 1,000 lines whose header does not say why (\"Over 1,000 lines: ...\"):\n{}",
+        silent.join("\n")
+    );
+}

@@ -4,6 +4,8 @@
 //! [`stats::share_test`] (the binomial sampling error with one run a side, the repetitions'
 //! spread with more), and the tests of a graph or a table are adjusted together as one
 //! Benjamini–Hochberg family. Formulas: `docs/upsrun.md`, `docs/formulas.md`.
+//!
+//! Over 1,000 lines with its unit tests: 987 lines of code, 171 of tests.
 
 use super::stats::{self, adjust_family, Correction, Prior, Significance};
 use crate::model::{CallGraph, IdleSet, StackProfile};

@@ -4,6 +4,8 @@
 //! a batch of files at a time and only the columns asked for, so memory is that of one
 //! batch whatever the number of runs. Rows come back as plain structs (or, for the large
 //! functions table, as borrowed rows to a callback) for the statistics, which stay ours.
+//!
+//! Over 1,000 lines with its unit tests: 770 lines of code, 303 of tests.
 
 use super::check::{check_file, contained};
 use super::layout::{decode, encode, is_run_id, partition, partition_dirs, run_files, Dataset, DatasetFile};

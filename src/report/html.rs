@@ -7,6 +7,8 @@
 //! drawn lazily), the flame graphs and any counters are drawn by the page's script from
 //! JSON embedded in the page; `html/data.js` is the only script that reads field names.
 //! Nothing is fetched: a Content-Security-Policy forbids every network request.
+//!
+//! Over 1,000 lines with its unit tests: 929 lines of code, 90 of tests.
 
 use super::{fmt_pct, fmt_rate, fmt_ratio, fmt_sec, msec};
 use crate::compare::bench::BenchRow;

@@ -5,6 +5,8 @@
 //! [`suite::ALIASES`]). [`parse`] walks these tables and nothing else, so it accepts exactly
 //! them; [`usage`] prints them for `-help`, `-list` lists the tests, and the unixperf program
 //! renders the same tables with clap for completions and the man page.
+//!
+//! Over 1,000 lines with its unit tests: 764 lines of code, 413 of tests.
 
 use std::fmt;
 use std::path::PathBuf;
