@@ -36,13 +36,6 @@ cd "$work"
 echo "tiny 1" > tiny.folded
 echo "tiny;stack 1" > tiny-stack.folded
 
-# peak CMD...: prints "SECONDS MIB" of one run of CMD (its output thrown away).
-peak() {
-    /usr/bin/time -f "%e %M" -o time.txt "$@" >/dev/null 2>err.txt || {
-        echo "failed: $*" >&2; tail -5 err.txt >&2; exit 1; }
-    read -r s kib < <(tail -n 1 time.txt)
-    echo "$s $((kib / 1024))"
-}
 ratio() { [ "$1" = - ] || [ "$2" = - ] && echo - || printf '%.1f' "$(echo "$1 / ($2 + 0.001)" | bc -l)"; }
 row() { printf '%-34s %8s s %7s MiB\n' "$1" "$2" "$3"; }
 

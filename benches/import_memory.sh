@@ -34,14 +34,6 @@ cd "$work"
 echo "tiny 1" > tiny.folded
 echo "tiny;stack 1" > tiny-stack.folded
 
-# peak CMD...: prints "SECONDS MIB" of one run of CMD.
-peak() {
-    /usr/bin/time -f "%e %M" -o time.txt "$@" >/dev/null 2>err.txt || {
-        echo "failed: $*" >&2; cat err.txt >&2; exit 1; }
-    read -r s kib < <(tail -n 1 time.txt)
-    echo "$s $((kib / 1024))"
-}
-
 printf '%-8s %9s  %-16s %-16s %-16s %s\n' "file MB" samples "prfcmp s/MiB" "upcmp --perf" "perf report" "report/prfcmp report/upcmp (RSS)"
 for mb in "${sizes[@]}"; do
     f=rec-$mb.data
