@@ -37,7 +37,7 @@
 //! [`ScriptStats::truncated_names`]. Periods are read as printed, up to `u64::MAX`: adding
 //! them up (with checked arithmetic) is the caller's job.
 //!
-//! Over 1,000 lines with its unit tests: 919 lines of code, 455 of tests.
+//! Over 1,000 lines with its unit tests; the code alone is under 1,000.
 
 use crate::{bounded_name, ParseError, Position, EXPECT_CPU, MAX_CPUS};
 use std::io::BufRead;

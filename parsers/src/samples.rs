@@ -34,7 +34,7 @@
 //! cut and counted. The `l` records' counts are read up to `u64::MAX`: adding them up (with
 //! checked arithmetic) is the caller's job.
 //!
-//! Over 1,000 lines with its unit tests: 790 lines of code, 356 of tests.
+//! Over 1,000 lines with its unit tests; the code alone is under 1,000.
 
 use crate::{bounded_name, LineReader, LineRef, NomError, ParseError, EXPECT_CPU, MAX_CPUS};
 use nom::branch::alt;

@@ -6,7 +6,7 @@
 //! them; [`usage`] prints them for `-help`, `-list` lists the tests, and the unixperf program
 //! renders the same tables with clap for completions and the man page.
 //!
-//! Over 1,000 lines with its unit tests: 764 lines of code, 413 of tests.
+//! Over 1,000 lines with its unit tests; the code alone is under 1,000.
 
 use std::fmt;
 use std::path::PathBuf;

@@ -19,7 +19,7 @@
 //! file's records read in `import::perf_records`. What stays here is over 1,000 lines
 //! because of one piece: `Reader`, the state of a recording as its records go by (threads,
 //! mappings, loaded code, events, weights) and the naming of each sample's PC and call
-//! chain from it, about 640 lines that every record passes through in turn.
+//! chain from it, which every record passes through in turn.
 
 use super::kernel::{kernel_symbols, KernelSource, ModuleMaps, NoKernel, WithModuleMaps};
 use super::maps::{FastMap, Located, Maps, NameKey, Place};

@@ -21,7 +21,7 @@
 //! data, all the rest. The file offset makes every key distinct, so the sort needs no
 //! stability: records of equal timestamps come out in file order, as the crate's do.
 //!
-//! Over 1,000 lines with its unit tests: 954 lines of code, 354 of tests.
+//! Over 1,000 lines with its unit tests; the code alone is under 1,000.
 
 use super::perf_header::Records;
 use crate::model::mode::Mode;
